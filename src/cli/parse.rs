@@ -1,0 +1,226 @@
+//! Value parsers shared by the subcommands. Every error is one sentence naming the value and
+//! the fix.
+
+/// A time unit a value may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultUnit {
+    /// Plain numbers are microseconds (intervals, latencies, cyclictest style).
+    Micros,
+    /// Plain numbers are seconds (durations).
+    Seconds,
+}
+
+fn unit_ns(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" | "sec" => 1e9,
+        "m" | "min" => 60e9,
+        "h" => 3_600e9,
+        "d" => 86_400e9,
+        _ => return None,
+    })
+}
+
+/// Parses `250`, `250us`, `1.5ms`, `30s`, `2h`, `1d` into nanoseconds; a plain number is in
+/// `default` units. Rejects negatives, non-numbers, unknown units and overflow.
+pub fn time_ns(text: &str, default: DefaultUnit) -> Result<i64, String> {
+    let t = text.trim();
+    let example = match default {
+        DefaultUnit::Micros => "e.g. 1000, 250us or 1ms",
+        DefaultUnit::Seconds => "e.g. 30, 30s, 1.5m, 2h or 1d",
+    };
+    if t.starts_with('-') {
+        return Err(format!("'{text}' is negative; give a positive time, {example}"));
+    }
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| format!("'{text}' is not a time; {example}"))?;
+    let scale = if unit.is_empty() {
+        match default {
+            DefaultUnit::Micros => 1e3,
+            DefaultUnit::Seconds => 1e9,
+        }
+    } else {
+        unit_ns(unit.trim()).ok_or_else(|| format!("'{text}' has an unknown unit '{unit}'; use ns, us, ms, s, m, h or d"))?
+    };
+    let ns = value * scale;
+    if ns >= i64::MAX as f64 {
+        return Err(format!("'{text}' is too large"));
+    }
+    Ok(ns.round() as i64)
+}
+
+/// A positive interval (plain number = µs), from 1 µs to 1 h.
+pub fn interval(text: &str) -> Result<i64, String> {
+    let ns = time_ns(text, DefaultUnit::Micros)?;
+    if ns == 0 {
+        return Err(format!("interval '{text}' is zero; a period must be at least 1 µs, e.g. -i 1000"));
+    }
+    if !(1_000..=3_600_000_000_000).contains(&ns) {
+        return Err(format!("interval '{text}' is out of range; use 1us to 1h, e.g. -i 1000"));
+    }
+    Ok(ns)
+}
+
+/// A latency threshold or histogram size (plain number = µs), greater than zero.
+pub fn latency(text: &str) -> Result<i64, String> {
+    let ns = time_ns(text, DefaultUnit::Micros)?;
+    if ns == 0 {
+        return Err(format!("'{text}' is zero; give a positive time, e.g. 100 (µs) or 1ms"));
+    }
+    Ok(ns)
+}
+
+/// A non-negative time (plain number = µs), zero allowed (e.g. `--distance 0`).
+pub fn time_or_zero(text: &str) -> Result<i64, String> {
+    time_ns(text, DefaultUnit::Micros)
+}
+
+/// A run duration (plain number = s), greater than zero.
+pub fn duration(text: &str) -> Result<std::time::Duration, String> {
+    let ns = time_ns(text, DefaultUnit::Seconds)?;
+    if ns == 0 {
+        return Err(format!("duration '{text}' is zero; omit -D to run until Ctrl-C, or give e.g. -D 30s"));
+    }
+    Ok(std::time::Duration::from_nanos(ns as u64))
+}
+
+/// A count that must be at least 1.
+pub fn positive_count(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("'{text}' is negative; give a whole number of at least 1"));
+    }
+    match t.parse::<u64>() {
+        Ok(0) => Err(format!("'{text}' is zero; give at least 1 (omit the option for the default)")),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{text}' is not a whole number; give e.g. 1000")),
+    }
+}
+
+/// A thread count from 1 to 4096.
+pub fn thread_count(text: &str) -> Result<u32, String> {
+    let n = positive_count(text).map_err(|e| e.replace("at least 1", "at least 1 thread"))?;
+    u32::try_from(n).ok().filter(|n| *n <= 4096).ok_or_else(|| format!("{text} threads is too many; use at most 4096"))
+}
+
+/// A priority: a whole number from 0 to 99 (checked against the policy later).
+pub fn priority(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("priority '{text}' is negative; real-time priorities are 1 to 99"));
+    }
+    t.parse::<u32>()
+        .ok()
+        .filter(|p| *p <= 99)
+        .ok_or_else(|| format!("priority '{text}' is not a number from 0 to 99; use e.g. -p 80"))
+}
+
+/// A warm-up: a number of cycles, or a time with a unit (`2s`, `500ms`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Warmup {
+    /// Periods to discard.
+    Cycles(u64),
+    /// Time to discard (ns).
+    Time(i64),
+}
+
+/// Parses a warm-up: a plain number is cycles, a number with a unit is time.
+pub fn warmup(text: &str) -> Result<Warmup, String> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("warm-up '{text}' is negative; give cycles (e.g. 1000) or a time (e.g. 2s)"));
+    }
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse().map(Warmup::Cycles).map_err(|_| format!("warm-up '{text}' is too large"));
+    }
+    time_ns(t, DefaultUnit::Seconds)
+        .map(Warmup::Time)
+        .map_err(|_| format!("warm-up '{text}' is neither cycles (e.g. 1000) nor a time (e.g. 2s)"))
+}
+
+/// A `/dev/cpu_dma_latency` value in µs (0 = stay in the shallowest idle state).
+pub fn dma_latency(text: &str) -> Result<i32, String> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("--latency '{text}' is negative; give microseconds from 0, e.g. --latency 0"));
+    }
+    t.parse::<i32>().map_err(|_| format!("--latency '{text}' is not a whole number of microseconds; use e.g. --latency 0"))
+}
+
+/// A CPU set (`0`, `1,3`, `0-3,6`).
+pub fn cpuset(text: &str) -> Result<crate::rt::affinity::CpuSet, String> {
+    crate::rt::affinity::CpuSet::parse(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_take_units_and_plain_numbers_use_the_default_unit() {
+        assert_eq!(time_ns("250", DefaultUnit::Micros), Ok(250_000));
+        assert_eq!(time_ns("250us", DefaultUnit::Micros), Ok(250_000));
+        assert_eq!(time_ns("250µs", DefaultUnit::Micros), Ok(250_000));
+        assert_eq!(time_ns("1ms", DefaultUnit::Micros), Ok(1_000_000));
+        assert_eq!(time_ns("30", DefaultUnit::Seconds), Ok(30_000_000_000));
+        assert_eq!(time_ns("1.5m", DefaultUnit::Seconds), Ok(90_000_000_000));
+        assert_eq!(time_ns("2h", DefaultUnit::Seconds), Ok(7_200_000_000_000));
+        assert_eq!(time_ns("1d", DefaultUnit::Seconds), Ok(86_400_000_000_000));
+        assert_eq!(time_ns("500ns", DefaultUnit::Seconds), Ok(500));
+    }
+
+    #[test]
+    fn bad_times_name_the_value() {
+        for bad in ["", "abc", "-5", "1x", "1.2.3", "1e5", "ms", "inf", "99999999999d"] {
+            let e = time_ns(bad, DefaultUnit::Seconds).unwrap_err();
+            assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn zero_intervals_durations_and_counts_are_refused_with_a_fix() {
+        assert!(interval("0").unwrap_err().contains("-i 1000"));
+        assert!(interval("500ns").is_err());
+        assert!(duration("0").unwrap_err().contains("Ctrl-C"));
+        assert!(thread_count("0").unwrap_err().contains("at least 1"));
+        assert!(positive_count("-3").unwrap_err().contains("negative"));
+        assert!(positive_count("ten").is_err());
+    }
+
+    #[test]
+    fn warm_up_is_cycles_without_a_unit_and_time_with_one() {
+        assert_eq!(warmup("1000"), Ok(Warmup::Cycles(1000)));
+        assert_eq!(warmup("2s"), Ok(Warmup::Time(2_000_000_000)));
+        assert_eq!(warmup("500ms"), Ok(Warmup::Time(500_000_000)));
+        assert!(warmup("soon").is_err());
+    }
+
+    #[test]
+    fn priorities_are_zero_to_ninety_nine() {
+        assert_eq!(priority("80"), Ok(80));
+        assert!(priority("100").is_err());
+        assert!(priority("-1").unwrap_err().contains("negative"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_errors_without_panicking(s in ".{0,24}") {
+            let _ = time_ns(&s, DefaultUnit::Micros);
+            let _ = warmup(&s);
+            let _ = cpuset(&s);
+            let _ = positive_count(&s);
+        }
+
+        #[test]
+        fn whole_microseconds_round_trip(us in 1u32..3_600_000_000) {
+            proptest::prop_assert_eq!(interval(&us.to_string()), Ok(us as i64 * 1000));
+        }
+    }
+}

@@ -1,0 +1,382 @@
+//! `rtlab run`: arguments, defaults, and validation into a [`RunOptions`].
+
+use super::parse::{self, Warmup};
+use super::UsageError;
+use crate::measure::engine::{Plan, ThreadPlan};
+use crate::measure::histogram::Layout;
+use crate::measure::probe::{ClockKind, Method};
+use crate::measure::simulate::Simulation;
+use crate::output::units::Unit;
+use crate::result::{Config, DeadlineParams};
+use crate::rt::affinity::{self, CpuSet};
+use crate::rt::sched::{Policy, SchedParams};
+use clap::Args;
+use std::path::PathBuf;
+
+/// Default SCHED_FIFO priority of `rtlab run`: rtla timerlat's, above threaded IRQs (50) and
+/// below the kernel's own per-CPU watchdog/migration threads (99).
+pub const DEFAULT_PRIORITY: u32 = 95;
+
+/// Measure wakeup latency on periodic threads.
+///
+/// Defaults: one thread per online CPU, each pinned to its CPU, SCHED_FIFO priority 95, a 1 ms
+/// period on absolute clock_nanosleep(CLOCK_MONOTONIC), memory locked, /dev/cpu_dma_latency
+/// held at 0, timer slack 1 ns, until Ctrl-C (or -l/-D). Times without a unit are µs (-i, -d,
+/// --max-latency, -b …) or seconds (-D). Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a sample
+/// exceeded --max-latency or -b.
+#[derive(Args, Debug, Clone)]
+#[command(after_help = "Examples:\n  rtlab run -D 1m --json result.json\n  rtlab run -t1 -p80 -i200 -l10000 --max-latency 100\n  rtlab run --policy deadline --dl-runtime 100us -i 1ms -D 10s")]
+pub struct RunArgs {
+    /// Measuring threads; bare -t: one per CPU of the affinity set [default: one per online CPU]
+    #[arg(short = 't', long = "threads", value_name = "N", num_args = 0..=1, value_parser = parse::thread_count)]
+    pub threads: Option<Option<u32>>,
+
+    /// Pin threads round-robin to these CPUs (0, 1,3, 0-3,6); bare -a: all online [default: all online]
+    #[arg(short = 'a', long = "affinity", value_name = "CPUSET", num_args = 0..=1, value_parser = parse::cpuset)]
+    pub affinity: Option<Option<CpuSet>>,
+
+    /// One thread per CPU, pinned, all at the same priority (cyclictest -S)
+    #[arg(short = 'S', long = "smp")]
+    pub smp: bool,
+
+    /// Pin the reporting (main) thread to these CPUs
+    #[arg(long = "mainaffinity", value_name = "CPUSET", value_parser = parse::cpuset)]
+    pub main_affinity: Option<CpuSet>,
+
+    /// Scheduling policy: other, batch, idle, fifo, rr, deadline [default: fifo]
+    #[arg(long, value_name = "POLICY")]
+    pub policy: Option<Policy>,
+
+    /// Priority for fifo/rr, 1-99 [default: 95]
+    #[arg(short = 'p', long = "priority", value_name = "PRIO", allow_negative_numbers = true, value_parser = parse::priority)]
+    pub priority: Option<u32>,
+
+    /// Thread i gets priority PRIO - i
+    #[arg(long)]
+    pub priospread: bool,
+
+    /// SCHED_DEADLINE runtime [default: a tenth of the period]
+    #[arg(long = "dl-runtime", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub dl_runtime: Option<i64>,
+
+    /// SCHED_DEADLINE relative deadline [default: the period]
+    #[arg(long = "dl-deadline", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub dl_deadline: Option<i64>,
+
+    /// SCHED_DEADLINE period [default: the thread's interval]
+    #[arg(long = "dl-period", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub dl_period: Option<i64>,
+
+    /// Period (plain number = µs; 250us, 1ms)
+    #[arg(short = 'i', long = "interval", value_name = "TIME", default_value = "1000", allow_negative_numbers = true, value_parser = parse::interval)]
+    pub interval: i64,
+
+    /// Thread i's interval is interval + i·distance
+    #[arg(short = 'd', long = "distance", value_name = "TIME", default_value = "0", allow_negative_numbers = true, value_parser = parse::time_or_zero)]
+    pub distance: i64,
+
+    /// Every thread records N samples, then the run ends
+    #[arg(short = 'l', long = "loops", value_name = "N", allow_negative_numbers = true, value_parser = parse::positive_count)]
+    pub loops: Option<u64>,
+
+    /// Run length: 30, 30s, 1.5m, 2h, 1d (plain number = seconds)
+    #[arg(short = 'D', long = "duration", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::duration)]
+    pub duration: Option<std::time::Duration>,
+
+    /// Discard the first cycles (1000) or time (2s) of every thread from the statistics
+    #[arg(long = "warm-up", value_name = "CYCLES|TIME", allow_negative_numbers = true, value_parser = parse::warmup)]
+    pub warmup: Option<Warmup>,
+
+    /// How to sleep: abs (clock_nanosleep TIMER_ABSTIME), rel (-r), nanosleep (-s), sleep (std::thread::sleep), posix-timer (-x)
+    #[arg(long, value_enum, default_value = "abs")]
+    pub method: Method,
+
+    /// Clock to read and sleep on
+    #[arg(long, value_enum, default_value = "monotonic")]
+    pub clock: ClockKind,
+
+    /// Lock memory with mlockall (on by default)
+    #[arg(short = 'm', long = "mlockall", overrides_with = "no_mlockall")]
+    pub mlockall: bool,
+
+    /// Do not lock memory
+    #[arg(long = "no-mlockall")]
+    pub no_mlockall: bool,
+
+    /// Hold /dev/cpu_dma_latency at US microseconds for the run
+    #[arg(long = "latency", value_name = "US", default_value = "0", allow_negative_numbers = true, value_parser = parse::dma_latency)]
+    pub dma_latency: i32,
+
+    /// Do not touch /dev/cpu_dma_latency
+    #[arg(long = "no-dma-latency")]
+    pub no_dma_latency: bool,
+
+    /// No live view; print only the final summary
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
+    /// Show nanoseconds instead of microseconds
+    #[arg(short = 'N', long = "nsecs")]
+    pub nsecs: bool,
+
+    /// Write the RunResult (schema rtlab.run/1) to FILE, atomically; - for stdout
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Histogram bucket width (plain number = µs)
+    #[arg(long = "bucket-size", value_name = "TIME", default_value = "1us", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub bucket_size: i64,
+
+    /// End of the linear histogram region; beyond it buckets are 1/32 octave wide (nothing is dropped)
+    #[arg(long = "range", value_name = "TIME", default_value = "10ms", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub range: i64,
+
+    /// Verdict: fail (exit 3) if any sample exceeds this (plain number = µs)
+    #[arg(long = "max-latency", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub max_latency: Option<i64>,
+
+    /// Stop the run at the first sample above this (plain number = µs); exit 3
+    #[arg(short = 'b', long = "breaktrace", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub breaktrace: Option<i64>,
+
+    /// With -b: write a marker into tracefs trace_marker and stop tracing
+    #[arg(long)]
+    pub tracemark: bool,
+
+    /// Treat any downgrade (policy, priority, mlockall, affinity, dma latency) as an error
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Simulated probe: seed:N or file:PATH (testing only)
+    #[arg(long, value_name = "SPEC", hide = true, value_parser = Simulation::parse)]
+    pub simulate: Option<Simulation>,
+}
+
+/// A validated `run`: the engine's plan, the configuration to record, and output choices.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// What the engine runs.
+    pub plan: Plan,
+    /// The configuration as it goes into the result.
+    pub config: Config,
+    /// `--json` target.
+    pub json: Option<PathBuf>,
+    /// Display unit.
+    pub unit: Unit,
+    /// `-q`.
+    pub quiet: bool,
+}
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+impl RunArgs {
+    /// Validates the arguments against each other and against this machine.
+    pub fn into_options(self) -> Result<RunOptions, UsageError> {
+        let online = affinity::online_cpus();
+        let policy = self.policy.unwrap_or(Policy::Fifo);
+        let sim = self.simulate.is_some();
+
+        let (lo, hi) = policy.priority_range();
+        let priority = match self.priority {
+            Some(p) if p < lo || p > hi => {
+                return Err(usage(if policy.is_realtime_priority() {
+                    format!("priority {p} is out of range for SCHED_{}: use 1 to 99, e.g. -p 80", policy.name().to_uppercase())
+                } else {
+                    format!(
+                        "priority {p} is out of range for SCHED_{} (only 0): drop -p, or use --policy fifo -p {p}",
+                        policy.name().to_uppercase()
+                    )
+                }))
+            }
+            Some(p) => p,
+            None if policy.is_realtime_priority() => DEFAULT_PRIORITY,
+            None => 0,
+        };
+
+        let deadline_given = self.dl_runtime.is_some() || self.dl_deadline.is_some() || self.dl_period.is_some();
+        if deadline_given && policy != Policy::Deadline {
+            return Err(usage("--dl-runtime/--dl-deadline/--dl-period need --policy deadline"));
+        }
+        if policy == Policy::Deadline && matches!(self.affinity, Some(Some(_))) {
+            return Err(usage(
+                "SCHED_DEADLINE threads cannot be pinned with -a: the kernel admits deadline tasks only with the \
+                 affinity of their whole root domain; drop -a (or partition CPUs with cpusets)",
+            ));
+        }
+        if self.tracemark && self.breaktrace.is_none() {
+            return Err(usage("--tracemark needs -b/--breaktrace US: the marker is written when that threshold is hit"));
+        }
+        if let Some(Some(set)) = &self.affinity {
+            check_online(set, &online, "-a")?;
+        }
+        if let Some(set) = &self.main_affinity {
+            check_online(set, &online, "--mainaffinity")?;
+        }
+        if let Some(p) = &self.json {
+            check_writable_target(p)?;
+        }
+        let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
+        if sim && self.loops.is_none() && self.duration.is_none() && self.simulate.as_ref().and_then(|s| s.thread_count()).is_none() {
+            return Err(usage("--simulate seed:N needs -l or -D to know how many samples to make"));
+        }
+
+        // Thread placement: cpus for round robin, and the thread count.
+        let cpus = match &self.affinity {
+            Some(Some(set)) => set.clone(),
+            _ => online.clone(),
+        };
+        let sim_threads = self.simulate.as_ref().and_then(|s| s.thread_count());
+        let n = match (self.threads, self.smp) {
+            (Some(Some(n)), _) => n as usize,
+            _ => sim_threads.unwrap_or(cpus.len()),
+        };
+        if let (Some(k), true) = (sim_threads, sim) {
+            if k != n {
+                return Err(usage(format!("the simulation samples define {k} threads but -t asks for {n}; make them agree")));
+            }
+        }
+        let pinned = policy != Policy::Deadline;
+        let spread = self.priospread && !self.smp;
+        if spread && policy.is_realtime_priority() && (n as u32) > priority {
+            return Err(usage(format!(
+                "--priospread with {n} threads from priority {priority} would go below 1; raise -p or use fewer threads"
+            )));
+        }
+
+        let mut threads = Vec::with_capacity(n);
+        let mut deadline_cfg = None;
+        for i in 0..n {
+            let interval_ns = self
+                .interval
+                .checked_add(self.distance.checked_mul(i as i64).unwrap_or(i64::MAX))
+                .filter(|v| *v <= 3_600_000_000_000)
+                .ok_or_else(|| usage(format!("-d {} ns makes thread {i}'s interval longer than 1 h; use a smaller -d", self.distance)))?;
+            let sched = if policy == Policy::Deadline {
+                let period = self.dl_period.unwrap_or(interval_ns) as u64;
+                let deadline = self.dl_deadline.unwrap_or(period as i64) as u64;
+                let runtime = self.dl_runtime.map_or(period / 10, |r| r as u64);
+                if !(runtime <= deadline && deadline <= period) {
+                    return Err(usage(format!(
+                        "SCHED_DEADLINE needs runtime <= deadline <= period, got runtime {runtime} ns, deadline {deadline} ns, \
+                         period {period} ns; adjust --dl-runtime/--dl-deadline/--dl-period"
+                    )));
+                }
+                if runtime < 1024 {
+                    return Err(usage(format!("SCHED_DEADLINE runtime {runtime} ns is below the kernel's minimum of 1024 ns; raise --dl-runtime")));
+                }
+                deadline_cfg.get_or_insert(DeadlineParams { runtime_ns: runtime, deadline_ns: deadline, period_ns: period });
+                SchedParams { policy, priority: 0, nice: 0, runtime_ns: runtime, deadline_ns: deadline, period_ns: period }
+            } else {
+                let p = if spread && policy.is_realtime_priority() { priority - i as u32 } else { priority };
+                SchedParams::simple(policy, p)
+            };
+            let warmup_cycles = match self.warmup {
+                None => 0,
+                Some(Warmup::Cycles(c)) => c,
+                Some(Warmup::Time(t)) => (t as u64).div_ceil(interval_ns as u64),
+            };
+            threads.push(ThreadPlan {
+                index: i,
+                cpu: pinned.then(|| cpus.cpus()[i % cpus.len()]),
+                sched,
+                interval_ns,
+                warmup_cycles,
+            });
+        }
+
+        let mlockall = !self.no_mlockall || self.mlockall;
+        let dma_latency_us = (!self.no_dma_latency).then_some(self.dma_latency);
+        let config = Config {
+            method: self.method,
+            clock: self.clock,
+            threads: n,
+            interval_ns: self.interval,
+            distance_ns: self.distance,
+            loops: self.loops,
+            duration_s: self.duration.map(|d| d.as_secs_f64()),
+            warmup_cycles: match self.warmup {
+                Some(Warmup::Cycles(c)) => Some(c),
+                _ => None,
+            },
+            warmup_ns: match self.warmup {
+                Some(Warmup::Time(t)) => Some(t),
+                _ => None,
+            },
+            policy,
+            priority,
+            priospread: spread,
+            deadline: deadline_cfg,
+            affinity: pinned.then(|| CpuSet::from_cpus(threads.iter().filter_map(|t| t.cpu)).to_string()),
+            main_affinity: self.main_affinity.as_ref().map(|c| c.to_string()),
+            mlockall,
+            mlockall_obtained: false,
+            dma_latency_us,
+            dma_latency_held: false,
+            timer_slack_ns: 1,
+            bucket_ns: layout.bucket_ns,
+            range_ns: layout.range_ns,
+            max_latency_ns: self.max_latency,
+            breaktrace_ns: self.breaktrace,
+            tracemark: self.tracemark,
+            strict: self.strict,
+            degraded: false,
+        };
+        let plan = Plan {
+            threads,
+            method: self.method,
+            clock: self.clock,
+            loops: self.loops,
+            duration: self.duration,
+            layout,
+            mlockall,
+            dma_latency_us,
+            max_latency_ns: self.max_latency,
+            breaktrace_ns: self.breaktrace,
+            tracemark: self.tracemark,
+            main_affinity: self.main_affinity,
+            strict: self.strict,
+            simulate: self.simulate,
+        };
+        Ok(RunOptions {
+            plan,
+            config,
+            json: self.json,
+            unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
+            quiet: self.quiet,
+        })
+    }
+}
+
+fn check_online(set: &CpuSet, online: &CpuSet, flag: &str) -> Result<(), UsageError> {
+    let missing = set.difference(online);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(usage(format!(
+            "{flag} {set}: CPU {missing} does not exist or is offline; online CPUs are {online}"
+        )))
+    }
+}
+
+fn check_writable_target(p: &std::path::Path) -> Result<(), UsageError> {
+    if p.as_os_str() == "-" {
+        return Ok(());
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(usage(format!(
+            "--json {}: directory '{}' does not exist; create it first or choose another path",
+            p.display(),
+            dir.display()
+        )));
+    }
+    if p.is_dir() {
+        return Err(usage(format!("--json {}: is a directory; give a file name such as {}/result.json", p.display(), p.display())));
+    }
+    Ok(())
+}

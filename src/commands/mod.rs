@@ -1,0 +1,3 @@
+//! What each subcommand does, wired from the layers below.
+
+pub mod run;

@@ -1,0 +1,40 @@
+//! `rtlab run`: plan → engine → RunResult → files and summary.
+
+use crate::cli::run::RunOptions;
+use crate::export::{json::Json, write_output, Exporter};
+use crate::measure::engine::{self, Signals};
+use crate::output::live::LiveView;
+use crate::output::table;
+use crate::result::{Provenance, RunResult};
+use crate::sysinfo::Environment;
+use std::io::{IsTerminal, Write};
+
+/// A failure while running (exit code 1).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RunError(pub String);
+
+/// Runs the measurement and writes every output; returns the exit code (0, or 3 when the
+/// verdict failed).
+pub fn execute(opts: RunOptions, command_line: Vec<String>) -> Result<i32, RunError> {
+    let signals = Signals::install().map_err(|e| RunError(format!("cannot install signal handlers: {e}")))?;
+    let environment = Environment::capture();
+    let to_stdout = opts.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    let draw = !opts.quiet && !to_stdout && std::io::stdout().is_terminal();
+    let mut view = LiveView::new(draw, opts.unit);
+    let simulated = opts.plan.simulate.is_some();
+    let out = engine::run(&opts.plan, &mut view, &signals).map_err(|e| RunError(e.to_string()))?;
+    let result = RunResult::build(Provenance { command_line, environment, config: opts.config, simulated }, out);
+
+    if let Some(path) = &opts.json {
+        let bytes = Json.serialize(&result).map_err(RunError)?;
+        write_output(path, &bytes).map_err(|e| RunError(format!("cannot write --json {}: {e}", path.display())))?;
+    }
+    let summary = table::summary(&result, opts.unit);
+    if to_stdout {
+        let _ = std::io::stderr().write_all(summary.as_bytes());
+    } else {
+        let _ = std::io::stdout().write_all(summary.as_bytes());
+    }
+    Ok(result.exit_code())
+}

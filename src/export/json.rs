@@ -1,0 +1,16 @@
+//! RunResult as pretty JSON (schema `rtlab.run/1`).
+
+use super::Exporter;
+use crate::result::RunResult;
+
+/// The JSON exporter.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Json;
+
+impl Exporter for Json {
+    fn serialize(&self, result: &RunResult) -> Result<Vec<u8>, String> {
+        let mut v = serde_json::to_vec_pretty(result).map_err(|e| e.to_string())?;
+        v.push(b'\n');
+        Ok(v)
+    }
+}

@@ -1,0 +1,16 @@
+//! rtlab: a real-time latency lab for Linux.
+//!
+//! The crate is laid out as in `DESIGN.md`: `cli` parses and validates, `measure` runs the
+//! probes and owns the hot loop, `result` is the data model, `export` turns results into
+//! bytes, `output` talks to the terminal, and `rt` is the only place that touches the kernel
+//! through `unsafe`.
+#![deny(missing_docs)]
+
+pub mod rt;
+pub mod measure;
+pub mod output;
+pub mod result;
+pub mod sysinfo;
+pub mod export;
+pub mod cli;
+pub mod commands;

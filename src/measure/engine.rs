@@ -1,0 +1,533 @@
+//! The engine: sets the process up (mlockall, PM QoS), starts one measuring thread per
+//! [`ThreadPlan`] (affinity, policy and timer slack applied inside the thread), releases them
+//! together, watches the stop conditions and signals, feeds the live display, and collects
+//! what each thread actually obtained and measured.
+
+use super::histogram::Layout;
+use super::probe::{self, ClockKind, LoopOutcome, LoopParams, Method, Waiter};
+use super::simulate::{SimWaiter, Simulation};
+use super::stats::{Exceedance, Live, LiveSnapshot, Recorder, Summary};
+use crate::output::warnings::Warning;
+use crate::rt::affinity::{self, CpuSet};
+use crate::rt::memory;
+use crate::rt::pm_qos::DmaLatencyGuard;
+use crate::rt::privileges::Privileges;
+use crate::rt::sched::{self, Policy, SchedParams};
+use crate::rt::signals::{self, PosixTimer};
+use crate::rt::thread as rtthread;
+use crate::rt::tracefs::Tracefs;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Stack size of a measuring thread; all of it is locked by mlockall.
+const STACK_BYTES: usize = 256 * 1024;
+/// Stack prefaulted before the first sample.
+const PREFAULT_BYTES: usize = 128 * 1024;
+/// How often the engine checks stop conditions and signals.
+const POLL: Duration = Duration::from_millis(20);
+/// How often the live display is refreshed.
+const REFRESH: Duration = Duration::from_secs(1);
+
+/// One measuring thread as planned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadPlan {
+    /// Index (0-based).
+    pub index: usize,
+    /// CPU to pin to, or `None` to leave the thread free.
+    pub cpu: Option<usize>,
+    /// Scheduling asked for.
+    pub sched: SchedParams,
+    /// Period (ns).
+    pub interval_ns: i64,
+    /// Periods to discard before recording.
+    pub warmup_cycles: u64,
+}
+
+/// Everything the engine needs to run a measurement.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The threads.
+    pub threads: Vec<ThreadPlan>,
+    /// Sleep method.
+    pub method: Method,
+    /// Clock.
+    pub clock: ClockKind,
+    /// Samples per thread (`None`: until stopped).
+    pub loops: Option<u64>,
+    /// Run length (`None`: until stopped).
+    pub duration: Option<Duration>,
+    /// Histogram layout.
+    pub layout: Layout,
+    /// Lock memory.
+    pub mlockall: bool,
+    /// Hold `/dev/cpu_dma_latency` at this many µs.
+    pub dma_latency_us: Option<i32>,
+    /// Count samples above this (ns).
+    pub max_latency_ns: Option<i64>,
+    /// Stop at the first sample above this (ns).
+    pub breaktrace_ns: Option<i64>,
+    /// On a breaktrace hit, write a marker to tracefs and stop tracing.
+    pub tracemark: bool,
+    /// Pin the reporting (main) thread here.
+    pub main_affinity: Option<CpuSet>,
+    /// Any downgrade is an error.
+    pub strict: bool,
+    /// Run a simulated probe instead of sleeping.
+    pub simulate: Option<Simulation>,
+}
+
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// Every thread recorded its `--loops`.
+    Loops,
+    /// `--duration` elapsed.
+    Duration,
+    /// SIGINT or SIGTERM.
+    Signal,
+    /// A sample crossed `--breaktrace`.
+    Breaktrace,
+}
+
+/// What one thread obtained and measured.
+#[derive(Clone, Debug)]
+pub struct ThreadOutcome {
+    /// The plan.
+    pub plan: ThreadPlan,
+    /// Scheduling actually in force (read back with `sched_getattr`).
+    pub sched: SchedParams,
+    /// CPUs the thread was allowed to run on (read back).
+    pub cpus_allowed: CpuSet,
+    /// CPU it ran on last.
+    pub last_cpu: Option<usize>,
+    /// Timer slack in force (ns).
+    pub timer_slack_ns: Option<u64>,
+    /// Statistics.
+    pub summary: Summary,
+    /// Loop details (drift, break).
+    pub outcome: LoopOutcome,
+}
+
+/// The result of a run before it is turned into a `RunResult`.
+#[derive(Debug)]
+pub struct EngineOutput {
+    /// Per thread.
+    pub threads: Vec<ThreadOutcome>,
+    /// Wall-clock start (threads released).
+    pub start: SystemTime,
+    /// Wall-clock end (threads joined).
+    pub end: SystemTime,
+    /// Why it ended.
+    pub end_reason: EndReason,
+    /// mlockall succeeded.
+    pub mlocked: bool,
+    /// The PM QoS request held, in µs.
+    pub dma_latency_held: Option<i32>,
+    /// Warnings in the order they arose.
+    pub warnings: Vec<Warning>,
+    /// The breaktrace event: thread index and sample.
+    pub break_hit: Option<(usize, Exceedance)>,
+    /// Whether a trace marker was written for it.
+    pub tracemark_written: bool,
+}
+
+/// Errors that end a run before or while it measures.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// `--strict` and something was downgraded.
+    #[error("--strict: {0}")]
+    Strict(String),
+    /// A thread could not be created.
+    #[error("could not start measuring thread {0}: {1}")]
+    Spawn(usize, std::io::Error),
+}
+
+/// Receives the engine's lifecycle events (the live display implements it).
+pub trait Observer {
+    /// Threads are released; `threads` are what they obtained.
+    fn started(&mut self, _threads: &[ThreadStatus]) {}
+    /// About once a second while measuring.
+    fn tick(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot], _elapsed: Duration) {}
+    /// SIGUSR1: print the current table (to stderr).
+    fn status_requested(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot], _elapsed: Duration) {}
+    /// Threads are joined.
+    fn finished(&mut self) {}
+}
+
+/// An observer that shows nothing.
+#[derive(Debug, Default)]
+pub struct Silent;
+impl Observer for Silent {}
+
+/// What a thread obtained during setup (for the display).
+#[derive(Clone, Debug)]
+pub struct ThreadStatus {
+    /// Index.
+    pub index: usize,
+    /// CPU pinned to, if any.
+    pub cpu: Option<usize>,
+    /// Scheduling in force.
+    pub sched: SchedParams,
+    /// Period (ns).
+    pub interval_ns: i64,
+}
+
+/// Flags shared between the engine and signal handlers.
+#[derive(Debug, Clone, Default)]
+pub struct Signals {
+    /// Set by SIGINT/SIGTERM (a second SIGINT exits at once).
+    pub stop: Arc<AtomicBool>,
+    /// Set by SIGUSR1.
+    pub status: Arc<AtomicBool>,
+}
+
+impl Signals {
+    /// Installs the handlers: SIGINT/SIGTERM set `stop` (a second SIGINT or SIGTERM while
+    /// `stop` is set exits at once with 130), SIGUSR1 sets `status`.
+    pub fn install() -> std::io::Result<Signals> {
+        use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
+        let s = Signals::default();
+        for sig in [SIGINT, SIGTERM] {
+            signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&s.stop))?;
+            signal_hook::flag::register(sig, Arc::clone(&s.stop))?;
+        }
+        signal_hook::flag::register(SIGUSR1, Arc::clone(&s.status))?;
+        Ok(s)
+    }
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum GateState {
+    Closed,
+    Go,
+    Abort,
+}
+
+/// The start line: threads wait here after setup and leave together.
+struct Gate {
+    state: Mutex<GateState>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) -> GateState {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while *s == GateState::Closed {
+            s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        *s
+    }
+    fn open(&self, to: GateState) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = to;
+        self.cv.notify_all();
+    }
+}
+
+struct Shared {
+    gate: Gate,
+    stop: AtomicBool,
+    done: AtomicUsize,
+    tracefs: Option<Tracefs>,
+    tracemark_written: AtomicBool,
+}
+
+struct Setup {
+    status: ThreadStatus,
+    warnings: Vec<Warning>,
+}
+
+/// Runs `plan`, reporting to `observer`, stopping on `signals`.
+pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Result<EngineOutput, EngineError> {
+    let sim = plan.simulate.is_some();
+    let privileges = Privileges::current();
+    let mut warnings = Vec::new();
+
+    let mut mlocked = false;
+    if plan.mlockall && !sim {
+        match memory::lock_all() {
+            Ok(()) => mlocked = true,
+            Err(e) => warnings.push(Warning::MlockFailed { why: format!("{e}; {}", privileges.explain_mlock_denied()) }),
+        }
+    }
+    let mut dma = None;
+    if let (Some(us), false) = (plan.dma_latency_us, sim) {
+        match DmaLatencyGuard::acquire(us) {
+            Ok(g) => dma = Some(g),
+            Err(e) => warnings.push(Warning::DmaLatencyFailed { latency_us: us, why: e.to_string() }),
+        }
+    }
+    let tracefs = if plan.tracemark && !sim {
+        let t = Tracefs::find();
+        if t.is_none() {
+            warnings.push(Warning::TracemarkUnavailable { why: "tracefs is not mounted".into() });
+        }
+        t
+    } else {
+        None
+    };
+
+    let shared = Arc::new(Shared {
+        gate: Gate { state: Mutex::new(GateState::Closed), cv: Condvar::new() },
+        stop: AtomicBool::new(false),
+        done: AtomicUsize::new(0),
+        tracefs,
+        tracemark_written: AtomicBool::new(false),
+    });
+    let lives: Vec<Arc<Live>> = plan.threads.iter().map(|_| Arc::new(Live::new(plan.layout))).collect();
+    let (tx, rx) = std::sync::mpsc::channel::<Setup>();
+
+    let mut handles = Vec::with_capacity(plan.threads.len());
+    for tp in &plan.threads {
+        let ctx = ThreadCtx {
+            tp: tp.clone(),
+            method: plan.method,
+            clock: plan.clock,
+            loops: match (&plan.simulate, plan.duration) {
+                // A simulated run of a duration records the periods that fit in it.
+                (Some(_), Some(d)) => plan.loops.unwrap_or(u64::MAX).min(d.as_nanos() as u64 / tp.interval_ns as u64),
+                _ => plan.loops.unwrap_or(u64::MAX),
+            },
+            max_latency_ns: plan.max_latency_ns,
+            break_ns: plan.breaktrace_ns.unwrap_or(i64::MAX),
+            simulate: plan.simulate.clone(),
+            privileges: privileges.clone(),
+            live: Arc::clone(&lives[tp.index]),
+            shared: Arc::clone(&shared),
+            tx: tx.clone(),
+        };
+        let h = std::thread::Builder::new()
+            .name(format!("rtlab-probe-{}", tp.index))
+            .stack_size(STACK_BYTES)
+            .spawn(move || ctx.run());
+        match h {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                shared.gate.open(GateState::Abort);
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(EngineError::Spawn(tp.index, e));
+            }
+        }
+    }
+    drop(tx);
+
+    let mut statuses: Vec<ThreadStatus> = Vec::with_capacity(plan.threads.len());
+    for s in rx.iter().take(plan.threads.len()) {
+        statuses.push(s.status);
+        warnings.extend(s.warnings);
+    }
+    statuses.sort_by_key(|s| s.index);
+
+    if let (Some(cpus), false) = (&plan.main_affinity, sim) {
+        if let Err(e) = affinity::set_current_thread(cpus) {
+            warnings.push(Warning::MainAffinityFailed { cpus: cpus.to_string(), why: e.to_string() });
+        }
+    }
+
+    if plan.strict {
+        let downgrades: Vec<String> = warnings.iter().filter(|w| w.is_downgrade()).map(Warning::message).collect();
+        if !downgrades.is_empty() {
+            shared.gate.open(GateState::Abort);
+            for h in handles {
+                let _ = h.join();
+            }
+            return Err(EngineError::Strict(downgrades.join(" ")));
+        }
+    }
+
+    let start_wall = SystemTime::now();
+    let started = Instant::now();
+    shared.gate.open(GateState::Go);
+    observer.started(&statuses);
+
+    let n = plan.threads.len();
+    let mut next_refresh = started + REFRESH;
+    let end_reason = loop {
+        let now = Instant::now();
+        if shared.done.load(Relaxed) == n {
+            break if shared.stop.load(Relaxed) { EndReason::Breaktrace } else { EndReason::Loops };
+        }
+        if signals.stop.load(Relaxed) {
+            break EndReason::Signal;
+        }
+        if plan.duration.is_some_and(|d| now >= started + d) && !sim {
+            break EndReason::Duration;
+        }
+        if signals.status.swap(false, Relaxed) {
+            let snaps: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
+            observer.status_requested(&statuses, &snaps, now - started);
+        }
+        if now >= next_refresh {
+            let snaps: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
+            observer.tick(&statuses, &snaps, now - started);
+            next_refresh += REFRESH;
+        }
+        std::thread::sleep(POLL);
+    };
+    shared.stop.store(true, Relaxed);
+
+    let mut threads = Vec::with_capacity(n);
+    let mut break_hit: Option<(usize, Exceedance)> = None;
+    for h in handles {
+        // A measuring thread does not panic; if one did, its samples are lost and the run fails loudly.
+        let t = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        if let Some(b) = t.outcome.break_hit {
+            if break_hit.is_none_or(|(_, old)| b.at_ns < old.at_ns) {
+                break_hit = Some((t.plan.index, b));
+            }
+        }
+        threads.push(t);
+    }
+    let end_wall = SystemTime::now();
+    observer.finished();
+    let dma_latency_held = dma.as_ref().map(|g| g.latency_us);
+    drop(dma);
+    let end_reason = if break_hit.is_some() { EndReason::Breaktrace } else { end_reason };
+    Ok(EngineOutput {
+        threads,
+        start: start_wall,
+        end: end_wall,
+        end_reason,
+        mlocked,
+        dma_latency_held,
+        warnings,
+        break_hit,
+        tracemark_written: shared.tracemark_written.load(Relaxed),
+    })
+}
+
+struct ThreadCtx {
+    tp: ThreadPlan,
+    method: Method,
+    clock: ClockKind,
+    loops: u64,
+    max_latency_ns: Option<i64>,
+    break_ns: i64,
+    simulate: Option<Simulation>,
+    privileges: Privileges,
+    live: Arc<Live>,
+    shared: Arc<Shared>,
+    tx: std::sync::mpsc::Sender<Setup>,
+}
+
+impl ThreadCtx {
+    fn run(self) -> ThreadOutcome {
+        let tp = &self.tp;
+        let mut warnings = Vec::new();
+        let sim = self.simulate.as_ref().map(|s| s.source(tp.index));
+        let mut timer = None;
+        let sched_now = if sim.is_some() {
+            tp.sched
+        } else {
+            // Control signals go to the reporting thread, never into a sample.
+            let _ = signals::block_in_current_thread(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1, libc::SIGHUP]);
+            if let Some(cpu) = tp.cpu {
+                if let Err(e) = affinity::set_current_thread(&CpuSet::from_cpus([cpu])) {
+                    warnings.push(Warning::AffinityFailed { thread: tp.index, cpu, why: e.to_string() });
+                }
+            }
+            if let Err(e) = rtthread::set_timer_slack(1) {
+                warnings.push(Warning::TimerSlackFailed { thread: tp.index, why: e.to_string() });
+            }
+            apply_sched(tp, &self.privileges, &mut warnings);
+            if self.method == Method::PosixTimer {
+                let _ = signals::block_in_current_thread(&[signals::TIMER_SIGNAL]);
+                timer = PosixTimer::for_current_thread(self.clock.id()).ok();
+            }
+            memory::prefault_stack(PREFAULT_BYTES);
+            self.live.hist.prefault();
+            sched::current_thread().unwrap_or(tp.sched)
+        };
+        let status = ThreadStatus { index: tp.index, cpu: tp.cpu, sched: sched_now, interval_ns: tp.interval_ns };
+        let _ = self.tx.send(Setup { status, warnings });
+
+        let mut rec = Recorder::new(&self.live, self.max_latency_ns);
+        let loops = match &sim {
+            Some(s) => s.len().map_or(self.loops, |n| n.saturating_sub(tp.warmup_cycles).min(self.loops)),
+            None => self.loops,
+        };
+        let params = LoopParams { interval_ns: tp.interval_ns, loops, warmup_cycles: tp.warmup_cycles, break_ns: self.break_ns };
+        let outcome = if self.shared.gate.wait() == GateState::Abort {
+            LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None }
+        } else {
+            let stop = &self.shared.stop;
+            let clock = self.clock.id();
+            match (sim, self.method) {
+                (Some(src), m) if m.is_absolute() => measure(&mut SimWaiter::<true>::new(src), &params, &mut rec, stop),
+                (Some(src), _) => measure(&mut SimWaiter::<false>::new(src), &params, &mut rec, stop),
+                (None, Method::Abs) => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
+                (None, Method::Rel) => measure(&mut probe::RelSleep(clock), &params, &mut rec, stop),
+                (None, Method::Nanosleep) => measure(&mut probe::NanoSleep(clock), &params, &mut rec, stop),
+                (None, Method::Sleep) => measure(&mut probe::StdSleep(clock), &params, &mut rec, stop),
+                (None, Method::PosixTimer) => match timer {
+                    Some(timer) => measure(&mut probe::TimerWait { clock, timer }, &params, &mut rec, stop),
+                    None => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
+                },
+            }
+        };
+        if outcome.break_hit.is_some() {
+            self.shared.stop.store(true, Relaxed);
+            if let Some(t) = &self.shared.tracefs {
+                let b = outcome.break_hit.unwrap_or(Exceedance { cycle: 0, at_ns: 0, latency_ns: 0 });
+                let marked = t
+                    .mark(&format!("rtlab: hit latency threshold ({} ns > {} ns) on thread {}", b.latency_ns, self.break_ns, tp.index))
+                    .and_then(|_| t.stop());
+                if marked.is_ok() {
+                    self.shared.tracemark_written.store(true, Relaxed);
+                }
+            }
+        }
+        self.shared.done.fetch_add(1, Relaxed);
+        ThreadOutcome {
+            plan: tp.clone(),
+            sched: sched_now,
+            cpus_allowed: if self.simulate.is_some() {
+                tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default()
+            } else {
+                affinity::current_thread().unwrap_or_default()
+            },
+            last_cpu: if self.simulate.is_some() { tp.cpu } else { affinity::current_cpu() },
+            timer_slack_ns: if self.simulate.is_some() { Some(1) } else { rtthread::timer_slack() },
+            summary: rec.finish(),
+            outcome,
+        }
+    }
+}
+
+fn measure<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, stop: &AtomicBool) -> LoopOutcome {
+    probe::run_loop(w, p, rec, stop)
+}
+
+/// Applies the thread's policy; on refusal, falls back to the best allowed (an RT priority
+/// clamped to RLIMIT_RTPRIO, else SCHED_OTHER) and says why.
+fn apply_sched(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<Warning>) {
+    let asked = tp.sched;
+    let Err(e) = sched::set_current_thread(&asked) else { return };
+    let label = |p: &SchedParams| match p.policy {
+        Policy::Fifo | Policy::Rr => format!("{}:{}", p.policy, p.priority),
+        other => other.to_string(),
+    };
+    let why = match e.raw_os_error() {
+        Some(libc::EPERM) => privileges.explain_rt_denied(),
+        Some(libc::EBUSY) if asked.policy == Policy::Deadline => format!(
+            "SCHED_DEADLINE admission control refused runtime {} ns per period {} ns (the CPUs' deadline bandwidth \
+             is used up); fix: lower --dl-runtime or use fewer threads",
+            asked.runtime_ns, asked.period_ns
+        ),
+        _ => e.to_string(),
+    };
+    let mut fallback = SchedParams::simple(Policy::Other, 0);
+    if asked.policy.is_realtime_priority() && privileges.rlimit_rtprio > 0 && u64::from(asked.priority) > privileges.rlimit_rtprio {
+        let clamped = SchedParams::simple(asked.policy, privileges.rlimit_rtprio as u32);
+        if sched::set_current_thread(&clamped).is_ok() {
+            fallback = clamped;
+        }
+    }
+    if fallback.policy == Policy::Other {
+        let _ = sched::set_current_thread(&fallback);
+    }
+    warnings.push(Warning::PolicyDowngraded { thread: tp.index, asked: label(&asked), got: label(&fallback), why });
+}

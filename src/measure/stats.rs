@@ -1,0 +1,374 @@
+//! Exact per-thread statistics and the live cells the display reads.
+
+use super::histogram::{Counts, Histogram, Layout, PERCENTILES};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+
+/// Values the display reads while a probe runs. Written by the probe thread only, with plain
+/// relaxed stores (a `mov` on x86, no `lock` prefix); padded to keep threads off each other's
+/// cache lines.
+#[derive(Debug)]
+#[repr(align(128))]
+pub struct Live {
+    /// Samples recorded.
+    pub cycles: AtomicU64,
+    /// Latest latency (ns).
+    pub cur: AtomicI64,
+    /// Smallest latency so far (ns); `i64::MAX` before the first sample.
+    pub min: AtomicI64,
+    /// Largest latency so far (ns); `i64::MIN` before the first sample.
+    pub max: AtomicI64,
+    /// Missed periods so far.
+    pub missed: AtomicU64,
+    /// Sum of latencies (ns, wrapping) for the live mean.
+    pub sum: AtomicI64,
+    /// The histogram (also the final one).
+    pub hist: Histogram,
+}
+
+impl Live {
+    /// Empty live cells with a histogram of `layout`.
+    pub fn new(layout: Layout) -> Live {
+        Live {
+            cycles: AtomicU64::new(0),
+            cur: AtomicI64::new(0),
+            min: AtomicI64::new(i64::MAX),
+            max: AtomicI64::new(i64::MIN),
+            missed: AtomicU64::new(0),
+            sum: AtomicI64::new(0),
+            hist: Histogram::new(layout),
+        }
+    }
+
+    /// A consistent-enough copy for display (fields may be one sample apart).
+    pub fn snapshot(&self) -> LiveSnapshot {
+        let cycles = self.cycles.load(Relaxed);
+        let counts = self.hist.snapshot();
+        let max = self.max.load(Relaxed);
+        LiveSnapshot {
+            cycles,
+            cur: self.cur.load(Relaxed),
+            min: self.min.load(Relaxed),
+            max,
+            missed: self.missed.load(Relaxed),
+            mean: if cycles == 0 { 0.0 } else { self.sum.load(Relaxed) as f64 / cycles as f64 },
+            p99: counts.percentile(0.99, max),
+        }
+    }
+}
+
+/// What the live display shows for one thread.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LiveSnapshot {
+    /// Samples so far.
+    pub cycles: u64,
+    /// Latest latency (ns).
+    pub cur: i64,
+    /// Minimum (ns).
+    pub min: i64,
+    /// Maximum (ns).
+    pub max: i64,
+    /// Missed periods.
+    pub missed: u64,
+    /// Mean (ns).
+    pub mean: f64,
+    /// 99th percentile upper bound (ns), if any sample.
+    pub p99: Option<i64>,
+}
+
+/// A sample that exceeded a threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exceedance {
+    /// Cycle index (0-based, after warm-up).
+    pub cycle: u64,
+    /// Time since the thread's start (ns).
+    pub at_ns: i64,
+    /// The latency (ns).
+    pub latency_ns: i64,
+}
+
+/// The measuring thread's bookkeeping: exact sums in 128 bits plus the live cells.
+#[derive(Debug)]
+pub struct Recorder<'a> {
+    live: &'a Live,
+    sum: i128,
+    sum_sq: u128,
+    negative: u64,
+    max_at_cycle: u64,
+    max_at_ns: i64,
+    threshold_ns: i64,
+    over: u64,
+    first_over: Option<Exceedance>,
+}
+
+impl<'a> Recorder<'a> {
+    /// A recorder writing into `live`; samples above `threshold_ns` are counted as over.
+    pub fn new(live: &'a Live, threshold_ns: Option<i64>) -> Recorder<'a> {
+        Recorder {
+            live,
+            sum: 0,
+            sum_sq: 0,
+            negative: 0,
+            max_at_cycle: 0,
+            max_at_ns: 0,
+            threshold_ns: threshold_ns.unwrap_or(i64::MAX),
+            over: 0,
+            first_over: None,
+        }
+    }
+
+    /// Records one sample: `latency` ns at `at_ns` since the start, `missed` periods skipped.
+    #[inline(always)]
+    pub fn record(&mut self, latency: i64, at_ns: i64, missed: u64) {
+        let l = self.live;
+        let cycle = l.cycles.load(Relaxed);
+        self.sum += latency as i128;
+        self.sum_sq = self.sum_sq.wrapping_add((latency as i128 * latency as i128) as u128);
+        if latency < l.min.load(Relaxed) {
+            l.min.store(latency, Relaxed);
+        }
+        if latency > l.max.load(Relaxed) {
+            l.max.store(latency, Relaxed);
+            self.max_at_cycle = cycle;
+            self.max_at_ns = at_ns;
+        }
+        if latency < 0 {
+            self.negative += 1;
+        }
+        if latency > self.threshold_ns {
+            self.over += 1;
+            if self.first_over.is_none() {
+                self.first_over = Some(Exceedance { cycle, at_ns, latency_ns: latency });
+            }
+        }
+        l.hist.record(latency);
+        l.cur.store(latency, Relaxed);
+        l.sum.store(l.sum.load(Relaxed).wrapping_add(latency), Relaxed);
+        l.missed.store(l.missed.load(Relaxed) + missed, Relaxed);
+        l.cycles.store(cycle + 1, Relaxed);
+    }
+
+    /// The finished statistics.
+    pub fn finish(&self) -> Summary {
+        let l = self.live;
+        let cycles = l.cycles.load(Relaxed);
+        Summary {
+            cycles,
+            missed: l.missed.load(Relaxed),
+            negative: self.negative,
+            min_ns: (cycles > 0).then(|| l.min.load(Relaxed)),
+            max_ns: (cycles > 0).then(|| l.max.load(Relaxed)),
+            max_at_cycle: (cycles > 0).then_some(self.max_at_cycle),
+            max_at_ns: (cycles > 0).then_some(self.max_at_ns),
+            max_at_thread: None,
+            sum_ns: self.sum,
+            sum_sq_ns2: self.sum_sq,
+            over_threshold: self.over,
+            first_over: self.first_over,
+            counts: l.hist.snapshot(),
+        }
+    }
+}
+
+/// Exact statistics of one thread or of several merged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// Samples.
+    pub cycles: u64,
+    /// Missed periods.
+    pub missed: u64,
+    /// Samples with a negative latency (counted as 0 in the histogram).
+    pub negative: u64,
+    /// Minimum latency (ns).
+    pub min_ns: Option<i64>,
+    /// Maximum latency (ns).
+    pub max_ns: Option<i64>,
+    /// Cycle index of the maximum.
+    pub max_at_cycle: Option<u64>,
+    /// Time of the maximum since the thread's start (ns).
+    pub max_at_ns: Option<i64>,
+    /// Thread of the maximum (for merged summaries).
+    pub max_at_thread: Option<usize>,
+    /// Σ latency (ns).
+    pub sum_ns: i128,
+    /// Σ latency² (ns²).
+    pub sum_sq_ns2: u128,
+    /// Samples above the `--max-latency` threshold.
+    pub over_threshold: u64,
+    /// The first of them.
+    pub first_over: Option<Exceedance>,
+    /// The histogram.
+    pub counts: Counts,
+}
+
+impl Summary {
+    /// A summary with no sample.
+    pub fn empty(layout: Layout) -> Summary {
+        Summary {
+            cycles: 0,
+            missed: 0,
+            negative: 0,
+            min_ns: None,
+            max_ns: None,
+            max_at_cycle: None,
+            max_at_ns: None,
+            max_at_thread: None,
+            sum_ns: 0,
+            sum_sq_ns2: 0,
+            over_threshold: 0,
+            first_over: None,
+            counts: Counts::empty(layout),
+        }
+    }
+
+    /// Builds a summary from plain samples (brute force; used by the simulation tests and
+    /// by anything that holds raw samples).
+    pub fn from_samples(layout: Layout, samples: &[i64]) -> Summary {
+        let live = Live::new(layout);
+        let mut r = Recorder::new(&live, None);
+        for (i, &s) in samples.iter().enumerate() {
+            r.record(s, i as i64, 0);
+        }
+        r.finish()
+    }
+
+    /// Adds thread `thread`'s summary into this one (`self` tracks which thread had the max).
+    pub fn merge(&mut self, other: &Summary, thread: usize) {
+        self.cycles += other.cycles;
+        self.missed += other.missed;
+        self.negative += other.negative;
+        self.sum_ns += other.sum_ns;
+        self.sum_sq_ns2 = self.sum_sq_ns2.wrapping_add(other.sum_sq_ns2);
+        self.over_threshold += other.over_threshold;
+        self.min_ns = match (self.min_ns, other.min_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if other.max_ns.is_some() && (self.max_ns.is_none() || other.max_ns > self.max_ns) {
+            self.max_ns = other.max_ns;
+            self.max_at_cycle = other.max_at_cycle;
+            self.max_at_ns = other.max_at_ns;
+            self.max_at_thread = Some(other.max_at_thread.unwrap_or(thread));
+        }
+        if self.first_over.is_none() {
+            self.first_over = other.first_over;
+        }
+        self.counts.merge(&other.counts);
+    }
+
+    /// Exact mean in ns.
+    pub fn mean_ns(&self) -> Option<f64> {
+        (self.cycles > 0).then(|| self.sum_ns as f64 / self.cycles as f64)
+    }
+
+    /// True (population) standard deviation in ns: √(Σ(x−μ)²/n), from the exact sums.
+    /// Σ(x−μ)² = (n·Σx² − (Σx)²)/n is computed in 128-bit integers when it fits.
+    pub fn stdev_ns(&self) -> Option<f64> {
+        if self.cycles == 0 {
+            return None;
+        }
+        let n = self.cycles as i128;
+        let exact = (self.sum_sq_ns2 as i128)
+            .checked_mul(n)
+            .zip(self.sum_ns.checked_mul(self.sum_ns))
+            .and_then(|(a, b)| a.checked_sub(b));
+        let var = match exact {
+            Some(num) => num.max(0) as f64 / (n as f64 * n as f64),
+            None => {
+                let mean = self.sum_ns as f64 / n as f64;
+                (self.sum_sq_ns2 as f64 / n as f64 - mean * mean).max(0.0)
+            }
+        };
+        Some(var.sqrt())
+    }
+
+    /// The standard percentiles (upper bounds, see [`super::histogram`]).
+    pub fn percentiles(&self) -> BTreeMap<String, Option<i64>> {
+        let max = self.max_ns.unwrap_or(0);
+        PERCENTILES.iter().map(|(k, q)| (k.to_string(), self.counts.percentile(*q, max))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn an_empty_summary_has_no_min_max_mean_or_percentiles() {
+        let s = Summary::from_samples(Layout::DEFAULT, &[]);
+        assert_eq!((s.cycles, s.min_ns, s.max_ns, s.mean_ns(), s.stdev_ns()), (0, None, None, None, None));
+        assert!(s.percentiles().values().all(Option::is_none));
+    }
+
+    #[test]
+    fn stdev_is_the_true_standard_deviation_not_the_rms() {
+        let s = Summary::from_samples(Layout::DEFAULT, &[2, 4, 4, 4, 5, 5, 7, 9]);
+        assert_eq!(s.mean_ns(), Some(5.0));
+        assert_eq!(s.stdev_ns(), Some(2.0));
+    }
+
+    #[test]
+    fn the_maximum_remembers_its_cycle_and_time() {
+        let s = Summary::from_samples(Layout::DEFAULT, &[5, 9, 3, 9, 1]);
+        assert_eq!((s.max_ns, s.max_at_cycle, s.max_at_ns), (Some(9), Some(1), Some(1)));
+        assert_eq!(s.min_ns, Some(1));
+    }
+
+    #[test]
+    fn samples_over_the_threshold_are_counted_and_the_first_is_kept() {
+        let live = Live::new(Layout::DEFAULT);
+        let mut r = Recorder::new(&live, Some(10));
+        for (i, v) in [5, 11, 3, 20, 10].into_iter().enumerate() {
+            r.record(v, 100 * i as i64, 0);
+        }
+        let s = r.finish();
+        assert_eq!(s.over_threshold, 2);
+        assert_eq!(s.first_over, Some(Exceedance { cycle: 1, at_ns: 100, latency_ns: 11 }));
+    }
+
+    proptest! {
+        #[test]
+        fn statistics_equal_brute_force_on_random_samples(
+            samples in proptest::collection::vec(-1_000_000i64..5_000_000_000, 1..500)
+        ) {
+            let s = Summary::from_samples(Layout::DEFAULT, &samples);
+            let n = samples.len() as u64;
+            prop_assert_eq!(s.cycles, n);
+            prop_assert_eq!(s.min_ns, samples.iter().copied().min());
+            prop_assert_eq!(s.max_ns, samples.iter().copied().max());
+            prop_assert_eq!(s.negative, samples.iter().filter(|v| **v < 0).count() as u64);
+            let sum: i128 = samples.iter().map(|v| *v as i128).sum();
+            prop_assert_eq!(s.sum_ns, sum);
+            let mean = sum as f64 / n as f64;
+            let var = samples.iter().map(|v| (*v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
+            let sd = s.stdev_ns().unwrap();
+            prop_assert!((sd - var.sqrt()).abs() <= 1e-6 * var.sqrt().max(1.0), "{} vs {}", sd, var.sqrt());
+            prop_assert_eq!(s.counts.total(), n);
+        }
+
+        #[test]
+        fn merging_thread_summaries_equals_summarising_all_samples(
+            a in proptest::collection::vec(0i64..20_000_000, 0..200),
+            b in proptest::collection::vec(0i64..20_000_000, 0..200),
+        ) {
+            let mut m = Summary::empty(Layout::DEFAULT);
+            m.merge(&Summary::from_samples(Layout::DEFAULT, &a), 0);
+            m.merge(&Summary::from_samples(Layout::DEFAULT, &b), 1);
+            let all: Vec<i64> = a.iter().chain(&b).copied().collect();
+            let whole = Summary::from_samples(Layout::DEFAULT, &all);
+            prop_assert_eq!(m.cycles, whole.cycles);
+            prop_assert_eq!(m.sum_ns, whole.sum_ns);
+            prop_assert_eq!(m.sum_sq_ns2, whole.sum_sq_ns2);
+            prop_assert_eq!(m.min_ns, whole.min_ns);
+            prop_assert_eq!(m.max_ns, whole.max_ns);
+            prop_assert_eq!(&m.counts, &whole.counts);
+            prop_assert_eq!(m.percentiles(), whole.percentiles());
+            if let Some(max) = whole.max_ns {
+                let t = m.max_at_thread.unwrap();
+                let src = if t == 0 { &a } else { &b };
+                prop_assert_eq!(src.iter().copied().max(), Some(max));
+            }
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! Talking to people: the live terminal view, the summary table, unit formatting, warnings.
+
+pub mod live;
+pub mod table;
+pub mod units;
+pub mod warnings;

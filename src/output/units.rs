@@ -1,0 +1,76 @@
+//! Unit formatting for tables and messages.
+
+/// How latencies are shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Microseconds with one decimal (default).
+    Micros,
+    /// Whole nanoseconds (`-N`).
+    Nanos,
+}
+
+impl Unit {
+    /// Column header suffix.
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::Micros => "µs",
+            Unit::Nanos => "ns",
+        }
+    }
+
+    /// A latency in this unit.
+    pub fn fmt(self, ns: i64) -> String {
+        match self {
+            Unit::Micros => format!("{:.1}", ns as f64 / 1000.0),
+            Unit::Nanos => ns.to_string(),
+        }
+    }
+
+    /// A fractional latency (mean, stdev) in this unit.
+    pub fn fmt_f(self, ns: f64) -> String {
+        match self {
+            Unit::Micros => format!("{:.1}", ns / 1000.0),
+            Unit::Nanos => format!("{:.0}", ns),
+        }
+    }
+
+    /// An optional latency, `-` when absent.
+    pub fn fmt_opt(self, ns: Option<i64>) -> String {
+        ns.map_or_else(|| "-".into(), |v| self.fmt(v))
+    }
+}
+
+/// A duration in ns as a short human string (`250 µs`, `1 ms`, `1.5 s`).
+pub fn human_ns(ns: i64) -> String {
+    let a = ns.unsigned_abs();
+    if a >= 1_000_000_000 && a % 1_000_000 == 0 {
+        format!("{} s", ns as f64 / 1e9)
+    } else if a >= 1_000_000 && a % 1_000 == 0 {
+        format!("{} ms", ns as f64 / 1e6)
+    } else if a >= 1_000 && a % 1_000 == 0 || a >= 10_000 {
+        format!("{} µs", ns as f64 / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_format_in_the_chosen_unit() {
+        assert_eq!(Unit::Micros.fmt(12_345), "12.3");
+        assert_eq!(Unit::Nanos.fmt(12_345), "12345");
+        assert_eq!(Unit::Micros.fmt_opt(None), "-");
+        assert_eq!(Unit::Micros.fmt_f(2_050.0), "2.0");
+    }
+
+    #[test]
+    fn durations_use_the_largest_exact_unit() {
+        assert_eq!(human_ns(1_000_000), "1 ms");
+        assert_eq!(human_ns(250_000), "250 µs");
+        assert_eq!(human_ns(1_500_000_000), "1.5 s");
+        assert_eq!(human_ns(800), "800 ns");
+    }
+}

@@ -1,0 +1,142 @@
+//! Warnings: every one a full sentence that says what happened and how to fix it.
+
+use serde::{Deserialize, Serialize};
+
+/// Something that made the measurement differ from what was asked, or that makes its
+/// figures less trustworthy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Warning {
+    /// A thread could not get the asked policy/priority and runs with another.
+    PolicyDowngraded {
+        /// Thread index.
+        thread: usize,
+        /// What was asked (e.g. `fifo:95`).
+        asked: String,
+        /// What the thread got.
+        got: String,
+        /// Why, with the fix.
+        why: String,
+    },
+    /// A thread could not be pinned to its CPU.
+    AffinityFailed {
+        /// Thread index.
+        thread: usize,
+        /// The CPU asked for.
+        cpu: usize,
+        /// Why.
+        why: String,
+    },
+    /// `mlockall` failed: page faults may add latency.
+    MlockFailed {
+        /// Why, with the fix.
+        why: String,
+    },
+    /// `/dev/cpu_dma_latency` could not be held: deep idle states may add exit latency.
+    DmaLatencyFailed {
+        /// The value asked (µs).
+        latency_us: i32,
+        /// Why.
+        why: String,
+    },
+    /// The timer slack could not be set to 1 ns.
+    TimerSlackFailed {
+        /// Thread index.
+        thread: usize,
+        /// Why.
+        why: String,
+    },
+    /// The reporting thread could not be pinned.
+    MainAffinityFailed {
+        /// The CPU set asked.
+        cpus: String,
+        /// Why.
+        why: String,
+    },
+    /// Samples with a negative latency were seen (the clock stepped backwards).
+    NegativeLatencies {
+        /// How many.
+        count: u64,
+    },
+    /// Periods were missed.
+    MissedPeriods {
+        /// How many.
+        count: u64,
+    },
+    /// The run was stopped before it had recorded anything.
+    NoSamples,
+    /// `--tracemark` was asked but tracefs is not available or not writable.
+    TracemarkUnavailable {
+        /// Why.
+        why: String,
+    },
+}
+
+impl Warning {
+    /// True for the warnings that mean rtlab got less than asked (errors under `--strict`).
+    pub fn is_downgrade(&self) -> bool {
+        matches!(
+            self,
+            Warning::PolicyDowngraded { .. }
+                | Warning::AffinityFailed { .. }
+                | Warning::MlockFailed { .. }
+                | Warning::DmaLatencyFailed { .. }
+                | Warning::TimerSlackFailed { .. }
+                | Warning::MainAffinityFailed { .. }
+        )
+    }
+
+    /// The sentence shown to the user.
+    pub fn message(&self) -> String {
+        match self {
+            Warning::PolicyDowngraded { thread, asked, got, why } => format!(
+                "thread {thread} could not get SCHED {asked} and measures with {got} instead: {why}."
+            ),
+            Warning::AffinityFailed { thread, cpu, why } => format!(
+                "thread {thread} could not be pinned to CPU {cpu} ({why}); it may migrate. Fix: check the cpuset \
+                 of this cgroup/container or choose CPUs with -a."
+            ),
+            Warning::MlockFailed { why } => format!(
+                "memory could not be locked (mlockall: {why}); page faults may add latency."
+            ),
+            Warning::DmaLatencyFailed { latency_us, why } => format!(
+                "/dev/cpu_dma_latency could not be set to {latency_us} µs ({why}); deep CPU idle states may add \
+                 wakeup latency. Fix: run as root, or pass --no-dma-latency to silence this."
+            ),
+            Warning::TimerSlackFailed { thread, why } => {
+                format!("thread {thread} could not set its timer slack to 1 ns ({why}); SCHED_OTHER wakeups may be up to 50 µs late.")
+            }
+            Warning::MainAffinityFailed { cpus, why } => {
+                format!("the reporting thread could not be pinned to CPUs {cpus} ({why}); it may disturb measuring CPUs.")
+            }
+            Warning::NegativeLatencies { count } => format!(
+                "{count} samples woke before their deadline (negative latency), which means the clock stepped; \
+                 they count as 0 in the histogram. Fix: measure with --clock monotonic."
+            ),
+            Warning::MissedPeriods { count } => format!(
+                "{count} periods were missed: a wakeup came more than one interval late and the deadlines it \
+                 passed were skipped (cyclictest hides these). Fix: find the source of the spikes, or lengthen -i."
+            ),
+            Warning::NoSamples => "the run ended before any sample was recorded; there are no statistics. Fix: run longer (-l or -D).".into(),
+            Warning::TracemarkUnavailable { why } => format!(
+                "--tracemark was asked but no marker can be written ({why}). Fix: mount tracefs on /sys/kernel/tracing and run as root."
+            ),
+        }
+    }
+}
+
+/// A warning as stored in a result file: its kind, details and sentence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarningRecord {
+    /// The warning.
+    #[serde(flatten)]
+    pub warning: Warning,
+    /// The sentence shown to the user.
+    pub message: String,
+}
+
+impl From<Warning> for WarningRecord {
+    fn from(warning: Warning) -> Self {
+        WarningRecord { message: warning.message(), warning }
+    }
+}

@@ -1,0 +1,478 @@
+//! RunResult: the data model every output reads (schema `rtlab.run/1`, documented in
+//! `docs/rtlab.run.schema.json`).
+
+use crate::measure::engine::{EndReason, EngineOutput, ThreadOutcome};
+use crate::measure::stats::Summary;
+use crate::output::warnings::{Warning, WarningRecord};
+use crate::rt::affinity::CpuSet;
+use crate::rt::sched::Policy;
+use crate::sysinfo::Environment;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+/// The schema identifier written into every result file.
+pub const SCHEMA: &str = "rtlab.run/1";
+
+/// One measurement run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The tool that wrote the file.
+    pub tool: Tool,
+    /// argv of the run.
+    pub command_line: Vec<String>,
+    /// When the threads were released (RFC 3339, UTC).
+    pub start_time: String,
+    /// When the threads were joined (RFC 3339, UTC).
+    pub end_time: String,
+    /// Wall-clock length of the run (s).
+    pub duration_s: f64,
+    /// Why the run ended.
+    pub end_reason: EndReason,
+    /// True when the samples came from the simulation mode, not from this machine.
+    pub simulated: bool,
+    /// The machine.
+    pub environment: Environment,
+    /// The configuration as applied.
+    pub config: Config,
+    /// Per measuring thread.
+    pub threads: Vec<ThreadResult>,
+    /// All threads together.
+    pub all: AllResult,
+    /// Warnings (downgrades, missed periods, clock steps…).
+    pub warnings: Vec<WarningRecord>,
+    /// Pass/fail against `--max-latency`/`--breaktrace`.
+    pub verdict: Verdict,
+}
+
+/// Name and version of the writer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    /// `rtlab`.
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+}
+
+impl Tool {
+    /// This build of rtlab.
+    pub fn this() -> Tool {
+        Tool { name: "rtlab".into(), version: env!("CARGO_PKG_VERSION").into() }
+    }
+}
+
+/// SCHED_DEADLINE parameters (ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadlineParams {
+    /// Runtime.
+    pub runtime_ns: u64,
+    /// Relative deadline.
+    pub deadline_ns: u64,
+    /// Period.
+    pub period_ns: u64,
+}
+
+/// What the run was asked to do, and what the process obtained.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// Sleep method (`abs`, `rel`, `nanosleep`, `sleep`, `posix-timer`).
+    pub method: crate::measure::probe::Method,
+    /// Clock (`monotonic`, `realtime`).
+    pub clock: crate::measure::probe::ClockKind,
+    /// Measuring threads.
+    pub threads: usize,
+    /// Base interval (ns).
+    pub interval_ns: i64,
+    /// Interval added per thread (ns).
+    pub distance_ns: i64,
+    /// Samples per thread, if limited.
+    pub loops: Option<u64>,
+    /// Run length (s), if limited.
+    pub duration_s: Option<f64>,
+    /// Warm-up periods discarded per thread, if given as cycles.
+    pub warmup_cycles: Option<u64>,
+    /// Warm-up time discarded (ns), if given as time.
+    pub warmup_ns: Option<i64>,
+    /// Policy asked.
+    pub policy: Policy,
+    /// Priority asked (of thread 0 with `--priospread`).
+    pub priority: u32,
+    /// Priorities decrease by one per thread.
+    pub priospread: bool,
+    /// SCHED_DEADLINE parameters asked.
+    pub deadline: Option<DeadlineParams>,
+    /// CPUs the threads were placed on (round robin), `null` when not pinned.
+    pub affinity: Option<String>,
+    /// CPUs of the reporting thread.
+    pub main_affinity: Option<String>,
+    /// mlockall asked.
+    pub mlockall: bool,
+    /// mlockall obtained.
+    pub mlockall_obtained: bool,
+    /// `/dev/cpu_dma_latency` value asked (µs), `null` with `--no-dma-latency`.
+    pub dma_latency_us: Option<i32>,
+    /// The PM QoS request was held for the run.
+    pub dma_latency_held: bool,
+    /// Timer slack asked for measuring threads (ns).
+    pub timer_slack_ns: u64,
+    /// Histogram bucket width (ns).
+    pub bucket_ns: u64,
+    /// End of the linear histogram region (ns).
+    pub range_ns: u64,
+    /// `--max-latency` (ns).
+    pub max_latency_ns: Option<i64>,
+    /// `--breaktrace` (ns).
+    pub breaktrace_ns: Option<i64>,
+    /// `--tracemark`.
+    pub tracemark: bool,
+    /// `--strict`.
+    pub strict: bool,
+    /// True when something was obtained below what was asked (see warnings).
+    pub degraded: bool,
+}
+
+/// A histogram as stored: its layout and the non-empty buckets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistogramRecord {
+    /// Linear bucket width (ns).
+    pub bucket_ns: u64,
+    /// End of the linear region (ns); beyond it buckets are 1/32 of an octave wide.
+    pub range_ns: u64,
+    /// Non-empty buckets, ascending.
+    pub buckets: Vec<Bucket>,
+}
+
+/// One histogram bucket: samples with `lo_ns ≤ latency < hi_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bucket {
+    /// Lower edge (ns, inclusive).
+    pub lo_ns: u64,
+    /// Upper edge (ns, exclusive).
+    pub hi_ns: u64,
+    /// Samples.
+    pub count: u64,
+}
+
+/// Statistics shared by threads and the aggregate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Samples recorded.
+    pub cycles: u64,
+    /// Periods missed (wakeups more than one interval late).
+    pub missed: u64,
+    /// Samples with negative latency (clock steps).
+    pub negative: u64,
+    /// Minimum latency (ns).
+    pub min_ns: Option<i64>,
+    /// Maximum latency (ns).
+    pub max_ns: Option<i64>,
+    /// Cycle (0-based, after warm-up) of the maximum.
+    pub max_at_cycle: Option<u64>,
+    /// Time of the maximum since the thread started (ns).
+    pub max_at_ns: Option<i64>,
+    /// Wall-clock time of the maximum (RFC 3339).
+    pub max_at_time: Option<String>,
+    /// Exact mean (ns).
+    pub mean_ns: Option<f64>,
+    /// True population standard deviation (ns).
+    pub stdev_ns: Option<f64>,
+    /// Percentiles (ns): upper bounds, less than one bucket above the true value.
+    pub percentiles_ns: BTreeMap<String, Option<i64>>,
+    /// Samples above `--max-latency`.
+    pub over_threshold: u64,
+    /// The histogram.
+    pub histogram: HistogramRecord,
+}
+
+/// One measuring thread.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThreadResult {
+    /// Index.
+    pub thread: usize,
+    /// CPU the thread was pinned to (`null` = not pinned).
+    pub cpu: Option<usize>,
+    /// CPUs it was allowed on, as read back.
+    pub cpus_allowed: String,
+    /// CPU it ran on last.
+    pub last_cpu: Option<usize>,
+    /// Policy in force (read back).
+    pub policy: Policy,
+    /// Priority in force (read back).
+    pub priority: u32,
+    /// SCHED_DEADLINE parameters in force.
+    pub deadline: Option<DeadlineParams>,
+    /// Interval (ns).
+    pub interval_ns: i64,
+    /// Timer slack in force (ns).
+    pub timer_slack_ns: Option<u64>,
+    /// Last wakeup minus the ideal absolute schedule (ns): bounded for absolute methods,
+    /// accumulating for relative ones.
+    pub drift_ns: i64,
+    /// Statistics.
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+/// All threads together.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AllResult {
+    /// Number of threads merged.
+    pub threads: usize,
+    /// Policy of the threads, or `mixed`.
+    pub policy: String,
+    /// Priority if all threads had the same.
+    pub priority: Option<u32>,
+    /// The CPUs the threads were pinned to (list format), `null` if none was pinned.
+    pub cpu: Option<String>,
+    /// Thread that had the maximum.
+    pub max_at_thread: Option<usize>,
+    /// Statistics.
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+/// Verdict status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictStatus {
+    /// Every sample was within the threshold.
+    Pass,
+    /// At least one sample exceeded it (exit code 3).
+    Fail,
+    /// No threshold was given.
+    NotChecked,
+}
+
+/// A thread's samples above the threshold.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Exceeded {
+    /// Thread.
+    pub thread: usize,
+    /// Its CPU.
+    pub cpu: Option<usize>,
+    /// Samples above the threshold.
+    pub count: u64,
+    /// First such sample: cycle.
+    pub first_cycle: u64,
+    /// First: time since start (ns).
+    pub first_at_ns: i64,
+    /// First: latency (ns).
+    pub first_latency_ns: i64,
+    /// Worst latency (ns) = the thread's maximum.
+    pub worst_latency_ns: i64,
+    /// Cycle of the worst.
+    pub worst_at_cycle: u64,
+    /// Worst minus the threshold (ns).
+    pub over_by_ns: i64,
+}
+
+/// Pass/fail against the thresholds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Status.
+    pub status: VerdictStatus,
+    /// The threshold (ns): `--max-latency`, else `--breaktrace`.
+    pub threshold_ns: Option<i64>,
+    /// Threads that exceeded it.
+    pub exceeded: Vec<Exceeded>,
+    /// One sentence.
+    pub message: String,
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_micros(t).to_string()
+}
+
+fn stats_of(s: &Summary, start: SystemTime) -> Stats {
+    Stats {
+        cycles: s.cycles,
+        missed: s.missed,
+        negative: s.negative,
+        min_ns: s.min_ns,
+        max_ns: s.max_ns,
+        max_at_cycle: s.max_at_cycle,
+        max_at_ns: s.max_at_ns,
+        max_at_time: s.max_at_ns.map(|ns| rfc3339(start + Duration::from_nanos(ns.max(0) as u64))),
+        mean_ns: s.mean_ns(),
+        stdev_ns: s.stdev_ns(),
+        percentiles_ns: s.percentiles(),
+        over_threshold: s.over_threshold,
+        histogram: HistogramRecord {
+            bucket_ns: s.counts.layout().bucket_ns,
+            range_ns: s.counts.layout().range_ns,
+            buckets: s.counts.nonzero().map(|(lo_ns, hi_ns, count)| Bucket { lo_ns, hi_ns, count }).collect(),
+        },
+    }
+}
+
+fn deadline_of(p: &crate::rt::sched::SchedParams) -> Option<DeadlineParams> {
+    (p.policy == Policy::Deadline).then_some(DeadlineParams {
+        runtime_ns: p.runtime_ns,
+        deadline_ns: p.deadline_ns,
+        period_ns: p.period_ns,
+    })
+}
+
+fn thread_result(t: &ThreadOutcome, start: SystemTime) -> ThreadResult {
+    ThreadResult {
+        thread: t.plan.index,
+        cpu: t.plan.cpu,
+        cpus_allowed: t.cpus_allowed.to_string(),
+        last_cpu: t.last_cpu,
+        policy: t.sched.policy,
+        priority: t.sched.priority,
+        deadline: deadline_of(&t.sched),
+        interval_ns: t.plan.interval_ns,
+        timer_slack_ns: t.timer_slack_ns,
+        drift_ns: t.outcome.drift_ns,
+        stats: stats_of(&t.summary, start),
+    }
+}
+
+/// Formats nanoseconds as µs for messages.
+fn us(ns: i64) -> String {
+    format!("{:.1} µs", ns as f64 / 1000.0)
+}
+
+fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime) -> Verdict {
+    let Some(limit) = threshold else {
+        return Verdict {
+            status: VerdictStatus::NotChecked,
+            threshold_ns: None,
+            exceeded: vec![],
+            message: "no latency threshold was given (--max-latency)".into(),
+        };
+    };
+    let exceeded: Vec<Exceeded> = threads
+        .iter()
+        .filter_map(|t| {
+            let s = &t.summary;
+            let first = s.first_over.or(t.outcome.break_hit)?;
+            let worst = s.max_ns.unwrap_or(first.latency_ns);
+            Some(Exceeded {
+                thread: t.plan.index,
+                cpu: t.plan.cpu,
+                count: s.over_threshold.max(1),
+                first_cycle: first.cycle,
+                first_at_ns: first.at_ns,
+                first_latency_ns: first.latency_ns,
+                worst_latency_ns: worst,
+                worst_at_cycle: s.max_at_cycle.unwrap_or(first.cycle),
+                over_by_ns: worst - limit,
+            })
+        })
+        .collect();
+    if exceeded.is_empty() {
+        return Verdict {
+            status: VerdictStatus::Pass,
+            threshold_ns: Some(limit),
+            exceeded,
+            message: format!("PASS: no sample exceeded {}", us(limit)),
+        };
+    }
+    let total: u64 = exceeded.iter().map(|e| e.count).sum();
+    let parts: Vec<String> = exceeded
+        .iter()
+        .map(|e| {
+            let cpu = e.cpu.map(|c| format!(" (CPU {c})")).unwrap_or_default();
+            format!(
+                "thread {}{cpu}: {} over, first at cycle {} ({:.3} s into the run, {}) with {}, worst {} at cycle {}, {} over",
+                e.thread,
+                e.count,
+                e.first_cycle,
+                e.first_at_ns as f64 / 1e9,
+                rfc3339(start + Duration::from_nanos(e.first_at_ns.max(0) as u64)),
+                us(e.first_latency_ns),
+                us(e.worst_latency_ns),
+                e.worst_at_cycle,
+                us(e.over_by_ns)
+            )
+        })
+        .collect();
+    Verdict {
+        status: VerdictStatus::Fail,
+        threshold_ns: Some(limit),
+        message: format!("FAIL: {total} samples exceeded {}; {}", us(limit), parts.join("; ")),
+        exceeded,
+    }
+}
+
+/// What the engine does not know: the command line, the environment and the configuration.
+#[derive(Clone, Debug)]
+pub struct Provenance {
+    /// argv.
+    pub command_line: Vec<String>,
+    /// The machine.
+    pub environment: Environment,
+    /// The configuration (the `*_obtained`, `dma_latency_held` and `degraded` fields are
+    /// filled from the engine's output).
+    pub config: Config,
+    /// Simulated samples.
+    pub simulated: bool,
+}
+
+impl RunResult {
+    /// Builds the result from the engine's output.
+    pub fn build(p: Provenance, out: EngineOutput) -> RunResult {
+        let mut warnings = out.warnings.clone();
+        let threads: Vec<ThreadResult> = out.threads.iter().map(|t| thread_result(t, out.start)).collect();
+        let layout = out.threads.first().map(|t| t.summary.counts.layout()).unwrap_or(crate::measure::histogram::Layout::DEFAULT);
+        let mut all = Summary::empty(layout);
+        for t in &out.threads {
+            all.merge(&t.summary, t.plan.index);
+        }
+        if all.missed > 0 {
+            warnings.push(Warning::MissedPeriods { count: all.missed });
+        }
+        if all.negative > 0 {
+            warnings.push(Warning::NegativeLatencies { count: all.negative });
+        }
+        if all.cycles == 0 {
+            warnings.push(Warning::NoSamples);
+        }
+        let same = |f: &dyn Fn(&ThreadResult) -> String| {
+            let first = threads.first().map(f);
+            threads.iter().all(|t| Some(f(t)) == first).then_some(first).flatten()
+        };
+        let cpus = CpuSet::from_cpus(out.threads.iter().filter_map(|t| t.plan.cpu));
+        let threshold = p.config.max_latency_ns.or(p.config.breaktrace_ns);
+        let mut config = p.config;
+        config.mlockall_obtained = out.mlocked;
+        config.dma_latency_held = out.dma_latency_held.is_some();
+        config.degraded = warnings.iter().any(Warning::is_downgrade);
+        RunResult {
+            schema: SCHEMA.into(),
+            tool: Tool::this(),
+            command_line: p.command_line,
+            start_time: rfc3339(out.start),
+            end_time: rfc3339(out.end),
+            duration_s: out.end.duration_since(out.start).unwrap_or_default().as_secs_f64(),
+            end_reason: out.end_reason,
+            simulated: p.simulated,
+            environment: p.environment,
+            config,
+            all: AllResult {
+                threads: threads.len(),
+                policy: same(&|t| t.policy.to_string()).unwrap_or_else(|| "mixed".into()),
+                priority: same(&|t| t.priority.to_string()).and_then(|s| s.parse().ok()),
+                cpu: (!cpus.is_empty()).then(|| cpus.to_string()),
+                max_at_thread: all.max_at_thread,
+                stats: stats_of(&all, out.start),
+            },
+            verdict: verdict(&out.threads, threshold, out.start),
+            threads,
+            warnings: warnings.into_iter().map(WarningRecord::from).collect(),
+        }
+    }
+
+    /// The exit code the run ends with: 3 when the verdict failed, else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.verdict.status == VerdictStatus::Fail {
+            3
+        } else {
+            0
+        }
+    }
+}

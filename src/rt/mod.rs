@@ -1,0 +1,16 @@
+//! The operating-system layer: the only place in rtlab with `unsafe` and libc calls.
+//!
+//! Everything above this module speaks in safe, typed Rust: clocks and sleeps, scheduling
+//! policies (including SCHED_DEADLINE through `sched_setattr`), CPU sets and affinity, memory
+//! locking, the `/dev/cpu_dma_latency` PM QoS request, privileges, signals, POSIX timers and
+//! the tracefs marker.
+
+pub mod affinity;
+pub mod clock;
+pub mod memory;
+pub mod pm_qos;
+pub mod privileges;
+pub mod sched;
+pub mod signals;
+pub mod thread;
+pub mod tracefs;

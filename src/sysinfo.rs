@@ -1,0 +1,139 @@
+//! Environment capture for provenance: what machine, kernel and settings a result came from.
+
+use crate::rt::affinity;
+use crate::rt::privileges::Privileges;
+use serde::{Deserialize, Serialize};
+
+/// The machine and kernel a run measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Host name.
+    pub hostname: Option<String>,
+    /// `uname -r`.
+    pub kernel_release: Option<String>,
+    /// `uname -v` (build number, SMP, preemption flavour, date).
+    pub kernel_version: Option<String>,
+    /// Preemption model: `none`, `voluntary`, `full`, `lazy`, `rt`, or `dynamic` when the
+    /// kernel is PREEMPT_DYNAMIC and the mode in force cannot be read.
+    pub preempt_model: Option<String>,
+    /// True on a PREEMPT_RT kernel.
+    pub preempt_rt: bool,
+    /// CPU model name.
+    pub cpu_model: Option<String>,
+    /// Online CPUs (list format).
+    pub online_cpus: String,
+    /// Number of online CPUs.
+    pub cpu_count: usize,
+    /// CPUs isolated with `isolcpus=` (list format), if any.
+    pub isolated_cpus: Option<String>,
+    /// CPUs in `nohz_full=` (list format), if any.
+    pub nohz_full_cpus: Option<String>,
+    /// Current clocksource (`tsc` is what you want on x86).
+    pub clocksource: Option<String>,
+    /// cpufreq governor of CPU 0, if cpufreq is present.
+    pub governor: Option<String>,
+    /// Hypervisor, if the CPU reports running under one.
+    pub virtualization: Option<String>,
+    /// `/proc/cmdline`.
+    pub kernel_cmdline: Option<String>,
+    /// Privileges, limits and RT throttling settings.
+    pub privileges: Privileges,
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
+}
+
+/// The preemption model from the debugfs switch (`none voluntary (full) lazy`), else from the
+/// kernel version string.
+pub fn preempt_model(debugfs_preempt: Option<&str>, version: Option<&str>, realtime_flag: bool) -> Option<String> {
+    if realtime_flag {
+        return Some("rt".into());
+    }
+    if let Some(s) = debugfs_preempt {
+        if let Some(m) = s.split_whitespace().find(|w| w.starts_with('(')) {
+            return Some(m.trim_matches(|c| c == '(' || c == ')').to_string());
+        }
+    }
+    let v = version?;
+    let words: Vec<&str> = v.split_whitespace().collect();
+    let has = |w: &str| words.contains(&w);
+    Some(
+        if has("PREEMPT_RT") {
+            "rt"
+        } else if has("PREEMPT_DYNAMIC") {
+            "dynamic"
+        } else if has("PREEMPT_LAZY") {
+            "lazy"
+        } else if has("PREEMPT") {
+            "full"
+        } else {
+            "none or voluntary"
+        }
+        .to_string(),
+    )
+}
+
+impl Environment {
+    /// Reads the environment of this machine.
+    pub fn capture() -> Environment {
+        let version = read("/proc/sys/kernel/version");
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let realtime = read("/sys/kernel/realtime").as_deref() == Some("1");
+        let online = affinity::online_cpus();
+        let hypervisor = cpuinfo_field(&cpuinfo, "flags").is_some_and(|f| f.split_whitespace().any(|w| w == "hypervisor"));
+        let virtualization = hypervisor.then(|| {
+            read("/sys/class/dmi/id/product_name")
+                .or_else(|| read("/sys/class/dmi/id/sys_vendor"))
+                .or_else(|| read("/sys/hypervisor/type"))
+                .unwrap_or_else(|| "unknown hypervisor".into())
+        });
+        Environment {
+            hostname: read("/proc/sys/kernel/hostname"),
+            kernel_release: read("/proc/sys/kernel/osrelease"),
+            preempt_model: preempt_model(read("/sys/kernel/debug/sched/preempt").as_deref(), version.as_deref(), realtime),
+            preempt_rt: realtime || version.as_deref().is_some_and(|v| v.contains("PREEMPT_RT")),
+            kernel_version: version,
+            cpu_model: cpuinfo_field(&cpuinfo, "model name").or_else(|| cpuinfo_field(&cpuinfo, "Model")),
+            online_cpus: online.to_string(),
+            cpu_count: online.len(),
+            isolated_cpus: read("/sys/devices/system/cpu/isolated"),
+            nohz_full_cpus: read("/sys/devices/system/cpu/nohz_full").filter(|s| s != "(null)"),
+            clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+            governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            virtualization,
+            kernel_cmdline: read("/proc/cmdline"),
+            privileges: Privileges::current(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_preempt_model_comes_from_debugfs_first_then_the_version_string() {
+        assert_eq!(preempt_model(Some("none voluntary (full) lazy"), Some("#1 SMP PREEMPT_DYNAMIC"), false).as_deref(), Some("full"));
+        assert_eq!(preempt_model(None, Some("#1 SMP PREEMPT_DYNAMIC @0"), false).as_deref(), Some("dynamic"));
+        assert_eq!(preempt_model(None, Some("#1 SMP PREEMPT_RT Debian"), false).as_deref(), Some("rt"));
+        assert_eq!(preempt_model(None, Some("#1 SMP PREEMPT Tue"), false).as_deref(), Some("full"));
+        assert_eq!(preempt_model(None, Some("#1 SMP Tue"), false).as_deref(), Some("none or voluntary"));
+        assert_eq!(preempt_model(None, None, true).as_deref(), Some("rt"));
+    }
+
+    #[test]
+    fn capturing_this_machine_finds_its_kernel_and_cpus() {
+        let e = Environment::capture();
+        assert!(e.kernel_release.is_some());
+        assert!(e.cpu_count >= 1);
+        assert!(!e.online_cpus.is_empty());
+    }
+}
