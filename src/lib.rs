@@ -6,11 +6,11 @@
 //! through `unsafe`.
 #![deny(missing_docs)]
 
-pub mod rt;
+pub mod cli;
+pub mod commands;
+pub mod export;
 pub mod measure;
 pub mod output;
 pub mod result;
+pub mod rt;
 pub mod sysinfo;
-pub mod export;
-pub mod cli;
-pub mod commands;

@@ -418,7 +418,11 @@ impl RunResult {
     pub fn build(p: Provenance, out: EngineOutput) -> RunResult {
         let mut warnings = out.warnings.clone();
         let threads: Vec<ThreadResult> = out.threads.iter().map(|t| thread_result(t, out.start)).collect();
-        let layout = out.threads.first().map(|t| t.summary.counts.layout()).unwrap_or(crate::measure::histogram::Layout::DEFAULT);
+        let layout = out
+            .threads
+            .first()
+            .map(|t| t.summary.counts.layout())
+            .unwrap_or(crate::measure::histogram::Layout::DEFAULT);
         let mut all = Summary::empty(layout);
         for t in &out.threads {
             all.merge(&t.summary, t.plan.index);

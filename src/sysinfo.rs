@@ -88,7 +88,8 @@ impl Environment {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let realtime = read("/sys/kernel/realtime").as_deref() == Some("1");
         let online = affinity::online_cpus();
-        let hypervisor = cpuinfo_field(&cpuinfo, "flags").is_some_and(|f| f.split_whitespace().any(|w| w == "hypervisor"));
+        let hypervisor =
+            cpuinfo_field(&cpuinfo, "flags").is_some_and(|f| f.split_whitespace().any(|w| w == "hypervisor"));
         let virtualization = hypervisor.then(|| {
             read("/sys/class/dmi/id/product_name")
                 .or_else(|| read("/sys/class/dmi/id/sys_vendor"))
@@ -98,7 +99,11 @@ impl Environment {
         Environment {
             hostname: read("/proc/sys/kernel/hostname"),
             kernel_release: read("/proc/sys/kernel/osrelease"),
-            preempt_model: preempt_model(read("/sys/kernel/debug/sched/preempt").as_deref(), version.as_deref(), realtime),
+            preempt_model: preempt_model(
+                read("/sys/kernel/debug/sched/preempt").as_deref(),
+                version.as_deref(),
+                realtime,
+            ),
             preempt_rt: realtime || version.as_deref().is_some_and(|v| v.contains("PREEMPT_RT")),
             kernel_version: version,
             cpu_model: cpuinfo_field(&cpuinfo, "model name").or_else(|| cpuinfo_field(&cpuinfo, "Model")),
@@ -121,7 +126,10 @@ mod tests {
 
     #[test]
     fn the_preempt_model_comes_from_debugfs_first_then_the_version_string() {
-        assert_eq!(preempt_model(Some("none voluntary (full) lazy"), Some("#1 SMP PREEMPT_DYNAMIC"), false).as_deref(), Some("full"));
+        assert_eq!(
+            preempt_model(Some("none voluntary (full) lazy"), Some("#1 SMP PREEMPT_DYNAMIC"), false).as_deref(),
+            Some("full")
+        );
         assert_eq!(preempt_model(None, Some("#1 SMP PREEMPT_DYNAMIC @0"), false).as_deref(), Some("dynamic"));
         assert_eq!(preempt_model(None, Some("#1 SMP PREEMPT_RT Debian"), false).as_deref(), Some("rt"));
         assert_eq!(preempt_model(None, Some("#1 SMP PREEMPT Tue"), false).as_deref(), Some("full"));

@@ -23,6 +23,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Measure wakeup latency on periodic threads (cyclictest's method, done right).
+    #[command(long_about = run::LONG_ABOUT)]
     Run(run::RunArgs),
 }
 
@@ -36,9 +37,9 @@ impl Cli {
     {
         use clap::error::ErrorKind;
         Cli::try_parse_from(args).map_err(|e| match e.kind() {
-            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                Ok(e.render().to_string())
-            }
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Ok(e.render().to_string()),
             _ => {
                 let text = e.render().to_string();
                 let first = text.lines().next().unwrap_or("invalid arguments");

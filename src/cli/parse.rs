@@ -36,18 +36,16 @@ pub fn time_ns(text: &str, default: DefaultUnit) -> Result<i64, String> {
     }
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| format!("'{text}' is not a time; {example}"))?;
+    let value: f64 =
+        num.parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| format!("'{text}' is not a time; {example}"))?;
     let scale = if unit.is_empty() {
         match default {
             DefaultUnit::Micros => 1e3,
             DefaultUnit::Seconds => 1e9,
         }
     } else {
-        unit_ns(unit.trim()).ok_or_else(|| format!("'{text}' has an unknown unit '{unit}'; use ns, us, ms, s, m, h or d"))?
+        unit_ns(unit.trim())
+            .ok_or_else(|| format!("'{text}' has an unknown unit '{unit}'; use ns, us, ms, s, m, h or d"))?
     };
     let ns = value * scale;
     if ns >= i64::MAX as f64 {
@@ -151,7 +149,8 @@ pub fn dma_latency(text: &str) -> Result<i32, String> {
     if t.starts_with('-') {
         return Err(format!("--latency '{text}' is negative; give microseconds from 0, e.g. --latency 0"));
     }
-    t.parse::<i32>().map_err(|_| format!("--latency '{text}' is not a whole number of microseconds; use e.g. --latency 0"))
+    t.parse::<i32>()
+        .map_err(|_| format!("--latency '{text}' is not a whole number of microseconds; use e.g. --latency 0"))
 }
 
 /// A CPU set (`0`, `1,3`, `0-3,6`).

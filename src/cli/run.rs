@@ -17,15 +17,23 @@ use std::path::PathBuf;
 /// below the kernel's own per-CPU watchdog/migration threads (99).
 pub const DEFAULT_PRIORITY: u32 = 95;
 
-/// Measure wakeup latency on periodic threads.
-///
-/// Defaults: one thread per online CPU, each pinned to its CPU, SCHED_FIFO priority 95, a 1 ms
-/// period on absolute clock_nanosleep(CLOCK_MONOTONIC), memory locked, /dev/cpu_dma_latency
-/// held at 0, timer slack 1 ns, until Ctrl-C (or -l/-D). Times without a unit are µs (-i, -d,
-/// --max-latency, -b …) or seconds (-D). Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a sample
-/// exceeded --max-latency or -b.
+/// The long help of `rtlab run`: what it does and its defaults.
+pub const LONG_ABOUT: &str = "Measure wakeup latency on periodic threads (cyclictest's method, done right).
+
+Defaults: one thread per online CPU, each pinned to its CPU, SCHED_FIFO priority 95, a 1 ms \
+period on absolute clock_nanosleep(CLOCK_MONOTONIC), memory locked (mlockall), \
+/dev/cpu_dma_latency held at 0, timer slack 1 ns, run until Ctrl-C (or -l/-D). \
+Times without a unit are µs (-i, -d, --max-latency, -b, --dl-*) or seconds (-D). \
+Missed periods are counted, not hidden; percentiles come from a histogram that drops nothing. \
+Without RT privileges rtlab measures anyway with what it may use and says why (--strict: error).
+
+Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a sample exceeded --max-latency or -b.";
+
+/// `rtlab run` arguments (see [`LONG_ABOUT`]).
 #[derive(Args, Debug, Clone)]
-#[command(after_help = "Examples:\n  rtlab run -D 1m --json result.json\n  rtlab run -t1 -p80 -i200 -l10000 --max-latency 100\n  rtlab run --policy deadline --dl-runtime 100us -i 1ms -D 10s")]
+#[command(
+    after_help = "Examples:\n  rtlab run -D 1m --json result.json\n  rtlab run -t1 -p80 -i200 -l10000 --max-latency 100\n  rtlab run --policy deadline --dl-runtime 100us -i 1ms -D 10s"
+)]
 pub struct RunArgs {
     /// Measuring threads; bare -t: one per CPU of the affinity set [default: one per online CPU]
     #[arg(short = 't', long = "threads", value_name = "N", num_args = 0..=1, value_parser = parse::thread_count)]
@@ -182,7 +190,10 @@ impl RunArgs {
         let priority = match self.priority {
             Some(p) if p < lo || p > hi => {
                 return Err(usage(if policy.is_realtime_priority() {
-                    format!("priority {p} is out of range for SCHED_{}: use 1 to 99, e.g. -p 80", policy.name().to_uppercase())
+                    format!(
+                        "priority {p} is out of range for SCHED_{}: use 1 to 99, e.g. -p 80",
+                        policy.name().to_uppercase()
+                    )
                 } else {
                     format!(
                         "priority {p} is out of range for SCHED_{} (only 0): drop -p, or use --policy fifo -p {p}",
@@ -206,7 +217,9 @@ impl RunArgs {
             ));
         }
         if self.tracemark && self.breaktrace.is_none() {
-            return Err(usage("--tracemark needs -b/--breaktrace US: the marker is written when that threshold is hit"));
+            return Err(usage(
+                "--tracemark needs -b/--breaktrace US: the marker is written when that threshold is hit",
+            ));
         }
         if let Some(Some(set)) = &self.affinity {
             check_online(set, &online, "-a")?;
@@ -218,7 +231,11 @@ impl RunArgs {
             check_writable_target(p)?;
         }
         let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
-        if sim && self.loops.is_none() && self.duration.is_none() && self.simulate.as_ref().and_then(|s| s.thread_count()).is_none() {
+        if sim
+            && self.loops.is_none()
+            && self.duration.is_none()
+            && self.simulate.as_ref().and_then(|s| s.thread_count()).is_none()
+        {
             return Err(usage("--simulate seed:N needs -l or -D to know how many samples to make"));
         }
 
@@ -234,7 +251,9 @@ impl RunArgs {
         };
         if let (Some(k), true) = (sim_threads, sim) {
             if k != n {
-                return Err(usage(format!("the simulation samples define {k} threads but -t asks for {n}; make them agree")));
+                return Err(usage(format!(
+                    "the simulation samples define {k} threads but -t asks for {n}; make them agree"
+                )));
             }
         }
         let pinned = policy != Policy::Deadline;
@@ -252,7 +271,12 @@ impl RunArgs {
                 .interval
                 .checked_add(self.distance.checked_mul(i as i64).unwrap_or(i64::MAX))
                 .filter(|v| *v <= 3_600_000_000_000)
-                .ok_or_else(|| usage(format!("-d {} ns makes thread {i}'s interval longer than 1 h; use a smaller -d", self.distance)))?;
+                .ok_or_else(|| {
+                    usage(format!(
+                        "-d {} ns makes thread {i}'s interval longer than 1 h; use a smaller -d",
+                        self.distance
+                    ))
+                })?;
             let sched = if policy == Policy::Deadline {
                 let period = self.dl_period.unwrap_or(interval_ns) as u64;
                 let deadline = self.dl_deadline.unwrap_or(period as i64) as u64;
@@ -266,8 +290,19 @@ impl RunArgs {
                 if runtime < 1024 {
                     return Err(usage(format!("SCHED_DEADLINE runtime {runtime} ns is below the kernel's minimum of 1024 ns; raise --dl-runtime")));
                 }
-                deadline_cfg.get_or_insert(DeadlineParams { runtime_ns: runtime, deadline_ns: deadline, period_ns: period });
-                SchedParams { policy, priority: 0, nice: 0, runtime_ns: runtime, deadline_ns: deadline, period_ns: period }
+                deadline_cfg.get_or_insert(DeadlineParams {
+                    runtime_ns: runtime,
+                    deadline_ns: deadline,
+                    period_ns: period,
+                });
+                SchedParams {
+                    policy,
+                    priority: 0,
+                    nice: 0,
+                    runtime_ns: runtime,
+                    deadline_ns: deadline,
+                    period_ns: period,
+                }
             } else {
                 let p = if spread && policy.is_realtime_priority() { priority - i as u32 } else { priority };
                 SchedParams::simple(policy, p)
@@ -354,9 +389,7 @@ fn check_online(set: &CpuSet, online: &CpuSet, flag: &str) -> Result<(), UsageEr
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(usage(format!(
-            "{flag} {set}: CPU {missing} does not exist or is offline; online CPUs are {online}"
-        )))
+        Err(usage(format!("{flag} {set}: CPU {missing} does not exist or is offline; online CPUs are {online}")))
     }
 }
 
@@ -376,7 +409,11 @@ fn check_writable_target(p: &std::path::Path) -> Result<(), UsageError> {
         )));
     }
     if p.is_dir() {
-        return Err(usage(format!("--json {}: is a directory; give a file name such as {}/result.json", p.display(), p.display())));
+        return Err(usage(format!(
+            "--json {}: is a directory; give a file name such as {}/result.json",
+            p.display(),
+            p.display()
+        )));
     }
     Ok(())
 }

@@ -248,7 +248,9 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     if plan.mlockall && !sim {
         match memory::lock_all() {
             Ok(()) => mlocked = true,
-            Err(e) => warnings.push(Warning::MlockFailed { why: format!("{e}; {}", privileges.explain_mlock_denied()) }),
+            Err(e) => {
+                warnings.push(Warning::MlockFailed { why: format!("{e}; {}", privileges.explain_mlock_denied()) })
+            }
         }
     }
     let mut dma = None;
@@ -449,7 +451,8 @@ impl ThreadCtx {
             Some(s) => s.len().map_or(self.loops, |n| n.saturating_sub(tp.warmup_cycles).min(self.loops)),
             None => self.loops,
         };
-        let params = LoopParams { interval_ns: tp.interval_ns, loops, warmup_cycles: tp.warmup_cycles, break_ns: self.break_ns };
+        let params =
+            LoopParams { interval_ns: tp.interval_ns, loops, warmup_cycles: tp.warmup_cycles, break_ns: self.break_ns };
         let outcome = if self.shared.gate.wait() == GateState::Abort {
             LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None }
         } else {
@@ -473,7 +476,10 @@ impl ThreadCtx {
             if let Some(t) = &self.shared.tracefs {
                 let b = outcome.break_hit.unwrap_or(Exceedance { cycle: 0, at_ns: 0, latency_ns: 0 });
                 let marked = t
-                    .mark(&format!("rtlab: hit latency threshold ({} ns > {} ns) on thread {}", b.latency_ns, self.break_ns, tp.index))
+                    .mark(&format!(
+                        "rtlab: hit latency threshold ({} ns > {} ns) on thread {}",
+                        b.latency_ns, self.break_ns, tp.index
+                    ))
                     .and_then(|_| t.stop());
                 if marked.is_ok() {
                     self.shared.tracemark_written.store(true, Relaxed);
@@ -520,7 +526,10 @@ fn apply_sched(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<Warn
         _ => e.to_string(),
     };
     let mut fallback = SchedParams::simple(Policy::Other, 0);
-    if asked.policy.is_realtime_priority() && privileges.rlimit_rtprio > 0 && u64::from(asked.priority) > privileges.rlimit_rtprio {
+    if asked.policy.is_realtime_priority()
+        && privileges.rlimit_rtprio > 0
+        && u64::from(asked.priority) > privileges.rlimit_rtprio
+    {
         let clamped = SchedParams::simple(asked.policy, privileges.rlimit_rtprio as u32);
         if sched::set_current_thread(&clamped).is_ok() {
             fallback = clamped;

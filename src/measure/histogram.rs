@@ -22,14 +22,8 @@ const SUB_BITS: u32 = 5;
 const SUBS: usize = 1 << SUB_BITS;
 
 /// The percentiles every summary reports, as (JSON key, fraction).
-pub const PERCENTILES: [(&str, f64); 6] = [
-    ("50", 0.5),
-    ("90", 0.9),
-    ("99", 0.99),
-    ("99.9", 0.999),
-    ("99.99", 0.9999),
-    ("99.999", 0.99999),
-];
+pub const PERCENTILES: [(&str, f64); 6] =
+    [("50", 0.5), ("90", 0.9), ("99", 0.99), ("99.9", 0.999), ("99.99", 0.9999), ("99.999", 0.99999)];
 
 /// The shape of a histogram: bucket width and the end of the linear region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

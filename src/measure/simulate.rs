@@ -40,7 +40,8 @@ impl Simulation {
                 continue;
             }
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let bad = || format!("{}:{}: expected 'VALUE' or 'THREAD VALUE' in ns, got '{line}'", path.display(), no + 1);
+            let bad =
+                || format!("{}:{}: expected 'VALUE' or 'THREAD VALUE' in ns, got '{line}'", path.display(), no + 1);
             let (t, v) = match fields.as_slice() {
                 [v] => (0usize, v.parse::<i64>().map_err(|_| bad())?),
                 [t, v] => (t.parse::<usize>().map_err(|_| bad())?, v.parse::<i64>().map_err(|_| bad())?),
@@ -169,7 +170,11 @@ mod tests {
     use crate::measure::stats::{Live, Recorder};
     use std::sync::atomic::AtomicBool;
 
-    fn run<const ABS: bool>(samples: Vec<i64>, interval: i64, warmup: u64) -> (crate::measure::stats::Summary, super::super::probe::LoopOutcome) {
+    fn run<const ABS: bool>(
+        samples: Vec<i64>,
+        interval: i64,
+        warmup: u64,
+    ) -> (crate::measure::stats::Summary, super::super::probe::LoopOutcome) {
         let n = samples.len() as u64 - warmup;
         let live = Live::new(Layout::DEFAULT);
         let mut rec = Recorder::new(&live, None);
@@ -221,8 +226,14 @@ mod tests {
 
     #[test]
     fn a_seed_gives_the_same_latencies_every_time() {
-        let a: Vec<i64> = { let mut s = Simulation::Seed(3).source(1); (0..1000).map(|_| s.next(1_000_000)).collect() };
-        let b: Vec<i64> = { let mut s = Simulation::Seed(3).source(1); (0..1000).map(|_| s.next(1_000_000)).collect() };
+        let a: Vec<i64> = {
+            let mut s = Simulation::Seed(3).source(1);
+            (0..1000).map(|_| s.next(1_000_000)).collect()
+        };
+        let b: Vec<i64> = {
+            let mut s = Simulation::Seed(3).source(1);
+            (0..1000).map(|_| s.next(1_000_000)).collect()
+        };
         assert_eq!(a, b);
         assert!(a.iter().all(|v| *v >= 2_000));
     }

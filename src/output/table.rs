@@ -40,8 +40,20 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
     let l = u.label();
     let mut out = format!(
         "{:>6} {:>4} {:>9} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}\n",
-        "thread", "cpu", "policy", "cycles", "missed", format!("min {l}"), format!("avg {l}"), "p50", "p99", "p99.9",
-        "p99.99", "p99.999", format!("max {l}"), "stdev"
+        "thread",
+        "cpu",
+        "policy",
+        "cycles",
+        "missed",
+        format!("min {l}"),
+        format!("avg {l}"),
+        "p50",
+        "p99",
+        "p99.9",
+        "p99.99",
+        "p99.999",
+        format!("max {l}"),
+        "stdev"
     );
     for t in &r.threads {
         let cpu = t.cpu.map_or("-".into(), |c| c.to_string());

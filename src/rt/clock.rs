@@ -34,7 +34,10 @@ pub fn now(clock: ClockId) -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; clock ids used here always exist on Linux.
     unsafe { libc::clock_gettime(clock.0, &mut ts) };
-    ts.tv_sec as i64 * NS_PER_SEC + ts.tv_nsec as i64
+    // time_t and c_long are 32-bit on 32-bit targets; the conversion is not useless there.
+    #[allow(clippy::useless_conversion)]
+    let ns = i64::from(ts.tv_sec) * NS_PER_SEC + i64::from(ts.tv_nsec);
+    ns
 }
 
 /// Sleeps until the absolute time `deadline_ns` on `clock` (`clock_nanosleep` with
@@ -44,8 +47,7 @@ pub fn sleep_until(clock: ClockId, deadline_ns: i64) {
     let ts = to_timespec(deadline_ns);
     loop {
         // SAFETY: `ts` is a valid timespec; a null remainder is allowed for absolute sleeps.
-        let rc =
-            unsafe { libc::clock_nanosleep(clock.0, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+        let rc = unsafe { libc::clock_nanosleep(clock.0, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
         if rc != libc::EINTR {
             return;
         }

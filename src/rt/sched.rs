@@ -26,14 +26,8 @@ pub enum Policy {
 
 impl Policy {
     /// Every policy, in the order `--help` lists them.
-    pub const ALL: [Policy; 6] = [
-        Policy::Other,
-        Policy::Batch,
-        Policy::Idle,
-        Policy::Fifo,
-        Policy::Rr,
-        Policy::Deadline,
-    ];
+    pub const ALL: [Policy; 6] =
+        [Policy::Other, Policy::Batch, Policy::Idle, Policy::Fifo, Policy::Rr, Policy::Deadline];
 
     /// The kernel's number for the policy.
     pub fn raw(self) -> u32 {
@@ -100,9 +94,7 @@ impl FromStr for Policy {
             "fifo" => Ok(Policy::Fifo),
             "rr" => Ok(Policy::Rr),
             "deadline" | "dl" => Ok(Policy::Deadline),
-            _ => Err(format!(
-                "unknown policy '{s}': use one of other, batch, idle, fifo, rr, deadline"
-            )),
+            _ => Err(format!("unknown policy '{s}': use one of other, batch, idle, fifo, rr, deadline")),
         }
     }
 }

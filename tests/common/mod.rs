@@ -1,0 +1,47 @@
+#![allow(dead_code)]
+//! Helpers shared by the integration tests.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The rtlab binary under test.
+pub fn rtlab() -> Command {
+    Command::cargo_bin("rtlab").unwrap()
+}
+
+/// Path of the built binary.
+pub fn rtlab_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("rtlab")
+}
+
+/// Validates `instance` against docs/rtlab.run.schema.json, listing every violation.
+pub fn assert_valid_run_result(instance: &Value) {
+    let schema: Value = serde_json::from_str(include_str!("../../docs/rtlab.run.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema itself is valid");
+    let errors: Vec<String> =
+        validator.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "result does not match the schema:\n{}", errors.join("\n"));
+}
+
+/// Reads a JSON file.
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Writes a simulation samples file and returns its `--simulate` spec.
+pub fn samples_file(dir: &Path, text: &str) -> String {
+    let p = dir.join("samples.txt");
+    std::fs::write(&p, text).unwrap();
+    format!("file:{}", p.display())
+}
+
+/// True when this process is root (real runs then check that RT policies were obtained).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().nth(1).map(|s| s == "0"))
+        .unwrap_or(false)
+}

@@ -1,0 +1,304 @@
+//! Real short runs on this machine. They check structure and behaviour (threads ran, were
+//! pinned, got their policy or said why not, files parse, signals work), never latency bounds.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::process::{Child, Command as Std, Stdio};
+use std::time::{Duration, Instant};
+
+fn real_run(extra: &[&str]) -> (Value, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out =
+        rtlab().args(["run", "-q", "--json"]).arg(&json).args(extra).timeout(Duration::from_secs(60)).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let v = read_json(&json);
+    assert_valid_run_result(&v);
+    (v, out)
+}
+
+fn warning_kinds(r: &Value) -> Vec<String> {
+    r["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap().to_string()).collect()
+}
+
+/// The thread got `policy`, or (without the privileges for it) a warning says why not.
+fn assert_policy_obtained_or_explained(r: &Value, policy: &str) {
+    for t in r["threads"].as_array().unwrap() {
+        if t["policy"] != policy {
+            assert!(!is_root(), "root must obtain {policy}: {t}");
+            assert!(warning_kinds(r).contains(&"policy_downgraded".to_string()));
+        }
+    }
+}
+
+fn online_cpus() -> Vec<usize> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let mut v = Vec::new();
+    for part in s.trim().split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => v.extend(a.parse::<usize>().unwrap()..=b.parse().unwrap()),
+            None => v.push(part.parse().unwrap()),
+        }
+    }
+    v
+}
+
+#[test]
+fn by_default_one_pinned_fifo_thread_runs_per_online_cpu_and_counts_equal_loops() {
+    let (r, _) = real_run(&["-l", "200", "-i", "500us"]);
+    let cpus = online_cpus();
+    let threads = r["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), cpus.len());
+    for (i, t) in threads.iter().enumerate() {
+        assert_eq!(t["cycles"], 200);
+        assert_eq!(t["cpu"], cpus[i]);
+        assert_eq!(t["cpus_allowed"], cpus[i].to_string(), "pinned mask read back");
+        assert_eq!(t["last_cpu"], cpus[i]);
+    }
+    assert_policy_obtained_or_explained(&r, "fifo");
+    if is_root() {
+        assert!(threads.iter().all(|t| t["priority"] == 95));
+        assert_eq!(r["config"]["mlockall_obtained"], true);
+        assert_eq!(r["config"]["dma_latency_held"], true);
+        assert_eq!(r["config"]["degraded"], false);
+    }
+    assert_eq!(r["all"]["cycles"], 200 * cpus.len());
+    assert_eq!(r["end_reason"], "loops");
+}
+
+#[test]
+fn threads_round_robin_over_the_affinity_set_with_priospread() {
+    let (r, _) = real_run(&["-t", "3", "-a", "0", "-p", "80", "--priospread", "-l", "50"]);
+    let t = r["threads"].as_array().unwrap();
+    assert_eq!(t.len(), 3);
+    assert!(t.iter().all(|t| t["cpu"] == 0 && t["cpus_allowed"] == "0"));
+    if is_root() {
+        let prios: Vec<u64> = t.iter().map(|t| t["priority"].as_u64().unwrap()).collect();
+        assert_eq!(prios, vec![80, 79, 78]);
+        assert_eq!(r["all"]["priority"], Value::Null, "priorities differ");
+    }
+}
+
+#[test]
+fn every_policy_is_applied_inside_the_thread_and_read_back() {
+    for (policy, prio) in [("other", None), ("batch", None), ("idle", None), ("fifo", Some("10")), ("rr", Some("20"))] {
+        let mut args = vec!["-t", "1", "-l", "20", "--policy", policy];
+        if let Some(p) = prio {
+            args.extend(["-p", p]);
+        }
+        let (r, _) = real_run(&args);
+        assert_policy_obtained_or_explained(&r, policy);
+        if is_root() {
+            assert_eq!(r["threads"][0]["priority"].as_u64().unwrap().to_string(), prio.unwrap_or("0"));
+        }
+    }
+}
+
+#[test]
+fn sched_deadline_threads_get_their_runtime_deadline_and_period() {
+    let (r, _) = real_run(&["--policy", "deadline", "--dl-runtime", "100us", "-i", "1ms", "-l", "50"]);
+    assert_policy_obtained_or_explained(&r, "deadline");
+    if is_root() {
+        let t = &r["threads"][0];
+        assert_eq!(t["deadline"]["runtime_ns"], 100_000);
+        assert_eq!(t["deadline"]["period_ns"], 1_000_000);
+        assert_eq!(t["cpu"], Value::Null, "deadline threads are not pinned");
+    }
+}
+
+#[test]
+fn every_sleep_method_measures_and_relative_ones_report_their_drift() {
+    for method in ["abs", "rel", "nanosleep", "sleep", "posix-timer"] {
+        let (r, out) = real_run(&["-t", "1", "-l", "30", "-i", "1ms", "--method", method]);
+        let t = &r["threads"][0];
+        assert_eq!(t["cycles"], 30, "{method}");
+        assert_eq!(r["config"]["method"], method);
+        let drift = t["drift_ns"].as_i64().unwrap();
+        // No sleep returns early, so the schedule can only be behind; an absolute schedule is
+        // behind by less than one period.
+        assert!(drift >= 0, "{method}: {drift}");
+        let relative = matches!(method, "rel" | "nanosleep" | "sleep");
+        if !relative {
+            assert!(drift < 1_000_000, "{method}: {drift}");
+        }
+        assert_eq!(String::from_utf8(out.stdout).unwrap().contains("period drift"), relative, "{method}");
+    }
+}
+
+#[test]
+fn measuring_threads_run_with_one_nanosecond_timer_slack() {
+    let (r, _) = real_run(&["-t", "1", "-l", "20", "--policy", "other"]);
+    assert_eq!(r["threads"][0]["timer_slack_ns"], 1);
+    assert_eq!(r["config"]["timer_slack_ns"], 1);
+}
+
+#[test]
+fn mlockall_and_dma_latency_can_be_turned_off() {
+    let (r, _) = real_run(&["-t", "1", "-l", "20", "--no-mlockall", "--no-dma-latency"]);
+    assert_eq!(r["config"]["mlockall"], false);
+    assert_eq!(r["config"]["mlockall_obtained"], false);
+    assert_eq!(r["config"]["dma_latency_us"], Value::Null);
+    assert!(!warning_kinds(&r).iter().any(|k| k == "mlock_failed" || k == "dma_latency_failed"));
+}
+
+#[test]
+fn the_environment_is_recorded() {
+    let (r, _) = real_run(&["-t", "1", "-l", "10"]);
+    let e = &r["environment"];
+    assert_eq!(
+        e["kernel_release"].as_str().unwrap(),
+        std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap().trim()
+    );
+    assert_eq!(e["cpu_count"], online_cpus().len());
+    assert!(e["preempt_model"].is_string());
+    assert!(r["command_line"].as_array().unwrap().iter().any(|a| a == "-l"));
+}
+
+#[test]
+fn without_a_terminal_no_live_view_is_drawn() {
+    let out =
+        rtlab().args(["run", "-t", "1", "-i", "1ms", "-l", "1300"]).timeout(Duration::from_secs(60)).output().unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(!s.contains('\x1b'), "escape codes on a pipe: {s:?}");
+    assert!(s.lines().next().unwrap().contains("cycles"), "summary printed: {s}");
+}
+
+fn spawn(args: &[&str], json: &std::path::Path) -> Child {
+    Std::new(rtlab_path())
+        .args(["run", "-q", "--json"])
+        .arg(json)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn signal(child: &Child, sig: &str) {
+    assert!(Std::new("kill").args(["-s", sig, &child.id().to_string()]).status().unwrap().success());
+}
+
+/// Waits until the run's threads are measuring (its live cycles are not visible from outside,
+/// so wait for the process to have its probe threads).
+fn wait_until_measuring(child: &Child, threads: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let task_dir = format!("/proc/{}/task", child.id());
+    while std::fs::read_dir(&task_dir).map(|d| d.count()).unwrap_or(0) < threads + 1 {
+        assert!(Instant::now() < deadline, "probe threads never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+#[test]
+fn sigint_stops_the_run_joins_the_threads_and_writes_every_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = spawn(&["-t", "2", "-i", "1ms"], &json);
+    wait_until_measuring(&child, 2);
+    signal(&child, "INT");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let r = read_json(&json);
+    assert_valid_run_result(&r);
+    assert_eq!(r["end_reason"], "signal");
+    assert!(r["all"]["cycles"].as_u64().unwrap() > 0);
+    assert!(String::from_utf8(out.stdout).unwrap().contains("ALL"), "summary printed");
+}
+
+#[test]
+fn sigterm_stops_the_run_cleanly_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = spawn(&["-t", "1", "-i", "1ms"], &json);
+    wait_until_measuring(&child, 1);
+    signal(&child, "TERM");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(read_json(&json)["end_reason"], "signal");
+}
+
+#[test]
+fn a_second_sigint_exits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    // A 10 s period: after the first SIGINT the run waits for the threads' current sleep.
+    let child = spawn(&["-t", "1", "-i", "10s"], &json);
+    wait_until_measuring(&child, 1);
+    let t0 = Instant::now();
+    signal(&child, "INT");
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&child, "INT");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
+}
+
+#[test]
+fn a_duration_ends_the_run() {
+    let (r, _) = real_run(&["-t", "1", "-D", "1s", "-i", "1ms"]);
+    assert_eq!(r["end_reason"], "duration");
+    assert_eq!(r["config"]["duration_s"], 1.0);
+}
+
+#[test]
+fn sigusr1_prints_the_current_table_to_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = spawn(&["-t", "1", "-i", "1ms"], &json);
+    wait_until_measuring(&child, 1);
+    signal(&child, "USR1");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, "INT");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("cycles") && err.contains("missed"), "{err}");
+}
+
+/// Runs `rtlab run ARGS` as the unprivileged user `nobody` (from root), or as this user.
+fn unprivileged(args: &[&str]) -> (std::process::Output, tempfile::TempDir) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let bin = dir.path().join("rtlab");
+    std::fs::copy(rtlab_path(), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = if is_root() {
+        let mut c = Std::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]).arg(&bin);
+        c
+    } else {
+        Std::new(&bin)
+    };
+    let out = cmd.current_dir(dir.path()).arg("run").args(args).output().unwrap();
+    (out, dir)
+}
+
+#[test]
+fn an_unprivileged_run_measures_anyway_and_says_what_it_could_not_do() {
+    let (out, dir) = unprivileged(&["-t", "1", "-l", "50", "-q", "--json", "r.json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let r = read_json(&dir.path().join("r.json"));
+    assert_valid_run_result(&r);
+    assert_eq!(r["threads"][0]["cycles"], 50);
+    assert_eq!(r["threads"][0]["policy"], "other");
+    assert_eq!(r["config"]["degraded"], true);
+    let w = r["warnings"].as_array().unwrap();
+    let down = w.iter().find(|w| w["kind"] == "policy_downgraded").expect("a policy warning");
+    let msg = down["message"].as_str().unwrap();
+    assert!(msg.contains("fifo:95") && msg.contains("CAP_SYS_NICE") && msg.contains("fix:"), "{msg}");
+    assert!(w.iter().any(|w| w["kind"] == "dma_latency_failed"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("warning: thread 0 could not get SCHED fifo:95"), "{stdout}");
+}
+
+#[test]
+fn strict_turns_an_unprivileged_downgrade_into_an_error() {
+    let (out, dir) = unprivileged(&["-t", "1", "-l", "50", "-q", "--strict", "--json", "r.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("rtlab: --strict:") && err.contains("CAP_SYS_NICE"), "{err}");
+    assert!(!dir.path().join("r.json").exists(), "nothing measured, nothing written");
+}

@@ -1,0 +1,226 @@
+//! Deterministic end-to-end tests of `rtlab run` through the hidden simulation mode: the real
+//! loop, bookkeeping, result file, summary and verdict, fed with known latencies.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+
+/// Thread 0: 1, 2, 3, 4, 10 µs. Thread 1: 0.5 µs, 2.5 ms (two missed 1 ms periods), 1.5 µs.
+const TWO_THREADS: &str = "0 1000\n0 2000\n0 3000\n0 4000\n0 10000\n1 500\n1 2500000\n1 1500\n";
+
+fn sim_run(samples: &str, extra: &[&str]) -> (Value, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = samples_file(dir.path(), samples);
+    let json = dir.path().join("r.json");
+    let out = rtlab()
+        .args(["run", "-q", "-i", "1ms", "--simulate", &spec, "--json"])
+        .arg(&json)
+        .args(extra)
+        .output()
+        .unwrap();
+    let v = read_json(&json);
+    assert_valid_run_result(&v);
+    (v, out)
+}
+
+#[test]
+fn statistics_of_known_samples_come_out_exactly() {
+    let (r, out) = sim_run(TWO_THREADS, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(r["simulated"], true);
+    assert_eq!(r["end_reason"], "loops");
+    let t0 = &r["threads"][0];
+    assert_eq!(t0["cycles"], 5);
+    assert_eq!(t0["missed"], 0);
+    assert_eq!((t0["min_ns"].as_i64(), t0["max_ns"].as_i64()), (Some(1000), Some(10000)));
+    assert_eq!(t0["max_at_cycle"], 4);
+    assert_eq!(t0["mean_ns"], 4000.0);
+    assert_eq!(t0["stdev_ns"].as_f64().unwrap(), 10f64.sqrt() * 1000.0);
+    assert_eq!(
+        t0["percentiles_ns"],
+        json!({"50": 4000, "90": 10000, "99": 10000, "99.9": 10000, "99.99": 10000, "99.999": 10000})
+    );
+    assert_eq!(
+        t0["histogram"],
+        json!({"bucket_ns": 1000, "range_ns": 10000000, "buckets": [
+            {"lo_ns": 1000, "hi_ns": 2000, "count": 1}, {"lo_ns": 2000, "hi_ns": 3000, "count": 1},
+            {"lo_ns": 3000, "hi_ns": 4000, "count": 1}, {"lo_ns": 4000, "hi_ns": 5000, "count": 1},
+            {"lo_ns": 10000, "hi_ns": 11000, "count": 1}]})
+    );
+    let t1 = &r["threads"][1];
+    assert_eq!((t1["cycles"].as_u64(), t1["missed"].as_u64()), (Some(3), Some(2)));
+    assert_eq!((t1["max_ns"].as_i64(), t1["max_at_cycle"].as_u64()), (Some(2_500_000), Some(1)));
+    assert_eq!(t1["mean_ns"], 834000.0);
+    assert_eq!(t1["percentiles_ns"]["50"], 2000);
+    assert_eq!(t1["percentiles_ns"]["90"], 2_500_000);
+    let all = &r["all"];
+    assert_eq!((all["cycles"].as_u64(), all["missed"].as_u64()), (Some(8), Some(2)));
+    assert_eq!((all["min_ns"].as_i64(), all["max_ns"].as_i64()), (Some(500), Some(2_500_000)));
+    assert_eq!((all["max_at_thread"].as_u64(), all["max_at_cycle"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(all["mean_ns"], 315250.0);
+    assert_eq!(all["threads"], 2);
+    assert_eq!(r["verdict"]["status"], "not_checked");
+    let kinds: Vec<&str> = r["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["missed_periods"]);
+}
+
+#[test]
+fn threads_are_placed_round_robin_and_intervals_grow_by_the_distance() {
+    let (r, _) = sim_run(TWO_THREADS, &["-d", "250us", "-a", "0"]);
+    assert_eq!(r["threads"][0]["interval_ns"], 1_000_000);
+    assert_eq!(r["threads"][1]["interval_ns"], 1_250_000);
+    assert_eq!(r["threads"][0]["cpu"], 0);
+    assert_eq!(r["threads"][1]["cpu"], 0);
+    assert_eq!(r["config"]["distance_ns"], 250_000);
+}
+
+#[test]
+fn exceeding_max_latency_fails_the_verdict_with_exit_code_3_naming_thread_time_and_excess() {
+    let (r, out) = sim_run(TWO_THREADS, &["--max-latency", "5"]);
+    assert_eq!(out.status.code(), Some(3));
+    let v = &r["verdict"];
+    assert_eq!(v["status"], "fail");
+    assert_eq!(v["threshold_ns"], 5000);
+    let ex = v["exceeded"].as_array().unwrap();
+    assert_eq!(ex.len(), 2);
+    assert_eq!((ex[0]["thread"].as_u64(), ex[0]["count"].as_u64()), (Some(0), Some(1)));
+    assert_eq!((ex[0]["first_cycle"].as_u64(), ex[0]["first_latency_ns"].as_i64()), (Some(4), Some(10000)));
+    assert_eq!(ex[0]["over_by_ns"], 5000);
+    assert_eq!(ex[1]["over_by_ns"], 2_495_000);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("FAIL: 2 samples exceeded 5.0 µs"), "{stdout}");
+    assert!(stdout.contains("thread 1 (CPU") && stdout.contains("2495.0 µs over"), "{stdout}");
+}
+
+#[test]
+fn staying_under_max_latency_passes_with_exit_code_0() {
+    let (r, out) = sim_run(TWO_THREADS, &["--max-latency", "3ms"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(r["verdict"]["status"], "pass");
+    assert!(String::from_utf8(out.stdout).unwrap().contains("PASS"));
+}
+
+#[test]
+fn breaktrace_stops_at_the_first_sample_above_it() {
+    let (r, out) = sim_run("1000\n5000\n1000\n1000\n", &["-b", "2us"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(r["end_reason"], "breaktrace");
+    assert_eq!(r["threads"][0]["cycles"], 2);
+    assert_eq!(r["verdict"]["exceeded"][0]["first_cycle"], 1);
+}
+
+#[test]
+fn warm_up_cycles_are_left_out_of_the_statistics() {
+    let (r, _) = sim_run(TWO_THREADS, &["--warm-up", "2", "-t", "2"]);
+    assert_eq!(r["threads"][0]["cycles"], 3);
+    assert_eq!(r["threads"][0]["min_ns"], 3000);
+    assert_eq!(r["threads"][1]["cycles"], 1);
+    assert_eq!(r["config"]["warmup_cycles"], 2);
+}
+
+#[test]
+fn a_warm_up_time_becomes_whole_periods_per_thread() {
+    let (r, _) = sim_run(TWO_THREADS, &["--warm-up", "1500us"]);
+    // 1.5 ms at a 1 ms period rounds up to 2 periods
+    assert_eq!(r["threads"][0]["cycles"], 3);
+    assert_eq!(r["config"]["warmup_ns"], 1_500_000);
+}
+
+#[test]
+fn loops_limit_every_thread() {
+    let (r, _) = sim_run(TWO_THREADS, &["-l", "2"]);
+    assert_eq!(r["threads"][0]["cycles"], 2);
+    assert_eq!(r["threads"][1]["cycles"], 2);
+}
+
+#[test]
+fn relative_sleeps_accumulate_drift_and_absolute_sleeps_do_not() {
+    let samples = "50000\n".repeat(100);
+    let (abs, _) = sim_run(&samples, &["--method", "abs"]);
+    let (rel, out) = sim_run(&samples, &["--method", "rel"]);
+    assert_eq!(abs["threads"][0]["drift_ns"], 50_000);
+    assert_eq!(rel["threads"][0]["drift_ns"], 5_000_000);
+    assert!(String::from_utf8(out.stdout).unwrap().contains("period drift 5000.0 µs after 100 cycles"));
+}
+
+#[test]
+fn a_negative_latency_is_counted_and_clamped_never_wrapped() {
+    let (r, _) = sim_run("-5000\n2000\n", &[]);
+    let t = &r["threads"][0];
+    assert_eq!((t["negative"].as_u64(), t["min_ns"].as_i64()), (Some(1), Some(-5000)));
+    assert_eq!(t["histogram"]["buckets"][0], json!({"lo_ns": 0, "hi_ns": 1000, "count": 1}));
+    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "negative_latencies"));
+}
+
+#[test]
+fn latencies_beyond_the_range_are_kept_in_log_buckets() {
+    let (r, _) = sim_run("1000\n25000000\n", &["--range", "10ms"]);
+    let b = &r["threads"][0]["histogram"]["buckets"];
+    assert_eq!(b.as_array().unwrap().len(), 2);
+    let (lo, hi) = (b[1]["lo_ns"].as_u64().unwrap(), b[1]["hi_ns"].as_u64().unwrap());
+    assert!(lo <= 25_000_000 && 25_000_000 < hi && (hi - lo) * 32 <= lo, "[{lo},{hi})");
+    assert_eq!(r["threads"][0]["percentiles_ns"]["99"], 25_000_000);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_statistics() {
+    let run = || {
+        let (r, _) = sim_run_seed(&["-t", "2", "-l", "30000"]);
+        (r["threads"].clone(), r["all"]["percentiles_ns"].clone(), r["all"]["missed"].clone())
+    };
+    let strip = |mut t: (Value, Value, Value)| {
+        for th in t.0.as_array_mut().unwrap() {
+            th.as_object_mut().unwrap().remove("max_at_time");
+        }
+        t
+    };
+    assert_eq!(strip(run()), strip(run()));
+}
+
+fn sim_run_seed(extra: &[&str]) -> (Value, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = rtlab().args(["run", "-q", "--simulate", "seed:7", "--json"]).arg(&json).args(extra).output().unwrap();
+    let v = read_json(&json);
+    assert_valid_run_result(&v);
+    (v, out)
+}
+
+#[test]
+fn a_simulated_duration_records_the_periods_that_fit() {
+    let (r, _) = sim_run_seed(&["-t", "1", "-D", "2s", "-i", "500us"]);
+    assert_eq!(r["threads"][0]["cycles"], 4000);
+}
+
+#[test]
+fn json_to_stdout_is_pure_json_and_the_summary_goes_to_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = samples_file(dir.path(), TWO_THREADS);
+    let out = rtlab().args(["run", "-i", "1ms", "--simulate", &spec, "--json", "-"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    assert_valid_run_result(&v);
+    assert!(String::from_utf8(out.stderr).unwrap().contains("ALL"));
+}
+
+#[test]
+fn the_summary_table_shows_every_thread_the_aggregate_and_the_maximum() {
+    let (_, out) = sim_run(TWO_THREADS, &["-N"]);
+    let s = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = s.lines().collect();
+    assert!(lines[0].contains("min ns") && lines[0].contains("p99.999"), "{s}");
+    assert!(lines[1].trim_start().starts_with("0 "), "{s}");
+    assert!(lines[2].trim_start().starts_with("1 "), "{s}");
+    assert!(lines[3].trim_start().starts_with("ALL"), "{s}");
+    assert!(lines[3].contains("2500000"), "{s}");
+    assert!(s.contains("max 2500000 ns on thread 1 at cycle 1"), "{s}");
+}
+
+#[test]
+fn a_samples_file_with_garbage_is_a_usage_error_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = samples_file(dir.path(), "1000\nfoo\n");
+    let out = rtlab().args(["run", "--simulate", &spec]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("samples.txt:2:"));
+}
