@@ -302,3 +302,28 @@ fn strict_turns_an_unprivileged_downgrade_into_an_error() {
     assert!(err.starts_with("rtlab: --strict:") && err.contains("CAP_SYS_NICE"), "{err}");
     assert!(!dir.path().join("r.json").exists(), "nothing measured, nothing written");
 }
+
+/// Runs rtlab under a pseudo-terminal (`script` from util-linux) and returns what it printed.
+fn on_a_terminal(args: &str) -> String {
+    let cmd = format!("{} run {args}", rtlab_path().display());
+    let out = Std::new("script").args(["-qec", &cmd, "/dev/null"]).stdin(Stdio::null()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn on_a_terminal_the_live_table_is_redrawn_in_place_about_once_a_second() {
+    let s = on_a_terminal("-t 1 -i 1ms -l 2600");
+    let frames = s.matches("rtlab: ").count();
+    assert!(frames >= 2, "expected a frame at 1 s and 2 s, got {frames}: {s:?}");
+    assert!(s.contains("\x1b[3A"), "the second frame moves the cursor up over the first: {s:?}");
+    assert!(s.contains("cur") && s.contains("p99") && s.contains("missed"), "{s:?}");
+    assert!(s.contains("ALL") || s.contains("stdev"), "final summary: {s:?}");
+}
+
+#[test]
+fn quiet_on_a_terminal_prints_only_the_summary() {
+    let s = on_a_terminal("-q -t 1 -i 1ms -l 1300");
+    assert!(!s.contains("rtlab: ") && !s.contains('\x1b'), "{s:?}");
+    assert!(s.contains("stdev"), "{s:?}");
+}
