@@ -24,8 +24,9 @@ use std::time::{Duration, Instant, SystemTime};
 const STACK_BYTES: usize = 256 * 1024;
 /// Stack prefaulted before the first sample.
 const PREFAULT_BYTES: usize = 128 * 1024;
-/// How often the engine checks stop conditions and signals.
-const POLL: Duration = Duration::from_millis(20);
+/// How often the engine checks stop conditions and signals (it wakes exactly at the end of a
+/// `--duration` when that is sooner).
+const POLL: Duration = Duration::from_millis(50);
 /// How often the live display is refreshed.
 const REFRESH: Duration = Duration::from_secs(1);
 
@@ -367,7 +368,8 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             observer.tick(&statuses, &snaps, now - started);
             next_refresh += REFRESH;
         }
-        std::thread::sleep(POLL);
+        let until_end = plan.duration.filter(|_| !sim).map(|d| (started + d).saturating_duration_since(now));
+        std::thread::sleep(until_end.map_or(POLL, |u| u.min(POLL)));
     };
     shared.stop.store(true, Relaxed);
 
