@@ -277,6 +277,8 @@ pub struct Verdict {
     pub threshold_ns: Option<i64>,
     /// Threads that exceeded it.
     pub exceeded: Vec<Exceeded>,
+    /// With `--tracemark`: a marker was written into tracefs and tracing stopped at the breaktrace hit.
+    pub tracemark_written: bool,
     /// One sentence.
     pub message: String,
 }
@@ -336,12 +338,13 @@ fn us(ns: i64) -> String {
     format!("{:.1} µs", ns as f64 / 1000.0)
 }
 
-fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime) -> Verdict {
+fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime, tracemark_written: bool) -> Verdict {
     let Some(limit) = threshold else {
         return Verdict {
             status: VerdictStatus::NotChecked,
             threshold_ns: None,
             exceeded: vec![],
+            tracemark_written,
             message: "no latency threshold was given (--max-latency)".into(),
         };
     };
@@ -369,6 +372,7 @@ fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime)
             status: VerdictStatus::Pass,
             threshold_ns: Some(limit),
             exceeded,
+            tracemark_written,
             message: format!("PASS: no sample exceeded {}", us(limit)),
         };
     }
@@ -394,8 +398,15 @@ fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime)
     Verdict {
         status: VerdictStatus::Fail,
         threshold_ns: Some(limit),
-        message: format!("FAIL: {total} samples exceeded {}; {}", us(limit), parts.join("; ")),
+        message: format!(
+            "FAIL: {total} {} exceeded {}; {}{}",
+            if total == 1 { "sample" } else { "samples" },
+            us(limit),
+            parts.join("; "),
+            if tracemark_written { "; trace marker written and tracing stopped" } else { "" }
+        ),
         exceeded,
+        tracemark_written,
     }
 }
 
@@ -465,7 +476,7 @@ impl RunResult {
                 max_at_thread: all.max_at_thread,
                 stats: stats_of(&all, out.start),
             },
-            verdict: verdict(&out.threads, threshold, out.start),
+            verdict: verdict(&out.threads, threshold, out.start, out.tracemark_written),
             threads,
             warnings: warnings.into_iter().map(WarningRecord::from).collect(),
         }

@@ -224,3 +224,35 @@ fn a_samples_file_with_garbage_is_a_usage_error_naming_the_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr).unwrap().contains("samples.txt:2:"));
 }
+
+/// Mounts tracefs if this process may and it is not mounted; true when trace_marker exists.
+fn tracefs_available() -> bool {
+    let root = std::path::Path::new("/sys/kernel/tracing");
+    if !root.join("trace_marker").exists() && is_root() {
+        let _ = std::process::Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]).status();
+    }
+    root.join("trace_marker").exists()
+        && std::fs::OpenOptions::new().write(true).open(root.join("trace_marker")).is_ok()
+}
+
+#[test]
+fn tracemark_writes_a_marker_and_stops_tracing_at_the_breaktrace_hit_or_says_why_not() {
+    let available = tracefs_available();
+    let tracing_on = std::path::Path::new("/sys/kernel/tracing/tracing_on");
+    if available {
+        std::fs::write(tracing_on, "1").unwrap();
+    }
+    let (r, out) = sim_run("1000\n7000\n1000\n", &["-b", "5us", "--tracemark"]);
+    assert_eq!(out.status.code(), Some(3));
+    if available {
+        assert_eq!(r["verdict"]["tracemark_written"], true);
+        assert_eq!(std::fs::read_to_string(tracing_on).unwrap().trim(), "0", "tracing stopped");
+        let trace = std::fs::read_to_string("/sys/kernel/tracing/trace").unwrap();
+        assert!(trace.contains("rtlab: hit latency threshold (7000 ns > 5000 ns) on thread 0"), "{trace}");
+        std::fs::write(tracing_on, "1").unwrap();
+        assert!(String::from_utf8(out.stdout).unwrap().contains("trace marker written"));
+    } else {
+        assert_eq!(r["verdict"]["tracemark_written"], false);
+        assert!(r["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "tracemark_unavailable"));
+    }
+}

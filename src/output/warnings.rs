@@ -89,16 +89,16 @@ impl Warning {
     /// The sentence shown to the user.
     pub fn message(&self) -> String {
         match self {
-            Warning::PolicyDowngraded { thread, asked, got, why } => format!(
-                "thread {thread} could not get SCHED {asked} and measures with {got} instead: {why}."
-            ),
+            Warning::PolicyDowngraded { thread, asked, got, why } => {
+                format!("thread {thread} could not get SCHED {asked} and measures with {got} instead: {why}.")
+            }
             Warning::AffinityFailed { thread, cpu, why } => format!(
                 "thread {thread} could not be pinned to CPU {cpu} ({why}); it may migrate. Fix: check the cpuset \
                  of this cgroup/container or choose CPUs with -a."
             ),
-            Warning::MlockFailed { why } => format!(
-                "memory could not be locked (mlockall: {why}); page faults may add latency."
-            ),
+            Warning::MlockFailed { why } => {
+                format!("memory could not be locked (mlockall: {why}); page faults may add latency.")
+            }
             Warning::DmaLatencyFailed { latency_us, why } => format!(
                 "/dev/cpu_dma_latency could not be set to {latency_us} µs ({why}); deep CPU idle states may add \
                  wakeup latency. Fix: run as root, or pass --no-dma-latency to silence this."
@@ -107,7 +107,9 @@ impl Warning {
                 format!("thread {thread} could not set its timer slack to 1 ns ({why}); SCHED_OTHER wakeups may be up to 50 µs late.")
             }
             Warning::MainAffinityFailed { cpus, why } => {
-                format!("the reporting thread could not be pinned to CPUs {cpus} ({why}); it may disturb measuring CPUs.")
+                format!(
+                    "the reporting thread could not be pinned to CPUs {cpus} ({why}); it may disturb measuring CPUs."
+                )
             }
             Warning::NegativeLatencies { count } => format!(
                 "{count} samples woke before their deadline (negative latency), which means the clock stepped; \
@@ -117,9 +119,12 @@ impl Warning {
                 "{count} periods were missed: a wakeup came more than one interval late and the deadlines it \
                  passed were skipped (cyclictest hides these). Fix: find the source of the spikes, or lengthen -i."
             ),
-            Warning::NoSamples => "the run ended before any sample was recorded; there are no statistics. Fix: run longer (-l or -D).".into(),
+            Warning::NoSamples => {
+                "the run ended before any sample was recorded; there are no statistics. Fix: run longer (-l or -D)."
+                    .into()
+            }
             Warning::TracemarkUnavailable { why } => format!(
-                "--tracemark was asked but no marker can be written ({why}). Fix: mount tracefs on /sys/kernel/tracing and run as root."
+                "--tracemark was asked but no marker can be written: {why}. Fix: mount tracefs and run as root."
             ),
         }
     }

@@ -10,13 +10,19 @@ pub struct Tracefs {
 }
 
 impl Tracefs {
-    /// Finds tracefs at `/sys/kernel/tracing` or `/sys/kernel/debug/tracing`.
-    pub fn find() -> Option<Tracefs> {
-        ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+    /// Finds a writable tracefs at `/sys/kernel/tracing` or `/sys/kernel/debug/tracing`, or
+    /// says why there is none.
+    pub fn open() -> Result<Tracefs, String> {
+        let root = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
             .iter()
             .map(Path::new)
             .find(|p| p.join("trace_marker").exists())
-            .map(|p| Tracefs { root: p.to_path_buf() })
+            .ok_or("tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)")?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(root.join("trace_marker"))
+            .map_err(|e| format!("{}/trace_marker is not writable: {e}", root.display()))?;
+        Ok(Tracefs { root: root.to_path_buf() })
     }
 
     /// The directory tracefs is mounted on.
