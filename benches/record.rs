@@ -42,7 +42,7 @@ struct Replay {
 
 impl Waiter for Replay {
     const ABSOLUTE: bool = true;
-    fn start(&mut self, _: i64) -> i64 {
+    fn start(&mut self, _: i64, _: Option<i64>) -> i64 {
         0
     }
     #[inline(always)]
@@ -59,7 +59,8 @@ fn loop_bookkeeping_per_sample(bencher: divan::Bencher) {
     let live = Live::new(Layout::DEFAULT);
     let stop = AtomicBool::new(false);
     let lat = latencies();
-    let params = LoopParams { interval_ns: 1_000_000, loops: SAMPLES, warmup_cycles: 0, break_ns: i64::MAX };
+    let params =
+        LoopParams { interval_ns: 1_000_000, loops: SAMPLES, warmup_cycles: 0, break_ns: i64::MAX, start_at: None };
     bencher.counter(ItemsCount::new(SAMPLES)).bench_local(|| {
         let mut rec = Recorder::new(&live, Some(100_000));
         let mut w = Replay { lat: lat.clone(), i: 0 };

@@ -373,6 +373,11 @@ impl RunArgs {
             main_affinity: self.main_affinity,
             strict: self.strict,
             simulate: self.simulate,
+            refresh: crate::measure::engine::REFRESH,
+            stop_when_first_done: false,
+            align: None,
+            outliers: None,
+            sample_ring: None,
         };
         Ok(RunOptions {
             plan,

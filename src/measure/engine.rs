@@ -5,8 +5,9 @@
 
 use super::histogram::Layout;
 use super::probe::{self, ClockKind, LoopOutcome, LoopParams, Method, Waiter};
+use super::ring::{Cursor, Sample, SampleRing};
 use super::simulate::{SimWaiter, Simulation};
-use super::stats::{Exceedance, Live, LiveSnapshot, Recorder, Summary};
+use super::stats::{ExceedLog, Exceedance, Live, LiveSnapshot, Recorder, Summary};
 use crate::output::warnings::Warning;
 use crate::rt::affinity::{self, CpuSet};
 use crate::rt::memory;
@@ -27,8 +28,8 @@ const PREFAULT_BYTES: usize = 128 * 1024;
 /// How often the engine checks stop conditions and signals (it wakes exactly at the end of a
 /// `--duration` when that is sooner).
 const POLL: Duration = Duration::from_millis(50);
-/// How often the live display is refreshed.
-const REFRESH: Duration = Duration::from_secs(1);
+/// How often `rtlab run`'s live display is refreshed.
+pub const REFRESH: Duration = Duration::from_secs(1);
 
 /// One measuring thread as planned.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +77,31 @@ pub struct Plan {
     pub strict: bool,
     /// Run a simulated probe instead of sleeping.
     pub simulate: Option<Simulation>,
+    /// How often the observer's `tick` is called.
+    pub refresh: Duration,
+    /// End the whole run when the first thread has recorded its loops (cyclictest's `-l`).
+    pub stop_when_first_done: bool,
+    /// Start every thread's schedule at a common, aligned time.
+    pub align: Option<Align>,
+    /// Log samples above this threshold (ns), keeping the first `capacity`.
+    pub outliers: Option<(i64, usize)>,
+    /// Stream every sample through a ring of this capacity to the observer (`-v`).
+    pub sample_ring: Option<usize>,
+}
+
+/// Aligned thread starts (cyclictest `-A`/`--secaligned`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    /// All threads start at a common time, thread i offset by i·offset.
+    Threads {
+        /// Offset between threads (ns).
+        offset_ns: i64,
+    },
+    /// All threads start at the next full second of the clock plus an offset.
+    Second {
+        /// Offset after the second (ns).
+        offset_ns: i64,
+    },
 }
 
 /// Why a run ended.
@@ -109,6 +135,10 @@ pub struct ThreadOutcome {
     pub summary: Summary,
     /// Loop details (drift, break).
     pub outcome: LoopOutcome,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Samples the `-v` reader lost because it fell behind the ring.
+    pub samples_lost: u64,
 }
 
 /// The result of a run before it is turned into a `RunResult`.
@@ -153,8 +183,10 @@ pub trait Observer {
     fn tick(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot], _elapsed: Duration) {}
     /// SIGUSR1: print the current table (to stderr).
     fn status_requested(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot], _elapsed: Duration) {}
-    /// Threads are joined.
-    fn finished(&mut self) {}
+    /// Samples streamed from thread `thread`'s ring (only with `Plan::sample_ring`).
+    fn samples(&mut self, _thread: usize, _samples: &[Sample]) {}
+    /// Threads are joined; `live` holds their final values.
+    fn finished(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot]) {}
 }
 
 /// An observer that shows nothing.
@@ -173,6 +205,8 @@ pub struct ThreadStatus {
     pub sched: SchedParams,
     /// Period (ns).
     pub interval_ns: i64,
+    /// Kernel thread id.
+    pub tid: i32,
 }
 
 /// Flags shared between the engine and signal handlers.
@@ -232,6 +266,8 @@ struct Shared {
     done: AtomicUsize,
     tracefs: Option<Tracefs>,
     tracemark_written: AtomicBool,
+    stop_when_first_done: bool,
+    align_base: std::sync::atomic::AtomicI64,
 }
 
 struct Setup {
@@ -274,8 +310,13 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         done: AtomicUsize::new(0),
         tracefs,
         tracemark_written: AtomicBool::new(false),
+        stop_when_first_done: plan.stop_when_first_done,
+        align_base: std::sync::atomic::AtomicI64::new(0),
     });
     let lives: Vec<Arc<Live>> = plan.threads.iter().map(|_| Arc::new(Live::new(plan.layout))).collect();
+    let rings: Vec<Option<Arc<SampleRing>>> =
+        plan.threads.iter().map(|_| plan.sample_ring.map(|c| Arc::new(SampleRing::new(c)))).collect();
+    let mut cursors = vec![Cursor::default(); plan.threads.len()];
     let (tx, rx) = std::sync::mpsc::channel::<Setup>();
 
     let mut handles = Vec::with_capacity(plan.threads.len());
@@ -294,6 +335,9 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             simulate: plan.simulate.clone(),
             privileges: privileges.clone(),
             live: Arc::clone(&lives[tp.index]),
+            ring: rings[tp.index].clone(),
+            outliers: plan.outliers,
+            align: plan.align,
             shared: Arc::clone(&shared),
             tx: tx.clone(),
         };
@@ -338,13 +382,24 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         }
     }
 
+    if let Some(a) = plan.align {
+        let now = crate::rt::clock::now(plan.clock.id());
+        let base = match a {
+            Align::Threads { .. } => now,
+            // The next full second, or the one after when this one is nearly over (cyclictest).
+            Align::Second { .. } => {
+                (now / 1_000_000_000 + if now % 1_000_000_000 > 900_000_000 { 2 } else { 1 }) * 1_000_000_000
+            }
+        };
+        shared.align_base.store(base, Relaxed);
+    }
     let start_wall = SystemTime::now();
     let started = Instant::now();
     shared.gate.open(GateState::Go);
     observer.started(&statuses);
 
     let n = plan.threads.len();
-    let mut next_refresh = started + REFRESH;
+    let mut next_refresh = started + plan.refresh;
     let end_reason = loop {
         let now = Instant::now();
         if shared.done.load(Relaxed) == n {
@@ -360,13 +415,17 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             let snaps: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
             observer.status_requested(&statuses, &snaps, now - started);
         }
+        drain_rings(&rings, &mut cursors, observer);
         if now >= next_refresh {
             let snaps: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
             observer.tick(&statuses, &snaps, now - started);
-            next_refresh += REFRESH;
+            next_refresh = (next_refresh + plan.refresh).max(now);
         }
-        let until_end = plan.duration.filter(|_| !sim).map(|d| (started + d).saturating_duration_since(now));
-        std::thread::sleep(until_end.map_or(POLL, |u| u.min(POLL)));
+        let mut wake = (now + POLL).min(next_refresh);
+        if let (Some(d), false) = (plan.duration, sim) {
+            wake = wake.min(started + d);
+        }
+        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
     };
     shared.stop.store(true, Relaxed);
 
@@ -383,7 +442,12 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         threads.push(t);
     }
     let end_wall = SystemTime::now();
-    observer.finished();
+    drain_rings(&rings, &mut cursors, observer);
+    for (t, c) in threads.iter_mut().zip(&cursors) {
+        t.samples_lost = c.lost;
+    }
+    let finals: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
+    observer.finished(&statuses, &finals);
     let dma_latency_held = dma.as_ref().map(|g| g.latency_us);
     drop(dma);
     let end_reason = if break_hit.is_some() { EndReason::Breaktrace } else { end_reason };
@@ -400,6 +464,18 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     })
 }
 
+fn drain_rings(rings: &[Option<Arc<SampleRing>>], cursors: &mut [Cursor], observer: &mut dyn Observer) {
+    for (i, (ring, cursor)) in rings.iter().zip(cursors.iter_mut()).enumerate() {
+        if let Some(r) = ring {
+            let mut batch = Vec::new();
+            r.drain(cursor, |s| batch.push(s));
+            if !batch.is_empty() {
+                observer.samples(i, &batch);
+            }
+        }
+    }
+}
+
 struct ThreadCtx {
     tp: ThreadPlan,
     method: Method,
@@ -410,6 +486,9 @@ struct ThreadCtx {
     simulate: Option<Simulation>,
     privileges: Privileges,
     live: Arc<Live>,
+    ring: Option<Arc<SampleRing>>,
+    outliers: Option<(i64, usize)>,
+    align: Option<Align>,
     shared: Arc<Shared>,
     tx: std::sync::mpsc::Sender<Setup>,
 }
@@ -442,19 +521,34 @@ impl ThreadCtx {
             self.live.hist.prefault();
             sched::current_thread().unwrap_or(tp.sched)
         };
-        let status = ThreadStatus { index: tp.index, cpu: tp.cpu, sched: sched_now, interval_ns: tp.interval_ns };
+        let tid = rtthread::tid();
+        let status = ThreadStatus { index: tp.index, cpu: tp.cpu, sched: sched_now, interval_ns: tp.interval_ns, tid };
         let _ = self.tx.send(Setup { status, warnings });
 
-        let mut rec = Recorder::new(&self.live, self.max_latency_ns);
+        let outliers = self.outliers.map_or_else(ExceedLog::off, |(t, cap)| ExceedLog::new(Some(t), cap));
+        let mut rec =
+            Recorder::with_logs(&self.live, ExceedLog::new(self.max_latency_ns, 1), outliers, self.ring.as_deref());
         let loops = match &sim {
             Some(s) => s.len().map_or(self.loops, |n| n.saturating_sub(tp.warmup_cycles).min(self.loops)),
             None => self.loops,
         };
-        let params =
-            LoopParams { interval_ns: tp.interval_ns, loops, warmup_cycles: tp.warmup_cycles, break_ns: self.break_ns };
+        let mut params = LoopParams {
+            interval_ns: tp.interval_ns,
+            loops,
+            warmup_cycles: tp.warmup_cycles,
+            break_ns: self.break_ns,
+            start_at: None,
+        };
         let outcome = if self.shared.gate.wait() == GateState::Abort {
             LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None }
         } else {
+            if let (Some(a), true, None) = (self.align, self.method.is_absolute(), &sim) {
+                let base = self.shared.align_base.load(Relaxed);
+                params.start_at = Some(match a {
+                    Align::Threads { offset_ns } => base + offset_ns * tp.index as i64,
+                    Align::Second { offset_ns } => base + offset_ns,
+                });
+            }
             let stop = &self.shared.stop;
             let clock = self.clock.id();
             match (sim, self.method) {
@@ -485,6 +579,10 @@ impl ThreadCtx {
                 }
             }
         }
+        let summary = rec.finish();
+        if self.shared.stop_when_first_done && summary.cycles >= loops {
+            self.shared.stop.store(true, Relaxed);
+        }
         self.shared.done.fetch_add(1, Relaxed);
         ThreadOutcome {
             plan: tp.clone(),
@@ -496,8 +594,10 @@ impl ThreadCtx {
             },
             last_cpu: if self.simulate.is_some() { tp.cpu } else { affinity::current_cpu() },
             timer_slack_ns: if self.simulate.is_some() { Some(1) } else { rtthread::timer_slack() },
-            summary: rec.finish(),
+            summary,
             outcome,
+            tid,
+            samples_lost: 0,
         }
     }
 }

@@ -4,5 +4,6 @@
 pub mod engine;
 pub mod histogram;
 pub mod probe;
+pub mod ring;
 pub mod simulate;
 pub mod stats;

@@ -57,8 +57,9 @@ impl ClockKind {
 pub trait Waiter {
     /// True when the intended times form an absolute schedule (`start + k·interval`).
     const ABSOLUTE: bool;
-    /// Called once before the first period; returns the start time (ns).
-    fn start(&mut self, interval_ns: i64) -> i64;
+    /// Called once before the first period; returns the start time (ns): `at` when given (an
+    /// aligned start), else now.
+    fn start(&mut self, interval_ns: i64, at: Option<i64>) -> i64;
     /// Waits for the period that ends at `next` (absolute methods) or lasts `interval` (relative
     /// ones); returns `(intended, now)` in ns.
     fn wait(&mut self, next: i64, interval_ns: i64) -> (i64, i64);
@@ -69,8 +70,8 @@ pub trait Waiter {
 pub struct AbsSleep(pub ClockId);
 impl Waiter for AbsSleep {
     const ABSOLUTE: bool = true;
-    fn start(&mut self, _: i64) -> i64 {
-        clock::now(self.0)
+    fn start(&mut self, _: i64, at: Option<i64>) -> i64 {
+        at.unwrap_or_else(|| clock::now(self.0))
     }
     #[inline(always)]
     fn wait(&mut self, next: i64, _: i64) -> (i64, i64) {
@@ -84,8 +85,8 @@ impl Waiter for AbsSleep {
 pub struct RelSleep(pub ClockId);
 impl Waiter for RelSleep {
     const ABSOLUTE: bool = false;
-    fn start(&mut self, _: i64) -> i64 {
-        clock::now(self.0)
+    fn start(&mut self, _: i64, at: Option<i64>) -> i64 {
+        at.unwrap_or_else(|| clock::now(self.0))
     }
     #[inline(always)]
     fn wait(&mut self, _: i64, interval: i64) -> (i64, i64) {
@@ -100,8 +101,8 @@ impl Waiter for RelSleep {
 pub struct NanoSleep(pub ClockId);
 impl Waiter for NanoSleep {
     const ABSOLUTE: bool = false;
-    fn start(&mut self, _: i64) -> i64 {
-        clock::now(self.0)
+    fn start(&mut self, _: i64, at: Option<i64>) -> i64 {
+        at.unwrap_or_else(|| clock::now(self.0))
     }
     #[inline(always)]
     fn wait(&mut self, _: i64, interval: i64) -> (i64, i64) {
@@ -116,8 +117,8 @@ impl Waiter for NanoSleep {
 pub struct StdSleep(pub ClockId);
 impl Waiter for StdSleep {
     const ABSOLUTE: bool = false;
-    fn start(&mut self, _: i64) -> i64 {
-        clock::now(self.0)
+    fn start(&mut self, _: i64, at: Option<i64>) -> i64 {
+        at.unwrap_or_else(|| clock::now(self.0))
     }
     #[inline(always)]
     fn wait(&mut self, _: i64, interval: i64) -> (i64, i64) {
@@ -137,8 +138,8 @@ pub struct TimerWait {
 }
 impl Waiter for TimerWait {
     const ABSOLUTE: bool = true;
-    fn start(&mut self, interval: i64) -> i64 {
-        let start = clock::now(self.clock);
+    fn start(&mut self, interval: i64, at: Option<i64>) -> i64 {
+        let start = at.unwrap_or_else(|| clock::now(self.clock));
         // Arming a freshly created timer with valid values cannot fail.
         let _ = self.timer.arm(start + interval, interval);
         start
@@ -161,6 +162,8 @@ pub struct LoopParams {
     pub warmup_cycles: u64,
     /// Stop at the first sample above this (ns); `i64::MAX` when off.
     pub break_ns: i64,
+    /// Start the schedule here instead of now (aligned starts); absolute methods only.
+    pub start_at: Option<i64>,
 }
 
 /// What the loop saw besides the samples it recorded.
@@ -182,7 +185,7 @@ pub struct LoopOutcome {
 #[inline(never)]
 pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, stop: &AtomicBool) -> LoopOutcome {
     let interval = p.interval_ns;
-    let start = w.start(interval);
+    let start = w.start(interval, p.start_at);
     let mut next = start + interval;
     let mut warm = p.warmup_cycles;
     let mut recorded = 0u64;

@@ -151,7 +151,7 @@ impl<const ABS: bool> SimWaiter<ABS> {
 
 impl<const ABS: bool> Waiter for SimWaiter<ABS> {
     const ABSOLUTE: bool = ABS;
-    fn start(&mut self, _: i64) -> i64 {
+    fn start(&mut self, _: i64, _: Option<i64>) -> i64 {
         self.now
     }
     fn wait(&mut self, next: i64, interval: i64) -> (i64, i64) {
@@ -179,7 +179,8 @@ mod tests {
         let live = Live::new(Layout::DEFAULT);
         let mut rec = Recorder::new(&live, None);
         let mut w = SimWaiter::<ABS>::new(SampleSource::List(samples, 0));
-        let p = LoopParams { interval_ns: interval, loops: n, warmup_cycles: warmup, break_ns: i64::MAX };
+        let p =
+            LoopParams { interval_ns: interval, loops: n, warmup_cycles: warmup, break_ns: i64::MAX, start_at: None };
         let out = run_loop(&mut w, &p, &mut rec, &AtomicBool::new(false));
         (rec.finish(), out)
     }

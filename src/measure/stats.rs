@@ -1,6 +1,7 @@
 //! Exact per-thread statistics and the live cells the display reads.
 
 use super::histogram::{Counts, Histogram, Layout, PERCENTILES};
+use super::ring::SampleRing;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
@@ -87,6 +88,39 @@ pub struct Exceedance {
     pub latency_ns: i64,
 }
 
+/// Samples above a threshold: how many, and the first `capacity` of them (preallocated, so
+/// logging never allocates in the measuring loop).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExceedLog {
+    threshold_ns: i64,
+    /// Samples above the threshold.
+    pub count: u64,
+    /// The first of them, up to the capacity given at creation.
+    pub entries: Vec<Exceedance>,
+}
+
+impl ExceedLog {
+    /// A log of samples strictly above `threshold_ns` (`None`: never), keeping `capacity`.
+    pub fn new(threshold_ns: Option<i64>, capacity: usize) -> ExceedLog {
+        ExceedLog { threshold_ns: threshold_ns.unwrap_or(i64::MAX), count: 0, entries: Vec::with_capacity(capacity) }
+    }
+
+    /// A log that records nothing.
+    pub fn off() -> ExceedLog {
+        ExceedLog::new(None, 0)
+    }
+
+    #[inline(always)]
+    fn check(&mut self, latency: i64, cycle: u64, at_ns: i64) {
+        if latency > self.threshold_ns {
+            self.count += 1;
+            if self.entries.len() < self.entries.capacity() {
+                self.entries.push(Exceedance { cycle, at_ns, latency_ns: latency });
+            }
+        }
+    }
+}
+
 /// The measuring thread's bookkeeping: exact sums in 128 bits plus the live cells.
 #[derive(Debug)]
 pub struct Recorder<'a> {
@@ -96,25 +130,28 @@ pub struct Recorder<'a> {
     negative: u64,
     max_at_cycle: u64,
     max_at_ns: i64,
-    threshold_ns: i64,
-    over: u64,
-    first_over: Option<Exceedance>,
+    over: ExceedLog,
+    outliers: ExceedLog,
+    ring: Option<&'a SampleRing>,
 }
 
 impl<'a> Recorder<'a> {
-    /// A recorder writing into `live`; samples above `threshold_ns` are counted as over.
+    /// A recorder writing into `live`; samples above `threshold_ns` are counted as over (the
+    /// first one kept).
     pub fn new(live: &'a Live, threshold_ns: Option<i64>) -> Recorder<'a> {
-        Recorder {
-            live,
-            sum: 0,
-            sum_sq: 0,
-            negative: 0,
-            max_at_cycle: 0,
-            max_at_ns: 0,
-            threshold_ns: threshold_ns.unwrap_or(i64::MAX),
-            over: 0,
-            first_over: None,
-        }
+        Recorder::with_logs(live, ExceedLog::new(threshold_ns, 1), ExceedLog::off(), None)
+    }
+
+    /// A recorder with explicit logs: `over` (the verdict threshold), `outliers` (e.g.
+    /// cyclictest's histogram overflows or spikes), and an optional ring that receives every
+    /// sample.
+    pub fn with_logs(
+        live: &'a Live,
+        over: ExceedLog,
+        outliers: ExceedLog,
+        ring: Option<&'a SampleRing>,
+    ) -> Recorder<'a> {
+        Recorder { live, sum: 0, sum_sq: 0, negative: 0, max_at_cycle: 0, max_at_ns: 0, over, outliers, ring }
     }
 
     /// Records one sample: `latency` ns at `at_ns` since the start, `missed` periods skipped.
@@ -135,11 +172,10 @@ impl<'a> Recorder<'a> {
         if latency < 0 {
             self.negative += 1;
         }
-        if latency > self.threshold_ns {
-            self.over += 1;
-            if self.first_over.is_none() {
-                self.first_over = Some(Exceedance { cycle, at_ns, latency_ns: latency });
-            }
+        self.over.check(latency, cycle, at_ns);
+        self.outliers.check(latency, cycle, at_ns);
+        if let Some(r) = self.ring {
+            r.push(at_ns, latency);
         }
         l.hist.record(latency);
         l.cur.store(latency, Relaxed);
@@ -163,8 +199,9 @@ impl<'a> Recorder<'a> {
             max_at_thread: None,
             sum_ns: self.sum,
             sum_sq_ns2: self.sum_sq,
-            over_threshold: self.over,
-            first_over: self.first_over,
+            over_threshold: self.over.count,
+            first_over: self.over.entries.first().copied(),
+            outliers: self.outliers.clone(),
             counts: l.hist.snapshot(),
         }
     }
@@ -197,6 +234,8 @@ pub struct Summary {
     pub over_threshold: u64,
     /// The first of them.
     pub first_over: Option<Exceedance>,
+    /// The outlier log (histogram overflows or spikes in cyclictest mode).
+    pub outliers: ExceedLog,
     /// The histogram.
     pub counts: Counts,
 }
@@ -217,6 +256,7 @@ impl Summary {
             sum_sq_ns2: 0,
             over_threshold: 0,
             first_over: None,
+            outliers: ExceedLog::off(),
             counts: Counts::empty(layout),
         }
     }

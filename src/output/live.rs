@@ -44,7 +44,7 @@ impl Observer for LiveView {
         let _ = std::io::stderr().write_all(table::live(threads, live, elapsed.as_secs_f64(), self.unit).as_bytes());
     }
 
-    fn finished(&mut self) {
+    fn finished(&mut self, _: &[ThreadStatus], _: &[LiveSnapshot]) {
         if self.draw && self.lines > 0 {
             let mut out = std::io::stdout().lock();
             let _ = write!(out, "\x1b[{}A\x1b[J", self.lines);
