@@ -1,10 +1,41 @@
 //! The rtlab binary: parse → options → dispatch; errors become exit codes
 //! (0 ok · 1 runtime failure · 2 bad usage · 3 latency threshold exceeded).
 
-use rtlab::cli::{Cli, Command};
+use clap::Parser;
+use rtlab::cli::cyclictest::CyclictestArgs;
+use rtlab::cli::{clap_error, Cli, Command};
 use rtlab::commands;
 
+/// `rtlab cyclictest ARGS…`, or rtlab invoked through a link named `cyclictest`.
+fn cyclictest_args(args: &[String]) -> Option<Vec<String>> {
+    let name = std::path::Path::new(args.first()?).file_name()?.to_string_lossy().into_owned();
+    if name == "cyclictest" {
+        return Some(args.to_vec());
+    }
+    (args.get(1).map(String::as_str) == Some("cyclictest")).then(|| args[1..].to_vec())
+}
+
+fn cyclictest(args: Vec<String>, command_line: Vec<String>) -> Result<i32, (i32, String)> {
+    let parsed = match CyclictestArgs::try_parse_from(&args) {
+        Ok(a) => a,
+        Err(e) => {
+            return match clap_error(e, "cyclictest") {
+                Ok(help) => {
+                    print!("{help}");
+                    Ok(0)
+                }
+                Err(u) => Err((2, u.0)),
+            }
+        }
+    };
+    let opts = parsed.into_options().map_err(|e| (2, e.0))?;
+    commands::cyclictest::execute(opts, command_line).map_err(|e| (1, e.0))
+}
+
 fn run(args: Vec<String>) -> Result<i32, (i32, String)> {
+    if let Some(ct) = cyclictest_args(&args) {
+        return cyclictest(ct, args);
+    }
     let cli = match Cli::parse_args(&args) {
         Ok(cli) => cli,
         Err(Ok(help)) => {
@@ -17,6 +48,11 @@ fn run(args: Vec<String>) -> Result<i32, (i32, String)> {
         Command::Run(a) => {
             let opts = a.into_options().map_err(|e| (2, e.0))?;
             commands::run::execute(opts, args).map_err(|e| (1, e.0))
+        }
+        Command::Cyclictest { args: rest } => {
+            let mut ct = vec!["cyclictest".to_string()];
+            ct.extend(rest);
+            cyclictest(ct, args)
         }
     }
 }

@@ -1,7 +1,7 @@
 //! RunResult: the data model every output reads (schema `rtlab.run/1`, documented in
 //! `docs/rtlab.run.schema.json`).
 
-use crate::measure::engine::{EndReason, EngineOutput, ThreadOutcome};
+use crate::measure::engine::{EndReason, EngineOutput, Plan, ThreadOutcome};
 use crate::measure::stats::Summary;
 use crate::output::warnings::{Warning, WarningRecord};
 use crate::rt::affinity::CpuSet;
@@ -131,6 +131,45 @@ pub struct Config {
     pub strict: bool,
     /// True when something was obtained below what was asked (see warnings).
     pub degraded: bool,
+}
+
+impl Config {
+    /// The configuration a plan describes, as asked (the `*_obtained`/`held`/`degraded` fields
+    /// are filled from the engine's output; warm-up is the caller's to fill).
+    pub fn from_plan(plan: &Plan) -> Config {
+        let t0 = plan.threads.first();
+        let sched = t0.map(|t| t.sched);
+        let pinned = CpuSet::from_cpus(plan.threads.iter().filter_map(|t| t.cpu));
+        Config {
+            method: plan.method,
+            clock: plan.clock,
+            threads: plan.threads.len(),
+            interval_ns: t0.map_or(0, |t| t.interval_ns),
+            distance_ns: plan.threads.get(1).zip(t0).map_or(0, |(b, a)| b.interval_ns - a.interval_ns),
+            loops: plan.loops,
+            duration_s: plan.duration.map(|d| d.as_secs_f64()),
+            warmup_cycles: None,
+            warmup_ns: None,
+            policy: sched.map_or(Policy::Other, |s| s.policy),
+            priority: sched.map_or(0, |s| s.priority),
+            priospread: plan.threads.get(1).zip(t0).is_some_and(|(b, a)| b.sched.priority < a.sched.priority),
+            deadline: sched.as_ref().and_then(deadline_of),
+            affinity: (!pinned.is_empty()).then(|| pinned.to_string()),
+            main_affinity: plan.main_affinity.as_ref().map(|c| c.to_string()),
+            mlockall: plan.mlockall,
+            mlockall_obtained: false,
+            dma_latency_us: plan.dma_latency_us,
+            dma_latency_held: false,
+            timer_slack_ns: 1,
+            bucket_ns: plan.layout.bucket_ns,
+            range_ns: plan.layout.range_ns,
+            max_latency_ns: plan.max_latency_ns,
+            breaktrace_ns: plan.breaktrace_ns,
+            tracemark: plan.tracemark,
+            strict: plan.strict,
+            degraded: false,
+        }
+    }
 }
 
 /// A histogram as stored: its layout and the non-empty buckets.
@@ -300,7 +339,7 @@ fn stats_of(s: &Summary, start: SystemTime) -> Stats {
         mean_ns: s.mean_ns(),
         stdev_ns: s.stdev_ns(),
         percentiles_ns: s.percentiles(),
-        over_threshold: s.over_threshold,
+        over_threshold: s.over.count,
         histogram: HistogramRecord {
             bucket_ns: s.counts.layout().bucket_ns,
             range_ns: s.counts.layout().range_ns,
@@ -352,12 +391,12 @@ fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime,
         .iter()
         .filter_map(|t| {
             let s = &t.summary;
-            let first = s.first_over.or(t.outcome.break_hit)?;
+            let first = s.over.first().or(t.outcome.break_hit)?;
             let worst = s.max_ns.unwrap_or(first.latency_ns);
             Some(Exceeded {
                 thread: t.plan.index,
                 cpu: t.plan.cpu,
-                count: s.over_threshold.max(1),
+                count: s.over.count.max(1),
                 first_cycle: first.cycle,
                 first_at_ns: first.at_ns,
                 first_latency_ns: first.latency_ns,
@@ -426,7 +465,7 @@ pub struct Provenance {
 
 impl RunResult {
     /// Builds the result from the engine's output.
-    pub fn build(p: Provenance, out: EngineOutput) -> RunResult {
+    pub fn build(p: Provenance, out: &EngineOutput) -> RunResult {
         let mut warnings = out.warnings.clone();
         let threads: Vec<ThreadResult> = out.threads.iter().map(|t| thread_result(t, out.start)).collect();
         let layout = out

@@ -36,6 +36,10 @@ pub struct Environment {
     pub virtualization: Option<String>,
     /// `/proc/cmdline`.
     pub kernel_cmdline: Option<String>,
+    /// `uname -m` (e.g. `x86_64`).
+    pub machine: Option<String>,
+    /// NUMA node of each CPU (index = CPU number); all 0 without NUMA.
+    pub numa_node_of_cpu: Vec<usize>,
     /// Privileges, limits and RT throttling settings.
     pub privileges: Privileges,
 }
@@ -81,6 +85,24 @@ pub fn preempt_model(debugfs_preempt: Option<&str>, version: Option<&str>, realt
     )
 }
 
+/// The NUMA node of each CPU below `ncpus`, from `/sys/devices/system/node/node*/cpulist`.
+fn numa_nodes(ncpus: usize) -> Vec<usize> {
+    let mut nodes = vec![0; ncpus];
+    if let Ok(dir) = std::fs::read_dir("/sys/devices/system/node") {
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(node) = name.strip_prefix("node").and_then(|n| n.parse::<usize>().ok()) else { continue };
+            let list = std::fs::read_to_string(entry.path().join("cpulist")).unwrap_or_default();
+            if let Ok(set) = affinity::CpuSet::parse(&list) {
+                for &c in set.cpus().iter().filter(|c| **c < ncpus) {
+                    nodes[c] = node;
+                }
+            }
+        }
+    }
+    nodes
+}
+
 impl Environment {
     /// Reads the environment of this machine.
     pub fn capture() -> Environment {
@@ -115,6 +137,8 @@ impl Environment {
             governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             virtualization,
             kernel_cmdline: read("/proc/cmdline"),
+            machine: Some(std::env::consts::ARCH.to_string()),
+            numa_node_of_cpu: numa_nodes(online.cpus().last().map_or(1, |c| c + 1)),
             privileges: Privileges::current(),
         }
     }

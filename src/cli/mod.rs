@@ -1,5 +1,6 @@
 //! Command-line definitions (clap), one file per subcommand, and validation into typed options.
 
+pub mod cyclictest;
 pub mod parse;
 pub mod run;
 
@@ -24,7 +25,44 @@ pub struct Cli {
 pub enum Command {
     /// Measure wakeup latency on periodic threads (cyclictest's method, done right).
     #[command(long_about = run::LONG_ABOUT)]
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
+    /// A drop-in for cyclictest: its options and output formats on rtlab's engine
+    /// (`rtlab cyclictest --help`; also runs when rtlab is invoked as `cyclictest`).
+    Cyclictest {
+        /// cyclictest's options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// Turns a clap error into cyclictest-style help (`Ok`) or a one-line usage error.
+pub fn clap_error(e: clap::Error, program: &str) -> Result<String, UsageError> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            Ok(e.render().to_string())
+        }
+        _ => {
+            if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
+                let name = arg.split('=').next().unwrap_or(arg);
+                if let Some(hint) = cyclictest::removed_option_hint(name) {
+                    return Err(UsageError(format!("{hint}; see {program} --help")));
+                }
+            }
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            // Keep clap's hints (valid values, similar names) on the same line.
+            let hints: Vec<&str> = text
+                .lines()
+                .skip(1)
+                .map(str::trim)
+                .filter(|l| l.starts_with("[possible values") || l.starts_with("tip: a similar"))
+                .collect();
+            let hints = if hints.is_empty() { String::new() } else { format!(" {}", hints.join(" ")) };
+            Err(UsageError(format!("{first}{hints}; see {program} --help")))
+        }
+    }
 }
 
 impl Cli {
@@ -35,25 +73,6 @@ impl Cli {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        use clap::error::ErrorKind;
-        Cli::try_parse_from(args).map_err(|e| match e.kind() {
-            ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Ok(e.render().to_string()),
-            _ => {
-                let text = e.render().to_string();
-                let first = text.lines().next().unwrap_or("invalid arguments");
-                let first = first.strip_prefix("error: ").unwrap_or(first);
-                // Keep clap's hints (valid values, similar names) on the same line.
-                let hints: Vec<&str> = text
-                    .lines()
-                    .skip(1)
-                    .map(str::trim)
-                    .filter(|l| l.starts_with("[possible values") || l.starts_with("tip: a similar"))
-                    .collect();
-                let hints = if hints.is_empty() { String::new() } else { format!(" {}", hints.join(" ")) };
-                Err(UsageError(format!("{first}{hints}; see rtlab --help")))
-            }
-        })
+        Cli::try_parse_from(args).map_err(|e| clap_error(e, "rtlab"))
     }
 }

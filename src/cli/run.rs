@@ -228,7 +228,7 @@ impl RunArgs {
             check_online(set, &online, "--mainaffinity")?;
         }
         if let Some(p) = &self.json {
-            check_writable_target(p)?;
+            check_writable_target(p, "--json")?;
         }
         let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
         if sim
@@ -323,41 +323,6 @@ impl RunArgs {
 
         let mlockall = !self.no_mlockall || self.mlockall;
         let dma_latency_us = (!self.no_dma_latency).then_some(self.dma_latency);
-        let config = Config {
-            method: self.method,
-            clock: self.clock,
-            threads: n,
-            interval_ns: self.interval,
-            distance_ns: self.distance,
-            loops: self.loops,
-            duration_s: self.duration.map(|d| d.as_secs_f64()),
-            warmup_cycles: match self.warmup {
-                Some(Warmup::Cycles(c)) => Some(c),
-                _ => None,
-            },
-            warmup_ns: match self.warmup {
-                Some(Warmup::Time(t)) => Some(t),
-                _ => None,
-            },
-            policy,
-            priority,
-            priospread: spread,
-            deadline: deadline_cfg,
-            affinity: pinned.then(|| CpuSet::from_cpus(threads.iter().filter_map(|t| t.cpu)).to_string()),
-            main_affinity: self.main_affinity.as_ref().map(|c| c.to_string()),
-            mlockall,
-            mlockall_obtained: false,
-            dma_latency_us,
-            dma_latency_held: false,
-            timer_slack_ns: 1,
-            bucket_ns: layout.bucket_ns,
-            range_ns: layout.range_ns,
-            max_latency_ns: self.max_latency,
-            breaktrace_ns: self.breaktrace,
-            tracemark: self.tracemark,
-            strict: self.strict,
-            degraded: false,
-        };
         let plan = Plan {
             threads,
             method: self.method,
@@ -378,6 +343,18 @@ impl RunArgs {
             align: None,
             outliers: None,
             sample_ring: None,
+            over_capacity: 1,
+        };
+        let config = Config {
+            warmup_cycles: match self.warmup {
+                Some(Warmup::Cycles(c)) => Some(c),
+                _ => None,
+            },
+            warmup_ns: match self.warmup {
+                Some(Warmup::Time(t)) => Some(t),
+                _ => None,
+            },
+            ..Config::from_plan(&plan)
         };
         Ok(RunOptions {
             plan,
@@ -398,7 +375,8 @@ fn check_online(set: &CpuSet, online: &CpuSet, flag: &str) -> Result<(), UsageEr
     }
 }
 
-fn check_writable_target(p: &std::path::Path) -> Result<(), UsageError> {
+/// Checks that an output path can be created: its directory exists and it is not a directory.
+pub fn check_writable_target(p: &std::path::Path, flag: &str) -> Result<(), UsageError> {
     if p.as_os_str() == "-" {
         return Ok(());
     }
@@ -408,14 +386,14 @@ fn check_writable_target(p: &std::path::Path) -> Result<(), UsageError> {
     };
     if !dir.is_dir() {
         return Err(usage(format!(
-            "--json {}: directory '{}' does not exist; create it first or choose another path",
+            "{flag} {}: directory '{}' does not exist; create it first or choose another path",
             p.display(),
             dir.display()
         )));
     }
     if p.is_dir() {
         return Err(usage(format!(
-            "--json {}: is a directory; give a file name such as {}/result.json",
+            "{flag} {}: is a directory; give a file name such as {}/result.json",
             p.display(),
             p.display()
         )));

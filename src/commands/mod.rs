@@ -1,3 +1,4 @@
 //! What each subcommand does, wired from the layers below.
 
+pub mod cyclictest;
 pub mod run;

@@ -24,7 +24,7 @@ pub fn execute(opts: RunOptions, command_line: Vec<String>) -> Result<i32, RunEr
     let mut view = LiveView::new(draw, opts.unit);
     let simulated = opts.plan.simulate.is_some();
     let out = engine::run(&opts.plan, &mut view, &signals).map_err(|e| RunError(e.to_string()))?;
-    let result = RunResult::build(Provenance { command_line, environment, config: opts.config, simulated }, out);
+    let result = RunResult::build(Provenance { command_line, environment, config: opts.config, simulated }, &out);
 
     if let Some(path) = &opts.json {
         let bytes = Json.serialize(&result).map_err(RunError)?;

@@ -1,6 +1,7 @@
 //! Exporters turn a RunResult into bytes; [`write_output`] is the one place that writes them
 //! (atomically, or to stdout for `-`).
 
+pub mod cyclictest_json;
 pub mod json;
 
 use crate::result::RunResult;

@@ -87,6 +87,9 @@ pub struct Plan {
     pub outliers: Option<(i64, usize)>,
     /// Stream every sample through a ring of this capacity to the observer (`-v`).
     pub sample_ring: Option<usize>,
+    /// How many samples above `max_latency_ns` each thread keeps (1 for the verdict; more
+    /// for cyclictest's `--spike` list).
+    pub over_capacity: usize,
 }
 
 /// Aligned thread starts (cyclictest `-A`/`--secaligned`).
@@ -177,8 +180,9 @@ pub enum EngineError {
 
 /// Receives the engine's lifecycle events (the live display implements it).
 pub trait Observer {
-    /// Threads are released; `threads` are what they obtained.
-    fn started(&mut self, _threads: &[ThreadStatus]) {}
+    /// Threads are released; `threads` are what they obtained; `dma_latency_us` is the PM QoS
+    /// request held, if any.
+    fn started(&mut self, _threads: &[ThreadStatus], _dma_latency_us: Option<i32>) {}
     /// About once a second while measuring.
     fn tick(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot], _elapsed: Duration) {}
     /// SIGUSR1: print the current table (to stderr).
@@ -337,6 +341,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             live: Arc::clone(&lives[tp.index]),
             ring: rings[tp.index].clone(),
             outliers: plan.outliers,
+            over_capacity: plan.over_capacity,
             align: plan.align,
             shared: Arc::clone(&shared),
             tx: tx.clone(),
@@ -396,7 +401,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let start_wall = SystemTime::now();
     let started = Instant::now();
     shared.gate.open(GateState::Go);
-    observer.started(&statuses);
+    observer.started(&statuses, dma.as_ref().map(|g| g.latency_us));
 
     let n = plan.threads.len();
     let mut next_refresh = started + plan.refresh;
@@ -488,6 +493,7 @@ struct ThreadCtx {
     live: Arc<Live>,
     ring: Option<Arc<SampleRing>>,
     outliers: Option<(i64, usize)>,
+    over_capacity: usize,
     align: Option<Align>,
     shared: Arc<Shared>,
     tx: std::sync::mpsc::Sender<Setup>,
@@ -526,8 +532,12 @@ impl ThreadCtx {
         let _ = self.tx.send(Setup { status, warnings });
 
         let outliers = self.outliers.map_or_else(ExceedLog::off, |(t, cap)| ExceedLog::new(Some(t), cap));
-        let mut rec =
-            Recorder::with_logs(&self.live, ExceedLog::new(self.max_latency_ns, 1), outliers, self.ring.as_deref());
+        let mut rec = Recorder::with_logs(
+            &self.live,
+            ExceedLog::new(self.max_latency_ns, self.over_capacity),
+            outliers,
+            self.ring.as_deref(),
+        );
         let loops = match &sim {
             Some(s) => s.len().map_or(self.loops, |n| n.saturating_sub(tp.warmup_cycles).min(self.loops)),
             None => self.loops,
@@ -540,7 +550,7 @@ impl ThreadCtx {
             start_at: None,
         };
         let outcome = if self.shared.gate.wait() == GateState::Abort {
-            LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None }
+            LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }
         } else {
             if let (Some(a), true, None) = (self.align, self.method.is_absolute(), &sim) {
                 let base = self.shared.align_base.load(Relaxed);

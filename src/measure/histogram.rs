@@ -181,6 +181,11 @@ impl Counts {
         }
     }
 
+    /// The counts of the linear buckets (`[i·w, (i+1)·w)` for `i` below range / width).
+    pub fn linear(&self) -> &[u64] {
+        &self.counts[..self.layout.linear_buckets()]
+    }
+
     /// Non-empty buckets as `(lo, hi, count)`, ascending.
     pub fn nonzero(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
         self.counts.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| {

@@ -177,6 +177,8 @@ pub struct LoopOutcome {
     pub drift_ns: i64,
     /// The sample that crossed `break_ns`, if one did.
     pub break_hit: Option<Exceedance>,
+    /// The schedule's start on the probe's clock (ns); sample times are relative to it.
+    pub start_ns: i64,
 }
 
 /// Runs the measuring loop until `loops` samples are recorded, `stop` is set, or a sample
@@ -224,5 +226,5 @@ pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, st
             break;
         }
     }
-    LoopOutcome { iterations, drift_ns: last - start - periods * interval, break_hit }
+    LoopOutcome { iterations, drift_ns: last - start - periods * interval, break_hit, start_ns: start }
 }

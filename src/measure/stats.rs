@@ -110,6 +110,17 @@ impl ExceedLog {
         ExceedLog::new(None, 0)
     }
 
+    /// The first sample above the threshold.
+    pub fn first(&self) -> Option<Exceedance> {
+        self.entries.first().copied()
+    }
+
+    /// Adds another log's count and entries (for all-thread summaries).
+    pub fn merge(&mut self, other: &ExceedLog) {
+        self.count += other.count;
+        self.entries.extend_from_slice(&other.entries);
+    }
+
     #[inline(always)]
     fn check(&mut self, latency: i64, cycle: u64, at_ns: i64) {
         if latency > self.threshold_ns {
@@ -199,8 +210,7 @@ impl<'a> Recorder<'a> {
             max_at_thread: None,
             sum_ns: self.sum,
             sum_sq_ns2: self.sum_sq,
-            over_threshold: self.over.count,
-            first_over: self.over.entries.first().copied(),
+            over: self.over.clone(),
             outliers: self.outliers.clone(),
             counts: l.hist.snapshot(),
         }
@@ -230,10 +240,8 @@ pub struct Summary {
     pub sum_ns: i128,
     /// Σ latency² (ns²).
     pub sum_sq_ns2: u128,
-    /// Samples above the `--max-latency` threshold.
-    pub over_threshold: u64,
-    /// The first of them.
-    pub first_over: Option<Exceedance>,
+    /// Samples above the `--max-latency` threshold, and the first of them.
+    pub over: ExceedLog,
     /// The outlier log (histogram overflows or spikes in cyclictest mode).
     pub outliers: ExceedLog,
     /// The histogram.
@@ -254,8 +262,7 @@ impl Summary {
             max_at_thread: None,
             sum_ns: 0,
             sum_sq_ns2: 0,
-            over_threshold: 0,
-            first_over: None,
+            over: ExceedLog::off(),
             outliers: ExceedLog::off(),
             counts: Counts::empty(layout),
         }
@@ -279,7 +286,8 @@ impl Summary {
         self.negative += other.negative;
         self.sum_ns += other.sum_ns;
         self.sum_sq_ns2 = self.sum_sq_ns2.wrapping_add(other.sum_sq_ns2);
-        self.over_threshold += other.over_threshold;
+        self.over.merge(&other.over);
+        self.outliers.merge(&other.outliers);
         self.min_ns = match (self.min_ns, other.min_ns) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -289,9 +297,6 @@ impl Summary {
             self.max_at_cycle = other.max_at_cycle;
             self.max_at_ns = other.max_at_ns;
             self.max_at_thread = Some(other.max_at_thread.unwrap_or(thread));
-        }
-        if self.first_over.is_none() {
-            self.first_over = other.first_over;
         }
         self.counts.merge(&other.counts);
     }
@@ -363,8 +368,8 @@ mod tests {
             r.record(v, 100 * i as i64, 0);
         }
         let s = r.finish();
-        assert_eq!(s.over_threshold, 2);
-        assert_eq!(s.first_over, Some(Exceedance { cycle: 1, at_ns: 100, latency_ns: 11 }));
+        assert_eq!(s.over.count, 2);
+        assert_eq!(s.over.first(), Some(Exceedance { cycle: 1, at_ns: 100, latency_ns: 11 }));
     }
 
     proptest! {

@@ -34,6 +34,11 @@ pub fn now(clock: ClockId) -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; clock ids used here always exist on Linux.
     unsafe { libc::clock_gettime(clock.0, &mut ts) };
+    from_timespec(&ts)
+}
+
+#[inline(always)]
+fn from_timespec(ts: &libc::timespec) -> i64 {
     // time_t and c_long are 32-bit on 32-bit targets; the conversion is not useless there.
     #[allow(clippy::useless_conversion)]
     let ns = i64::from(ts.tv_sec) * NS_PER_SEC + i64::from(ts.tv_nsec);
@@ -83,6 +88,29 @@ pub fn nanosleep(ns: i64) {
         }
         req = rem;
     }
+}
+
+/// The resolution `clock_getres` reports for `clock` (ns).
+pub fn resolution(clock: ClockId) -> Option<i64> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    (unsafe { libc::clock_getres(clock.0, &mut ts) } == 0).then(|| from_timespec(&ts))
+}
+
+/// The smallest non-zero step between consecutive reads of `clock` over `reads` reads (ns):
+/// the resolution a program actually sees, including the cost of a read.
+pub fn measured_resolution(clock: ClockId, reads: usize) -> Option<i64> {
+    let mut prev = now(clock);
+    let mut best = None;
+    for _ in 0..reads {
+        let t = now(clock);
+        let d = t - prev;
+        if d > 0 && best.is_none_or(|b| d < b) {
+            best = Some(d);
+        }
+        prev = t;
+    }
+    best
 }
 
 #[cfg(test)]

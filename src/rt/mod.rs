@@ -7,7 +7,10 @@
 
 pub mod affinity;
 pub mod clock;
+pub mod cpuidle;
+pub mod fifo;
 pub mod memory;
+pub mod msr;
 pub mod pm_qos;
 pub mod privileges;
 pub mod sched;

@@ -1,0 +1,197 @@
+//! `rtlab cyclictest`: cyclictest's behaviour and outputs on rtlab's engine.
+
+use super::run::RunError;
+use crate::cli::cyclictest::{CompatVersion, CyclictestOptions};
+use crate::export::cyclictest_json::{CyclictestJson, Version};
+use crate::export::{json::Json, write_output, Exporter};
+use crate::measure::engine::{self, Signals};
+use crate::output::cyclictest::{self as fmt, CyclictestView, ThreadHist, ViewMode};
+use crate::result::{Config, Provenance, RunResult};
+use crate::rt::affinity::{self, CpuSet};
+use crate::rt::clock;
+use crate::rt::cpuidle::IdleLimit;
+use crate::rt::msr::SmiCounter;
+use crate::sysinfo::Environment;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+/// Runs cyclictest's measurement and prints its outputs; returns the exit code (3 when a
+/// `-b` threshold was hit, else 0).
+pub fn execute(opts: CyclictestOptions, command_line: Vec<String>) -> Result<i32, RunError> {
+    let CyclictestOptions { plan, args, histogram_us, histofall, policy, notices } = opts;
+    let nsecs = args.nsecs;
+    let mut err = std::io::stderr();
+    for n in &notices {
+        let _ = writeln!(err, "{n}");
+    }
+    if args.dbg {
+        for t in &plan.threads {
+            let _ = writeln!(
+                err,
+                "# rtlab: thread {} cpu {} policy {}:{} interval {} us method {:?} clock {:?}",
+                t.index,
+                t.cpu.map_or("any".into(), |c| c.to_string()),
+                t.sched.policy,
+                t.sched.priority,
+                t.interval_ns / 1000,
+                plan.method,
+                plan.clock
+            );
+        }
+    }
+    if args.resolution {
+        let id = plan.clock.id();
+        if let (Some(reported), Some(measured)) = (clock::resolution(id), clock::measured_resolution(id, 100_000)) {
+            if args.verbose || measured > reported {
+                let _ = writeln!(err, "WARN: reported clock resolution: {reported} nsec");
+                let _ = writeln!(err, "WARN: measured clock resolution approximately: {measured} nsec");
+            }
+        }
+    }
+    let used_cpus = CpuSet::from_cpus(plan.threads.iter().filter_map(|t| t.cpu));
+    let _idle = match args.deepest_idle_state {
+        Some(n) => {
+            let cpus = if used_cpus.is_empty() { affinity::online_cpus() } else { used_cpus.clone() };
+            Some(IdleLimit::apply(&cpus, n).map_err(RunError)?)
+        }
+        None => None,
+    };
+    let smi_cpus: Vec<Option<usize>> = plan.threads.iter().map(|t| t.cpu).collect();
+    let smi_start: Option<Vec<u64>> =
+        args.smi.then(|| smi_cpus.iter().map(|c| c.and_then(|c| SmiCounter::read(c).ok()).unwrap_or(0)).collect());
+
+    let signals = Signals::install().map_err(|e| RunError(format!("cannot install signal handlers: {e}")))?;
+    let environment = Environment::capture();
+    let mode = ViewMode {
+        quiet: args.quiet,
+        verbose: args.verbose,
+        nsecs,
+        refresh_on_max: args.refresh_on_max,
+        histogram: histogram_us.is_some(),
+        oscope: args.oscope.unwrap_or(1),
+    };
+    let mut view = CyclictestView::new(mode, policy, Box::new(std::io::stdout()));
+    if args.verbose {
+        let n = affinity::online_cpus().len();
+        view.preamble = format!("Max CPUs = {n}\nOnline CPUs = {n}\n");
+    }
+    view.smi_base = smi_start.clone().map(|start| smi_cpus.iter().copied().zip(start).collect());
+    let fifo = args.fifo.as_ref().map(|p| FifoServer::start(p.clone(), Arc::clone(&view.latest))).transpose()?;
+
+    let out = engine::run(&plan, &mut view, &signals).map_err(|e| RunError(e.to_string()))?;
+    if let Some(f) = fifo {
+        f.stop();
+    }
+
+    let simulated = plan.simulate.is_some();
+    let config = Config::from_plan(&plan);
+    let result = RunResult::build(Provenance { command_line, environment, config, simulated }, &out);
+    let broke = out.break_hit.is_some();
+    if let Some(path) = &args.json {
+        let exporter = CyclictestJson {
+            version: match args.compat {
+                CompatVersion::V2_10 => Version::V2_10,
+                CompatVersion::V2_4 => Version::V2_4,
+            },
+            nsecs,
+            histogram_us,
+            return_code: 0,
+        };
+        let bytes = exporter.serialize(&result).map_err(RunError)?;
+        write_output(path, &bytes).map_err(|e| RunError(format!("cannot write --json {}: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.rtlab_json {
+        let bytes = Json.serialize(&result).map_err(RunError)?;
+        write_output(path, &bytes)
+            .map_err(|e| RunError(format!("cannot write --rtlab-json {}: {e}", path.display())))?;
+    }
+
+    let mut text = String::new();
+    if args.spike.is_some() {
+        let mut spikes: Vec<(usize, i64, i64)> =
+            out.threads
+                .iter()
+                .flat_map(|t| {
+                    t.summary.over.entries.iter().map(move |e| {
+                        (t.plan.index, fmt::unit(e.latency_ns, nsecs), (t.outcome.start_ns + e.at_ns) / 1000)
+                    })
+                })
+                .collect();
+        spikes.sort_by_key(|s| s.2);
+        let total: u64 = out.threads.iter().map(|t| t.summary.over.count).sum();
+        text += &fmt::spikes_block(&spikes, total);
+    }
+    if let Some(size) = histogram_us {
+        let hists: Vec<ThreadHist> =
+            out.threads.iter().map(|t| ThreadHist::from_outcome(t, size as usize, nsecs)).collect();
+        let layout = match args.compat {
+            CompatVersion::V2_10 => fmt::Layout::V2_10,
+            CompatVersion::V2_4 => fmt::Layout::V2_4,
+        };
+        let block = fmt::histogram_block(&hists, histofall, layout);
+        match &args.histfile {
+            Some(p) => write_output(p, block.as_bytes())
+                .map_err(|e| RunError(format!("cannot write --histfile {}: {e}", p.display())))?,
+            None => text += &block,
+        }
+    }
+    if args.breaktrace.is_some() {
+        let tids: Vec<i32> = out.threads.iter().map(|t| t.tid).collect();
+        let hit = out.break_hit.map(|(i, e)| (out.threads[i].tid, fmt::unit(e.latency_ns, nsecs)));
+        text += &fmt::break_footer(&tids, hit);
+    }
+    let missed: Vec<u64> = out.threads.iter().map(|t| t.summary.missed).collect();
+    if missed.iter().any(|m| *m > 0) {
+        text += &format!("# Missed periods:{}\n", missed.iter().map(|m| format!(" {m:05}")).collect::<String>());
+    }
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+    for w in &result.warnings {
+        let _ = writeln!(err, "rtlab: warning: {}", w.message);
+    }
+    for t in out.threads.iter().filter(|t| t.samples_lost > 0) {
+        let _ = writeln!(
+            err,
+            "rtlab: warning: -v output fell behind; {} samples of thread {} were lost",
+            t.samples_lost, t.plan.index
+        );
+    }
+    Ok(if broke { 3 } else { 0 })
+}
+
+/// Serves the current `T:` lines to whoever opens the named pipe (cyclictest `-F`).
+struct FifoServer {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+    path: std::path::PathBuf,
+}
+
+impl FifoServer {
+    fn start(path: std::path::PathBuf, latest: Arc<Mutex<String>>) -> Result<FifoServer, RunError> {
+        crate::rt::fifo::make(&path).map_err(|e| RunError(format!("cannot create fifo {}: {e}", path.display())))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, p) = (Arc::clone(&stop), path.clone());
+        let handle = std::thread::spawn(move || {
+            use std::os::unix::fs::OpenOptionsExt;
+            while !s.load(Relaxed) {
+                match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&p) {
+                    Ok(mut f) => {
+                        let text = latest.lock().map(|t| t.clone()).unwrap_or_default();
+                        let _ = f.write_all(text.as_bytes());
+                        std::thread::sleep(std::time::Duration::from_micros(250));
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+                }
+            }
+        });
+        Ok(FifoServer { stop, handle, path })
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Relaxed);
+        let _ = self.handle.join();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}

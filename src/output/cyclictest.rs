@@ -1,0 +1,482 @@
+//! cyclictest's text formats, byte for byte: the live header and `T:` lines, the `-q` lines,
+//! `-v` samples, the SIGUSR1 block, the `-h/-H` histogram (2.10 and 2.4 layouts), spikes and
+//! the `-b` footer.
+
+use crate::measure::engine::{Observer, ThreadOutcome, ThreadStatus};
+use crate::measure::ring::Sample;
+use crate::measure::stats::LiveSnapshot;
+use crate::rt::sched::Policy;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::time::Duration;
+
+/// Converts ns to cyclictest's unit: µs truncated toward zero, or ns with `-N`.
+pub fn unit(ns: i64, nsecs: bool) -> i64 {
+    if nsecs {
+        ns
+    } else {
+        ns / 1000
+    }
+}
+
+/// One `T:` line's values, already in cyclictest's unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TLine {
+    /// Thread index.
+    pub index: usize,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Priority.
+    pub prio: u32,
+    /// Interval (µs).
+    pub interval_us: i64,
+    /// Cycles.
+    pub cycles: u64,
+    /// Minimum.
+    pub min: i64,
+    /// Latest.
+    pub act: i64,
+    /// Average (truncated).
+    pub avg: i64,
+    /// Maximum.
+    pub max: i64,
+    /// SMI count (`--smi`).
+    pub smi: Option<u64>,
+}
+
+impl TLine {
+    /// The line's values from a live snapshot.
+    pub fn from_live(t: &ThreadStatus, s: &LiveSnapshot, nsecs: bool) -> TLine {
+        let any = s.cycles > 0;
+        TLine {
+            index: t.index,
+            tid: t.tid,
+            prio: t.sched.priority,
+            interval_us: t.interval_ns / 1000,
+            cycles: s.cycles,
+            min: if any { unit(s.min, nsecs) } else { 0 },
+            act: if any { unit(s.cur, nsecs) } else { 0 },
+            avg: if any { unit(s.mean as i64, nsecs) } else { 0 },
+            max: if any { unit(s.max, nsecs) } else { 0 },
+            smi: None,
+        }
+    }
+
+    /// The line as cyclictest prints it (with the newline).
+    pub fn render(&self, nsecs: bool) -> String {
+        let mut s = if nsecs {
+            format!(
+                "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:8} Avg:{:8} Max:{:8}",
+                self.index, self.tid, self.prio, self.interval_us, self.cycles, self.min, self.act, self.avg, self.max
+            )
+        } else {
+            format!(
+                "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
+                self.index, self.tid, self.prio, self.interval_us, self.cycles, self.min, self.act, self.avg, self.max
+            )
+        };
+        if let Some(n) = self.smi {
+            let _ = write!(s, " SMI:{n:8}");
+        }
+        s.push('\n');
+        s
+    }
+}
+
+/// The live header: `policy: fifo: loadavg: …` and a blank line.
+pub fn header(asked: Policy, forced_other: bool, loadavg: &str) -> String {
+    let slash = if forced_other { "/other" } else { "" };
+    format!("policy: {asked}{slash}: loadavg: {loadavg}          \n\n")
+}
+
+/// `/proc/loadavg` without its newline.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").map(|s| s.trim_end_matches('\n').to_string()).unwrap_or_default()
+}
+
+/// The SIGUSR1 status block.
+pub fn status_block(lines: &[TLine], nsecs: bool) -> String {
+    let mut s = String::from("#---------------------------\n# cyclictest current status:\n");
+    for l in lines {
+        s += &l.render(nsecs);
+    }
+    s + "#---------------------------\n"
+}
+
+/// How the live output behaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewMode {
+    /// `-q`.
+    pub quiet: bool,
+    /// `-v`.
+    pub verbose: bool,
+    /// `-N`.
+    pub nsecs: bool,
+    /// `-M`.
+    pub refresh_on_max: bool,
+    /// `-h/-H` given (no `-q` lines then).
+    pub histogram: bool,
+    /// `-o`.
+    pub oscope: u64,
+}
+
+/// cyclictest's live output as an engine observer.
+pub struct CyclictestView {
+    mode: ViewMode,
+    asked: Policy,
+    frames: usize,
+    last_max: Vec<i64>,
+    reduce: Vec<(u64, u64, i64)>,
+    /// Printed before the first frame (the dma latency line, verbose preamble).
+    pub preamble: String,
+    /// SMI counts per thread, shown in the final `T:` lines with `--smi`.
+    pub smi: Option<Vec<u64>>,
+    /// `--smi`: each thread's CPU and its SMI count at the start.
+    pub smi_base: Option<Vec<(Option<usize>, u64)>>,
+    /// The latest `T:` lines, for the `-F` named pipe.
+    pub latest: std::sync::Arc<std::sync::Mutex<String>>,
+    out: Box<dyn Write>,
+}
+
+impl CyclictestView {
+    /// A view writing to `out`.
+    pub fn new(mode: ViewMode, asked: Policy, out: Box<dyn Write>) -> CyclictestView {
+        CyclictestView {
+            mode,
+            asked,
+            frames: 0,
+            last_max: vec![],
+            reduce: vec![],
+            preamble: String::new(),
+            smi: None,
+            smi_base: None,
+            latest: Default::default(),
+            out,
+        }
+    }
+
+    fn lines(&self, threads: &[ThreadStatus], live: &[LiveSnapshot]) -> Vec<TLine> {
+        threads
+            .iter()
+            .zip(live)
+            .map(|(t, s)| {
+                let mut l = TLine::from_live(t, s, self.mode.nsecs);
+                l.smi = self.smi.as_ref().map(|v| v.get(t.index).copied().unwrap_or(0));
+                l
+            })
+            .collect()
+    }
+
+    fn frame(&mut self, threads: &[ThreadStatus], live: &[LiveSnapshot]) {
+        let mut s = String::new();
+        if self.frames > 0 {
+            let _ = write!(s, "\x1b[{}A", threads.len() + 2);
+        }
+        let forced = threads.iter().any(|t| t.sched.policy == Policy::Other);
+        s += &header(self.asked, forced, &loadavg());
+        for l in self.lines(threads, live) {
+            s += &l.render(self.mode.nsecs);
+        }
+        let _ = self.out.write_all(s.as_bytes());
+        let _ = self.out.flush();
+        self.frames += 1;
+    }
+}
+
+impl Observer for CyclictestView {
+    fn started(&mut self, threads: &[ThreadStatus], dma_latency_us: Option<i32>) {
+        let mut p = std::mem::take(&mut self.preamble);
+        if let Some(us) = dma_latency_us {
+            let _ = writeln!(p, "# /dev/cpu_dma_latency set to {us}us");
+        }
+        if self.mode.verbose {
+            for t in threads {
+                let _ = writeln!(p, "Thread {} Interval: {}", t.index, t.interval_ns / 1000);
+            }
+        }
+        let _ = self.out.write_all(p.as_bytes());
+        let _ = self.out.flush();
+    }
+
+    fn tick(&mut self, threads: &[ThreadStatus], live: &[LiveSnapshot], _elapsed: Duration) {
+        let lines: String = self.lines(threads, live).iter().map(|l| l.render(self.mode.nsecs)).collect();
+        if let Ok(mut l) = self.latest.lock() {
+            *l = lines;
+        }
+        if self.mode.quiet || self.mode.verbose {
+            return;
+        }
+        let maxes: Vec<i64> = live.iter().map(|s| s.max).collect();
+        if self.mode.refresh_on_max && self.frames > 0 && maxes == self.last_max {
+            return;
+        }
+        self.last_max = maxes;
+        self.frame(threads, live);
+    }
+
+    fn status_requested(&mut self, threads: &[ThreadStatus], live: &[LiveSnapshot], _elapsed: Duration) {
+        let block = status_block(&self.lines(threads, live), self.mode.nsecs);
+        let _ = std::io::stderr().write_all(block.as_bytes());
+    }
+
+    fn samples(&mut self, thread: usize, samples: &[Sample]) {
+        if !self.mode.verbose {
+            return;
+        }
+        if self.reduce.len() <= thread {
+            self.reduce.resize(thread + 1, (0, 0, i64::MIN));
+        }
+        let mut s = String::with_capacity(samples.len() * 27);
+        for smp in samples {
+            let v = unit(smp.latency_ns, self.mode.nsecs);
+            let (count, at, max) = &mut self.reduce[thread];
+            if v > *max {
+                *max = v;
+                *at = smp.cycle;
+            }
+            *count += 1;
+            if *count == self.mode.oscope.max(1) {
+                let _ = writeln!(s, "{thread:8}:{at:8}:{max:8}");
+                *count = 0;
+                *max = i64::MIN;
+            }
+        }
+        let _ = self.out.write_all(s.as_bytes());
+        let _ = self.out.flush();
+    }
+
+    fn finished(&mut self, threads: &[ThreadStatus], live: &[LiveSnapshot]) {
+        if let Some(base) = &self.smi_base {
+            let now = |c: Option<usize>| c.and_then(|c| crate::rt::msr::SmiCounter::read(c).ok());
+            self.smi = Some(base.iter().map(|(c, s)| now(*c).map_or(0, |e| e.saturating_sub(*s))).collect());
+        }
+        if self.mode.verbose {
+            return;
+        }
+        if self.mode.quiet {
+            if !self.mode.histogram {
+                let mut s = String::new();
+                for l in self.lines(threads, live) {
+                    s += &l.render(self.mode.nsecs);
+                }
+                let _ = self.out.write_all(s.as_bytes());
+            }
+        } else {
+            self.frame(threads, live);
+        }
+        let _ = self.out.flush();
+    }
+}
+
+/// Which layout to print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// rt-tests 2.10: non-zero rows only, no `# Total:`, `# Thread N: ` + cycles joined by spaces.
+    V2_10,
+    /// rt-tests 2.4: every row, `# Total:`, `# Thread N:` + ` %05lu` per cycle.
+    V2_4,
+}
+
+/// One thread's histogram data in cyclictest's terms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadHist {
+    /// Count per 1 µs bucket, `0..size`.
+    pub buckets: Vec<u64>,
+    /// Samples at or above the size.
+    pub overflows: u64,
+    /// Cycle numbers (1-based) of the first overflows.
+    pub overflow_cycles: Vec<u64>,
+    /// Minimum, average and maximum in cyclictest's unit.
+    pub min: i64,
+    /// Average (truncated).
+    pub avg: i64,
+    /// Maximum.
+    pub max: i64,
+}
+
+impl ThreadHist {
+    /// The histogram of a finished thread, `size` buckets of 1 µs.
+    pub fn from_outcome(t: &ThreadOutcome, size: usize, nsecs: bool) -> ThreadHist {
+        let s = &t.summary;
+        let buckets: Vec<u64> = s.counts.linear().iter().take(size).copied().collect();
+        let inside: u64 = buckets.iter().sum();
+        ThreadHist {
+            overflows: s.cycles - inside,
+            overflow_cycles: s.outliers.entries.iter().map(|e| e.cycle + 1).collect(),
+            buckets,
+            min: s.min_ns.map_or(0, |v| unit(v, nsecs)),
+            avg: s.mean_ns().map_or(0, |m| unit(m as i64, nsecs)),
+            max: s.max_ns.map_or(0, |v| unit(v, nsecs)),
+        }
+    }
+}
+
+/// The `-h`/`-H` histogram block, ending with its blank line.
+pub fn histogram_block(threads: &[ThreadHist], histofall: bool, layout: Layout) -> String {
+    let n = threads.len();
+    let all = histofall && n > 1;
+    let size = threads.iter().map(|t| t.buckets.len()).max().unwrap_or(0);
+    let mut s = String::from("# Histogram\n");
+    let mut totals = vec![0u64; n + 1];
+    for i in 0..size {
+        let row: Vec<u64> = threads.iter().map(|t| t.buckets.get(i).copied().unwrap_or(0)).collect();
+        let sum: u64 = row.iter().sum();
+        for (j, c) in row.iter().enumerate() {
+            totals[j] += c;
+        }
+        totals[n] += sum;
+        if layout == Layout::V2_10 && sum == 0 {
+            continue;
+        }
+        let _ = write!(s, "{i:06} ");
+        let cols: Vec<String> = row.iter().map(|c| format!("{c:06}")).collect();
+        s += &cols.join("\t");
+        if all {
+            let _ = write!(s, "\t{sum:06}");
+        }
+        s.push('\n');
+    }
+    let line = |label: &str, vals: Vec<String>| {
+        format!("# {label}:{}\n", vals.iter().map(|v| format!(" {v}")).collect::<String>())
+    };
+    if layout == Layout::V2_4 {
+        let mut t: Vec<String> = totals[..n].iter().map(|v| format!("{v:09}")).collect();
+        if all {
+            t.push(format!("{:09}", totals[n]));
+        }
+        s += &line("Total", t);
+    }
+    s += &line("Min Latencies", threads.iter().map(|t| fmt5(t.min)).collect());
+    s += &line("Avg Latencies", threads.iter().map(|t| fmt5(t.avg)).collect());
+    let mut maxes: Vec<String> = threads.iter().map(|t| fmt5(t.max)).collect();
+    if all {
+        maxes.push(fmt5(threads.iter().map(|t| t.max).max().unwrap_or(0)));
+    }
+    s += &line("Max Latencies", maxes);
+    let mut ofl: Vec<String> = threads.iter().map(|t| format!("{:05}", t.overflows)).collect();
+    if all {
+        ofl.push(format!("{:05}", threads.iter().map(|t| t.overflows).sum::<u64>()));
+    }
+    s += &line("Histogram Overflows", ofl);
+    s += "# Histogram Overflow at cycle number:\n";
+    for (i, t) in threads.iter().enumerate() {
+        let cycles: Vec<String> = t.overflow_cycles.iter().map(|c| format!("{c:05}")).collect();
+        match layout {
+            Layout::V2_10 => {
+                let _ = write!(s, "# Thread {i}: {}", cycles.join(" "));
+            }
+            Layout::V2_4 => {
+                let _ = write!(s, "# Thread {i}:{}", cycles.iter().map(|c| format!(" {c}")).collect::<String>());
+            }
+        }
+        let others = t.overflows.saturating_sub(t.overflow_cycles.len() as u64);
+        if others > 0 {
+            let _ = write!(s, " # {others:05} others");
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+    s
+}
+
+/// `%05ld`: zero-padded to five, a minus sign for negative values (never wrapped).
+fn fmt5(v: i64) -> String {
+    format!("{v:05}")
+}
+
+/// The `--spike` report: every recorded spike in time order and the total.
+pub fn spikes_block(spikes: &[(usize, i64, i64)], total: u64) -> String {
+    let mut s = String::from("\n");
+    for (thread, value, ts_us) in spikes {
+        let _ = writeln!(s, "T:{thread:2} Spike:{value:8}: TS: {ts_us:12}");
+    }
+    let _ = write!(s, "spikes = {total}\n\n");
+    s
+}
+
+/// The `-b` footer: thread ids and, if the threshold was hit, which thread and value.
+pub fn break_footer(tids: &[i32], hit: Option<(i32, i64)>) -> String {
+    let mut s = format!("# Thread Ids:{}\n", tids.iter().map(|t| format!(" {t:05}")).collect::<String>());
+    if let Some((tid, value)) = hit {
+        let _ = write!(s, "# Break thread: {tid}\n# Break value: {value}\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_lines_have_cyclictests_widths() {
+        let l = TLine {
+            index: 0,
+            tid: 25877,
+            prio: 80,
+            interval_us: 1000,
+            cycles: 3000,
+            min: 8,
+            act: 11,
+            avg: 12,
+            max: 59,
+            smi: None,
+        };
+        assert_eq!(
+            l.render(false),
+            "T: 0 (25877) P:80 I:1000 C:   3000 Min:      8 Act:   11 Avg:   12 Max:      59\n"
+        );
+        let n = TLine { min: 9698, act: 11796, avg: 13322, max: 54516, cycles: 2000, tid: 25892, ..l };
+        assert_eq!(
+            n.render(true),
+            "T: 0 (25892) P:80 I:1000 C:   2000 Min:   9698 Act:   11796 Avg:   13322 Max:   54516\n"
+        );
+    }
+
+    #[test]
+    fn the_header_names_the_policy_and_a_forced_sched_other() {
+        assert_eq!(header(Policy::Fifo, false, "1 2 3"), "policy: fifo: loadavg: 1 2 3          \n\n");
+        assert_eq!(header(Policy::Other, true, "x"), "policy: other/other: loadavg: x          \n\n");
+    }
+
+    fn two() -> Vec<ThreadHist> {
+        vec![
+            ThreadHist { buckets: vec![0, 2, 0, 1], overflows: 1, overflow_cycles: vec![251], min: 1, avg: 2, max: 65 },
+            ThreadHist { buckets: vec![0, 1, 0, 0], overflows: 0, overflow_cycles: vec![], min: 1, avg: 1, max: 1 },
+        ]
+    }
+
+    #[test]
+    fn the_2_10_histogram_omits_zero_rows_and_the_total() {
+        let s = histogram_block(&two(), true, Layout::V2_10);
+        assert_eq!(
+            s,
+            "# Histogram\n000001 000002\t000001\t000003\n000003 000001\t000000\t000001\n\
+             # Min Latencies: 00001 00001\n# Avg Latencies: 00002 00001\n# Max Latencies: 00065 00001 00065\n\
+             # Histogram Overflows: 00001 00000 00001\n# Histogram Overflow at cycle number:\n\
+             # Thread 0: 00251\n# Thread 1: \n\n"
+        );
+    }
+
+    #[test]
+    fn the_2_4_histogram_prints_every_row_and_the_total() {
+        let s = histogram_block(&two(), false, Layout::V2_4);
+        assert!(s.starts_with("# Histogram\n000000 000000\t000000\n000001 000002\t000001\n000002"), "{s}");
+        assert!(s.contains("# Total: 000000003 000000001\n"), "{s}");
+        assert!(s.contains("# Max Latencies: 00065 00001\n"), "{s}");
+        assert!(s.ends_with("# Thread 0: 00251\n# Thread 1:\n\n"), "{s}");
+    }
+
+    #[test]
+    fn more_overflows_than_kept_cycles_are_counted_as_others() {
+        let t = vec![ThreadHist { buckets: vec![1], overflows: 3, overflow_cycles: vec![5], min: 0, avg: 0, max: 9 }];
+        assert!(histogram_block(&t, false, Layout::V2_10).contains("# Thread 0: 00005 # 00002 others\n"));
+    }
+
+    #[test]
+    fn the_break_footer_lists_thread_ids_and_the_hit() {
+        assert_eq!(
+            break_footer(&[23107], Some((23107, 15))),
+            "# Thread Ids: 23107\n# Break thread: 23107\n# Break value: 15\n"
+        );
+    }
+}
