@@ -3,7 +3,7 @@
 //! falls more than the ring's capacity behind, the overwritten samples are counted as lost,
 //! never silently dropped.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
 /// One recorded sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +21,10 @@ pub struct Sample {
 pub struct SampleRing {
     at: Box<[AtomicI64]>,
     lat: Box<[AtomicI64]>,
+    /// Samples published (readable).
     head: AtomicU64,
+    /// Samples whose slot the producer has started to write (head or head + 1).
+    claim: AtomicU64,
     mask: u64,
 }
 
@@ -42,6 +45,7 @@ impl SampleRing {
             at: (0..cap).map(|_| AtomicI64::new(0)).collect(),
             lat: (0..cap).map(|_| AtomicI64::new(0)).collect(),
             head: AtomicU64::new(0),
+            claim: AtomicU64::new(0),
             mask: cap as u64 - 1,
         }
     }
@@ -51,10 +55,13 @@ impl SampleRing {
         self.mask + 1
     }
 
-    /// Appends a sample (producer only). Its cycle is its sequence number.
+    /// Appends a sample (producer only). Its cycle is its sequence number. Like a seqlock
+    /// writer: claim the slot, fence, write, publish (plain stores on x86).
     #[inline(always)]
     pub fn push(&self, at_ns: i64, latency_ns: i64) {
         let h = self.head.load(Relaxed);
+        self.claim.store(h + 1, Relaxed);
+        fence(Release);
         let i = (h & self.mask) as usize;
         self.at[i].store(at_ns, Relaxed);
         self.lat[i].store(latency_ns, Relaxed);
@@ -74,9 +81,11 @@ impl SampleRing {
             let i = (seq & self.mask) as usize;
             read.push(Sample { cycle: seq, at_ns: self.at[i].load(Relaxed), latency_ns: self.lat[i].load(Relaxed) });
         }
-        // Entries the producer may have overwritten while they were read are discarded as lost.
-        let now = self.head.load(Acquire);
-        let safe_from = now.saturating_sub(cap);
+        // Entries the producer may have overwritten while they were read are discarded as lost:
+        // once sequence c - 1 is claimed, the slot of c - 1 - cap is no longer trustworthy.
+        fence(Acquire);
+        let claimed = self.claim.load(Relaxed);
+        let safe_from = claimed.saturating_sub(cap);
         for s in read {
             if s.cycle >= safe_from {
                 f(s);
