@@ -472,6 +472,44 @@ mod tests {
         assert!(histogram_block(&t, false, Layout::V2_10).contains("# Thread 0: 00005 # 00002 others\n"));
     }
 
+    #[derive(Clone, Default)]
+    struct Buf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn status() -> ThreadStatus {
+        let sched = crate::rt::sched::SchedParams::simple(Policy::Fifo, 80);
+        ThreadStatus { index: 0, cpu: Some(0), sched, interval_ns: 1_000_000, tid: 42 }
+    }
+
+    fn snap(max: i64) -> LiveSnapshot {
+        LiveSnapshot { cycles: 10, cur: 5_000, min: 1_000, max, missed: 0, mean: 3_000.0, p99: None }
+    }
+
+    fn frames_after(maxes: &[i64], refresh_on_max: bool) -> usize {
+        let buf = Buf::default();
+        let mode = ViewMode { quiet: false, verbose: false, nsecs: false, refresh_on_max, histogram: false, oscope: 1 };
+        let mut v = CyclictestView::new(mode, Policy::Fifo, Box::new(buf.clone()));
+        for m in maxes {
+            v.tick(&[status()], &[snap(*m)], Duration::ZERO);
+        }
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        text.matches("policy: ").count()
+    }
+
+    #[test]
+    fn refresh_on_max_redraws_only_when_a_new_maximum_appears() {
+        assert_eq!(frames_after(&[9_000, 9_000, 9_000, 12_000, 12_000], false), 5);
+        assert_eq!(frames_after(&[9_000, 9_000, 9_000, 12_000, 12_000], true), 2);
+    }
+
     #[test]
     fn the_break_footer_lists_thread_ids_and_the_hit() {
         assert_eq!(

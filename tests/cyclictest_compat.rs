@@ -1,0 +1,439 @@
+//! `rtlab cyclictest` against the real cyclictest (Debian's rt-tests 2.4, installed by
+//! .ci/run) and the rt-tests 2.10 reference outputs in tests/fixtures: same line kinds in the
+//! same order, same field widths and counts, same JSON keys and types, same OSADL reading.
+//! Values differ from run to run; formats must not. Exact figures are checked through the
+//! simulation mode.
+
+mod common;
+use common::*;
+use regex::Regex;
+use serde_json::Value;
+use std::process::Command as Std;
+use std::time::Duration;
+
+fn cyclictest_bin() -> String {
+    let ok = Std::new("cyclictest").arg("--help").output().is_ok();
+    assert!(ok, "the real cyclictest is needed for these tests: apt-get install rt-tests");
+    "cyclictest".into()
+}
+
+fn run_real(args: &[&str]) -> String {
+    let out = Std::new(cyclictest_bin()).args(args).output().unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn run_rtlab(args: &[&str]) -> (String, std::process::Output) {
+    let out = rtlab().arg("cyclictest").args(args).timeout(Duration::from_secs(60)).output().unwrap();
+    (String::from_utf8(out.stdout.clone()).unwrap(), out)
+}
+
+/// The kind of a line and the widths of its padded fields.
+fn shape(line: &str) -> String {
+    let t = Regex::new(
+        r"^T:( *\d+) \(( *\d+)\) P:( *\d+) I:(\d+) C:( *\d+) Min:( *-?\d+) Act:( *-?\d+) Avg:( *-?\d+) Max:( *-?\d+)$",
+    )
+    .unwrap();
+    if let Some(c) = t.captures(line) {
+        let w: Vec<String> = [1, 2, 3, 5, 6, 7, 8, 9].iter().map(|i| c[*i].len().to_string()).collect();
+        return format!("T {}", w.join(","));
+    }
+    if let Some(rest) = line.strip_prefix("# Thread ").filter(|r| r.contains(':') && !r.starts_with("Ids")) {
+        let _ = rest;
+        return "#Thread".into();
+    }
+    if line.starts_with("# ")
+        && line.contains(':')
+        && line.split(':').nth(1).is_some_and(|v| v.trim().split(' ').all(|x| x.chars().all(|c| c.is_ascii_digit())))
+    {
+        let (k, v) = line.split_once(':').unwrap();
+        let widths: Vec<String> = v.split_whitespace().map(|x| x.len().to_string()).collect();
+        return format!("{k} [{}]", widths.join(","));
+    }
+    if Regex::new(r"^\d{6} \d{6}(\t\d{6})*$").unwrap().is_match(line) {
+        return format!("H{}", line.split('\t').count());
+    }
+    if Regex::new(r"^ *\d+: *\d+: *-?\d+$").unwrap().is_match(line) {
+        let w: Vec<String> = line.split(':').map(|f| f.len().to_string()).collect();
+        return format!("V {}", w.join(","));
+    }
+    if line.starts_with("policy: ") {
+        return Regex::new(r"loadavg: .*").unwrap().replace(line, "loadavg: X").into_owned();
+    }
+    Regex::new(r"\d+").unwrap().replace_all(line, "N").into_owned()
+}
+
+fn shapes(text: &str) -> Vec<String> {
+    text.split('\n').map(shape).collect()
+}
+
+/// Shapes with runs of identical histogram rows or sample lines collapsed (their count varies).
+fn collapsed(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = shapes(text);
+    v.dedup_by(|a, b| a == b && (a.starts_with('H') || a.starts_with('V')));
+    v
+}
+
+/// The OSADL latency-plot reading: every non-# line is a row (bucket, one count per thread);
+/// the maxima come from "# Max Latencies".
+fn osadl(text: &str) -> (usize, Vec<usize>, usize) {
+    let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).collect();
+    let cols: Vec<usize> = rows.iter().map(|r| r.split_whitespace().count()).collect();
+    let maxes = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# Max Latencies:"))
+        .map(|m| m.split_whitespace().filter(|x| x.parse::<u64>().is_ok()).count())
+        .unwrap_or(0);
+    let mut distinct = cols.clone();
+    distinct.dedup();
+    (rows.len(), distinct, maxes)
+}
+
+#[test]
+fn quiet_output_matches_cyclictest_line_for_line() {
+    let args = ["-m", "-t2", "-a", "-p80", "-i500", "-l2000", "-q"];
+    let real = run_real(&args);
+    let (ours, out) = run_rtlab(&args);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(shapes(&ours), shapes(&real), "ours:\n{ours}\nreal:\n{real}");
+}
+
+#[test]
+fn nanosecond_quiet_output_has_cyclictests_wider_fields() {
+    let args = ["-m", "-t1", "-p80", "-i1000", "-l1000", "-q", "-N"];
+    let (ours, _) = run_rtlab(&args);
+    assert_eq!(shapes(&ours), shapes(&run_real(&args)), "{ours}");
+    let fixture = include_str!("fixtures/cyclictest/v2.4-quiet-nsecs.txt");
+    assert_eq!(shapes(&ours), shapes(fixture));
+}
+
+#[test]
+fn the_2_4_histogram_matches_cyclictest_2_4_row_for_row() {
+    let args = ["-m", "-t1", "-p80", "-i500", "-l2000", "-q", "-h", "60"];
+    let (ours, _) = run_rtlab(&[&args[..], &["--compat", "2.4"]].concat());
+    let real = run_real(&args);
+    assert_eq!(shapes(&ours), shapes(&real), "ours:\n{ours}\nreal:\n{real}");
+    assert_eq!(osadl(&ours), osadl(&real));
+    assert_eq!(osadl(&ours), (60, vec![2], 1));
+}
+
+#[test]
+fn the_2_4_histofall_with_two_threads_has_the_summary_column() {
+    let args = ["-m", "-t2", "-a", "-p80", "-i500", "-l2000", "-q", "-H", "40"];
+    let (ours, _) = run_rtlab(&[&args[..], &["--compat", "2.4"]].concat());
+    let real = run_real(&args);
+    assert_eq!(shapes(&ours), shapes(&real), "ours:\n{ours}\nreal:\n{real}");
+    assert_eq!(osadl(&ours), (40, vec![4], 3));
+    assert_eq!(shapes(&ours), shapes(include_str!("fixtures/cyclictest/v2.4-histofall-t2-H40.txt")));
+}
+
+#[test]
+fn the_default_histogram_has_the_2_10_layout_of_the_reference_output() {
+    let (ours, _) = run_rtlab(&["-t2", "-a", "-p80", "-l1000", "-q", "-H", "60"]);
+    let fixture = include_str!("fixtures/cyclictest/v2.10-histofall-t2-H60.txt");
+    assert_eq!(collapsed(&ours), collapsed(fixture), "ours:\n{ours}");
+    assert!(!ours.contains("# Total:"));
+    let (_, cols, maxes) = osadl(&ours);
+    assert_eq!((cols, maxes), (vec![4], 3));
+    // 2.10 writes "# Thread N: " (trailing space) when a thread had no overflow.
+    for l in ours.lines().filter(|l| l.starts_with("# Thread ") && !l.contains("Ids")) {
+        assert!(Regex::new(r"^# Thread \d+: (\d{5}( \d{5})*( # \d{5} others)?)?$").unwrap().is_match(l), "{l:?}");
+    }
+}
+
+/// Keys and JSON types, recursively; histogram buckets are data, so only their type counts.
+fn json_shape(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let inner = if k == "histogram" {
+                        Value::String(format!(
+                            "object of {}",
+                            if v.as_object().is_some_and(|o| o.values().all(Value::is_u64)) { "counts" } else { "?" }
+                        ))
+                    } else if k == "thread" {
+                        Value::Array(v.as_object().unwrap().values().map(json_shape).collect())
+                    } else {
+                        json_shape(v)
+                    };
+                    (k.clone(), inner)
+                })
+                .collect(),
+        ),
+        Value::Number(n) if n.is_f64() => "float".into(),
+        Value::Number(_) => "int".into(),
+        Value::String(_) => "string".into(),
+        other => other.clone(),
+    }
+}
+
+fn rtlab_json(args: &[&str]) -> (Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("ct.json");
+    let (_, out) = run_rtlab(&[args, &[&format!("--json={}", p.display())]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&p).unwrap();
+    (serde_json::from_str(&text).unwrap(), text)
+}
+
+#[test]
+fn json_has_cyclictest_2_4_keys_and_types() {
+    let args = ["-t2", "-a", "-p80", "-i500", "-l500", "-q", "-h", "80"];
+    let (ours, _) = rtlab_json(&[&args[..], &["--compat", "2.4"]].concat());
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("real.json");
+    run_real(&[&args[..], &[&format!("--json={}", p.display())]].concat());
+    let real: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    assert_eq!(json_shape(&ours), json_shape(&real));
+    let fixture: Value = serde_json::from_str(include_str!("fixtures/cyclictest/v2.4-t2-h80.json")).unwrap();
+    assert_eq!(json_shape(&ours), json_shape(&fixture));
+}
+
+#[test]
+fn json_without_a_histogram_follows_each_versions_rule() {
+    let (v24, text24) = rtlab_json(&["-t1", "-p80", "-l200", "-q", "--compat", "2.4"]);
+    assert!(text24.contains("\"histogram\": {      },"), "{text24}");
+    let fixture24: Value = serde_json::from_str(include_str!("fixtures/cyclictest/v2.4-t1-nohist.json")).unwrap();
+    assert_eq!(json_shape(&v24), json_shape(&fixture24));
+    let (v210, _) = rtlab_json(&["-t2", "-p80", "-l200", "-q"]);
+    let fixture210: Value = serde_json::from_str(include_str!("fixtures/cyclictest/v2.10-t2-nohist.json")).unwrap();
+    assert_eq!(json_shape(&v210), json_shape(&fixture210));
+    assert!(v210["thread"]["0"].get("histogram").is_none());
+    assert_eq!(v210["thread"]["0"]["cpu"], -1, "unpinned threads are cpu -1");
+}
+
+#[test]
+fn json_with_a_histogram_has_the_2_10_keys_of_the_reference_output() {
+    let (ours, text) = rtlab_json(&["-t2", "-a", "-p80", "-l1000", "-q", "-H", "60"]);
+    let fixture: Value = serde_json::from_str(include_str!("fixtures/cyclictest/v2.10-t2-H60.json")).unwrap();
+    assert_eq!(json_shape(&ours), json_shape(&fixture));
+    assert!(text.contains("\"cmdline:\": ") && text.contains("\"rt_test_version:\": \"2.10\""));
+}
+
+#[test]
+fn verbose_output_has_cyclictests_preamble_and_sample_lines() {
+    let args = ["-t2", "-p80", "-i1000", "-l20", "-v"];
+    let (ours, _) = run_rtlab(&args);
+    let real = run_real(&args);
+    assert_eq!(collapsed(&ours), collapsed(&real), "ours:\n{ours}\nreal:\n{real}");
+    assert!(ours.lines().filter(|l| l.starts_with("       0:")).count() == 20);
+}
+
+#[test]
+fn the_live_display_redraws_header_and_t_lines_in_place() {
+    let args = ["-t2", "-p80", "-i1000", "-l60"];
+    let (ours, _) = run_rtlab(&args);
+    let real = run_real(&args);
+    let frames = |t: &str| t.split("\x1b[4A").map(|f| shapes(f)).collect::<Vec<_>>();
+    let (o, r) = (frames(&ours), frames(&real));
+    assert!(o.len() >= 3, "{ours:?}");
+    assert_eq!(o[1], r[1], "a middle frame\nours {ours:?}\nreal {real:?}");
+    assert_eq!(o.last().unwrap().len(), r.last().unwrap().len());
+}
+
+// ---- exact figures through the simulation mode ----
+
+const SAMPLES: &str = "1000\n2000\n2500\n70000\n3000\n";
+
+fn sim(args: &[&str], samples: &str) -> (String, std::process::Output, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = samples_file(dir.path(), samples);
+    let out = rtlab().args(["cyclictest", "-i", "1000", "--simulate", &spec]).args(args).output().unwrap();
+    (String::from_utf8(out.stdout.clone()).unwrap(), out, dir)
+}
+
+#[test]
+fn the_histogram_block_counts_exactly() {
+    let (s, _, _) = sim(&["-q", "-h", "60", "--compat", "2.4"], SAMPLES);
+    assert!(s.contains("000001 000001\n000002 000002\n000003 000001\n"), "{s}");
+    assert!(s.contains("# Total: 000000004\n"), "{s}");
+    assert!(s.contains("# Min Latencies: 00001\n# Avg Latencies: 00015\n# Max Latencies: 00070\n"), "{s}");
+    assert!(
+        s.contains("# Histogram Overflows: 00001\n# Histogram Overflow at cycle number:\n# Thread 0: 00004\n"),
+        "{s}"
+    );
+}
+
+#[test]
+fn json_values_are_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("j.json");
+    let (_, out, _d) = sim(&["-q", "-h", "60", &format!("--json={}", p.display())], SAMPLES);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let t = &v["thread"]["0"];
+    assert_eq!((t["cycles"].as_u64(), t["min"].as_i64(), t["max"].as_i64()), (Some(5), Some(1), Some(70)));
+    assert_eq!(t["avg"].as_f64(), Some(15.7));
+    assert_eq!(t["histogram"], serde_json::json!({"1": 1, "2": 2, "3": 1}));
+}
+
+#[test]
+fn spikes_are_listed_in_time_order_with_the_total() {
+    let (s, _, _) = sim(&["-q", "--spike", "2"], SAMPLES);
+    let spikes: Vec<&str> = s.lines().filter(|l| l.contains("Spike:")).collect();
+    assert_eq!(spikes.len(), 2, "{s}");
+    assert!(
+        spikes[0].starts_with("T: 0 Spike:      70: TS: ") && spikes[1].starts_with("T: 0 Spike:       3: TS: "),
+        "{s}"
+    );
+    assert!(s.contains("spikes = 2\n"), "{s}");
+}
+
+#[test]
+fn a_breaktrace_hit_exits_3_with_cyclictests_footer() {
+    let (s, out, _) = sim(&["-q", "-b", "50"], SAMPLES);
+    assert_eq!(out.status.code(), Some(3), "cyclictest exits 0 here; rtlab says the threshold was hit");
+    assert!(s.contains("# Thread Ids: ") && s.contains("# Break value: 70\n"), "{s}");
+    assert!(s.contains("C:      4 "), "stopped at the 4th sample: {s}");
+}
+
+#[test]
+fn missed_periods_are_counted_and_shown() {
+    let (s, _, _) = sim(&["-q"], "1000\n2500000\n1000\n");
+    assert!(s.ends_with("# Missed periods: 00002\n"), "{s}");
+    let (s, _, _) = sim(&["-q"], SAMPLES);
+    assert!(!s.contains("Missed"), "nothing added when no period was missed: {s}");
+}
+
+#[test]
+fn a_negative_latency_never_wraps() {
+    let (s, _, _) = sim(&["-q", "-h", "10"], "-3000\n2000\n");
+    assert!(s.contains("# Min Latencies: -0003\n"), "{s}");
+    assert!(s.contains("000000 000001\n"), "counted in bucket 0: {s}");
+}
+
+#[test]
+fn histfile_receives_the_histogram_instead_of_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let hf = dir.path().join("hist.txt");
+    let (s, _, _) = sim(&["-q", "-h", "60", &format!("--histfile={}", hf.display())], SAMPLES);
+    assert!(!s.contains("# Histogram"), "{s}");
+    assert!(std::fs::read_to_string(&hf).unwrap().starts_with("# Histogram\n000001 000001\n"));
+}
+
+// ---- behaviour ----
+
+fn refused(args: &[&str]) -> String {
+    let out = rtlab().arg("cyclictest").args(args).timeout(Duration::from_secs(20)).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    err
+}
+
+#[test]
+fn impossible_values_and_unknown_options_are_errors_not_help() {
+    assert!(refused(&["-i", "0"]).contains("'0'"));
+    assert!(refused(&["-t", "0"]).contains("at least 1 thread"));
+    assert!(refused(&["-l", "-5"]).contains("negative"));
+    assert!(refused(&["-h", "0"]).contains("'0' is zero"));
+    assert!(refused(&["--bogus"]).contains("'--bogus'"));
+    assert!(refused(&["--policy", "fast"]).contains("'fast'"));
+    assert!(refused(&["-c", "2"]).contains("CLOCK_REALTIME"));
+    assert!(refused(&["-o", "5"]).contains("-v"));
+    assert!(refused(&["-A", "--secaligned"]).contains("cannot be combined"));
+    assert!(refused(&["-a", "99"]).contains("does not exist"));
+}
+
+#[test]
+fn removed_options_say_what_replaced_them() {
+    assert!(refused(&["--numa"]).contains("removed in rt-tests 2.0"));
+    assert!(refused(&["-f"]).contains("ftrace options were removed"));
+}
+
+#[test]
+fn help_is_long_help_with_exit_0_and_h_is_the_histogram() {
+    let out = rtlab().args(["cyclictest", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(help.contains("--histogram <US>") && help.contains("-h"), "{help}");
+}
+
+#[test]
+fn loops_end_the_run_when_the_first_thread_reaches_them() {
+    let (s, _) = run_rtlab(&["-t2", "-p80", "-i500", "-l400", "-q"]);
+    let c: Vec<u64> = Regex::new(r"C: *(\d+)").unwrap().captures_iter(&s).map(|c| c[1].parse().unwrap()).collect();
+    assert_eq!(c[0], 400, "{s}");
+    assert!(c[1] < 400, "thread 1 (interval 1000 µs) stopped with thread 0: {s}");
+}
+
+#[test]
+fn invoked_as_cyclictest_it_behaves_as_cyclictest() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("cyclictest");
+    std::os::unix::fs::symlink(rtlab_path(), &link).unwrap();
+    let out = Std::new(&link).args(["-t1", "-p80", "-l50", "-q"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(shapes(&s).len(), 3, "{s}");
+    assert!(s.lines().nth(1).unwrap().starts_with("T: 0 ("), "{s}");
+}
+
+#[test]
+fn sigusr1_prints_cyclictests_status_block_to_stderr() {
+    let child = Std::new(rtlab_path())
+        .args(["cyclictest", "-t1", "-p80", "-q", "-i", "1000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let pid = child.id().to_string();
+    Std::new("kill").args(["-USR1", &pid]).status().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    Std::new("kill").args(["-INT", &pid]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.starts_with("#---------------------------\n# cyclictest current status:\nT: 0 ("), "{err}");
+    assert!(String::from_utf8(out.stdout).unwrap().contains("T: 0 ("), "final line after SIGINT");
+}
+
+#[test]
+fn the_fifo_hands_out_the_current_t_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ct.fifo");
+    let child = Std::new(rtlab_path())
+        .args(["cyclictest", "-t2", "-p80", "-q", "-i", "1000", "-F"])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !fifo.exists() {
+        assert!(std::time::Instant::now() < deadline, "fifo never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let text = std::fs::read_to_string(&fifo).unwrap();
+    Std::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let _ = child.wait_with_output();
+    assert_eq!(text.lines().filter(|l| l.starts_with("T: ")).count(), 2, "{text:?}");
+    assert!(!fifo.exists(), "the fifo is removed at the end");
+}
+
+#[test]
+fn sched_other_runs_without_rt_privileges_and_rt_requests_degrade_with_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let bin = dir.path().join("cyclictest");
+    std::fs::copy(rtlab_path(), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |args: &[&str]| {
+        let mut c = if is_root() {
+            let mut c = Std::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]).arg(&bin);
+            c
+        } else {
+            Std::new(&bin)
+        };
+        c.args(args).output().unwrap()
+    };
+    let other = run(&["-t1", "-l100", "-q", "--laptop"]);
+    assert_eq!(other.status.code(), Some(0), "{}", String::from_utf8_lossy(&other.stderr));
+    assert!(String::from_utf8_lossy(&other.stdout).contains("T: 0 ("));
+    let fifo = run(&["-t1", "-l100", "-q", "-p80", "--laptop"]);
+    assert_eq!(fifo.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&fifo.stderr);
+    assert!(err.contains("rtlab: warning: thread 0 could not get SCHED fifo:80"), "{err}");
+}
