@@ -23,20 +23,22 @@ pub struct RunResult {
     pub tool: Tool,
     /// argv of the run.
     pub command_line: Vec<String>,
-    /// When the threads were released (RFC 3339, UTC).
-    pub start_time: String,
+    /// When the threads were released (RFC 3339, UTC); `null` when an imported file lacks it.
+    pub start_time: Option<String>,
     /// When the threads were joined (RFC 3339, UTC).
-    pub end_time: String,
+    pub end_time: Option<String>,
     /// Wall-clock length of the run (s).
-    pub duration_s: f64,
+    pub duration_s: Option<f64>,
     /// Why the run ended.
     pub end_reason: EndReason,
     /// True when the samples came from the simulation mode, not from this machine.
     pub simulated: bool,
+    /// Where the data came from when it was imported (`null` for rtlab's own runs).
+    pub source: Option<Source>,
     /// The machine.
     pub environment: Environment,
-    /// The configuration as applied.
-    pub config: Config,
+    /// The configuration as applied (`null` for imported data, whose configuration is not known).
+    pub config: Option<Config>,
     /// Per measuring thread.
     pub threads: Vec<ThreadResult>,
     /// All threads together.
@@ -45,6 +47,21 @@ pub struct RunResult {
     pub warnings: Vec<WarningRecord>,
     /// Pass/fail against `--max-latency`/`--breaktrace`.
     pub verdict: Verdict,
+}
+
+/// The origin of imported data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// `cyclictest-json`, `cyclictest-histogram` or `cyclictest-quiet`.
+    pub format: String,
+    /// The file it was read from.
+    pub file: String,
+    /// The writer's version, when the file says (`2.10`, `2.40`).
+    pub tool_version: Option<String>,
+    /// The writer's command line, when the file says.
+    pub command_line: Option<String>,
+    /// The unit of the file's figures: `us` or `ns`.
+    pub unit: String,
 }
 
 /// Name and version of the writer.
@@ -181,6 +198,18 @@ pub struct HistogramRecord {
     pub range_ns: u64,
     /// Non-empty buckets, ascending.
     pub buckets: Vec<Bucket>,
+    /// Samples outside the buckets whose values are unknown (imported cyclictest overflows);
+    /// `null` for rtlab's own histograms, which keep every sample.
+    pub unbinned: Option<Unbinned>,
+}
+
+/// Samples known only to be at least some value (cyclictest's histogram overflows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unbinned {
+    /// How many.
+    pub count: u64,
+    /// Every one of them is at least this (ns).
+    pub at_least_ns: u64,
 }
 
 /// One histogram bucket: samples with `lo_ns ≤ latency < hi_ns`.
@@ -199,10 +228,10 @@ pub struct Bucket {
 pub struct Stats {
     /// Samples recorded.
     pub cycles: u64,
-    /// Periods missed (wakeups more than one interval late).
-    pub missed: u64,
-    /// Samples with negative latency (clock steps).
-    pub negative: u64,
+    /// Periods missed (wakeups more than one interval late); `null` when not known (imports).
+    pub missed: Option<u64>,
+    /// Samples with negative latency (clock steps); `null` when not known.
+    pub negative: Option<u64>,
     /// Minimum latency (ns).
     pub min_ns: Option<i64>,
     /// Maximum latency (ns).
@@ -217,12 +246,16 @@ pub struct Stats {
     pub mean_ns: Option<f64>,
     /// True population standard deviation (ns).
     pub stdev_ns: Option<f64>,
-    /// Percentiles (ns): upper bounds, less than one bucket above the true value.
+    /// Percentiles (ns): upper bounds at most one bucket above the true value; `null` when
+    /// there is no histogram or the percentile lies above its range.
     pub percentiles_ns: BTreeMap<String, Option<i64>>,
+    /// Percentiles that lie among unbinned samples: only a lower bound (ns) is known.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub percentiles_above_ns: BTreeMap<String, i64>,
     /// Samples above `--max-latency`.
     pub over_threshold: u64,
-    /// The histogram.
-    pub histogram: HistogramRecord,
+    /// The histogram (`null` when the source had none).
+    pub histogram: Option<HistogramRecord>,
 }
 
 /// One measuring thread.
@@ -233,22 +266,22 @@ pub struct ThreadResult {
     /// CPU the thread was pinned to (`null` = not pinned).
     pub cpu: Option<usize>,
     /// CPUs it was allowed on, as read back.
-    pub cpus_allowed: String,
+    pub cpus_allowed: Option<String>,
     /// CPU it ran on last.
     pub last_cpu: Option<usize>,
     /// Policy in force (read back).
-    pub policy: Policy,
+    pub policy: Option<Policy>,
     /// Priority in force (read back).
-    pub priority: u32,
+    pub priority: Option<u32>,
     /// SCHED_DEADLINE parameters in force.
     pub deadline: Option<DeadlineParams>,
     /// Interval (ns).
-    pub interval_ns: i64,
+    pub interval_ns: Option<i64>,
     /// Timer slack in force (ns).
     pub timer_slack_ns: Option<u64>,
     /// Last wakeup minus the ideal absolute schedule (ns): bounded for absolute methods,
     /// accumulating for relative ones.
-    pub drift_ns: i64,
+    pub drift_ns: Option<i64>,
     /// Statistics.
     #[serde(flatten)]
     pub stats: Stats,
@@ -259,8 +292,8 @@ pub struct ThreadResult {
 pub struct AllResult {
     /// Number of threads merged.
     pub threads: usize,
-    /// Policy of the threads, or `mixed`.
-    pub policy: String,
+    /// Policy of the threads, or `mixed` (`null` when not known).
+    pub policy: Option<String>,
     /// Priority if all threads had the same.
     pub priority: Option<u32>,
     /// The CPUs the threads were pinned to (list format), `null` if none was pinned.
@@ -329,8 +362,8 @@ fn rfc3339(t: SystemTime) -> String {
 fn stats_of(s: &Summary, start: SystemTime) -> Stats {
     Stats {
         cycles: s.cycles,
-        missed: s.missed,
-        negative: s.negative,
+        missed: Some(s.missed),
+        negative: Some(s.negative),
         min_ns: s.min_ns,
         max_ns: s.max_ns,
         max_at_cycle: s.max_at_cycle,
@@ -339,12 +372,14 @@ fn stats_of(s: &Summary, start: SystemTime) -> Stats {
         mean_ns: s.mean_ns(),
         stdev_ns: s.stdev_ns(),
         percentiles_ns: s.percentiles(),
+        percentiles_above_ns: BTreeMap::new(),
         over_threshold: s.over.count,
-        histogram: HistogramRecord {
+        histogram: Some(HistogramRecord {
             bucket_ns: s.counts.layout().bucket_ns,
             range_ns: s.counts.layout().range_ns,
             buckets: s.counts.nonzero().map(|(lo_ns, hi_ns, count)| Bucket { lo_ns, hi_ns, count }).collect(),
-        },
+            unbinned: None,
+        }),
     }
 }
 
@@ -360,14 +395,14 @@ fn thread_result(t: &ThreadOutcome, start: SystemTime) -> ThreadResult {
     ThreadResult {
         thread: t.plan.index,
         cpu: t.plan.cpu,
-        cpus_allowed: t.cpus_allowed.to_string(),
+        cpus_allowed: Some(t.cpus_allowed.to_string()),
         last_cpu: t.last_cpu,
-        policy: t.sched.policy,
-        priority: t.sched.priority,
+        policy: Some(t.sched.policy),
+        priority: Some(t.sched.priority),
         deadline: deadline_of(&t.sched),
-        interval_ns: t.plan.interval_ns,
+        interval_ns: Some(t.plan.interval_ns),
         timer_slack_ns: t.timer_slack_ns,
-        drift_ns: t.outcome.drift_ns,
+        drift_ns: Some(t.outcome.drift_ns),
         stats: stats_of(&t.summary, start),
     }
 }
@@ -449,6 +484,13 @@ fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime,
     }
 }
 
+/// `Some(Some(v))` when every thread has `v`, `Some(None)` when they differ, `None` when
+/// there is no thread.
+fn common<T: PartialEq + Copy>(threads: &[ThreadResult], f: impl Fn(&ThreadResult) -> T) -> Option<Option<T>> {
+    let first = f(threads.first()?);
+    Some(threads.iter().all(|t| f(t) == first).then_some(first))
+}
+
 /// What the engine does not know: the command line, the environment and the configuration.
 #[derive(Clone, Debug)]
 pub struct Provenance {
@@ -486,10 +528,6 @@ impl RunResult {
         if all.cycles == 0 {
             warnings.push(Warning::NoSamples);
         }
-        let same = |f: &dyn Fn(&ThreadResult) -> String| {
-            let first = threads.first().map(f);
-            threads.iter().all(|t| Some(f(t)) == first).then_some(first).flatten()
-        };
         let cpus = CpuSet::from_cpus(out.threads.iter().filter_map(|t| t.plan.cpu));
         let threshold = p.config.max_latency_ns.or(p.config.breaktrace_ns);
         let mut config = p.config;
@@ -500,17 +538,22 @@ impl RunResult {
             schema: SCHEMA.into(),
             tool: Tool::this(),
             command_line: p.command_line,
-            start_time: rfc3339(out.start),
-            end_time: rfc3339(out.end),
-            duration_s: out.end.duration_since(out.start).unwrap_or_default().as_secs_f64(),
+            start_time: Some(rfc3339(out.start)),
+            end_time: Some(rfc3339(out.end)),
+            duration_s: Some(out.end.duration_since(out.start).unwrap_or_default().as_secs_f64()),
             end_reason: out.end_reason,
             simulated: p.simulated,
+            source: None,
             environment: p.environment,
-            config,
+            config: Some(config),
             all: AllResult {
                 threads: threads.len(),
-                policy: same(&|t| t.policy.to_string()).unwrap_or_else(|| "mixed".into()),
-                priority: same(&|t| t.priority.to_string()).and_then(|s| s.parse().ok()),
+                policy: match common(&threads, |t| t.policy) {
+                    Some(Some(Some(p))) => Some(p.to_string()),
+                    Some(None) => Some("mixed".into()),
+                    _ => None,
+                },
+                priority: common(&threads, |t| t.priority).flatten().flatten(),
                 cpu: (!cpus.is_empty()).then(|| cpus.to_string()),
                 max_at_thread: all.max_at_thread,
                 stats: stats_of(&all, out.start),

@@ -16,14 +16,14 @@ pub struct Environment {
     /// Preemption model: `none`, `voluntary`, `full`, `lazy`, `rt`, or `dynamic` when the
     /// kernel is PREEMPT_DYNAMIC and the mode in force cannot be read.
     pub preempt_model: Option<String>,
-    /// True on a PREEMPT_RT kernel.
-    pub preempt_rt: bool,
+    /// True on a PREEMPT_RT kernel (`null` when not known).
+    pub preempt_rt: Option<bool>,
     /// CPU model name.
     pub cpu_model: Option<String>,
     /// Online CPUs (list format).
-    pub online_cpus: String,
+    pub online_cpus: Option<String>,
     /// Number of online CPUs.
-    pub cpu_count: usize,
+    pub cpu_count: Option<usize>,
     /// CPUs isolated with `isolcpus=` (list format), if any.
     pub isolated_cpus: Option<String>,
     /// CPUs in `nohz_full=` (list format), if any.
@@ -40,8 +40,8 @@ pub struct Environment {
     pub machine: Option<String>,
     /// NUMA node of each CPU (index = CPU number); all 0 without NUMA.
     pub numa_node_of_cpu: Vec<usize>,
-    /// Privileges, limits and RT throttling settings.
-    pub privileges: Privileges,
+    /// Privileges, limits and RT throttling settings (`null` for imported data).
+    pub privileges: Option<Privileges>,
 }
 
 fn read(path: &str) -> Option<String> {
@@ -104,6 +104,29 @@ fn numa_nodes(ncpus: usize) -> Vec<usize> {
 }
 
 impl Environment {
+    /// An environment of which nothing is known (imports fill what their file says).
+    pub fn unknown() -> Environment {
+        Environment {
+            hostname: None,
+            kernel_release: None,
+            kernel_version: None,
+            preempt_model: None,
+            preempt_rt: None,
+            cpu_model: None,
+            online_cpus: None,
+            cpu_count: None,
+            isolated_cpus: None,
+            nohz_full_cpus: None,
+            clocksource: None,
+            governor: None,
+            virtualization: None,
+            kernel_cmdline: None,
+            machine: None,
+            numa_node_of_cpu: Vec::new(),
+            privileges: None,
+        }
+    }
+
     /// Reads the environment of this machine.
     pub fn capture() -> Environment {
         let version = read("/proc/sys/kernel/version");
@@ -126,11 +149,11 @@ impl Environment {
                 version.as_deref(),
                 realtime,
             ),
-            preempt_rt: realtime || version.as_deref().is_some_and(|v| v.contains("PREEMPT_RT")),
+            preempt_rt: Some(realtime || version.as_deref().is_some_and(|v| v.contains("PREEMPT_RT"))),
             kernel_version: version,
             cpu_model: cpuinfo_field(&cpuinfo, "model name").or_else(|| cpuinfo_field(&cpuinfo, "Model")),
-            online_cpus: online.to_string(),
-            cpu_count: online.len(),
+            online_cpus: Some(online.to_string()),
+            cpu_count: Some(online.len()),
             isolated_cpus: read("/sys/devices/system/cpu/isolated"),
             nohz_full_cpus: read("/sys/devices/system/cpu/nohz_full").filter(|s| s != "(null)"),
             clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
@@ -139,7 +162,7 @@ impl Environment {
             kernel_cmdline: read("/proc/cmdline"),
             machine: Some(std::env::consts::ARCH.to_string()),
             numa_node_of_cpu: numa_nodes(online.cpus().last().map_or(1, |c| c + 1)),
-            privileges: Privileges::current(),
+            privileges: Some(Privileges::current()),
         }
     }
 }
@@ -165,7 +188,7 @@ mod tests {
     fn capturing_this_machine_finds_its_kernel_and_cpus() {
         let e = Environment::capture();
         assert!(e.kernel_release.is_some());
-        assert!(e.cpu_count >= 1);
-        assert!(!e.online_cpus.is_empty());
+        assert!(e.cpu_count >= Some(1));
+        assert!(e.online_cpus.is_some_and(|c| !c.is_empty()));
     }
 }

@@ -62,8 +62,18 @@ fn shape(line: &str) -> String {
     Regex::new(r"\d+").unwrap().replace_all(line, "N").into_owned()
 }
 
+/// Line shapes. rtlab's one addition, the "# Missed periods:" line it prints only when a
+/// period was missed (cyclictest hides those), is checked for its own form and set aside.
 fn shapes(text: &str) -> Vec<String> {
-    text.split('\n').map(shape).collect()
+    let missed = Regex::new(r"^# Missed periods:( \d{5})+$").unwrap();
+    text.split('\n')
+        .filter(|l| {
+            let extra = l.starts_with("# Missed periods:");
+            assert!(!extra || missed.is_match(l), "{l:?}");
+            !extra
+        })
+        .map(shape)
+        .collect()
 }
 
 /// Shapes with runs of identical histogram rows or sample lines collapsed (their count varies).
@@ -408,7 +418,12 @@ fn the_fifo_hands_out_the_current_t_lines() {
     let text = std::fs::read_to_string(&fifo).unwrap();
     Std::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     let _ = child.wait_with_output();
-    assert_eq!(text.lines().filter(|l| l.starts_with("T: ")).count(), 2, "{text:?}");
+    // One set of T: lines per read (two threads); a slow reader may see a second set.
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(!lines.is_empty() && lines.len() % 2 == 0, "{text:?}");
+    for (i, l) in lines.iter().enumerate() {
+        assert!(l.starts_with(&format!("T: {} (", i % 2)) && shape(l).starts_with("T "), "{text:?}");
+    }
     assert!(!fifo.exists(), "the fifo is removed at the end");
 }
 

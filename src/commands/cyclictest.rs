@@ -180,7 +180,9 @@ impl FifoServer {
                     Ok(mut f) => {
                         let text = latest.lock().map(|t| t.clone()).unwrap_or_default();
                         let _ = f.write_all(text.as_bytes());
-                        std::thread::sleep(std::time::Duration::from_micros(250));
+                        drop(f);
+                        // Give the reader time to see end-of-file before the next writer opens.
+                        std::thread::sleep(std::time::Duration::from_millis(100));
                     }
                     Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
                 }

@@ -57,8 +57,8 @@ pub fn rfc2822(t: SystemTime) -> String {
     )
 }
 
-fn parse_rfc3339(s: &str) -> SystemTime {
-    humantime::parse_rfc3339_weak(s).unwrap_or(UNIX_EPOCH)
+fn parse_rfc3339(s: Option<&str>) -> SystemTime {
+    s.and_then(|s| humantime::parse_rfc3339_weak(s).ok()).unwrap_or(UNIX_EPOCH)
 }
 
 fn jstr(s: &str) -> String {
@@ -77,15 +77,15 @@ impl Exporter for CyclictestJson {
             Version::V2_4 => "2.40",
         };
         let _ = writeln!(s, "  \"rt_test_version:\": \"{version}\",");
-        let _ = writeln!(s, "  \"start_time\": \"{}\",", rfc2822(parse_rfc3339(&r.start_time)));
-        let _ = writeln!(s, "  \"end_time\": \"{}\",", rfc2822(parse_rfc3339(&r.end_time)));
+        let _ = writeln!(s, "  \"start_time\": \"{}\",", rfc2822(parse_rfc3339(r.start_time.as_deref())));
+        let _ = writeln!(s, "  \"end_time\": \"{}\",", rfc2822(parse_rfc3339(r.end_time.as_deref())));
         let _ = writeln!(s, "  \"return_code\": {},", self.return_code);
         s += "  \"sysinfo\": {\n    \"sysname\": \"Linux\",\n";
         let _ = writeln!(s, "    \"nodename\": {},", jstr(e.hostname.as_deref().unwrap_or("")));
         let _ = writeln!(s, "    \"release\": {},", jstr(e.kernel_release.as_deref().unwrap_or("")));
         let _ = writeln!(s, "    \"version\": {},", jstr(e.kernel_version.as_deref().unwrap_or("")));
         let _ = writeln!(s, "    \"machine\": {},", jstr(e.machine.as_deref().unwrap_or("")));
-        let _ = writeln!(s, "    \"realtime\": {}\n  }},", i32::from(e.preempt_rt));
+        let _ = writeln!(s, "    \"realtime\": {}\n  }},", i32::from(e.preempt_rt == Some(true)));
         let _ = writeln!(s, "  \"num_threads\": {},", r.threads.len());
         let _ = writeln!(s, "  \"resolution_in_ns\": {},", i32::from(self.nsecs));
         s += "  \"thread\": {\n";
@@ -97,9 +97,10 @@ impl Exporter for CyclictestJson {
                     let rows: Vec<String> = t
                         .stats
                         .histogram
-                        .buckets
                         .iter()
-                        .filter(|b| b.hi_ns <= size && t.stats.histogram.bucket_ns == 1000)
+                        .filter(|h| h.bucket_ns == 1000)
+                        .flat_map(|h| h.buckets.iter())
+                        .filter(|b| b.hi_ns <= size)
                         .map(|b| format!("        \"{}\": {}", b.lo_ns / 1000, b.count))
                         .collect();
                     s += "      \"histogram\": {";

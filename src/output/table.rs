@@ -6,23 +6,33 @@ use crate::measure::stats::LiveSnapshot;
 use crate::result::{RunResult, Stats};
 use crate::rt::sched::{Policy, SchedParams};
 
-fn policy_label(policy: Policy, priority: u32) -> String {
-    if policy.is_realtime_priority() {
-        format!("{policy}:{priority}")
-    } else {
-        policy.to_string()
+fn policy_label(policy: Option<Policy>, priority: Option<u32>) -> String {
+    match (policy, priority) {
+        (Some(p), Some(prio)) if p.is_realtime_priority() => format!("{p}:{prio}"),
+        (Some(p), _) => p.to_string(),
+        (None, Some(prio)) => format!("P:{prio}"),
+        (None, None) => "-".into(),
     }
 }
 
+/// A percentile cell: the value, `>X` when only a lower bound is known, `-` when unknown.
 fn pct(s: &Stats, k: &str, u: Unit) -> String {
-    u.fmt_opt(s.percentiles_ns.get(k).copied().flatten())
+    match (s.percentiles_ns.get(k).copied().flatten(), s.percentiles_above_ns.get(k)) {
+        (Some(v), _) => u.fmt(v),
+        (None, Some(lo)) => format!(">{}", u.fmt(*lo)),
+        (None, None) => "-".into(),
+    }
+}
+
+fn opt_count(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
 fn row(label: &str, cpu: &str, policy: &str, s: &Stats, u: Unit) -> String {
     format!(
         "{label:>6} {cpu:>4} {policy:>9} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}",
         s.cycles,
-        s.missed,
+        opt_count(s.missed),
         u.fmt_opt(s.min_ns),
         s.mean_ns.map_or("-".into(), |m| u.fmt_f(m)),
         pct(s, "50", u),
@@ -38,7 +48,17 @@ fn row(label: &str, cpu: &str, policy: &str, s: &Stats, u: Unit) -> String {
 /// The final summary of a result: one row per thread, an ALL row, then warnings and verdict.
 pub fn summary(r: &RunResult, u: Unit) -> String {
     let l = u.label();
-    let mut out = format!(
+    let mut out = String::new();
+    if let Some(src) = &r.source {
+        out += &format!(
+            "imported from {} ({}{}){}\n",
+            src.file,
+            src.format,
+            src.tool_version.as_ref().map(|v| format!(" {v}")).unwrap_or_default(),
+            src.command_line.as_ref().map(|c| format!(": {c}")).unwrap_or_default()
+        );
+    }
+    out += &format!(
         "{:>6} {:>4} {:>9} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}\n",
         "thread",
         "cpu",
@@ -61,25 +81,30 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
         out.push('\n');
     }
     if r.threads.len() > 1 {
-        let pol = match r.all.priority {
-            Some(p) => r.all.policy.parse().map(|pp| policy_label(pp, p)).unwrap_or(r.all.policy.clone()),
-            None => r.all.policy.clone(),
+        let pol = match (&r.all.policy, r.all.priority) {
+            (Some(p), prio) => policy_label(p.parse().ok(), prio).replace('-', p),
+            (None, _) => "-".into(),
         };
         out += &row("ALL", "", &pol, &r.all.stats, u);
         out.push('\n');
     }
-    if let (Some(max), Some(t)) = (r.all.stats.max_ns, r.all.max_at_thread.or(Some(0))) {
-        let at = r.all.stats.max_at_cycle.unwrap_or(0);
-        let when = r.all.stats.max_at_time.as_deref().unwrap_or("?");
-        out += &format!("max {} {l} on thread {t} at cycle {at} ({when})\n", u.fmt(max));
+    if let Some(max) = r.all.stats.max_ns {
+        let t = r.all.max_at_thread.unwrap_or(0);
+        let at = r.all.stats.max_at_cycle.map(|c| format!(" at cycle {c}")).unwrap_or_default();
+        let when = r.all.stats.max_at_time.as_ref().map(|w| format!(" ({w})")).unwrap_or_default();
+        out += &format!("max {} {l} on thread {t}{at}{when}\n", u.fmt(max));
     }
-    for t in r.threads.iter().filter(|_| !r.config.method.is_absolute()) {
-        out += &format!(
-            "thread {}: period drift {} µs after {} cycles (relative sleeps accumulate every cycle's overhead)\n",
-            t.thread,
-            Unit::Micros.fmt(t.drift_ns),
-            t.stats.cycles
-        );
+    if r.config.as_ref().is_some_and(|c| !c.method.is_absolute()) {
+        for t in &r.threads {
+            if let Some(d) = t.drift_ns {
+                out += &format!(
+                    "thread {}: period drift {} µs after {} cycles (relative sleeps accumulate every cycle's overhead)\n",
+                    t.thread,
+                    Unit::Micros.fmt(d),
+                    t.stats.cycles
+                );
+            }
+        }
     }
     for w in &r.warnings {
         out += &format!("warning: {}\n", w.message);
@@ -106,7 +131,7 @@ pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u:
             "{:>6} {:>4} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}\n",
             t.index,
             t.cpu.map_or("-".into(), |c| c.to_string()),
-            policy_label(policy, priority),
+            policy_label(Some(policy), Some(priority)),
             s.cycles,
             opt(s.cur),
             opt(s.min),
