@@ -9,8 +9,10 @@
 pub mod cli;
 pub mod commands;
 pub mod export;
+pub mod import;
 pub mod measure;
 pub mod output;
 pub mod result;
 pub mod rt;
 pub mod sysinfo;
+pub mod timefmt;

@@ -49,6 +49,8 @@ fn run(args: Vec<String>) -> Result<i32, (i32, String)> {
             let opts = a.into_options().map_err(|e| (2, e.0))?;
             commands::run::execute(opts, args).map_err(|e| (1, e.0))
         }
+        Command::Import(a) => commands::import::import(a),
+        Command::Show(a) => commands::import::show(a),
         Command::Cyclictest { args: rest } => {
             let mut ct = vec!["cyclictest".to_string()];
             ct.extend(rest);

@@ -355,9 +355,7 @@ pub struct Verdict {
     pub message: String,
 }
 
-fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_micros(t).to_string()
-}
+use crate::timefmt::rfc3339;
 
 fn stats_of(s: &Summary, start: SystemTime) -> Stats {
     Stats {

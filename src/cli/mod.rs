@@ -1,6 +1,7 @@
 //! Command-line definitions (clap), one file per subcommand, and validation into typed options.
 
 pub mod cyclictest;
+pub mod import;
 pub mod parse;
 pub mod run;
 
@@ -33,6 +34,10 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Turn cyclictest output (--json, -h/-H histogram, -q lines) into rtlab's RunResult.
+    Import(import::ImportArgs),
+    /// Print the summary table of a RunResult (or of any cyclictest output file).
+    Show(import::ShowArgs),
 }
 
 /// Turns a clap error into cyclictest-style help (`Ok`) or a one-line usage error.

@@ -4,8 +4,9 @@
 
 use super::Exporter;
 use crate::result::RunResult;
+use crate::timefmt::rfc2822;
 use std::fmt::Write as _;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Which rt-tests release to imitate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,36 +30,8 @@ pub struct CyclictestJson {
     pub return_code: i32,
 }
 
-/// RFC 2822 date in UTC, as cyclictest's `strftime("%a, %d %b %Y %H:%M:%S %z")` prints it.
-pub fn rfc2822(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MO: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    format!(
-        "{}, {:02} {} {} {:02}:{:02}:{:02} +0000",
-        WD[days.rem_euclid(7) as usize],
-        day,
-        MO[(month - 1) as usize],
-        year,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 fn parse_rfc3339(s: Option<&str>) -> SystemTime {
-    s.and_then(|s| humantime::parse_rfc3339_weak(s).ok()).unwrap_or(UNIX_EPOCH)
+    s.and_then(crate::timefmt::parse_rfc3339).unwrap_or(UNIX_EPOCH)
 }
 
 fn jstr(s: &str) -> String {
@@ -127,18 +100,5 @@ impl Exporter for CyclictestJson {
         }
         s += "  }\n}\n";
         Ok(s.into_bytes())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_are_rfc_2822_in_utc() {
-        let t = UNIX_EPOCH + Duration::from_secs(1_795_312_936); // 2026-11-22 02:02:16 UTC
-        assert_eq!(rfc2822(t), "Sun, 22 Nov 2026 02:02:16 +0000");
-        assert_eq!(rfc2822(UNIX_EPOCH), "Thu, 01 Jan 1970 00:00:00 +0000");
-        assert_eq!(rfc2822(UNIX_EPOCH + Duration::from_secs(951_782_400)), "Tue, 29 Feb 2000 00:00:00 +0000");
     }
 }

@@ -119,6 +119,8 @@ pub enum EndReason {
     Signal,
     /// A sample crossed `--breaktrace`.
     Breaktrace,
+    /// Not known (imported data).
+    Unknown,
 }
 
 /// What one thread obtained and measured.

@@ -1,0 +1,58 @@
+//! `rtlab import` and `rtlab show`.
+
+use crate::cli::import::{ImportArgs, ShowArgs};
+use crate::cli::UsageError;
+use crate::export::{json::Json, write_output, Exporter};
+use crate::import::import_file;
+use crate::output::table;
+use crate::output::units::Unit;
+use std::io::Write;
+
+/// Imports every file; malformed input is a usage error (exit 2) naming the file and line.
+pub fn import(args: ImportArgs) -> Result<i32, (i32, String)> {
+    let unit = args.unit.map(|u| u.to_unit());
+    let to_dir = args.output.is_dir();
+    if args.files.len() > 1 && !to_dir {
+        return Err((
+            2,
+            UsageError(format!(
+                "-o {}: with {} input files, -o must be an existing directory (one NAME.json per input)",
+                args.output.display(),
+                args.files.len()
+            ))
+            .0,
+        ));
+    }
+    if !to_dir && args.output.as_os_str() != "-" {
+        crate::cli::run::check_writable_target(&args.output, "-o").map_err(|e| (2, e.0))?;
+    }
+    for file in &args.files {
+        let result = import_file(file, unit).map_err(|e| (2, e.to_string()))?;
+        let bytes = Json.serialize(&result).map_err(|e| (1, e))?;
+        let target = if to_dir {
+            let stem = file.file_stem().map_or_else(|| "import".into(), |s| s.to_string_lossy().into_owned());
+            args.output.join(format!("{stem}.json"))
+        } else {
+            args.output.clone()
+        };
+        write_output(&target, &bytes).map_err(|e| (1, format!("cannot write {}: {e}", target.display())))?;
+        if target.as_os_str() != "-" {
+            eprintln!(
+                "{} → {} ({} threads, {} samples)",
+                file.display(),
+                target.display(),
+                result.threads.len(),
+                result.all.stats.cycles
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// Prints the summary table of a result file.
+pub fn show(args: ShowArgs) -> Result<i32, (i32, String)> {
+    let result = import_file(&args.file, args.unit.map(|u| u.to_unit())).map_err(|e| (2, e.to_string()))?;
+    let unit = if args.nsecs { Unit::Nanos } else { Unit::Micros };
+    let _ = std::io::stdout().write_all(table::summary(&result, unit).as_bytes());
+    Ok(0)
+}

@@ -1,0 +1,386 @@
+//! Import of cyclictest's outputs into RunResult: `--json` (2.4 and 2.10), the `-h/-H`
+//! histogram text (2.4 dense with `# Total:`, 2.10 sparse) and the `-q` `T:` lines. Min, max,
+//! average and counts are kept exactly as cyclictest printed them; percentiles come from the
+//! histogram, and one that falls among the overflows is only bounded ("above range").
+
+pub mod cyclictest_json;
+pub mod cyclictest_text;
+
+use crate::measure::engine::EndReason;
+use crate::measure::histogram::PERCENTILES;
+use crate::result::{
+    AllResult, Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Tool, Unbinned, Verdict, VerdictStatus,
+};
+use crate::sysinfo::Environment;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+/// Why a file could not be imported: the file, the line when known, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError {
+    /// The file.
+    pub file: String,
+    /// 1-based line number, when the problem has one.
+    pub line: Option<usize>,
+    /// What is wrong, with the fix when there is one.
+    pub message: String,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{l}: {}", self.file, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// The unit of a file's figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Microseconds (cyclictest's default).
+    Micros,
+    /// Nanoseconds (`-N`).
+    Nanos,
+}
+
+impl Unit {
+    /// Nanoseconds per unit.
+    pub fn ns(self) -> i64 {
+        match self {
+            Unit::Micros => 1000,
+            Unit::Nanos => 1,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Unit::Micros => "us",
+            Unit::Nanos => "ns",
+        }
+    }
+}
+
+/// One thread as a cyclictest file states it, in the file's unit.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ThreadFigures {
+    /// Samples.
+    pub cycles: u64,
+    /// Minimum, maximum (`None` without samples).
+    pub min: Option<i64>,
+    /// Maximum.
+    pub max: Option<i64>,
+    /// Average as printed (`None` for cyclictest's `nan`).
+    pub avg: Option<f64>,
+    /// CPU (`None` when unpinned).
+    pub cpu: Option<usize>,
+    /// Priority (`T:` lines only).
+    pub priority: Option<u32>,
+    /// Interval in µs (`T:` lines only).
+    pub interval_us: Option<i64>,
+    /// Missed periods, when the file is rtlab's and says.
+    pub missed: Option<u64>,
+    /// Histogram counts per bucket index (one bucket = one unit).
+    pub histogram: Option<BTreeMap<u64, u64>>,
+    /// Samples beyond the histogram (overflows).
+    pub overflows: u64,
+    /// Every overflow is at least this many units (the histogram's size, or a lower bound).
+    pub range: u64,
+}
+
+fn percentiles(
+    h: &HistogramRecord,
+    cycles: u64,
+    max_ns: Option<i64>,
+) -> (BTreeMap<String, Option<i64>>, BTreeMap<String, i64>) {
+    let mut exact = BTreeMap::new();
+    let mut above = BTreeMap::new();
+    for (k, q) in PERCENTILES {
+        if cycles == 0 {
+            exact.insert(k.to_string(), None);
+            continue;
+        }
+        let rank = ((q * cycles as f64).ceil() as u64).clamp(1, cycles);
+        let mut seen = 0;
+        let hit = h.buckets.iter().find(|b| {
+            seen += b.count;
+            seen >= rank
+        });
+        match hit {
+            Some(b) => {
+                let top = i64::try_from(b.hi_ns).unwrap_or(i64::MAX);
+                exact.insert(k.to_string(), Some(max_ns.map_or(top, |m| top.min(m))));
+            }
+            None => {
+                exact.insert(k.to_string(), None);
+                above.insert(k.to_string(), h.unbinned.map_or(0, |u| u.at_least_ns as i64));
+            }
+        }
+    }
+    (exact, above)
+}
+
+/// The statistics of one thread as a file states them.
+pub fn stats_of(f: &ThreadFigures, unit: Unit) -> Stats {
+    let u = unit.ns();
+    let scale = |v: i64| v.saturating_mul(u);
+    let histogram = f.histogram.as_ref().map(|h| HistogramRecord {
+        bucket_ns: u as u64,
+        range_ns: f.range.saturating_mul(u as u64),
+        buckets: h
+            .iter()
+            .filter(|(_, c)| **c > 0)
+            .map(|(k, c)| Bucket {
+                lo_ns: k.saturating_mul(u as u64),
+                hi_ns: (k + 1).saturating_mul(u as u64),
+                count: *c,
+            })
+            .collect(),
+        unbinned: (f.overflows > 0)
+            .then_some(Unbinned { count: f.overflows, at_least_ns: f.range.saturating_mul(u as u64) }),
+    });
+    let max_ns = f.max.map(scale);
+    let (percentiles_ns, percentiles_above_ns) = match &histogram {
+        Some(h) => percentiles(h, f.cycles, max_ns),
+        None => (PERCENTILES.iter().map(|(k, _)| (k.to_string(), None)).collect(), BTreeMap::new()),
+    };
+    Stats {
+        cycles: f.cycles,
+        missed: f.missed,
+        negative: None,
+        min_ns: f.min.map(scale),
+        max_ns,
+        max_at_cycle: None,
+        max_at_ns: None,
+        max_at_time: None,
+        // avg has two decimals in µs: whole nanoseconds keep it exact.
+        mean_ns: f.avg.map(|a| if u == 1 { a } else { (a * u as f64).round() }),
+        stdev_ns: None,
+        percentiles_ns,
+        percentiles_above_ns,
+        over_threshold: 0,
+        histogram,
+    }
+}
+
+/// All threads together: counts add up, min and max combine, the mean is the
+/// cycle-weighted mean of the printed averages, histograms merge when every thread has one.
+fn all_of(threads: &[ThreadResult]) -> AllResult {
+    let stats: Vec<&Stats> = threads.iter().map(|t| &t.stats).collect();
+    let cycles: u64 = stats.iter().map(|s| s.cycles).sum();
+    let max_thread =
+        threads.iter().filter(|t| t.stats.max_ns.is_some()).max_by_key(|t| t.stats.max_ns).map(|t| t.thread);
+    let mean = if cycles > 0 && stats.iter().all(|s| s.cycles == 0 || s.mean_ns.is_some()) {
+        Some(stats.iter().map(|s| s.mean_ns.unwrap_or(0.0) * s.cycles as f64).sum::<f64>() / cycles as f64)
+    } else {
+        None
+    };
+    let histogram = if stats.iter().all(|s| s.histogram.is_some()) && !stats.is_empty() {
+        let hs: Vec<&HistogramRecord> = stats.iter().filter_map(|s| s.histogram.as_ref()).collect();
+        let mut counts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        for b in hs.iter().flat_map(|h| h.buckets.iter()) {
+            *counts.entry((b.lo_ns, b.hi_ns)).or_default() += b.count;
+        }
+        let unbinned_count: u64 = hs.iter().filter_map(|h| h.unbinned).map(|u| u.count).sum();
+        let at_least = hs.iter().filter_map(|h| h.unbinned).map(|u| u.at_least_ns).min();
+        Some(HistogramRecord {
+            bucket_ns: hs[0].bucket_ns,
+            range_ns: hs.iter().map(|h| h.range_ns).min().unwrap_or(0),
+            buckets: counts.into_iter().map(|((lo_ns, hi_ns), count)| Bucket { lo_ns, hi_ns, count }).collect(),
+            unbinned: at_least.map(|a| Unbinned { count: unbinned_count, at_least_ns: a }),
+        })
+    } else {
+        None
+    };
+    let max_ns = stats.iter().filter_map(|s| s.max_ns).max();
+    let (percentiles_ns, percentiles_above_ns) = match &histogram {
+        Some(h) => percentiles(h, cycles, max_ns),
+        None => (PERCENTILES.iter().map(|(k, _)| (k.to_string(), None)).collect(), BTreeMap::new()),
+    };
+    let missed = stats.iter().map(|s| s.missed).sum::<Option<u64>>();
+    AllResult {
+        threads: threads.len(),
+        policy: None,
+        priority: None,
+        cpu: None,
+        max_at_thread: max_thread,
+        stats: Stats {
+            cycles,
+            missed,
+            negative: None,
+            min_ns: stats.iter().filter_map(|s| s.min_ns).min(),
+            max_ns,
+            max_at_cycle: None,
+            max_at_ns: None,
+            max_at_time: None,
+            mean_ns: mean,
+            stdev_ns: None,
+            percentiles_ns,
+            percentiles_above_ns,
+            over_threshold: 0,
+            histogram,
+        },
+    }
+}
+
+/// What a parser found besides the threads.
+#[derive(Clone, Debug, Default)]
+pub struct Provenance {
+    /// cyclictest's command line.
+    pub command_line: Option<String>,
+    /// cyclictest's version.
+    pub tool_version: Option<String>,
+    /// Start and end (RFC 3339).
+    pub start_time: Option<String>,
+    /// End.
+    pub end_time: Option<String>,
+    /// What the file says of the machine.
+    pub environment: Option<Environment>,
+}
+
+/// Builds a RunResult from parsed threads.
+pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[ThreadFigures]) -> RunResult {
+    let threads: Vec<ThreadResult> = figures
+        .iter()
+        .enumerate()
+        .map(|(i, f)| ThreadResult {
+            thread: i,
+            cpu: f.cpu,
+            cpus_allowed: None,
+            last_cpu: None,
+            policy: None,
+            priority: f.priority,
+            deadline: None,
+            interval_ns: f.interval_us.map(|i| i * 1000),
+            timer_slack_ns: None,
+            drift_ns: None,
+            stats: stats_of(f, unit),
+        })
+        .collect();
+    let duration = match (&p.start_time, &p.end_time) {
+        (Some(a), Some(b)) => crate::timefmt::parse_rfc3339(a)
+            .zip(crate::timefmt::parse_rfc3339(b))
+            .and_then(|(a, b)| b.duration_since(a).ok())
+            .map(|d| d.as_secs_f64()),
+        _ => None,
+    };
+    RunResult {
+        schema: crate::result::SCHEMA.into(),
+        tool: Tool::this(),
+        command_line: p
+            .command_line
+            .as_deref()
+            .map(|c| c.split_whitespace().map(String::from).collect())
+            .unwrap_or_default(),
+        start_time: p.start_time,
+        end_time: p.end_time,
+        duration_s: duration,
+        end_reason: EndReason::Unknown,
+        simulated: false,
+        source: Some(Source {
+            format: format.into(),
+            file: file.display().to_string(),
+            tool_version: p.tool_version,
+            command_line: p.command_line,
+            unit: unit.name().into(),
+        }),
+        environment: p.environment.unwrap_or_else(Environment::unknown),
+        config: None,
+        all: all_of(&threads),
+        threads,
+        warnings: vec![],
+        verdict: Verdict {
+            status: VerdictStatus::NotChecked,
+            threshold_ns: None,
+            exceeded: vec![],
+            tracemark_written: false,
+            message: "no latency threshold was given (--max-latency)".into(),
+        },
+    }
+}
+
+/// Reads `path` and imports whatever cyclictest output it holds (or an rtlab RunResult).
+/// `unit` overrides the unit where a text format cannot say (`-N` runs).
+pub fn import_file(path: &Path, unit: Option<Unit>) -> Result<RunResult, ImportError> {
+    let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
+    let bytes = std::fs::read(path).map_err(|e| err(None, format!("cannot read: {e}")))?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(err(None, "the file is empty; give a cyclictest --json file, -h/-H histogram or -q output".into()));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        err(
+            None,
+            format!(
+                "binary data at byte {}: not cyclictest output (expected text or JSON)",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })?;
+    if text.contains('\0') {
+        return Err(err(None, "binary data (NUL bytes): not cyclictest output".into()));
+    }
+    if text.trim_start().starts_with('{') {
+        if text.contains("\"schema\": \"rtlab.run/1\"") || text.contains("\"schema\":\"rtlab.run/1\"") {
+            return serde_json::from_str(&text)
+                .map_err(|e| err(Some(e.line()), format!("not a valid rtlab.run/1 file: {e}")));
+        }
+        return cyclictest_json::parse(path, &text);
+    }
+    cyclictest_text::parse(path, &text, unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const FIXTURES: [&str; 6] = [
+        include_str!("../../tests/fixtures/cyclictest/v2.10-t2-H60.json"),
+        include_str!("../../tests/fixtures/cyclictest/v2.4-t1-nohist.json"),
+        include_str!("../../tests/fixtures/cyclictest/v2.4-hist-t1-h60.txt"),
+        include_str!("../../tests/fixtures/cyclictest/v2.10-histofall-t2-H60.txt"),
+        include_str!("../../tests/fixtures/cyclictest/v2.4-quiet-t2.txt"),
+        include_str!("../../tests/fixtures/cyclictest/v2.4-t2-h80.stdout.txt"),
+    ];
+
+    fn parse_any(text: &str) {
+        let p = Path::new("fuzz");
+        let _ = cyclictest_json::parse(p, text);
+        let _ = cyclictest_text::parse(p, text, None);
+        let _ = cyclictest_text::parse(p, text, Some(Unit::Nanos));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn parsers_never_panic_on_arbitrary_text(s in "\\PC{0,300}") {
+            parse_any(&s);
+        }
+
+        #[test]
+        fn parsers_never_panic_on_mutated_cyclictest_output(
+            which in 0usize..FIXTURES.len(),
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), "[0-9a-z# \\t\\n:{}\",.-]{0,3}", 0usize..6), 1..8),
+        ) {
+            let mut text = FIXTURES[which].to_string();
+            for (at, insert, cut) in edits {
+                let mut pos = at.index(text.len().max(1));
+                while !text.is_char_boundary(pos) { pos -= 1; }
+                let mut end = (pos + cut).min(text.len());
+                while !text.is_char_boundary(end) { end += 1; }
+                text.replace_range(pos..end, &insert);
+            }
+            parse_any(&text);
+        }
+
+        #[test]
+        fn dropping_lines_never_panics(which in 0usize..FIXTURES.len(), keep in proptest::collection::vec(any::<bool>(), 200)) {
+            let text: String = FIXTURES[which].lines().zip(keep.iter().cycle()).filter(|(_, k)| **k).map(|(l, _)| format!("{l}\n")).collect();
+            parse_any(&text);
+        }
+    }
+}
