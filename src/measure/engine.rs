@@ -287,15 +287,6 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let privileges = Privileges::current();
     let mut warnings = Vec::new();
 
-    let mut mlocked = false;
-    if plan.mlockall && !sim {
-        match memory::lock_all() {
-            Ok(()) => mlocked = true,
-            Err(e) => {
-                warnings.push(Warning::MlockFailed { why: format!("{e}; {}", privileges.explain_mlock_denied()) })
-            }
-        }
-    }
     let mut dma = None;
     if let (Some(us), false) = (plan.dma_latency_us, sim) {
         match DmaLatencyGuard::acquire(us) {
@@ -372,6 +363,19 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     }
     statuses.sort_by_key(|s| s.index);
 
+    // Lock memory once every thread has mapped and touched its stack, histogram and ring, so
+    // that everything the measuring loops use is locked. MCL_FUTURE only when locking is not
+    // limited: under a finite RLIMIT_MEMLOCK it would make later allocations fail.
+    let mut mlocked = false;
+    if plan.mlockall && !sim {
+        let unlimited = privileges.cap_ipc_lock || privileges.rlimit_memlock_bytes.is_none();
+        match memory::lock_all(unlimited) {
+            Ok(()) => mlocked = true,
+            Err(e) => {
+                warnings.push(Warning::MlockFailed { why: format!("{e}; {}", privileges.explain_mlock_denied()) })
+            }
+        }
+    }
     if let (Some(cpus), false) = (&plan.main_affinity, sim) {
         if let Err(e) = affinity::set_current_thread(cpus) {
             warnings.push(Warning::MainAffinityFailed { cpus: cpus.to_string(), why: e.to_string() });

@@ -2,11 +2,12 @@
 
 use std::io;
 
-/// Locks all current and future pages of the process into RAM (`mlockall(MCL_CURRENT |
-/// MCL_FUTURE)`).
-pub fn lock_all() -> io::Result<()> {
+/// Locks all current pages of the process into RAM (`mlockall(MCL_CURRENT)`), and with
+/// `future` every page mapped later too (`MCL_FUTURE`).
+pub fn lock_all(future: bool) -> io::Result<()> {
+    let flags = libc::MCL_CURRENT | if future { libc::MCL_FUTURE } else { 0 };
     // SAFETY: mlockall takes flags only.
-    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    let rc = unsafe { libc::mlockall(flags) };
     if rc == 0 {
         Ok(())
     } else {
