@@ -45,7 +45,7 @@ fn statistics_of_known_samples_come_out_exactly() {
         json!({"bucket_ns": 1000, "range_ns": 10000000, "buckets": [
             {"lo_ns": 1000, "hi_ns": 2000, "count": 1}, {"lo_ns": 2000, "hi_ns": 3000, "count": 1},
             {"lo_ns": 3000, "hi_ns": 4000, "count": 1}, {"lo_ns": 4000, "hi_ns": 5000, "count": 1},
-            {"lo_ns": 10000, "hi_ns": 11000, "count": 1}]})
+            {"lo_ns": 10000, "hi_ns": 11000, "count": 1}], "unbinned": null})
     );
     let t1 = &r["threads"][1];
     assert_eq!((t1["cycles"].as_u64(), t1["missed"].as_u64()), (Some(3), Some(2)));
