@@ -453,3 +453,36 @@ fn sched_other_runs_without_rt_privileges_and_rt_requests_degrade_with_a_warning
     let err = String::from_utf8_lossy(&fifo.stderr);
     assert!(err.contains("rtlab: warning: thread 0 could not get SCHED fifo:80"), "{err}");
 }
+
+#[test]
+fn smi_counting_works_where_the_msr_exists_and_says_why_not_elsewhere() {
+    assert!(refused(&["--smi", "-l", "10"]).contains("must be pinned"));
+    let intel = std::fs::read_to_string("/proc/cpuinfo").unwrap().contains("GenuineIntel");
+    let msr = std::fs::File::open("/dev/cpu/0/msr").is_ok();
+    let (s, out) = run_rtlab(&["--smi", "-a", "0", "-t1", "-l", "20", "-q"]);
+    if intel && msr {
+        assert_eq!(out.status.code(), Some(0));
+        assert!(Regex::new(r"SMI: *\d+$").unwrap().is_match(s.lines().last().unwrap()), "{s}");
+    } else {
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--smi:") && (err.contains("Intel") || err.contains("msr")), "{err}");
+    }
+}
+
+#[test]
+fn deepest_idle_state_limits_cpuidle_where_it_exists_and_says_why_not_elsewhere() {
+    let state1 = std::path::Path::new("/sys/devices/system/cpu/cpu0/cpuidle/state1/disable");
+    let before = std::fs::read_to_string(state1).ok();
+    let (_, out) = run_rtlab(&["--deepest-idle-state", "0", "-a", "0", "-t1", "-l", "20", "-q"]);
+    match before {
+        Some(b) if is_root() => {
+            assert_eq!(out.status.code(), Some(0));
+            assert_eq!(std::fs::read_to_string(state1).unwrap(), b, "restored after the run");
+        }
+        _ => {
+            assert_ne!(out.status.code(), Some(0));
+            assert!(String::from_utf8_lossy(&out.stderr).contains("--deepest-idle-state"));
+        }
+    }
+}

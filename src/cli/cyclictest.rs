@@ -328,6 +328,9 @@ impl CyclictestArgs {
             }
         }
         if self.smi {
+            if self.affinity.is_none() && !self.smp {
+                return Err(usage("--smi counts per CPU, so the threads must be pinned: add -a or -S".into()));
+            }
             crate::rt::msr::SmiCounter::check(&online).map_err(usage)?;
         }
 
