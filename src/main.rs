@@ -50,6 +50,8 @@ fn run(args: Vec<String>) -> Result<i32, (i32, String)> {
             commands::run::execute(opts, args).map_err(|e| (1, e.0))
         }
         Command::Import(a) => commands::import::import(a),
+        Command::Load(a) => commands::load::execute(a),
+        Command::LoadWorker { spec } => commands::load::worker(&spec),
         Command::Show(a) => commands::import::show(a),
         Command::Cyclictest { args: rest } => {
             let mut ct = vec!["cyclictest".to_string()];

@@ -43,6 +43,9 @@ pub struct RunResult {
     pub threads: Vec<ThreadResult>,
     /// All threads together.
     pub all: AllResult,
+    /// Background loads and the throughput each achieved during the run.
+    #[serde(default)]
+    pub loads: Vec<crate::load::LoadResult>,
     /// Warnings (downgrades, missed periods, clock steps…).
     pub warnings: Vec<WarningRecord>,
     /// Pass/fail against `--max-latency`/`--breaktrace`.
@@ -558,6 +561,7 @@ impl RunResult {
             },
             verdict: verdict(&out.threads, threshold, out.start, out.tracemark_written),
             threads,
+            loads: Vec::new(),
             warnings: warnings.into_iter().map(WarningRecord::from).collect(),
         }
     }

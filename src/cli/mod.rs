@@ -2,6 +2,7 @@
 
 pub mod cyclictest;
 pub mod import;
+pub mod load;
 pub mod parse;
 pub mod run;
 
@@ -38,6 +39,14 @@ pub enum Command {
     Import(import::ImportArgs),
     /// Print the summary table of a RunResult (or of any cyclictest output file).
     Show(import::ShowArgs),
+    /// Run background loads alone and print the throughput each achieved.
+    Load(load::LoadArgs),
+    /// One worker of a `mode=process` load (internal).
+    #[command(name = "load-worker", hide = true)]
+    LoadWorker {
+        /// The worker's load spec.
+        spec: String,
+    },
 }
 
 /// Turns a clap error into cyclictest-style help (`Ok`) or a one-line usage error.

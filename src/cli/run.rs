@@ -155,6 +155,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// Background load beside the measurement (repeatable), e.g. cpu:workers=2,policy=idle;
+    /// see `rtlab load --help` for the SPEC syntax
+    #[arg(long = "load", value_name = "SPEC", value_parser = super::load::parse_spec)]
+    pub loads: Vec<crate::load::LoadSpec>,
+
+    /// Allow an RT-priority busy load on every CPU even with RT throttling disabled
+    #[arg(long)]
+    pub force: bool,
+
     /// Simulated probe: seed:N or file:PATH (testing only)
     #[arg(long, value_name = "SPEC", hide = true, value_parser = Simulation::parse)]
     pub simulate: Option<Simulation>,
@@ -173,6 +182,8 @@ pub struct RunOptions {
     pub unit: Unit,
     /// `-q`.
     pub quiet: bool,
+    /// Background loads.
+    pub loads: Vec<crate::load::LoadSpec>,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -231,6 +242,9 @@ impl RunArgs {
             check_writable_target(p, "--json")?;
         }
         let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
+        let bounded = self.loops.is_some() || self.duration.is_some();
+        crate::load::check_safety(&self.loads, bounded, self.force, &crate::rt::privileges::Privileges::current())
+            .map_err(usage)?;
         if sim
             && self.loops.is_none()
             && self.duration.is_none()
@@ -362,6 +376,7 @@ impl RunArgs {
             json: self.json,
             unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
             quiet: self.quiet,
+            loads: self.loads,
         })
     }
 }

@@ -2,4 +2,5 @@
 
 pub mod cyclictest;
 pub mod import;
+pub mod load;
 pub mod run;

@@ -2,6 +2,7 @@
 
 use crate::cli::run::RunOptions;
 use crate::export::{json::Json, write_output, Exporter};
+use crate::load::LoadSet;
 use crate::measure::engine::{self, Signals};
 use crate::output::live::LiveView;
 use crate::output::table;
@@ -23,14 +24,23 @@ pub fn execute(opts: RunOptions, command_line: Vec<String>) -> Result<i32, RunEr
     let draw = !opts.quiet && !to_stdout && std::io::stdout().is_terminal();
     let mut view = LiveView::new(draw, opts.unit);
     let simulated = opts.plan.simulate.is_some();
-    let out = engine::run(&opts.plan, &mut view, &signals).map_err(|e| RunError(e.to_string()))?;
-    let result = RunResult::build(Provenance { command_line, environment, config: opts.config, simulated }, &out);
+    // Simulated probes get no real load: their samples would not depend on it.
+    let loads =
+        if simulated || opts.loads.is_empty() { None } else { Some(LoadSet::start(&opts.loads).map_err(RunError)?) };
+    let out = engine::run(&opts.plan, &mut view, &signals).map_err(|e| RunError(e.to_string()));
+    let load_results = loads.map(LoadSet::stop).unwrap_or_default();
+    let out = out?;
+    let mut result = RunResult::build(Provenance { command_line, environment, config: opts.config, simulated }, &out);
+    result.loads = load_results;
 
     if let Some(path) = &opts.json {
         let bytes = Json.serialize(&result).map_err(RunError)?;
         write_output(path, &bytes).map_err(|e| RunError(format!("cannot write --json {}: {e}", path.display())))?;
     }
-    let summary = table::summary(&result, opts.unit);
+    let mut summary = table::summary(&result, opts.unit);
+    if !result.loads.is_empty() {
+        summary += &crate::commands::load::table(&result.loads);
+    }
     if to_stdout {
         let _ = std::io::stderr().write_all(summary.as_bytes());
     } else {

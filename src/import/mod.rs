@@ -291,6 +291,7 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[Th
         config: None,
         all: all_of(&threads),
         threads,
+        loads: vec![],
         warnings: vec![],
         verdict: Verdict {
             status: VerdictStatus::NotChecked,

@@ -12,6 +12,8 @@ impl ClockId {
     /// CLOCK_REALTIME: wall-clock time; can step (NTP, `date -s`), which cyclictest turns into
     /// wrapped, huge latencies.
     pub const REALTIME: ClockId = ClockId(libc::CLOCK_REALTIME);
+    /// CPU time consumed by the calling thread.
+    pub const THREAD_CPUTIME: ClockId = ClockId(libc::CLOCK_THREAD_CPUTIME_ID);
 
     /// The raw clock id for libc calls.
     pub fn raw(self) -> libc::clockid_t {

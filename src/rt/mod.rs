@@ -13,6 +13,7 @@ pub mod memory;
 pub mod msr;
 pub mod pm_qos;
 pub mod privileges;
+pub mod process;
 pub mod sched;
 pub mod signals;
 pub mod thread;

@@ -1,0 +1,80 @@
+//! `rtlab load` and the hidden `rtlab load-worker`.
+
+use crate::cli::load::LoadArgs;
+use crate::export::write_output;
+use crate::load::{check_safety, LoadResult, LoadSet};
+use crate::measure::engine::Signals;
+use crate::rt::privileges::Privileges;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+/// A rate with an SI prefix.
+pub fn si(v: f64) -> String {
+    let (d, p) = if v >= 1e9 {
+        (1e9, "G")
+    } else if v >= 1e6 {
+        (1e6, "M")
+    } else if v >= 1e3 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    format!("{:.2} {p}", v / d)
+}
+
+/// The throughput table.
+pub fn table(results: &[LoadResult]) -> String {
+    let mut s = format!("{:<40} {:>7} {:>10} {:>24} {:>11}\n", "load", "workers", "policy", "throughput", "cpu/worker");
+    for r in results {
+        let util = r.utilization.map_or("-".into(), |u| format!("{:.0} %", u * 100.0));
+        let _ = writeln!(
+            s,
+            "{:<40} {:>7} {:>10} {:>24} {:>11}",
+            r.spec,
+            r.workers,
+            r.policy,
+            format!("{}{}/s", si(r.rate_per_s), r.unit),
+            util
+        );
+        for w in &r.warnings {
+            let _ = writeln!(s, "warning: load '{}': {w}", r.spec);
+        }
+    }
+    s
+}
+
+/// Runs the loads alone for the duration (or until SIGINT/SIGTERM) and prints their throughput.
+pub fn execute(args: LoadArgs) -> Result<i32, (i32, String)> {
+    check_safety(&args.specs, true, args.force, &Privileges::current()).map_err(|e| (2, e))?;
+    if let Some(p) = &args.json {
+        crate::cli::run::check_writable_target(p, "--json").map_err(|e| (2, e.0))?;
+    }
+    let signals = Signals::install().map_err(|e| (1, format!("cannot install signal handlers: {e}")))?;
+    let set = LoadSet::start(&args.specs).map_err(|e| (1, e))?;
+    let end = Instant::now() + args.duration;
+    while Instant::now() < end && !signals.stop.load(Relaxed) {
+        std::thread::sleep(end.saturating_duration_since(Instant::now()).min(Duration::from_millis(50)));
+    }
+    let results = set.stop();
+    if let Some(p) = &args.json {
+        let doc = serde_json::json!({ "schema": "rtlab.load/1", "tool_version": env!("CARGO_PKG_VERSION"), "loads": results });
+        let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| (1, e.to_string()))?;
+        bytes.push(b'\n');
+        write_output(p, &bytes).map_err(|e| (1, format!("cannot write --json {}: {e}", p.display())))?;
+    }
+    let text = table(&results);
+    if args.json.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    Ok(0)
+}
+
+/// `rtlab load-worker SPEC`: one worker of a `mode=process` load.
+pub fn worker(spec: &str) -> Result<i32, (i32, String)> {
+    let spec = spec.parse().map_err(|e| (2, e))?;
+    crate::load::worker_main(&spec).map_err(|e| (1, e))?;
+    Ok(0)
+}

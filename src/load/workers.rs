@@ -1,0 +1,172 @@
+//! The work each load worker does, counting it in a shared counter.
+
+use super::spec::Kind;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// How often a worker publishes its count and checks for the stop flag (units of work).
+const CHUNK: u64 = 4096;
+
+/// Runs one in-process worker of `kind` until `stop`, adding its work to `ops` and the CPU
+/// time of any helper threads it starts to `cpu_ns` (the caller adds its own).
+pub fn run(kind: &Kind, id: usize, ops: &AtomicU64, stop: &AtomicBool, cpu_ns: &AtomicU64) -> Result<(), String> {
+    match kind {
+        Kind::Cpu { int: false } => {
+            // The Leibniz series for π, one term per op.
+            let (mut k, mut sum) = (0u64, 0f64);
+            while !stop.load(Relaxed) {
+                for _ in 0..CHUNK {
+                    let term = 1.0 / (2 * k + 1) as f64;
+                    sum += if k % 2 == 0 { term } else { -term };
+                    k += 1;
+                }
+                ops.fetch_add(CHUNK, Relaxed);
+            }
+            std::hint::black_box(sum);
+            Ok(())
+        }
+        Kind::Cpu { int: true } => {
+            let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ id as u64;
+            let mut acc = 0u64;
+            while !stop.load(Relaxed) {
+                for _ in 0..CHUNK {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    acc = acc.wrapping_add(x.count_ones() as u64).rotate_left(3);
+                }
+                ops.fetch_add(CHUNK, Relaxed);
+            }
+            std::hint::black_box(acc);
+            Ok(())
+        }
+        Kind::Memory { bytes } => {
+            let half = (bytes / 2).max(4096);
+            let mut buf = vec![1u8; half * 2];
+            while !stop.load(Relaxed) {
+                let (a, b) = buf.split_at_mut(half);
+                b.copy_from_slice(a);
+                std::hint::black_box(&mut *b);
+                a.copy_from_slice(b);
+                std::hint::black_box(&mut *a);
+                ops.fetch_add(2 * half as u64, Relaxed);
+            }
+            Ok(())
+        }
+        Kind::Io { block, dir } => io_worker(*block, dir, id, ops, stop),
+        Kind::Messaging { fds, size, pipe } => messaging_group(*fds, *size, *pipe, ops, stop, cpu_ns),
+        Kind::Command { .. } => Err("command loads run as processes".into()),
+    }
+}
+
+/// A temporary directory removed when dropped.
+struct TempDir(PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes `block`-byte blocks with fsync, rewinding every 64 MiB so the disk use stays bounded.
+fn io_worker(block: usize, dir: &Path, id: usize, ops: &AtomicU64, stop: &AtomicBool) -> Result<(), String> {
+    let tmp = TempDir(dir.join(format!(
+        ".rtlab-io-{}-{id}-{}",
+        std::process::id(),
+        crate::rt::clock::now(crate::rt::clock::ClockId::MONOTONIC)
+    )));
+    std::fs::create_dir(&tmp.0).map_err(|e| format!("io load: cannot create {}: {e}", tmp.0.display()))?;
+    let mut f = std::fs::File::create(tmp.0.join("data")).map_err(|e| format!("io load: {e}"))?;
+    let data = vec![0x5au8; block];
+    let mut written = 0usize;
+    while !stop.load(Relaxed) {
+        f.write_all(&data).and_then(|_| f.sync_data()).map_err(|e| format!("io load: write failed: {e}"))?;
+        written += block;
+        ops.fetch_add(block as u64, Relaxed);
+        if written >= 64 << 20 {
+            f.rewind().map_err(|e| format!("io load: {e}"))?;
+            written = 0;
+        }
+    }
+    Ok(())
+}
+
+/// One hackbench group: `fds` senders write `size`-byte messages to each of `fds` receivers
+/// until stopped; the receivers count what arrives, in messages.
+fn messaging_group(
+    fds: usize,
+    size: usize,
+    pipe: bool,
+    ops: &AtomicU64,
+    stop: &AtomicBool,
+    cpu_ns: &AtomicU64,
+) -> Result<(), String> {
+    let thread_cpu =
+        || cpu_ns.fetch_add(crate::rt::clock::now(crate::rt::clock::ClockId::THREAD_CPUTIME).max(0) as u64, Relaxed);
+    let mut readers: Vec<Box<dyn Read + Send>> = Vec::with_capacity(fds);
+    let mut writers: Vec<Vec<Box<dyn Write + Send>>> = (0..fds).map(|_| Vec::with_capacity(fds)).collect();
+    for _ in 0..fds {
+        let (r, w): (Box<dyn Read + Send>, Box<dyn Write + Send>) = if pipe {
+            let (r, w) = std::io::pipe().map_err(|e| format!("messaging load: pipe: {e}"))?;
+            (Box::new(r), Box::new(w))
+        } else {
+            let (a, b) =
+                std::os::unix::net::UnixStream::pair().map_err(|e| format!("messaging load: socketpair: {e}"))?;
+            (Box::new(b), Box::new(a))
+        };
+        readers.push(r);
+        // Every sender gets its own handle on this receiver's channel.
+        let shared = Arc::new(std::sync::Mutex::new(w));
+        for sender in writers.iter_mut() {
+            sender.push(Box::new(SharedWriter(Arc::clone(&shared))));
+        }
+    }
+    std::thread::scope(|s| {
+        for mut r in readers {
+            s.spawn(move || {
+                let mut buf = vec![0u8; size.max(1)];
+                let mut bytes = 0u64;
+                loop {
+                    match r.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            bytes += n as u64;
+                            ops.fetch_add(bytes / size as u64, Relaxed);
+                            bytes %= size as u64;
+                        }
+                    }
+                }
+                thread_cpu();
+            });
+        }
+        for mut targets in writers {
+            s.spawn(move || {
+                let msg = vec![0x42u8; size];
+                'send: while !stop.load(Relaxed) {
+                    for t in targets.iter_mut() {
+                        if t.write_all(&msg).is_err() {
+                            break 'send;
+                        }
+                    }
+                }
+                drop(targets);
+                thread_cpu();
+            });
+        }
+    });
+    Ok(())
+}
+
+/// A receiver's write end shared by the group's senders; each message is written whole.
+struct SharedWriter(Arc<std::sync::Mutex<Box<dyn Write + Send>>>);
+impl Write for SharedWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let mut w = self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?;
+        w.write_all(b)?;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,110 @@
+//! Child processes for loads: each in its own process group, killed with SIGKILL if rtlab
+//! dies (parent-death signal), with its scheduling, nice value and CPU affinity applied before
+//! `exec` so the program never runs with anything else.
+
+use super::affinity::CpuSet;
+use super::sched::SchedParams;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+/// How a child is started.
+#[derive(Clone, Debug, Default)]
+pub struct SpawnOptions {
+    /// Scheduling for the child (inherited by its own children).
+    pub sched: Option<SchedParams>,
+    /// Nice value (SCHED_OTHER/BATCH).
+    pub nice: Option<i32>,
+    /// CPU affinity.
+    pub cpus: Option<CpuSet>,
+}
+
+/// Spawns `cmd` in a new process group with `PR_SET_PDEATHSIG(SIGKILL)` and `opts` applied.
+pub fn spawn(cmd: &mut Command, opts: &SpawnOptions) -> io::Result<Child> {
+    let sched = opts.sched;
+    let nice = opts.nice;
+    let mask = opts.cpus.as_ref().map(|set| {
+        // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+        let mut m: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in set.cpus() {
+            // SAFETY: CpuSet holds CPUs below CPU_SETSIZE.
+            unsafe { libc::CPU_SET(c, &mut m) };
+        }
+        m
+    });
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls on values prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            if let Some(m) = &mask {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), m) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if let Some(p) = &sched {
+                let attr = libc::sched_attr {
+                    size: std::mem::size_of::<libc::sched_attr>() as u32,
+                    sched_policy: p.policy.raw(),
+                    sched_flags: 0,
+                    sched_nice: p.nice,
+                    sched_priority: p.priority,
+                    sched_runtime: p.runtime_ns,
+                    sched_deadline: p.deadline_ns,
+                    sched_period: p.period_ns,
+                };
+                if libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const libc::sched_attr, 0u32) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if let Some(n) = nice {
+                if libc::setpriority(libc::PRIO_PROCESS, 0, n) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+/// Sends `signal` to every process of the group `pgid`.
+pub fn kill_group(pgid: u32, signal: i32) -> io::Result<()> {
+    // SAFETY: kill with a negative pid addresses a process group; no memory is involved.
+    if unsafe { libc::kill(-(pgid as libc::pid_t), signal) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the nice value of the calling thread (Linux applies `setpriority` to a thread id).
+pub fn set_thread_nice(nice: i32) -> io::Result<()> {
+    let tid = super::thread::tid();
+    // SAFETY: setpriority takes plain integers.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// User plus system CPU time consumed by the whole process so far (s).
+pub fn process_cpu_seconds() -> f64 {
+    // SAFETY: rusage is plain data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
