@@ -420,7 +420,7 @@ fn the_fifo_hands_out_the_current_t_lines() {
     let _ = child.wait_with_output();
     // One set of T: lines per read (two threads); a slow reader may see a second set.
     let lines: Vec<&str> = text.lines().collect();
-    assert!(!lines.is_empty() && lines.len() % 2 == 0, "{text:?}");
+    assert!(!lines.is_empty() && lines.len().is_multiple_of(2), "{text:?}");
     for (i, l) in lines.iter().enumerate() {
         assert!(l.starts_with(&format!("T: {} (", i % 2)) && shape(l).starts_with("T "), "{text:?}");
     }

@@ -48,7 +48,7 @@ impl Layout {
                 "--range ({range_ns} ns) must be at least the bucket size ({bucket_ns} ns) and 64 ns; use e.g. --range 10ms"
             ));
         }
-        if range_ns % bucket_ns != 0 {
+        if !range_ns.is_multiple_of(bucket_ns) {
             return Err(format!(
                 "--range ({range_ns} ns) must be a multiple of --bucket-size ({bucket_ns} ns); use e.g. --range {}ns",
                 range_ns.div_ceil(bucket_ns) * bucket_ns

@@ -43,11 +43,11 @@ impl Unit {
 /// A duration in ns as a short human string (`250 µs`, `1 ms`, `1.5 s`).
 pub fn human_ns(ns: i64) -> String {
     let a = ns.unsigned_abs();
-    if a >= 1_000_000_000 && a % 1_000_000 == 0 {
+    if a >= 1_000_000_000 && a.is_multiple_of(1_000_000) {
         format!("{} s", ns as f64 / 1e9)
-    } else if a >= 1_000_000 && a % 1_000 == 0 {
+    } else if a >= 1_000_000 && a.is_multiple_of(1_000) {
         format!("{} ms", ns as f64 / 1e6)
-    } else if a >= 1_000 && a % 1_000 == 0 || a >= 10_000 {
+    } else if a >= 1_000 && a.is_multiple_of(1_000) || a >= 10_000 {
         format!("{} µs", ns as f64 / 1e3)
     } else {
         format!("{ns} ns")
