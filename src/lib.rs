@@ -15,5 +15,6 @@ pub mod measure;
 pub mod output;
 pub mod result;
 pub mod rt;
+pub mod sweep;
 pub mod sysinfo;
 pub mod timefmt;

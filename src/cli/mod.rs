@@ -5,6 +5,7 @@ pub mod import;
 pub mod load;
 pub mod parse;
 pub mod run;
+pub mod sweep;
 
 use clap::{Parser, Subcommand};
 
@@ -41,6 +42,8 @@ pub enum Command {
     Show(import::ShowArgs),
     /// Run background loads alone and print the throughput each achieved.
     Load(load::LoadArgs),
+    /// Run a grid of configurations (load workers, kind, policy; probe policy; method).
+    Sweep(Box<sweep::SweepArgs>),
     /// One worker of a `mode=process` load (internal).
     #[command(name = "load-worker", hide = true)]
     LoadWorker {
@@ -67,11 +70,18 @@ pub fn clap_error(e: clap::Error, program: &str) -> Result<String, UsageError> {
             let first = text.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
             // Keep clap's hints (valid values, similar names) on the same line.
+            // Keep the names of missing required arguments, listed on the following lines.
+            let missing: Vec<&str> = if e.kind() == ErrorKind::MissingRequiredArgument {
+                text.lines().skip(1).take_while(|l| l.starts_with("  ")).map(str::trim).collect()
+            } else {
+                Vec::new()
+            };
             let hints: Vec<&str> = text
                 .lines()
                 .skip(1)
                 .map(str::trim)
                 .filter(|l| l.starts_with("[possible values") || l.starts_with("tip: a similar"))
+                .chain(missing)
                 .collect();
             let hints = if hints.is_empty() { String::new() } else { format!(" {}", hints.join(" ")) };
             Err(UsageError(format!("{first}{hints}; see {program} --help")))
@@ -88,5 +98,17 @@ impl Cli {
         T: Into<std::ffi::OsString> + Clone,
     {
         Cli::try_parse_from(args).map_err(|e| clap_error(e, "rtlab"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+        cyclictest::CyclictestArgs::command().debug_assert();
     }
 }

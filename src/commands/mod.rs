@@ -4,3 +4,4 @@ pub mod cyclictest;
 pub mod import;
 pub mod load;
 pub mod run;
+pub mod sweep;

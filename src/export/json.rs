@@ -7,6 +7,13 @@ use crate::result::RunResult;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Json;
 
+impl Json {
+    /// The bytes of a result, with the error as a runtime failure (exit 1).
+    pub fn serialize_result(&self, result: &RunResult) -> Result<Vec<u8>, (i32, String)> {
+        self.serialize(result).map_err(|e| (1, e))
+    }
+}
+
 impl Exporter for Json {
     fn serialize(&self, result: &RunResult) -> Result<Vec<u8>, String> {
         let mut v = serde_json::to_vec_pretty(result).map_err(|e| e.to_string())?;

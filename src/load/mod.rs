@@ -351,3 +351,46 @@ pub fn worker_main(spec: &LoadSpec) -> Result<(), String> {
     writeln!(out, "ops {ops} cpu_s {cpu}").map_err(|e| e.to_string())?;
     out.flush().map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn privileges(rt_runtime: i64) -> Privileges {
+        Privileges { sched_rt_runtime_us: Some(rt_runtime), ..Privileges::current() }
+    }
+
+    #[test]
+    fn rt_loads_need_a_bounded_run() {
+        let rt: Vec<LoadSpec> = vec!["cpu:policy=fifo:10".parse().unwrap()];
+        assert!(check_safety(&rt, false, false, &privileges(950_000)).unwrap_err().contains("bounded"));
+        assert!(check_safety(&rt, true, false, &privileges(950_000)).is_ok());
+        let other: Vec<LoadSpec> = vec!["cpu:workers=8".parse().unwrap()];
+        assert!(check_safety(&other, false, false, &privileges(-1)).is_ok());
+    }
+
+    #[test]
+    fn an_rt_busy_load_on_every_cpu_without_throttling_is_refused_unless_forced() {
+        let n = affinity::online_cpus().len();
+        let all: Vec<LoadSpec> = vec![format!("cpu:workers={n},policy=fifo:49").parse().unwrap()];
+        let e = check_safety(&all, true, false, &privileges(-1)).unwrap_err();
+        assert!(e.contains("RT throttling is disabled") && e.contains("--force"), "{e}");
+        assert!(check_safety(&all, true, true, &privileges(-1)).is_ok());
+        assert!(check_safety(&all, true, false, &privileges(950_000)).is_ok(), "throttling protects the machine");
+        let online = affinity::online_cpus();
+        let pinned: Vec<LoadSpec> = vec![format!("cpu:workers=1,policy=fifo:49,cpus={online}").parse().unwrap()];
+        assert!(check_safety(&pinned, true, false, &privileges(-1)).is_err(), "pinned to every CPU counts too");
+        let io: Vec<LoadSpec> = vec![format!("io:workers={n},policy=fifo:49").parse().unwrap()];
+        assert!(check_safety(&io, true, false, &privileges(-1)).is_ok(), "io sleeps in fsync; it is not busy");
+    }
+
+    #[test]
+    fn rates_are_ops_over_elapsed_time() {
+        let set = LoadSet::start(&["cpu:workers=1".parse().unwrap()]).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let r = &set.stop()[0];
+        assert!(r.ops > 0);
+        assert!((r.rate_per_s * r.elapsed_s - r.ops as f64).abs() < 1e-6 * r.ops as f64);
+        assert_eq!((r.kind.as_str(), r.unit.as_str(), r.workers), ("cpu", "terms", 1));
+    }
+}

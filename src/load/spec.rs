@@ -83,6 +83,15 @@ impl fmt::Display for LoadSched {
     }
 }
 
+/// `other`, `batch`, `idle`, `fifo:N` or `rr:N`.
+pub fn sched_text(s: LoadSched) -> String {
+    if s.is_realtime() {
+        format!("{}:{}", s.policy, s.priority)
+    } else {
+        s.policy.to_string()
+    }
+}
+
 /// Parses `other`, `batch`, `idle`, `fifo:N`, `rr:N`.
 pub fn parse_sched(s: &str) -> Result<LoadSched, String> {
     let (name, prio) = match s.split_once(':') {
@@ -149,7 +158,72 @@ fn count(v: &str, key: &str, max: usize) -> Result<usize, String> {
 impl LoadSpec {
     /// This spec with another number of workers (a sweep axis).
     pub fn with_workers(&self, workers: usize) -> LoadSpec {
-        LoadSpec { workers, ..self.clone() }
+        LoadSpec { workers, ..self.clone() }.rendered()
+    }
+
+    /// This spec with another scheduling (a sweep axis).
+    pub fn with_sched(&self, sched: LoadSched) -> LoadSpec {
+        LoadSpec { sched, ..self.clone() }.rendered()
+    }
+
+    /// This spec with another kind at its default options, keeping workers, scheduling, CPUs
+    /// and mode (a sweep axis).
+    pub fn with_kind(&self, kind: &str) -> Result<LoadSpec, String> {
+        let kind = kind.parse::<LoadSpec>()?.kind;
+        Ok(LoadSpec { kind, ..self.clone() }.rendered())
+    }
+
+    fn rendered(mut self) -> LoadSpec {
+        self.text = self.render();
+        self
+    }
+
+    /// The spec in canonical form (`KIND:key=value,…`, defaults left out).
+    pub fn render(&self) -> String {
+        let mut items: Vec<String> = Vec::new();
+        let name = match &self.kind {
+            Kind::Cpu { int } => {
+                if *int {
+                    items.push("variant=int".into());
+                }
+                "cpu"
+            }
+            Kind::Messaging { fds, size, pipe } => {
+                items.push(format!("fds={fds}"));
+                items.push(format!("size={size}"));
+                if *pipe {
+                    items.push("transport=pipe".into());
+                }
+                "messaging"
+            }
+            Kind::Memory { bytes } => {
+                items.push(format!("size={bytes}"));
+                "memory"
+            }
+            Kind::Io { block, dir } => {
+                items.push(format!("block={block}"));
+                items.push(format!("dir={}", dir.display()));
+                "io"
+            }
+            Kind::Command { .. } => "command",
+        };
+        items.insert(0, format!("workers={}", self.workers));
+        if self.sched.policy != Policy::Other {
+            items.push(format!("policy={}", sched_text(self.sched)));
+        }
+        if self.sched.nice != 0 {
+            items.push(format!("nice={}", self.sched.nice));
+        }
+        if let Some(c) = &self.cpus {
+            items.push(format!("cpus={c}"));
+        }
+        if self.process {
+            items.push("mode=process".into());
+        }
+        if let Kind::Command { cmd } = &self.kind {
+            items.push(format!("cmd={cmd}"));
+        }
+        format!("{name}:{}", items.join(","))
     }
 
     /// The CPU set, parsed.
@@ -282,6 +356,29 @@ mod tests {
         assert_eq!(s.kind, Kind::Command { cmd: "stress-ng --cpu 2, --timeout 0".into() });
         assert_eq!(s.sched.nice, 5);
         assert_eq!("cpu".parse::<LoadSpec>().unwrap().workers, 1);
+    }
+
+    #[test]
+    fn the_canonical_form_parses_back_to_the_same_spec() {
+        for text in [
+            "cpu",
+            "cpu:variant=int,workers=3,policy=fifo:49,cpus=0",
+            "messaging:workers=2,transport=pipe,size=1K",
+            "memory:size=8M,policy=batch,nice=5,mode=process",
+            "command:workers=2,policy=idle,cmd=sleep 1, 2",
+        ] {
+            let s: LoadSpec = text.parse().unwrap();
+            let again: LoadSpec = s.render().parse().unwrap();
+            assert_eq!(
+                (&again.kind, again.workers, again.sched, &again.cpus, again.process),
+                (&s.kind, s.workers, s.sched, &s.cpus, s.process),
+                "{text}"
+            );
+        }
+        let s: LoadSpec = "cpu:workers=2,policy=idle".parse().unwrap();
+        assert_eq!(s.with_workers(5).text, "cpu:workers=5,policy=idle");
+        assert_eq!(s.with_kind("messaging").unwrap().text, "messaging:workers=2,fds=20,size=100,policy=idle");
+        assert_eq!(s.with_sched(parse_sched("fifo:49").unwrap()).text, "cpu:workers=2,policy=fifo:49");
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub fn run(kind: &Kind, id: usize, ops: &AtomicU64, stop: &AtomicBool, cpu_ns: &
             Ok(())
         }
         Kind::Io { block, dir } => io_worker(*block, dir, id, ops, stop),
-        Kind::Messaging { fds, size, pipe } => messaging_group(*fds, *size, *pipe, ops, stop, cpu_ns),
+        Kind::Messaging { fds, size, pipe } => messaging_group(*fds, *size, *pipe, ops, stop, cpu_ns).map(|_| ()),
         Kind::Command { .. } => Err("command loads run as processes".into()),
     }
 }
@@ -93,15 +93,16 @@ fn io_worker(block: usize, dir: &Path, id: usize, ops: &AtomicU64, stop: &Atomic
 }
 
 /// One hackbench group: `fds` senders write `size`-byte messages to each of `fds` receivers
-/// until stopped; the receivers count what arrives, in messages.
-fn messaging_group(
+/// until stopped; the receivers count what arrives, in messages. Returns the messages sent.
+pub fn messaging_group(
     fds: usize,
     size: usize,
     pipe: bool,
     ops: &AtomicU64,
     stop: &AtomicBool,
     cpu_ns: &AtomicU64,
-) -> Result<(), String> {
+) -> Result<u64, String> {
+    let sent = AtomicU64::new(0);
     let thread_cpu =
         || cpu_ns.fetch_add(crate::rt::clock::now(crate::rt::clock::ClockId::THREAD_CPUTIME).max(0) as u64, Relaxed);
     let mut readers: Vec<Box<dyn Read + Send>> = Vec::with_capacity(fds);
@@ -141,6 +142,7 @@ fn messaging_group(
             });
         }
         for mut targets in writers {
+            let sent = &sent;
             s.spawn(move || {
                 let msg = vec![0x42u8; size];
                 'send: while !stop.load(Relaxed) {
@@ -148,6 +150,7 @@ fn messaging_group(
                         if t.write_all(&msg).is_err() {
                             break 'send;
                         }
+                        sent.fetch_add(1, Relaxed);
                     }
                 }
                 drop(targets);
@@ -155,7 +158,7 @@ fn messaging_group(
             });
         }
     });
-    Ok(())
+    Ok(sent.into_inner())
 }
 
 /// A receiver's write end shared by the group's senders; each message is written whole.
@@ -168,5 +171,51 @@ impl Write for SharedWriter {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_for(kind: &Kind, ms: u64) -> u64 {
+        let (ops, stop, cpu) = (AtomicU64::new(0), AtomicBool::new(false), AtomicU64::new(0));
+        std::thread::scope(|s| {
+            s.spawn(|| run(kind, 0, &ops, &stop, &cpu).unwrap());
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            stop.store(true, Relaxed);
+        });
+        ops.into_inner()
+    }
+
+    #[test]
+    fn every_message_sent_is_counted_once_received() {
+        for pipe in [false, true] {
+            let (ops, stop, cpu) = (AtomicU64::new(0), AtomicBool::new(false), AtomicU64::new(0));
+            let sent = std::thread::scope(|s| {
+                let h = s.spawn(|| messaging_group(4, 100, pipe, &ops, &stop, &cpu).unwrap());
+                std::thread::sleep(std::time::Duration::from_millis(150));
+                stop.store(true, Relaxed);
+                h.join().unwrap()
+            });
+            assert!(sent > 0);
+            assert_eq!(ops.into_inner(), sent, "pipe={pipe}");
+        }
+    }
+
+    #[test]
+    fn cpu_and_memory_workers_count_whole_chunks() {
+        assert_eq!(run_for(&Kind::Cpu { int: false }, 50) % CHUNK, 0);
+        assert_eq!(run_for(&Kind::Cpu { int: true }, 50) % CHUNK, 0);
+        let copied = run_for(&Kind::Memory { bytes: 1 << 20 }, 50);
+        assert!(copied > 0 && copied.is_multiple_of(1 << 20), "{copied}");
+    }
+
+    #[test]
+    fn the_io_worker_counts_bytes_written_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let written = run_for(&Kind::Io { block: 4096, dir: dir.path().to_path_buf() }, 100);
+        assert!(written > 0 && written.is_multiple_of(4096));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "its temporary directory is gone");
     }
 }

@@ -1,0 +1,309 @@
+//! Sweeps: a grid of run configurations (load workers, load kind, load policy, probe policy,
+//! method), run one after the other with every result written as soon as it exists.
+
+use crate::load::spec::{parse_sched, sched_text, LoadSched, LoadSpec};
+use crate::measure::probe::Method;
+use crate::result::RunResult;
+use crate::rt::sched::Policy;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+/// The schema of `sweep.json`.
+pub const SCHEMA: &str = "rtlab.sweep/1";
+
+/// Parses counts: `5`, `0..20` (inclusive), `0..20:2` (with a step), `0,2,4`.
+pub fn parse_counts(s: &str) -> Result<Vec<usize>, String> {
+    let bad = || format!("'{s}' is not a count list; use e.g. 0..20, 0..20:2 or 0,2,4");
+    let mut out = Vec::new();
+    for item in s.split(',') {
+        let item = item.trim();
+        if let Some((range, step)) = item.split_once("..").map(|(a, b)| (a, b)) {
+            let (hi, step) = match step.split_once(':') {
+                Some((h, st)) => (h, st.parse::<usize>().map_err(|_| bad())?),
+                None => (step, 1),
+            };
+            let (lo, hi): (usize, usize) = (range.parse().map_err(|_| bad())?, hi.parse().map_err(|_| bad())?);
+            if step == 0 || lo > hi {
+                return Err(format!("'{item}' is empty or has step 0; write e.g. 0..20:2"));
+            }
+            out.extend((lo..=hi).step_by(step));
+        } else {
+            out.push(item.parse().map_err(|_| bad())?);
+        }
+    }
+    if out.len() > 10_000 || out.iter().any(|w| *w > 4096) {
+        return Err(format!("'{s}' asks for more than 10 000 points or 4096 workers"));
+    }
+    Ok(out)
+}
+
+/// A probe policy on a sweep axis: `fifo:99`, `rr:99`, `other`, `batch`, `idle`, `deadline`.
+pub fn parse_probe(s: &str) -> Result<(Policy, Option<u32>), String> {
+    let (name, prio) = s.split_once(':').map_or((s, None), |(n, p)| (n, Some(p)));
+    let policy: Policy = name.parse()?;
+    let prio = prio
+        .map(|p| {
+            p.parse::<u32>()
+                .ok()
+                .filter(|p| (1..=99).contains(p))
+                .ok_or_else(|| format!("priority '{p}' in '{s}' is not 1 to 99"))
+        })
+        .transpose()?;
+    if prio.is_some() && !policy.is_realtime_priority() {
+        return Err(format!("'{s}': {policy} takes no priority"));
+    }
+    Ok((policy, prio))
+}
+
+/// The axes asked for (each `None` when not swept).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Axes {
+    /// Load kinds.
+    pub load_kinds: Option<Vec<String>>,
+    /// Load policies.
+    pub load_policies: Option<Vec<LoadSched>>,
+    /// Probe policies.
+    pub probe_policies: Option<Vec<(Policy, Option<u32>)>>,
+    /// Methods.
+    pub methods: Option<Vec<Method>>,
+    /// Load workers (innermost).
+    pub workers: Option<Vec<usize>>,
+}
+
+/// One point of the grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// Position (0-based).
+    pub index: usize,
+    /// `(axis, value)` for every swept axis, outermost first.
+    pub axes: Vec<(String, String)>,
+    /// The loads of this point.
+    pub loads: Vec<LoadSpec>,
+    /// Probe policy and priority, when swept.
+    pub probe: Option<(Policy, Option<u32>)>,
+    /// Method, when swept.
+    pub method: Option<Method>,
+    /// Load workers (the first load's).
+    pub workers: usize,
+}
+
+impl Point {
+    /// A file-name-safe label, e.g. `003-workers=2`.
+    pub fn label(&self) -> String {
+        let mut s = format!("{:03}", self.index);
+        for (k, v) in &self.axes {
+            let _ = write!(s, "-{k}={}", v.replace([':', '/', ' '], "_"));
+        }
+        s
+    }
+}
+
+fn method_name(m: Method) -> String {
+    serde_json::to_value(m).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+}
+
+/// Expands the grid: load kind × load policy × probe policy × method × workers, workers
+/// innermost (so a sweep over workers reads like RealtimeTests' table). `template` are the
+/// `--load` specs (a `cpu` load when there is none and a load axis is swept).
+pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> {
+    let needs_load = axes.workers.is_some() || axes.load_kinds.is_some() || axes.load_policies.is_some();
+    let template: Vec<LoadSpec> =
+        if template.is_empty() && needs_load { vec!["cpu".parse().expect("a valid spec")] } else { template.to_vec() };
+    let one = |v: Option<Vec<String>>| v.unwrap_or_else(|| vec![String::new()]);
+    let kinds = one(axes.load_kinds.clone());
+    let lpols: Vec<Option<LoadSched>> =
+        axes.load_policies.as_ref().map_or(vec![None], |v| v.iter().copied().map(Some).collect());
+    let ppols: Vec<Option<(Policy, Option<u32>)>> =
+        axes.probe_policies.as_ref().map_or(vec![None], |v| v.iter().copied().map(Some).collect());
+    let methods: Vec<Option<Method>> =
+        axes.methods.as_ref().map_or(vec![None], |v| v.iter().copied().map(Some).collect());
+    let workers: Vec<Option<usize>> =
+        axes.workers.as_ref().map_or(vec![None], |v| v.iter().copied().map(Some).collect());
+    let mut points = Vec::new();
+    for kind in &kinds {
+        for lp in &lpols {
+            for pp in &ppols {
+                for m in &methods {
+                    for w in &workers {
+                        let mut loads = template.clone();
+                        let mut labels = Vec::new();
+                        if !kind.is_empty() {
+                            loads[0] = loads[0].with_kind(kind)?;
+                            labels.push(("load_kind".to_string(), kind.clone()));
+                        }
+                        if let Some(lp) = lp {
+                            loads = loads.iter().map(|l| l.with_sched(*lp)).collect();
+                            labels.push(("load_policy".to_string(), sched_text(*lp)));
+                        }
+                        if let Some((p, prio)) = pp {
+                            labels
+                                .push(("probe_policy".to_string(), prio.map_or(p.to_string(), |n| format!("{p}:{n}"))));
+                        }
+                        if let Some(m) = m {
+                            labels.push(("method".to_string(), method_name(*m)));
+                        }
+                        if let Some(w) = w {
+                            loads[0] = loads[0].with_workers(*w);
+                            labels.push(("workers".to_string(), w.to_string()));
+                        }
+                        let workers = loads.first().map_or(0, |l| l.workers);
+                        points.push(Point {
+                            index: points.len(),
+                            axes: labels,
+                            loads,
+                            probe: *pp,
+                            method: *m,
+                            workers,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(points)
+}
+
+/// A point as stored in `sweep.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// Position.
+    pub index: usize,
+    /// Its label (the name of its file under `points/`).
+    pub label: String,
+    /// Axis values.
+    pub axes: Vec<(String, String)>,
+    /// The run (its environment is the sweep's).
+    pub result: serde_json::Value,
+}
+
+/// `sweep.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepResult {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// Tool and version.
+    pub tool: crate::result::Tool,
+    /// The sweep's command line.
+    pub command_line: Vec<String>,
+    /// The machine, once for all points.
+    pub environment: crate::sysinfo::Environment,
+    /// The points done so far.
+    pub points: Vec<SweepPoint>,
+    /// Points planned.
+    pub planned: usize,
+}
+
+impl SweepResult {
+    /// A point's entry: the result without its environment, which the sweep holds once.
+    pub fn entry(point: &Point, result: &RunResult) -> SweepPoint {
+        let mut v = serde_json::to_value(result).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("environment");
+        }
+        SweepPoint { index: point.index, label: point.label(), axes: point.axes.clone(), result: v }
+    }
+}
+
+/// The columns after the axes: RealtimeTests' (with a true standard deviation), then p99,
+/// p99.9, missed periods and the first load's throughput.
+pub const CSV_COLUMNS: [&str; 11] = [
+    "cpu_workers",
+    "min_latency_ms",
+    "max_latency_ms",
+    "mean_latency_ms",
+    "stdev_latency_ms",
+    "p99_latency_ms",
+    "p99.9_latency_ms",
+    "missed",
+    "load_throughput_per_s",
+    "load_unit",
+    "load_cpu_per_worker",
+];
+
+fn ms(ns: Option<f64>) -> String {
+    ns.map_or_else(String::new, |v| format!("{:.6}", v / 1e6))
+}
+
+/// `sweep.csv`: a header, then one row per point.
+pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
+    let mut s = axis_names.iter().filter(|a| *a != "workers").cloned().collect::<Vec<_>>();
+    s.extend(CSV_COLUMNS.iter().map(|c| c.to_string()));
+    let mut out = s.join(",") + "\n";
+    for (p, r) in rows {
+        let st = &r.all.stats;
+        let mut cols: Vec<String> = p.axes.iter().filter(|(k, _)| k != "workers").map(|(_, v)| v.clone()).collect();
+        let load = r.loads.first();
+        let pct = |k: &str| st.percentiles_ns.get(k).copied().flatten().map(|v| v as f64);
+        cols.extend([
+            p.workers.to_string(),
+            ms(st.min_ns.map(|v| v as f64)),
+            ms(st.max_ns.map(|v| v as f64)),
+            ms(st.mean_ns),
+            ms(st.stdev_ns),
+            ms(pct("99")),
+            ms(pct("99.9")),
+            st.missed.map_or_else(String::new, |m| m.to_string()),
+            load.map_or_else(String::new, |l| format!("{:.1}", l.rate_per_s)),
+            load.map_or_else(String::new, |l| l.unit.clone()),
+            load.and_then(|l| l.utilization).map_or_else(String::new, |u| format!("{u:.3}")),
+        ]);
+        out += &cols.join(",");
+        out.push('\n');
+    }
+    out
+}
+
+/// Parses a load policy list for the axis.
+pub fn parse_load_policies(s: &str) -> Result<Vec<LoadSched>, String> {
+    s.split(',').map(|p| parse_sched(p.trim())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_take_ranges_steps_and_lists() {
+        assert_eq!(parse_counts("0..3").unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!(parse_counts("0..20:5").unwrap(), vec![0, 5, 10, 15, 20]);
+        assert_eq!(parse_counts("1,3,8").unwrap(), vec![1, 3, 8]);
+        assert_eq!(parse_counts("7").unwrap(), vec![7]);
+        for bad in ["", "a..b", "3..1", "0..4:0", "1,,2", "-1", "0..99999"] {
+            assert!(parse_counts(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_grid_is_the_cartesian_product_with_workers_innermost() {
+        let axes = Axes {
+            load_policies: Some(parse_load_policies("other,idle").unwrap()),
+            methods: Some(vec![Method::Abs, Method::Rel]),
+            workers: Some(vec![0, 1, 2]),
+            ..Axes::default()
+        };
+        let pts = expand(&axes, &[]).unwrap();
+        assert_eq!(pts.len(), 2 * 2 * 3);
+        assert_eq!(
+            pts[0].axes,
+            vec![
+                ("load_policy".into(), "other".into()),
+                ("method".into(), "abs".into()),
+                ("workers".into(), "0".into())
+            ]
+        );
+        assert_eq!(pts[1].loads[0].text, "cpu:workers=1");
+        assert_eq!(pts[4].method, Some(Method::Rel));
+        assert_eq!(pts[11].loads[0].text, "cpu:workers=2,policy=idle");
+        assert_eq!(pts[11].label(), "011-load_policy=idle-method=rel-workers=2");
+    }
+
+    #[test]
+    fn probe_policies_and_kinds_are_checked() {
+        assert_eq!(parse_probe("fifo:99").unwrap(), (Policy::Fifo, Some(99)));
+        assert_eq!(parse_probe("other").unwrap(), (Policy::Other, None));
+        assert!(parse_probe("other:5").is_err());
+        assert!(parse_probe("fifo:100").is_err());
+        let axes = Axes { load_kinds: Some(vec!["gpu".into()]), ..Axes::default() };
+        assert!(expand(&axes, &[]).unwrap_err().contains("gpu"));
+    }
+}
