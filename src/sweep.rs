@@ -17,7 +17,7 @@ pub fn parse_counts(s: &str) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     for item in s.split(',') {
         let item = item.trim();
-        if let Some((range, step)) = item.split_once("..").map(|(a, b)| (a, b)) {
+        if let Some((range, step)) = item.split_once("..") {
             let (hi, step) = match step.split_once(':') {
                 Some((h, st)) => (h, st.parse::<usize>().map_err(|_| bad())?),
                 None => (step, 1),
