@@ -205,8 +205,9 @@ impl SweepResult {
 }
 
 /// The columns after the axes: RealtimeTests' (with a true standard deviation), then p99,
-/// p99.9, missed periods and the first load's throughput.
-pub const CSV_COLUMNS: [&str; 11] = [
+/// p99.9, missed periods, the first load's throughput, and the largest period drift of any
+/// thread (what relative sleeping accumulates).
+pub const CSV_COLUMNS: [&str; 12] = [
     "cpu_workers",
     "min_latency_ms",
     "max_latency_ms",
@@ -218,6 +219,7 @@ pub const CSV_COLUMNS: [&str; 11] = [
     "load_throughput_per_s",
     "load_unit",
     "load_cpu_per_worker",
+    "max_drift_ms",
 ];
 
 fn ms(ns: Option<f64>) -> String {
@@ -246,6 +248,7 @@ pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
             load.map_or_else(String::new, |l| format!("{:.1}", l.rate_per_s)),
             load.map_or_else(String::new, |l| l.unit.clone()),
             load.and_then(|l| l.utilization).map_or_else(String::new, |u| format!("{u:.3}")),
+            ms(r.threads.iter().filter_map(|t| t.drift_ns).max_by_key(|d| d.abs()).map(|d| d as f64)),
         ]);
         out += &cols.join(",");
         out.push('\n');

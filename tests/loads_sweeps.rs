@@ -7,7 +7,8 @@ use serde_json::Value;
 use std::process::{Command as Std, Stdio};
 use std::time::{Duration, Instant};
 
-/// Processes whose command line contains `marker` (other than this test's own).
+/// Processes whose command line contains `marker`, other than this test and the rtlab
+/// processes it started (whose own arguments contain the marker).
 fn processes_with(marker: &str) -> Vec<String> {
     let me = std::process::id().to_string();
     std::fs::read_dir("/proc")
@@ -16,7 +17,13 @@ fn processes_with(marker: &str) -> Vec<String> {
         .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()) && e.file_name() != me.as_str())
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok().map(|c| (e.file_name(), c)))
         .map(|(pid, c)| (pid.to_string_lossy().into_owned(), String::from_utf8_lossy(&c).replace('\0', " ")))
-        .filter(|(_, c)| c.contains(marker) && !c.contains("cargo") && !c.contains("loads_sweeps-"))
+        .filter(|(_, c)| {
+            c.contains(marker)
+                && !c.contains("cargo")
+                && !c.contains("loads_sweeps-")
+                && !c.contains(" run -t1")
+                && !c.contains(" load command:")
+        })
         .map(|(pid, c)| format!("{pid}: {c}"))
         .collect()
 }
@@ -113,7 +120,7 @@ fn no_load_process_survives_sigint() {
             "1ms",
             "-q",
             "--load",
-            &format!("command:cmd={marker}"),
+            &format!("command:cmd={marker}; true"),
             "--load",
             "cpu:mode=process,workers=2,nice=7",
         ])
@@ -133,7 +140,7 @@ fn no_load_process_survives_sigint() {
 fn no_load_process_survives_rtlab_being_killed() {
     let marker = "sleep 987652";
     let mut child = Std::new(rtlab_path())
-        .args(["load", &format!("command:cmd={marker}"), "cpu:mode=process,workers=1,nice=6", "-D", "60"])
+        .args(["load", &format!("command:cmd={marker}; true"), "cpu:mode=process,workers=1,nice=6", "-D", "60"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -184,6 +191,10 @@ fn bad_specs_and_axes_are_refused() {
     assert!(refused(&["load", "cpu"]).contains("--duration"), "loads never run unbounded");
     assert!(refused(&["run", "--load", "cpu:workers=x"]).contains("workers='x'"));
     assert!(refused(&["run", "-t1", "--load", "cpu:policy=fifo:10"]).contains("bounded run"));
+    assert!(
+        refused(&["run", "-t1", "-l", "100", "--load", "cpu:policy=fifo:10"]).contains("give -D"),
+        "-l does not bound a starved probe"
+    );
     assert!(refused(&["sweep", "--out", "/tmp/x", "--workers", "3..1", "-D", "1"]).contains("'3..1'"));
     assert!(refused(&["sweep", "--out", "/tmp/x", "--load-kind", "command", "-D", "1"]).contains("cannot be swept"));
     assert!(refused(&["sweep", "--out", "/tmp/x", "--probe-policy", "fifo:0", "-D", "1"]).contains("'0'"));
@@ -204,10 +215,10 @@ fn a_real_short_sweep_has_one_row_per_point() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let csv = std::fs::read_to_string(dir.path().join("sweep.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], "cpu_workers,min_latency_ms,max_latency_ms,mean_latency_ms,stdev_latency_ms,p99_latency_ms,p99.9_latency_ms,missed,load_throughput_per_s,load_unit,load_cpu_per_worker");
+    assert_eq!(lines[0], "cpu_workers,min_latency_ms,max_latency_ms,mean_latency_ms,stdev_latency_ms,p99_latency_ms,p99.9_latency_ms,missed,load_throughput_per_s,load_unit,load_cpu_per_worker,max_drift_ms");
     assert_eq!(lines.len(), 3);
     assert!(lines[1].starts_with("0,") && lines[2].starts_with("1,"), "{csv}");
-    assert!(lines.iter().skip(1).all(|l| l.split(',').count() == 11));
+    assert!(lines.iter().skip(1).all(|l| l.split(',').count() == 12));
     let sweep: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("sweep.json")).unwrap()).unwrap();
     assert_eq!(sweep["schema"], "rtlab.sweep/1");
     assert_eq!(sweep["points"].as_array().unwrap().len(), 2);
@@ -239,11 +250,12 @@ fn a_simulated_sweep_writes_exact_csv_and_json() {
     let out = sim_sweep(dir.path(), &["--methods", "abs,rel", "--workers", "0,2"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let csv = std::fs::read_to_string(dir.path().join("out/sweep.csv")).unwrap();
-    // 1, 2, 3, 4, 10 µs: mean 4 µs, true stdev √10 µs, p99 = p99.9 = max; simulated points run no load.
+    // 1, 2, 3, 4, 10 µs: mean 4 µs, true stdev √10 µs, p99 = p99.9 = max; simulated points run
+    // no load. Drift: the last wakeup's 10 µs for absolute sleeps, all five summed for relative.
     let row = "0.001000,0.010000,0.004000,0.003162,0.010000,0.010000,0,,,";
     assert_eq!(
         csv,
-        format!("method,cpu_workers,min_latency_ms,max_latency_ms,mean_latency_ms,stdev_latency_ms,p99_latency_ms,p99.9_latency_ms,missed,load_throughput_per_s,load_unit,load_cpu_per_worker\nabs,0,{row}\nabs,2,{row}\nrel,0,{row}\nrel,2,{row}\n")
+        format!("method,cpu_workers,min_latency_ms,max_latency_ms,mean_latency_ms,stdev_latency_ms,p99_latency_ms,p99.9_latency_ms,missed,load_throughput_per_s,load_unit,load_cpu_per_worker,max_drift_ms\nabs,0,{row},0.010000\nabs,2,{row},0.010000\nrel,0,{row},0.020000\nrel,2,{row},0.020000\n")
     );
     assert_eq!(String::from_utf8(out.stdout).unwrap(), csv, "the table is printed too");
     let sweep: Value =

@@ -242,7 +242,8 @@ impl RunArgs {
             check_writable_target(p, "--json")?;
         }
         let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
-        let bounded = self.loops.is_some() || self.duration.is_some();
+        // Only -D bounds a run with an RT load: a starved probe may never reach its -l.
+        let bounded = self.duration.is_some();
         crate::load::check_safety(&self.loads, bounded, self.force, &crate::rt::privileges::Privileges::current())
             .map_err(usage)?;
         if sim

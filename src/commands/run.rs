@@ -24,16 +24,73 @@ pub fn measure(
     signals: &Signals,
 ) -> Result<RunResult, RunError> {
     let simulated = opts.plan.simulate.is_some();
-    // Simulated probes get no real load: their samples would not depend on it.
-    let loads =
-        if simulated || opts.loads.is_empty() { None } else { Some(LoadSet::start(&opts.loads).map_err(RunError)?) };
-    let out = engine::run(&opts.plan, observer, signals).map_err(|e| RunError(e.to_string()));
-    let load_results = loads.map(LoadSet::stop).unwrap_or_default();
+    // Simulated probes get no real load: their samples would not depend on it. Real loads start
+    // when the probes are released, so that a load above the probes' priority cannot keep them
+    // from setting up.
+    let specs = if simulated { Vec::new() } else { opts.loads.clone() };
+    let mut with_loads =
+        WithLoads { inner: observer, specs, loads: None, results: Vec::new(), error: None, stop: signals.stop.clone() };
+    let out = engine::run(&opts.plan, &mut with_loads, signals).map_err(|e| RunError(e.to_string()));
+    with_loads.stopping();
+    if let Some(e) = with_loads.error.take() {
+        return Err(RunError(e));
+    }
+    let load_results = std::mem::take(&mut with_loads.results);
     let out = out?;
     let mut result =
         RunResult::build(Provenance { command_line, environment, config: opts.config.clone(), simulated }, &out);
     result.loads = load_results;
     Ok(result)
+}
+
+/// Forwards the engine's events, starts the loads when the probes are released and stops them
+/// the moment the probes are told to stop: a load above the probes' priority would otherwise
+/// keep them from ever seeing the stop flag.
+struct WithLoads<'a> {
+    inner: &'a mut dyn Observer,
+    specs: Vec<crate::load::LoadSpec>,
+    loads: Option<LoadSet>,
+    results: Vec<crate::load::LoadResult>,
+    error: Option<String>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Observer for WithLoads<'_> {
+    fn started(&mut self, t: &[engine::ThreadStatus], dma: Option<i32>) {
+        if !self.specs.is_empty() {
+            match LoadSet::start(&self.specs) {
+                Ok(set) => self.loads = Some(set),
+                Err(e) => {
+                    self.error = Some(e);
+                    self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+        self.inner.started(t, dma)
+    }
+    fn tick(&mut self, t: &[engine::ThreadStatus], l: &[crate::measure::stats::LiveSnapshot], e: std::time::Duration) {
+        self.inner.tick(t, l, e)
+    }
+    fn status_requested(
+        &mut self,
+        t: &[engine::ThreadStatus],
+        l: &[crate::measure::stats::LiveSnapshot],
+        e: std::time::Duration,
+    ) {
+        self.inner.status_requested(t, l, e)
+    }
+    fn stopping(&mut self) {
+        if let Some(set) = self.loads.take() {
+            self.results = set.stop();
+        }
+        self.inner.stopping()
+    }
+    fn samples(&mut self, thread: usize, s: &[crate::measure::ring::Sample]) {
+        self.inner.samples(thread, s)
+    }
+    fn finished(&mut self, t: &[engine::ThreadStatus], l: &[crate::measure::stats::LiveSnapshot]) {
+        self.inner.finished(t, l)
+    }
 }
 
 /// Runs the measurement and writes every output; returns the exit code (0, or 3 when the

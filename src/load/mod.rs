@@ -64,10 +64,7 @@ fn kind_name(k: &Kind) -> (&'static str, &'static str) {
 pub fn check_safety(specs: &[LoadSpec], bounded: bool, force: bool, privileges: &Privileges) -> Result<(), String> {
     let rt: Vec<&LoadSpec> = specs.iter().filter(|s| s.sched.is_realtime()).collect();
     if let (Some(s), false) = (rt.first(), bounded) {
-        return Err(format!(
-            "load '{}' runs at {}: an RT-priority load needs a bounded run; give -D (or -l)",
-            s.text, s.sched
-        ));
+        return Err(format!("load '{}' runs at {}: an RT-priority load needs a bounded run; give -D", s.text, s.sched));
     }
     if force || privileges.sched_rt_runtime_us != Some(-1) {
         return Ok(());
@@ -134,6 +131,12 @@ fn apply_sched(spec: &LoadSpec, warnings: &Mutex<Vec<String>>) {
 impl LoadSet {
     /// Starts every load.
     pub fn start(specs: &[LoadSpec]) -> Result<LoadSet, String> {
+        LoadSet::start_in(specs, false)
+    }
+
+    /// Starts every load; `in_worker` when this process is itself a `load-worker` (then
+    /// commands run under this process's supervision instead of a further worker).
+    fn start_in(specs: &[LoadSpec], in_worker: bool) -> Result<LoadSet, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let mut set = LoadSet { running: Vec::new(), stop: Arc::clone(&stop), started: Instant::now(), stopped: false };
         for spec in specs {
@@ -149,8 +152,14 @@ impl LoadSet {
             set.running.push(r);
             let r = set.running.last_mut().expect("just pushed");
             for id in 0..spec.workers {
-                match (&spec.kind, spec.process) {
-                    (Kind::Command { cmd }, _) => r.commands.push(command_supervisor(cmd.clone(), spec, id, &stop, r)),
+                // An external command runs under a load-worker process of rtlab's, which stops the
+                // command's whole process group if rtlab dies (a shell's children would not get
+                // a parent-death signal of their own).
+                let via_worker = spec.process || matches!(spec.kind, Kind::Command { .. }) && !in_worker;
+                match (&spec.kind, via_worker) {
+                    (Kind::Command { cmd }, false) => {
+                        r.commands.push(command_supervisor(cmd.clone(), spec, id, &stop, r))
+                    }
                     (_, true) => {
                         let exe =
                             std::env::current_exe().map_err(|e| format!("cannot find rtlab's own binary: {e}"))?;
@@ -159,7 +168,11 @@ impl LoadSet {
                             .arg(spec.with_workers(1).text_for_worker())
                             .stdin(Stdio::piped())
                             .stdout(Stdio::piped());
-                        let opts = SpawnOptions { cpus: spec.cpu_set(), ..SpawnOptions::default() };
+                        let opts = SpawnOptions {
+                            cpus: spec.cpu_set(),
+                            death_signal: Some(libc::SIGTERM),
+                            ..SpawnOptions::default()
+                        };
                         let mut child = process::spawn(&mut cmd, &opts)
                             .map_err(|e| format!("cannot start load '{}': {e}", spec.text))?;
                         let stdin = child.stdin.take().expect("piped");
@@ -286,6 +299,7 @@ fn command_supervisor(cmd: String, spec: &LoadSpec, id: usize, stop: &Arc<Atomic
         sched: Some(spec.sched.params()),
         nice: (spec.sched.nice != 0).then_some(spec.sched.nice),
         cpus: spec.cpu_set(),
+        death_signal: None,
     };
     std::thread::Builder::new()
         .name(format!("rtlab-cmd-{id}"))
@@ -339,12 +353,25 @@ fn command_supervisor(cmd: String, spec: &LoadSpec, id: usize, stop: &Arc<Atomic
         .expect("spawning a supervisor thread")
 }
 
-/// The body of `rtlab load-worker SPEC`: runs one worker until its standard input ends, then
-/// prints `ops N cpu_s X`.
+/// The body of `rtlab load-worker SPEC`: runs one worker until its standard input ends or it
+/// gets SIGTERM/SIGINT (rtlab died: the parent-death signal), then stops everything it started
+/// and prints `ops N cpu_s X`.
 pub fn worker_main(spec: &LoadSpec) -> Result<(), String> {
-    let set = LoadSet::start(&[spec.with_workers(1)])?;
-    let mut sink = Vec::new();
-    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    let term = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, Arc::clone(&term)).map_err(|e| e.to_string())?;
+    }
+    let set = LoadSet::start_in(&[spec.with_workers(1)], true)?;
+    let eof = Arc::new(AtomicBool::new(false));
+    let e = Arc::clone(&eof);
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+        e.store(true, Relaxed);
+    });
+    while !eof.load(Relaxed) && !term.load(Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let r = set.stop();
     let (ops, cpu) = r.first().map_or((0, 0.0), |r| (r.ops, r.cpu_s.unwrap_or(0.0)));
     let mut out = std::io::stdout().lock();

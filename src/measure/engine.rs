@@ -25,6 +25,8 @@ use std::time::{Duration, Instant, SystemTime};
 const STACK_BYTES: usize = 256 * 1024;
 /// Stack prefaulted before the first sample.
 const PREFAULT_BYTES: usize = 128 * 1024;
+/// How long probe threads may take to set up before the run is abandoned.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the engine checks stop conditions and signals (it wakes exactly at the end of a
 /// `--duration` when that is sooner).
 const POLL: Duration = Duration::from_millis(50);
@@ -178,6 +180,12 @@ pub enum EngineError {
     /// A thread could not be created.
     #[error("could not start measuring thread {0}: {1}")]
     Spawn(usize, std::io::Error),
+    /// Probe threads did not get a CPU to set up.
+    #[error(
+        "{0} measuring threads did not get a CPU within 10 s to set up: a task at a higher RT priority is using every \
+         CPU they may run on; stop it or give the probe a higher priority (-p)"
+    )]
+    SetupTimeout(usize),
 }
 
 /// Receives the engine's lifecycle events (the live display implements it).
@@ -189,6 +197,9 @@ pub trait Observer {
     fn tick(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot], _elapsed: Duration) {}
     /// SIGUSR1: print the current table (to stderr).
     fn status_requested(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot], _elapsed: Duration) {}
+    /// The run is ending and the probe threads are told to stop; anything that could keep
+    /// them from running (a higher-priority load) must stop now, before they are joined.
+    fn stopping(&mut self) {}
     /// Samples streamed from thread `thread`'s ring (only with `Plan::sample_ring`).
     fn samples(&mut self, _thread: usize, _samples: &[Sample]) {}
     /// Threads are joined; `live` holds their final values.
@@ -356,10 +367,22 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     }
     drop(tx);
 
+    // A probe that cannot even finish its setup is starved by something at a higher RT
+    // priority; waiting forever would hang rtlab.
     let mut statuses: Vec<ThreadStatus> = Vec::with_capacity(plan.threads.len());
-    for s in rx.iter().take(plan.threads.len()) {
-        statuses.push(s.status);
-        warnings.extend(s.warnings);
+    let setup_deadline = Instant::now() + SETUP_TIMEOUT;
+    while statuses.len() < plan.threads.len() {
+        match rx.recv_timeout(setup_deadline.saturating_duration_since(Instant::now())) {
+            Ok(s) => {
+                statuses.push(s.status);
+                warnings.extend(s.warnings);
+            }
+            Err(_) => {
+                shared.gate.open(GateState::Abort);
+                // Threads still in setup will see the abort when they get a CPU; they are not joined.
+                return Err(EngineError::SetupTimeout(plan.threads.len() - statuses.len()));
+            }
+        }
     }
     statuses.sort_by_key(|s| s.index);
 
@@ -439,6 +462,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         std::thread::sleep(wake.saturating_duration_since(Instant::now()));
     };
     shared.stop.store(true, Relaxed);
+    observer.stopping();
 
     let mut threads = Vec::with_capacity(n);
     let mut break_hit: Option<(usize, Exceedance)> = None;

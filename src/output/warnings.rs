@@ -119,10 +119,10 @@ impl Warning {
                 "{count} periods were missed: a wakeup came more than one interval late and the deadlines it \
                  passed were skipped (cyclictest hides these). Fix: find the source of the spikes, or lengthen -i."
             ),
-            Warning::NoSamples => {
-                "the run ended before any sample was recorded; there are no statistics. Fix: run longer (-l or -D)."
-                    .into()
-            }
+            Warning::NoSamples => "the run ended before any sample was recorded, so there are no statistics: either it was \
+                                   too short, or the probe threads never got a CPU (a load or another task at a higher RT \
+                                   priority starved them). Fix: run longer, or give the probe a priority above the loads'."
+                .into(),
             Warning::TracemarkUnavailable { why } => format!(
                 "--tracemark was asked but no marker can be written: {why}. Fix: mount tracefs and run as root."
             ),

@@ -17,12 +17,18 @@ pub struct SpawnOptions {
     pub nice: Option<i32>,
     /// CPU affinity.
     pub cpus: Option<CpuSet>,
+    /// Signal the child gets when rtlab dies (SIGKILL when `None`); rtlab's own workers ask
+    /// for SIGTERM so they can stop their process group first.
+    pub death_signal: Option<i32>,
 }
 
-/// Spawns `cmd` in a new process group with `PR_SET_PDEATHSIG(SIGKILL)` and `opts` applied.
+/// Spawns `cmd` in a new process group with a parent-death signal and `opts` applied. The
+/// parent-death signal reaches only this child, not processes it forks: a child that runs
+/// other programs must stop its own group when it gets the signal.
 pub fn spawn(cmd: &mut Command, opts: &SpawnOptions) -> io::Result<Child> {
     let sched = opts.sched;
     let nice = opts.nice;
+    let death = opts.death_signal.unwrap_or(libc::SIGKILL);
     let mask = opts.cpus.as_ref().map(|set| {
         // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
         let mut m: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -40,7 +46,7 @@ pub fn spawn(cmd: &mut Command, opts: &SpawnOptions) -> io::Result<Child> {
             if libc::setpgid(0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, death as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
             // The parent may have died between fork and prctl.
