@@ -327,3 +327,37 @@ fn quiet_on_a_terminal_prints_only_the_summary() {
     assert!(!s.contains("rtlab: ") && !s.contains('\x1b'), "{s:?}");
     assert!(s.contains("stdev"), "{s:?}");
 }
+
+/// Minor and major page faults of a thread (fields 10 and 12 of its stat line).
+fn faults(pid: u32, tid: &str) -> (u64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).unwrap();
+    let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after_comm.split_whitespace().collect();
+    (f[7].parse().unwrap(), f[9].parse().unwrap())
+}
+
+#[test]
+fn the_measuring_thread_takes_no_page_fault_while_it_measures() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn(&["-t", "1", "-i", "500us", "-p", "80"], &dir.path().join("r.json"));
+    wait_until_measuring(&child, 1);
+    let probe = std::fs::read_dir(format!("/proc/{}/task", child.id()))
+        .unwrap()
+        .flatten()
+        .map(|t| t.file_name().to_string_lossy().into_owned())
+        .find(|t| {
+            std::fs::read_to_string(format!("/proc/{}/task/{t}/comm", child.id()))
+                .is_ok_and(|c| c.trim() == "rtlab-probe-0")
+        })
+        .expect("the probe thread");
+    let before = faults(child.id(), &probe);
+    std::thread::sleep(Duration::from_millis(1000));
+    let after = faults(child.id(), &probe);
+    signal(&child, "INT");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let r = read_json(&dir.path().join("r.json"));
+    if r["config"]["mlockall_obtained"] == true {
+        assert_eq!(after, before, "(minor, major) faults of the probe over 1 s of samples");
+    }
+}

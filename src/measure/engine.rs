@@ -555,6 +555,11 @@ impl ThreadCtx {
             }
             memory::prefault_stack(PREFAULT_BYTES);
             self.live.hist.prefault();
+            // The measuring code itself must be in RAM before the first sample: memory is
+            // locked on fault, so load and lock the loop and the libc calls it makes.
+            if let Err(e) = lock_hot_code(self.method) {
+                warnings.push(Warning::MlockFailed { why: format!("locking the measuring code: {e}") });
+            }
             sched::current_thread().unwrap_or(tp.sched)
         };
         let tid = rtthread::tid();
@@ -640,6 +645,32 @@ impl ThreadCtx {
             samples_lost: 0,
         }
     }
+}
+
+/// Locks the code a measuring loop of `method` runs: the loop (with its inlined bookkeeping)
+/// and the libc functions it calls. Pages are locked around each entry point, generously
+/// (16 KiB before, 48 KiB after), as a function's exact extent is not known.
+fn lock_hot_code(method: Method) -> std::io::Result<()> {
+    let loop_fn = match method {
+        Method::Abs => probe::run_loop::<probe::AbsSleep> as *const () as usize,
+        Method::Rel => probe::run_loop::<probe::RelSleep> as *const () as usize,
+        Method::Nanosleep => probe::run_loop::<probe::NanoSleep> as *const () as usize,
+        Method::Sleep => probe::run_loop::<probe::StdSleep> as *const () as usize,
+        Method::PosixTimer => probe::run_loop::<probe::TimerWait> as *const () as usize,
+    };
+    memory::lock_code_at(loop_fn, 16 << 10, 48 << 10)?;
+    memory::lock_code_at(measure::<probe::AbsSleep> as *const () as usize, 4 << 10, 12 << 10)?;
+    for f in [
+        libc::clock_nanosleep as *const () as usize,
+        libc::nanosleep as *const () as usize,
+        libc::sigwait as *const () as usize,
+    ] {
+        memory::lock_code_at(f, 4 << 10, 12 << 10)?;
+    }
+    if method == Method::Sleep {
+        memory::lock_code_at(std::thread::sleep as *const () as usize, 4 << 10, 12 << 10)?;
+    }
+    Ok(())
 }
 
 fn measure<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, stop: &AtomicBool) -> LoopOutcome {
