@@ -429,20 +429,8 @@ fn the_fifo_hands_out_the_current_t_lines() {
 
 #[test]
 fn sched_other_runs_without_rt_privileges_and_rt_requests_degrade_with_a_warning() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let bin = dir.path().join("cyclictest");
-    std::fs::copy(rtlab_path(), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let run = |args: &[&str]| {
-        let mut c = if is_root() {
-            let mut c = Std::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]).arg(&bin);
-            c
-        } else {
-            Std::new(&bin)
-        };
+        let (mut c, _dir) = unprivileged("cyclictest");
         c.args(args).output().unwrap()
     };
     let other = run(&["-t1", "-l100", "-q", "--laptop"]);

@@ -258,20 +258,8 @@ fn sigusr1_prints_the_current_table_to_stderr() {
 
 /// Runs `rtlab run ARGS` as the unprivileged user `nobody` (from root), or as this user.
 fn unprivileged(args: &[&str]) -> (std::process::Output, tempfile::TempDir) {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let bin = dir.path().join("rtlab");
-    std::fs::copy(rtlab_path(), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut cmd = if is_root() {
-        let mut c = Std::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]).arg(&bin);
-        c
-    } else {
-        Std::new(&bin)
-    };
-    let out = cmd.current_dir(dir.path()).arg("run").args(args).output().unwrap();
+    let (mut cmd, dir) = common::unprivileged("rtlab");
+    let out = cmd.arg("run").args(args).output().unwrap();
     (out, dir)
 }
 

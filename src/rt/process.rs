@@ -26,7 +26,7 @@ pub struct SpawnOptions {
 /// parent-death signal reaches only this child, not processes it forks: a child that runs
 /// other programs must stop its own group when it gets the signal.
 pub fn spawn(cmd: &mut Command, opts: &SpawnOptions) -> io::Result<Child> {
-    let sched = opts.sched;
+    let attr = opts.sched.as_ref().map(super::sched::raw_attr);
     let nice = opts.nice;
     let death = opts.death_signal.unwrap_or(libc::SIGKILL);
     let mask = opts.cpus.as_ref().map(|set| {
@@ -58,18 +58,8 @@ pub fn spawn(cmd: &mut Command, opts: &SpawnOptions) -> io::Result<Child> {
                     return Err(io::Error::last_os_error());
                 }
             }
-            if let Some(p) = &sched {
-                let attr = libc::sched_attr {
-                    size: std::mem::size_of::<libc::sched_attr>() as u32,
-                    sched_policy: p.policy.raw(),
-                    sched_flags: 0,
-                    sched_nice: p.nice,
-                    sched_priority: p.priority,
-                    sched_runtime: p.runtime_ns,
-                    sched_deadline: p.deadline_ns,
-                    sched_period: p.period_ns,
-                };
-                if libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const libc::sched_attr, 0u32) != 0 {
+            if let Some(attr) = &attr {
+                if libc::syscall(libc::SYS_sched_setattr, 0, attr as *const libc::sched_attr, 0u32) != 0 {
                     return Err(io::Error::last_os_error());
                 }
             }

@@ -123,7 +123,8 @@ impl SchedParams {
     }
 }
 
-fn raw_attr(p: &SchedParams) -> libc::sched_attr {
+/// The kernel's `sched_attr` for `p`.
+pub(crate) fn raw_attr(p: &SchedParams) -> libc::sched_attr {
     libc::sched_attr {
         size: std::mem::size_of::<libc::sched_attr>() as u32,
         sched_policy: p.policy.raw(),

@@ -36,6 +36,28 @@ pub fn samples_file(dir: &Path, text: &str) -> String {
     format!("file:{}", p.display())
 }
 
+/// A command that runs a copy of rtlab named `name` without privileges: as the user `nobody`
+/// (through setpriv) when the tests run as root, as this user otherwise. The copy lives in a
+/// world-readable temporary directory (also the command's working directory), kept alive by the
+/// returned guard.
+pub fn unprivileged(name: &str) -> (std::process::Command, tempfile::TempDir) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let bin = dir.path().join(name);
+    std::fs::copy(rtlab_path(), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = if is_root() {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]).arg(&bin);
+        c
+    } else {
+        std::process::Command::new(&bin)
+    };
+    cmd.current_dir(dir.path());
+    (cmd, dir)
+}
+
 /// True when this process is root (real runs then check that RT policies were obtained).
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
