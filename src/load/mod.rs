@@ -158,7 +158,9 @@ impl LoadSet {
                 let via_worker = spec.process || matches!(spec.kind, Kind::Command { .. }) && !in_worker;
                 match (&spec.kind, via_worker) {
                     (Kind::Command { cmd }, false) => {
-                        r.commands.push(command_supervisor(cmd.clone(), spec, id, &stop, r))
+                        let h = command_supervisor(cmd.clone(), spec, id, &stop, r)
+                            .map_err(|e| format!("cannot start load '{}': {e}", spec.text))?;
+                        r.commands.push(h);
                     }
                     (_, true) => {
                         let exe =
@@ -293,7 +295,13 @@ impl LoadSpec {
 
 /// Keeps one instance of `cmd` running until the stop flag, restarting it when it ends early
 /// (as rteval does with hackbench), then stops its whole process group.
-fn command_supervisor(cmd: String, spec: &LoadSpec, id: usize, stop: &Arc<AtomicBool>, r: &Running) -> JoinHandle<()> {
+fn command_supervisor(
+    cmd: String,
+    spec: &LoadSpec,
+    id: usize,
+    stop: &Arc<AtomicBool>,
+    r: &Running,
+) -> std::io::Result<JoinHandle<()>> {
     let (stop, ops, warnings) = (Arc::clone(stop), Arc::clone(&r.ops), Arc::clone(&r.warnings));
     let opts = SpawnOptions {
         sched: Some(spec.sched.params()),
@@ -301,56 +309,53 @@ fn command_supervisor(cmd: String, spec: &LoadSpec, id: usize, stop: &Arc<Atomic
         cpus: spec.cpu_set(),
         death_signal: None,
     };
-    std::thread::Builder::new()
-        .name(format!("rtlab-cmd-{id}"))
-        .spawn(move || {
-            let note = |m: String| {
-                if let Ok(mut w) = warnings.lock() {
-                    w.push(m);
+    std::thread::Builder::new().name(format!("rtlab-cmd-{id}")).spawn(move || {
+        let note = |m: String| {
+            if let Ok(mut w) = warnings.lock() {
+                w.push(m);
+            }
+        };
+        let mut quick_failures = 0;
+        while !stop.load(Relaxed) {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(&cmd).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+            let started = Instant::now();
+            let mut child = match process::spawn(&mut c, &opts) {
+                Ok(ch) => ch,
+                Err(e) => {
+                    note(format!("cannot start '{cmd}': {e}"));
+                    return;
                 }
             };
-            let mut quick_failures = 0;
-            while !stop.load(Relaxed) {
-                let mut c = Command::new("sh");
-                c.arg("-c").arg(&cmd).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-                let started = Instant::now();
-                let mut child = match process::spawn(&mut c, &opts) {
-                    Ok(ch) => ch,
-                    Err(e) => {
-                        note(format!("cannot start '{cmd}': {e}"));
-                        return;
+            ops.fetch_add(1, Relaxed);
+            loop {
+                if stop.load(Relaxed) {
+                    let _ = process::kill_group(child.id(), libc::SIGTERM);
+                    let deadline = Instant::now() + Duration::from_secs(2);
+                    while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+                        std::thread::sleep(Duration::from_millis(20));
                     }
-                };
-                ops.fetch_add(1, Relaxed);
-                loop {
-                    if stop.load(Relaxed) {
-                        let _ = process::kill_group(child.id(), libc::SIGTERM);
-                        let deadline = Instant::now() + Duration::from_secs(2);
-                        while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
-                        let _ = process::kill_group(child.id(), libc::SIGKILL);
-                        let _ = child.wait();
-                        return;
-                    }
-                    if let Ok(Some(status)) = child.try_wait() {
-                        // The command ended by itself: the rest of its group goes too, then restart.
-                        let _ = process::kill_group(child.id(), libc::SIGKILL);
-                        if started.elapsed() < Duration::from_millis(200) {
-                            quick_failures += 1;
-                            if quick_failures >= 5 {
-                                note(format!("'{cmd}' keeps ending at once ({status}); it is no longer restarted"));
-                                return;
-                            }
-                            std::thread::sleep(Duration::from_millis(100));
-                        }
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
+                    let _ = process::kill_group(child.id(), libc::SIGKILL);
+                    let _ = child.wait();
+                    return;
                 }
+                if let Ok(Some(status)) = child.try_wait() {
+                    // The command ended by itself: the rest of its group goes too, then restart.
+                    let _ = process::kill_group(child.id(), libc::SIGKILL);
+                    if started.elapsed() < Duration::from_millis(200) {
+                        quick_failures += 1;
+                        if quick_failures >= 5 {
+                            note(format!("'{cmd}' keeps ending at once ({status}); it is no longer restarted"));
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-        })
-        .expect("spawning a supervisor thread")
+        }
+    })
 }
 
 /// The body of `rtlab load-worker SPEC`: runs one worker until its standard input ends or it
