@@ -474,3 +474,19 @@ fn deepest_idle_state_limits_cpuidle_where_it_exists_and_says_why_not_elsewhere(
         }
     }
 }
+
+#[test]
+fn oscilloscope_mode_prints_one_line_per_reduced_group_like_cyclictest() {
+    let args = ["-t1", "-p80", "-i1000", "-l20", "-v", "-o", "5"];
+    let (ours, _) = run_rtlab(&args);
+    let real = run_real(&args);
+    assert_eq!(collapsed(&ours), collapsed(&real), "ours:\n{ours}\nreal:\n{real}");
+    assert_eq!(ours.lines().filter(|l| l.starts_with("       0:")).count(), 4, "20 samples reduced by 5: {ours}");
+}
+
+#[test]
+fn spike_nodes_caps_the_list_but_not_the_count() {
+    let (s, _, _) = sim(&["-q", "--spike", "2", "--spike-nodes", "1"], SAMPLES);
+    assert_eq!(s.lines().filter(|l| l.contains("Spike:")).count(), 1, "{s}");
+    assert!(s.contains("spikes = 2\n"), "{s}");
+}
