@@ -285,6 +285,9 @@ pub struct ThreadResult {
     /// Last wakeup minus the ideal absolute schedule (ns): bounded for absolute methods,
     /// accumulating for relative ones.
     pub drift_ns: Option<i64>,
+    /// Samples the `--samples` writer could not keep (`null` without `--samples`).
+    #[serde(default)]
+    pub samples_lost: Option<u64>,
     /// Statistics.
     #[serde(flatten)]
     pub stats: Stats,
@@ -404,6 +407,7 @@ fn thread_result(t: &ThreadOutcome, start: SystemTime) -> ThreadResult {
         interval_ns: Some(t.plan.interval_ns),
         timer_slack_ns: t.timer_slack_ns,
         drift_ns: Some(t.outcome.drift_ns),
+        samples_lost: None,
         stats: stats_of(&t.summary, start),
     }
 }

@@ -5,6 +5,7 @@ pub mod import;
 pub mod load;
 pub mod parse;
 pub mod run;
+pub mod samples;
 pub mod sweep;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +43,8 @@ pub enum Command {
     Show(import::ShowArgs),
     /// Run background loads alone and print the throughput each achieved.
     Load(load::LoadArgs),
+    /// Read a samples file written by `rtlab run --samples` (summary, or --csv).
+    Samples(samples::SamplesArgs),
     /// Run a grid of configurations (load workers, kind, policy; probe policy; method).
     Sweep(Box<sweep::SweepArgs>),
     /// One worker of a `mode=process` load (internal).

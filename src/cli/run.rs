@@ -164,6 +164,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub force: bool,
 
+    /// Record every sample (thread, cycle, wake time, latency) into FILE (read it with
+    /// `rtlab samples FILE --csv`); a writer that falls behind counts what it lost
+    #[arg(long = "samples", value_name = "FILE")]
+    pub samples: Option<PathBuf>,
+
     /// Simulated probe: seed:N or file:PATH (testing only)
     #[arg(long, value_name = "SPEC", hide = true, value_parser = Simulation::parse)]
     pub simulate: Option<Simulation>,
@@ -184,6 +189,8 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Background loads.
     pub loads: Vec<crate::load::LoadSpec>,
+    /// `--samples` target.
+    pub samples: Option<PathBuf>,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -240,6 +247,9 @@ impl RunArgs {
         }
         if let Some(p) = &self.json {
             check_writable_target(p, "--json")?;
+        }
+        if let Some(p) = &self.samples {
+            check_writable_target(p, "--samples")?;
         }
         let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
         // Only -D bounds a run with an RT load: a starved probe may never reach its -l.
@@ -357,7 +367,7 @@ impl RunArgs {
             stop_when_first_done: false,
             align: None,
             outliers: None,
-            sample_ring: None,
+            sample_ring: self.samples.is_some().then_some(1 << 16),
             over_capacity: 1,
         };
         let config = Config {
@@ -378,6 +388,7 @@ impl RunArgs {
             unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
             quiet: self.quiet,
             loads: self.loads,
+            samples: self.samples,
         })
     }
 }

@@ -4,4 +4,5 @@ pub mod cyclictest;
 pub mod import;
 pub mod load;
 pub mod run;
+pub mod samples;
 pub mod sweep;

@@ -28,6 +28,12 @@ pub fn measure(
     // when the probes are released, so that a load above the probes' priority cannot keep them
     // from setting up.
     let specs = if simulated { Vec::new() } else { opts.loads.clone() };
+    let clock = if opts.plan.clock == crate::measure::probe::ClockKind::Realtime { "realtime" } else { "monotonic" };
+    let mut writer = None;
+    let observer: &mut dyn Observer = match &opts.samples {
+        Some(p) => writer.insert(crate::commands::samples::SamplesWriter::new(observer, p, clock)),
+        None => observer,
+    };
     let mut with_loads =
         WithLoads { inner: observer, specs, loads: None, results: Vec::new(), error: None, stop: signals.stop.clone() };
     let out = engine::run(&opts.plan, &mut with_loads, signals).map_err(|e| RunError(e.to_string()));
@@ -36,10 +42,23 @@ pub fn measure(
         return Err(RunError(e));
     }
     let load_results = std::mem::take(&mut with_loads.results);
+    drop(with_loads);
     let out = out?;
     let mut result =
         RunResult::build(Provenance { command_line, environment, config: opts.config.clone(), simulated }, &out);
     result.loads = load_results;
+    if let (Some(w), Some(path)) = (writer, &opts.samples) {
+        let lost: Vec<u64> = out.threads.iter().map(|t| t.samples_lost).collect();
+        w.finish(lost.clone()).map_err(RunError)?;
+        for (t, l) in result.threads.iter_mut().zip(&lost) {
+            t.samples_lost = Some(*l);
+        }
+        let total: u64 = lost.iter().sum();
+        if total > 0 {
+            let w = crate::output::warnings::Warning::SamplesLost { count: total, file: path.display().to_string() };
+            result.warnings.push(w.into());
+        }
+    }
     Ok(result)
 }
 

@@ -3,6 +3,7 @@
 
 pub mod cyclictest_json;
 pub mod json;
+pub mod samples;
 
 use crate::result::RunResult;
 use std::io::Write;

@@ -257,6 +257,7 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[Th
             interval_ns: f.interval_us.map(|i| i * 1000),
             timer_slack_ns: None,
             drift_ns: None,
+            samples_lost: None,
             stats: stats_of(f, unit),
         })
         .collect();

@@ -65,6 +65,14 @@ pub enum Warning {
     },
     /// The run was stopped before it had recorded anything.
     NoSamples,
+    /// The `--samples` writer fell behind and samples were lost from the file (not from the
+    /// statistics).
+    SamplesLost {
+        /// How many.
+        count: u64,
+        /// The file.
+        file: String,
+    },
     /// `--tracemark` was asked but tracefs is not available or not writable.
     TracemarkUnavailable {
         /// Why.
@@ -123,6 +131,10 @@ impl Warning {
                                    too short, or the probe threads never got a CPU (a load or another task at a higher RT \
                                    priority starved them). Fix: run longer, or give the probe a priority above the loads'."
                 .into(),
+            Warning::SamplesLost { count, file } => format!(
+                "{count} samples could not be written to {file} because the writer fell behind (the statistics \
+                 still count them); fix: use a faster disk or a longer interval."
+            ),
             Warning::TracemarkUnavailable { why } => format!(
                 "--tracemark was asked but no marker can be written: {why}. Fix: mount tracefs and run as root."
             ),
