@@ -406,7 +406,7 @@ fn thread_result(t: &ThreadOutcome, start: SystemTime) -> ThreadResult {
         deadline: deadline_of(&t.sched),
         interval_ns: Some(t.plan.interval_ns),
         timer_slack_ns: t.timer_slack_ns,
-        drift_ns: Some(t.outcome.drift_ns),
+        drift_ns: (t.outcome.iterations > 0).then_some(t.outcome.drift_ns),
         samples_lost: None,
         stats: stats_of(&t.summary, start),
     }

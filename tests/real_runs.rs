@@ -349,3 +349,30 @@ fn the_measuring_thread_takes_no_page_fault_while_it_measures() {
         assert_eq!(after, before, "(minor, major) faults of the probe over 1 s of samples");
     }
 }
+
+#[test]
+fn long_runs_checkpoint_so_a_crash_keeps_the_results_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = spawn(&["-t", "1", "-i", "500us", "--checkpoint", "1s"], &json);
+    wait_until_measuring(&child, 1);
+    std::thread::sleep(Duration::from_millis(1500));
+    let r = read_json(&json);
+    assert_valid_run_result(&r);
+    assert_eq!(r["end_reason"], "checkpoint");
+    let cycles = r["all"]["cycles"].as_u64().unwrap();
+    assert!(cycles > 0 && cycles.is_multiple_of(1024), "exact as of a publication: {cycles}");
+    assert!(r["all"]["stdev_ns"].is_number());
+    child.kill().unwrap(); // a crash: no clean end
+    let _ = child.wait();
+    let r = read_json(&json);
+    assert_eq!(r["end_reason"], "checkpoint", "the last checkpoint survives the crash");
+    assert!(r["all"]["cycles"].as_u64().unwrap() >= cycles);
+}
+
+#[test]
+fn the_final_result_replaces_the_checkpoints() {
+    let (r, _) = real_run(&["-t", "1", "-i", "1ms", "-D", "2", "--checkpoint", "500ms"]);
+    assert_eq!(r["end_reason"], "duration");
+    assert!(r["threads"][0]["drift_ns"].is_number());
+}

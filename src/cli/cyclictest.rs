@@ -456,6 +456,7 @@ impl CyclictestArgs {
             outliers: histogram_us.map(|h| (h * 1000 - 1, h as usize)),
             sample_ring: self.verbose.then_some(1 << 16),
             over_capacity: self.spike_nodes.min(1 << 20) as usize,
+            checkpoint: None,
         };
         Ok(CyclictestOptions { plan, histogram_us, histofall, policy, notices, args: self })
     }

@@ -164,6 +164,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub force: bool,
 
+    /// With --json FILE: rewrite FILE with the results so far this often, so a crash loses at
+    /// most one interval (end_reason "checkpoint"; exact as of the probes' last 1024 samples)
+    #[arg(long = "checkpoint", value_name = "TIME", default_value = "60s", allow_negative_numbers = true, value_parser = parse::duration)]
+    pub checkpoint: std::time::Duration,
+
+    /// Do not write checkpoints
+    #[arg(long = "no-checkpoint")]
+    pub no_checkpoint: bool,
+
     /// Record every sample (thread, cycle, wake time, latency) into FILE (read it with
     /// `rtlab samples FILE --csv`); a writer that falls behind counts what it lost
     #[arg(long = "samples", value_name = "FILE")]
@@ -369,6 +378,10 @@ impl RunArgs {
             outliers: None,
             sample_ring: self.samples.is_some().then_some(1 << 16),
             over_capacity: 1,
+            checkpoint: match (&self.json, self.no_checkpoint) {
+                (Some(p), false) if p.as_os_str() != "-" => Some(self.checkpoint),
+                _ => None,
+            },
         };
         let config = Config {
             warmup_cycles: match self.warmup {

@@ -107,6 +107,52 @@ impl Observer for WithLoads<'_> {
     fn samples(&mut self, thread: usize, s: &[crate::measure::ring::Sample]) {
         self.inner.samples(thread, s)
     }
+    fn checkpoint(&mut self, partial: &engine::EngineOutput) {
+        self.inner.checkpoint(partial)
+    }
+    fn finished(&mut self, t: &[engine::ThreadStatus], l: &[crate::measure::stats::LiveSnapshot]) {
+        self.inner.finished(t, l)
+    }
+}
+
+/// Writes every checkpoint to the `--json` file, atomically (the final result replaces it).
+struct Checkpoints<'a> {
+    inner: &'a mut dyn Observer,
+    path: std::path::PathBuf,
+    provenance: Provenance,
+    warned: bool,
+}
+
+impl Observer for Checkpoints<'_> {
+    fn started(&mut self, t: &[engine::ThreadStatus], dma: Option<i32>) {
+        self.inner.started(t, dma)
+    }
+    fn tick(&mut self, t: &[engine::ThreadStatus], l: &[crate::measure::stats::LiveSnapshot], e: std::time::Duration) {
+        self.inner.tick(t, l, e)
+    }
+    fn status_requested(
+        &mut self,
+        t: &[engine::ThreadStatus],
+        l: &[crate::measure::stats::LiveSnapshot],
+        e: std::time::Duration,
+    ) {
+        self.inner.status_requested(t, l, e)
+    }
+    fn stopping(&mut self) {
+        self.inner.stopping()
+    }
+    fn samples(&mut self, thread: usize, s: &[crate::measure::ring::Sample]) {
+        self.inner.samples(thread, s)
+    }
+    fn checkpoint(&mut self, partial: &engine::EngineOutput) {
+        let r = RunResult::build(self.provenance.clone(), partial);
+        let written = Json.serialize(&r).map_err(std::io::Error::other).and_then(|b| write_output(&self.path, &b));
+        if let (Err(e), false) = (written, self.warned) {
+            eprintln!("rtlab: warning: cannot write a checkpoint to {}: {e}", self.path.display());
+            self.warned = true;
+        }
+        self.inner.checkpoint(partial)
+    }
     fn finished(&mut self, t: &[engine::ThreadStatus], l: &[crate::measure::stats::LiveSnapshot]) {
         self.inner.finished(t, l)
     }
@@ -119,7 +165,26 @@ pub fn execute(opts: RunOptions, command_line: Vec<String>) -> Result<i32, RunEr
     let to_stdout = opts.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
     let draw = !opts.quiet && !to_stdout && std::io::stdout().is_terminal();
     let mut view = LiveView::new(draw, opts.unit);
-    let result = measure(&opts, command_line, Environment::capture(), &mut view, &signals)?;
+    let environment = Environment::capture();
+    let mut checkpoints = match (&opts.json, opts.plan.checkpoint) {
+        (Some(path), Some(_)) => Some(Checkpoints {
+            inner: &mut view,
+            path: path.clone(),
+            provenance: Provenance {
+                command_line: command_line.clone(),
+                environment: environment.clone(),
+                config: opts.config.clone(),
+                simulated: opts.plan.simulate.is_some(),
+            },
+            warned: false,
+        }),
+        _ => None,
+    };
+    let observer: &mut dyn Observer = match checkpoints.as_mut() {
+        Some(c) => c,
+        None => &mut view,
+    };
+    let result = measure(&opts, command_line, environment, observer, &signals)?;
 
     if let Some(path) = &opts.json {
         let bytes = Json.serialize(&result).map_err(RunError)?;

@@ -98,6 +98,9 @@ impl Observer for SamplesWriter<'_> {
     fn stopping(&mut self) {
         self.inner.stopping()
     }
+    fn checkpoint(&mut self, partial: &crate::measure::engine::EngineOutput) {
+        self.inner.checkpoint(partial)
+    }
     fn samples(&mut self, thread: usize, batch: &[Sample]) {
         if let Some(f) = self.file.as_mut() {
             self.buf.clear();

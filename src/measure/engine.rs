@@ -92,6 +92,8 @@ pub struct Plan {
     /// How many samples above `max_latency_ns` each thread keeps (1 for the verdict; more
     /// for cyclictest's `--spike` list).
     pub over_capacity: usize,
+    /// Hand the observer a checkpoint this often.
+    pub checkpoint: Option<Duration>,
 }
 
 /// Aligned thread starts (cyclictest `-A`/`--secaligned`).
@@ -123,6 +125,8 @@ pub enum EndReason {
     Breaktrace,
     /// Not known (imported data).
     Unknown,
+    /// Not ended: a checkpoint written while the run goes on.
+    Checkpoint,
 }
 
 /// What one thread obtained and measured.
@@ -200,6 +204,9 @@ pub trait Observer {
     /// The run is ending and the probe threads are told to stop; anything that could keep
     /// them from running (a higher-priority load) must stop now, before they are joined.
     fn stopping(&mut self) {}
+    /// A checkpoint of the running measurement (every `Plan::checkpoint`): statistics as of
+    /// the probes' last publication, end reason `Checkpoint`.
+    fn checkpoint(&mut self, _partial: &EngineOutput) {}
     /// Samples streamed from thread `thread`'s ring (only with `Plan::sample_ring`).
     fn samples(&mut self, _thread: usize, _samples: &[Sample]) {}
     /// Threads are joined; `live` holds their final values.
@@ -434,6 +441,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
 
     let n = plan.threads.len();
     let mut next_refresh = started + plan.refresh;
+    let mut next_checkpoint = plan.checkpoint.map(|c| started + c);
     let end_reason = loop {
         let now = Instant::now();
         if shared.done.load(Relaxed) == n {
@@ -450,6 +458,39 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             observer.status_requested(&statuses, &snaps, now - started);
         }
         drain_rings(&rings, &mut cursors, observer);
+        if let (Some(at), Some(every)) = (next_checkpoint, plan.checkpoint) {
+            if now >= at {
+                let threads = statuses
+                    .iter()
+                    .zip(&lives)
+                    .zip(&plan.threads)
+                    .map(|((s, l), tp)| ThreadOutcome {
+                        plan: tp.clone(),
+                        sched: s.sched,
+                        cpus_allowed: tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default(),
+                        last_cpu: None,
+                        timer_slack_ns: None,
+                        summary: l.checkpoint(),
+                        outcome: LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 },
+                        tid: s.tid,
+                        samples_lost: 0,
+                    })
+                    .collect();
+                let partial = EngineOutput {
+                    threads,
+                    start: start_wall,
+                    end: SystemTime::now(),
+                    end_reason: EndReason::Checkpoint,
+                    mlocked,
+                    dma_latency_held: dma.as_ref().map(|g| g.latency_us),
+                    warnings: warnings.clone(),
+                    break_hit: None,
+                    tracemark_written: false,
+                };
+                observer.checkpoint(&partial);
+                next_checkpoint = Some(at + every);
+            }
+        }
         if now >= next_refresh {
             let snaps: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
             observer.tick(&statuses, &snaps, now - started);

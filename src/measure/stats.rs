@@ -3,7 +3,7 @@
 use super::histogram::{Counts, Histogram, Layout, PERCENTILES};
 use super::ring::SampleRing;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
 /// Values the display reads while a probe runs. Written by the probe thread only, with plain
 /// relaxed stores (a `mov` on x86, no `lock` prefix); padded to keep threads off each other's
@@ -25,6 +25,26 @@ pub struct Live {
     pub sum: AtomicI64,
     /// The histogram (also the final one).
     pub hist: Histogram,
+    /// The exact statistics as of the last publication (for checkpoints).
+    published: Published,
+}
+
+/// How often (in samples) a probe publishes its exact sums for checkpoints.
+pub const PUBLISH_EVERY: u64 = 1024;
+
+/// Exact figures published by the probe through a seqlock every [`PUBLISH_EVERY`] samples.
+#[derive(Debug, Default)]
+struct Published {
+    seq: AtomicU64,
+    cycles: AtomicU64,
+    sum_lo: AtomicU64,
+    sum_hi: AtomicU64,
+    sq_lo: AtomicU64,
+    sq_hi: AtomicU64,
+    negative: AtomicU64,
+    max: AtomicI64,
+    max_at_cycle: AtomicU64,
+    max_at_ns: AtomicI64,
 }
 
 impl Live {
@@ -38,6 +58,50 @@ impl Live {
             missed: AtomicU64::new(0),
             sum: AtomicI64::new(0),
             hist: Histogram::new(layout),
+            published: Published::default(),
+        }
+    }
+
+    /// A checkpoint of a running probe: its exact sums, maximum and its position as of the
+    /// last publication (at most [`PUBLISH_EVERY`] − 1 samples old), the current minimum and
+    /// missed count, and the histogram as it is now (it may hold a few more samples).
+    pub fn checkpoint(&self) -> Summary {
+        let p = &self.published;
+        let (cycles, sum, sq, negative, max, at_cycle, at_ns) = loop {
+            let s1 = p.seq.load(Acquire);
+            if s1 % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let v = (
+                p.cycles.load(Relaxed),
+                ((p.sum_hi.load(Relaxed) as u128) << 64 | p.sum_lo.load(Relaxed) as u128) as i128,
+                (p.sq_hi.load(Relaxed) as u128) << 64 | p.sq_lo.load(Relaxed) as u128,
+                p.negative.load(Relaxed),
+                p.max.load(Relaxed),
+                p.max_at_cycle.load(Relaxed),
+                p.max_at_ns.load(Relaxed),
+            );
+            fence(Acquire);
+            if p.seq.load(Relaxed) == s1 {
+                break v;
+            }
+        };
+        let has = cycles > 0;
+        Summary {
+            cycles,
+            missed: self.missed.load(Relaxed),
+            negative,
+            min_ns: has.then(|| self.min.load(Relaxed)),
+            max_ns: has.then_some(max),
+            max_at_cycle: has.then_some(at_cycle),
+            max_at_ns: has.then_some(at_ns),
+            max_at_thread: None,
+            sum_ns: sum,
+            sum_sq_ns2: sq,
+            over: ExceedLog::off(),
+            outliers: ExceedLog::off(),
+            counts: self.hist.snapshot(),
         }
     }
 
@@ -193,6 +257,29 @@ impl<'a> Recorder<'a> {
         l.sum.store(l.sum.load(Relaxed).wrapping_add(latency), Relaxed);
         l.missed.store(l.missed.load(Relaxed) + missed, Relaxed);
         l.cycles.store(cycle + 1, Relaxed);
+        if (cycle + 1).is_multiple_of(PUBLISH_EVERY) {
+            self.publish(cycle + 1);
+        }
+    }
+
+    /// Publishes the exact figures for checkpoints (seqlock writer: plain stores on x86).
+    #[cold]
+    #[inline(never)]
+    fn publish(&self, cycles: u64) {
+        let p = &self.live.published;
+        let s = p.seq.load(Relaxed);
+        p.seq.store(s + 1, Relaxed);
+        fence(Release);
+        p.cycles.store(cycles, Relaxed);
+        p.sum_lo.store(self.sum as u128 as u64, Relaxed);
+        p.sum_hi.store(((self.sum as u128) >> 64) as u64, Relaxed);
+        p.sq_lo.store(self.sum_sq as u64, Relaxed);
+        p.sq_hi.store((self.sum_sq >> 64) as u64, Relaxed);
+        p.negative.store(self.negative, Relaxed);
+        p.max.store(self.live.max.load(Relaxed), Relaxed);
+        p.max_at_cycle.store(self.max_at_cycle, Relaxed);
+        p.max_at_ns.store(self.max_at_ns, Relaxed);
+        p.seq.store(s + 2, Release);
     }
 
     /// The finished statistics.
@@ -358,6 +445,25 @@ mod tests {
         let s = Summary::from_samples(Layout::DEFAULT, &[5, 9, 3, 9, 1]);
         assert_eq!((s.max_ns, s.max_at_cycle, s.max_at_ns), (Some(9), Some(1), Some(1)));
         assert_eq!(s.min_ns, Some(1));
+    }
+
+    #[test]
+    fn a_checkpoint_holds_the_exact_figures_of_the_last_publication() {
+        let live = Live::new(Layout::DEFAULT);
+        let mut r = Recorder::new(&live, None);
+        let samples: Vec<i64> = (0..2 * PUBLISH_EVERY as i64 + 5).map(|i| (i * 37) % 5000 - 10).collect();
+        for (i, &v) in samples.iter().enumerate() {
+            r.record(v, i as i64, 0);
+        }
+        let c = live.checkpoint();
+        let upto = &samples[..2 * PUBLISH_EVERY as usize];
+        let exact = Summary::from_samples(Layout::DEFAULT, upto);
+        assert_eq!(c.cycles, 2 * PUBLISH_EVERY);
+        assert_eq!((c.sum_ns, c.sum_sq_ns2, c.negative), (exact.sum_ns, exact.sum_sq_ns2, exact.negative));
+        assert_eq!((c.max_ns, c.max_at_cycle), (exact.max_ns, exact.max_at_cycle));
+        assert_eq!(c.counts.total(), samples.len() as u64, "the histogram is as of now");
+        let empty = Live::new(Layout::DEFAULT);
+        assert_eq!(empty.checkpoint().mean_ns(), None);
     }
 
     #[test]
