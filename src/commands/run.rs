@@ -3,7 +3,7 @@
 use crate::cli::run::RunOptions;
 use crate::export::{json::Json, write_output, Exporter};
 use crate::load::LoadSet;
-use crate::measure::engine::{self, Observer, Signals};
+use crate::measure::engine::{self, Fanout, Observer, Signals};
 use crate::output::live::LiveView;
 use crate::output::table;
 use crate::result::{Provenance, RunResult};
@@ -15,7 +15,8 @@ use std::io::{IsTerminal, Write};
 #[error("{0}")]
 pub struct RunError(pub String);
 
-/// Runs one measurement with its loads and returns the result (nothing is printed or written).
+/// Runs one measurement with its loads (and `--samples` file) and returns the result; prints
+/// nothing. `observer` receives the engine's events too.
 pub fn measure(
     opts: &RunOptions,
     command_line: Vec<String>,
@@ -24,29 +25,31 @@ pub fn measure(
     signals: &Signals,
 ) -> Result<RunResult, RunError> {
     let simulated = opts.plan.simulate.is_some();
-    // Simulated probes get no real load: their samples would not depend on it. Real loads start
-    // when the probes are released, so that a load above the probes' priority cannot keep them
-    // from setting up.
-    let specs = if simulated { Vec::new() } else { opts.loads.clone() };
-    let clock = if opts.plan.clock == crate::measure::probe::ClockKind::Realtime { "realtime" } else { "monotonic" };
-    let mut writer = None;
-    let observer: &mut dyn Observer = match &opts.samples {
-        Some(p) => writer.insert(crate::commands::samples::SamplesWriter::new(observer, p, clock)),
-        None => observer,
+    // Simulated probes get no real load: their samples would not depend on it.
+    let mut loads = Loads {
+        specs: if simulated { Vec::new() } else { opts.loads.clone() },
+        running: None,
+        results: Vec::new(),
+        error: None,
+        stop: signals.stop.clone(),
     };
-    let mut with_loads =
-        WithLoads { inner: observer, specs, loads: None, results: Vec::new(), error: None, stop: signals.stop.clone() };
-    let out = engine::run(&opts.plan, &mut with_loads, signals).map_err(|e| RunError(e.to_string()));
-    with_loads.stopping();
-    if let Some(e) = with_loads.error.take() {
+    let clock = if opts.plan.clock == crate::measure::probe::ClockKind::Realtime { "realtime" } else { "monotonic" };
+    let mut writer = opts.samples.as_ref().map(|p| crate::commands::samples::SamplesWriter::new(p, clock));
+    let out = {
+        let mut all: Vec<&mut dyn Observer> = vec![observer, &mut loads];
+        if let Some(w) = writer.as_mut() {
+            all.push(w);
+        }
+        engine::run(&opts.plan, &mut Fanout(all), signals).map_err(|e| RunError(e.to_string()))
+    };
+    loads.stopping();
+    if let Some(e) = loads.error.take() {
         return Err(RunError(e));
     }
-    let load_results = std::mem::take(&mut with_loads.results);
-    drop(with_loads);
     let out = out?;
     let mut result =
         RunResult::build(Provenance { command_line, environment, config: opts.config.clone(), simulated }, &out);
-    result.loads = load_results;
+    result.loads = std::mem::take(&mut loads.results);
     if let (Some(w), Some(path)) = (writer, &opts.samples) {
         let lost: Vec<u64> = out.threads.iter().map(|t| t.samples_lost).collect();
         w.finish(lost.clone()).map_err(RunError)?;
@@ -62,88 +65,45 @@ pub fn measure(
     Ok(result)
 }
 
-/// Forwards the engine's events, starts the loads when the probes are released and stops them
-/// the moment the probes are told to stop: a load above the probes' priority would otherwise
-/// keep them from ever seeing the stop flag.
-struct WithLoads<'a> {
-    inner: &'a mut dyn Observer,
+/// Starts the loads when the probes are released and stops them the moment the probes are told
+/// to stop: a load above the probes' priority would otherwise keep them from ever seeing the
+/// stop flag (or from setting up, had the loads started first).
+struct Loads {
     specs: Vec<crate::load::LoadSpec>,
-    loads: Option<LoadSet>,
+    running: Option<LoadSet>,
     results: Vec<crate::load::LoadResult>,
     error: Option<String>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
-impl Observer for WithLoads<'_> {
-    fn started(&mut self, t: &[engine::ThreadStatus], dma: Option<i32>) {
-        if !self.specs.is_empty() {
-            match LoadSet::start(&self.specs) {
-                Ok(set) => self.loads = Some(set),
-                Err(e) => {
-                    self.error = Some(e);
-                    self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                }
+impl Observer for Loads {
+    fn started(&mut self, _: &[engine::ThreadStatus], _: Option<i32>) {
+        if self.specs.is_empty() {
+            return;
+        }
+        match LoadSet::start(&self.specs) {
+            Ok(set) => self.running = Some(set),
+            Err(e) => {
+                self.error = Some(e);
+                self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         }
-        self.inner.started(t, dma)
-    }
-    fn tick(&mut self, t: &[engine::ThreadStatus], l: &[crate::measure::stats::LiveSnapshot], e: std::time::Duration) {
-        self.inner.tick(t, l, e)
-    }
-    fn status_requested(
-        &mut self,
-        t: &[engine::ThreadStatus],
-        l: &[crate::measure::stats::LiveSnapshot],
-        e: std::time::Duration,
-    ) {
-        self.inner.status_requested(t, l, e)
     }
     fn stopping(&mut self) {
-        if let Some(set) = self.loads.take() {
+        if let Some(set) = self.running.take() {
             self.results = set.stop();
         }
-        self.inner.stopping()
-    }
-    fn samples(&mut self, thread: usize, s: &[crate::measure::ring::Sample]) {
-        self.inner.samples(thread, s)
-    }
-    fn checkpoint(&mut self, partial: &engine::EngineOutput) {
-        self.inner.checkpoint(partial)
-    }
-    fn finished(&mut self, t: &[engine::ThreadStatus], l: &[crate::measure::stats::LiveSnapshot]) {
-        self.inner.finished(t, l)
     }
 }
 
 /// Writes every checkpoint to the `--json` file, atomically (the final result replaces it).
-struct Checkpoints<'a> {
-    inner: &'a mut dyn Observer,
+struct Checkpoints {
     path: std::path::PathBuf,
     provenance: Provenance,
     warned: bool,
 }
 
-impl Observer for Checkpoints<'_> {
-    fn started(&mut self, t: &[engine::ThreadStatus], dma: Option<i32>) {
-        self.inner.started(t, dma)
-    }
-    fn tick(&mut self, t: &[engine::ThreadStatus], l: &[crate::measure::stats::LiveSnapshot], e: std::time::Duration) {
-        self.inner.tick(t, l, e)
-    }
-    fn status_requested(
-        &mut self,
-        t: &[engine::ThreadStatus],
-        l: &[crate::measure::stats::LiveSnapshot],
-        e: std::time::Duration,
-    ) {
-        self.inner.status_requested(t, l, e)
-    }
-    fn stopping(&mut self) {
-        self.inner.stopping()
-    }
-    fn samples(&mut self, thread: usize, s: &[crate::measure::ring::Sample]) {
-        self.inner.samples(thread, s)
-    }
+impl Observer for Checkpoints {
     fn checkpoint(&mut self, partial: &engine::EngineOutput) {
         let r = RunResult::build(self.provenance.clone(), partial);
         let written = Json.serialize(&r).map_err(std::io::Error::other).and_then(|b| write_output(&self.path, &b));
@@ -151,10 +111,6 @@ impl Observer for Checkpoints<'_> {
             eprintln!("rtlab: warning: cannot write a checkpoint to {}: {e}", self.path.display());
             self.warned = true;
         }
-        self.inner.checkpoint(partial)
-    }
-    fn finished(&mut self, t: &[engine::ThreadStatus], l: &[crate::measure::stats::LiveSnapshot]) {
-        self.inner.finished(t, l)
     }
 }
 
@@ -168,7 +124,6 @@ pub fn execute(opts: RunOptions, command_line: Vec<String>) -> Result<i32, RunEr
     let environment = Environment::capture();
     let mut checkpoints = match (&opts.json, opts.plan.checkpoint) {
         (Some(path), Some(_)) => Some(Checkpoints {
-            inner: &mut view,
             path: path.clone(),
             provenance: Provenance {
                 command_line: command_line.clone(),
@@ -180,10 +135,11 @@ pub fn execute(opts: RunOptions, command_line: Vec<String>) -> Result<i32, RunEr
         }),
         _ => None,
     };
-    let observer: &mut dyn Observer = match checkpoints.as_mut() {
-        Some(c) => c,
-        None => &mut view,
-    };
+    let mut observers: Vec<&mut dyn Observer> = vec![&mut view];
+    if let Some(c) = checkpoints.as_mut() {
+        observers.push(c);
+    }
+    let observer = &mut Fanout(observers);
     let result = measure(&opts, command_line, environment, observer, &signals)?;
 
     if let Some(path) = &opts.json {

@@ -4,15 +4,12 @@ use crate::export::samples::{self, Header, Record, ThreadInfo, Trailer};
 use crate::export::write_output;
 use crate::measure::engine::{Observer, ThreadStatus};
 use crate::measure::ring::Sample;
-use crate::measure::stats::LiveSnapshot;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Streams every sample from the engine's rings into a samples file (SCHED_OTHER, on the
 /// reporting thread), written to a temporary file that is renamed into place when complete.
-pub struct SamplesWriter<'a> {
-    inner: &'a mut dyn Observer,
+pub struct SamplesWriter {
     path: PathBuf,
     tmp: PathBuf,
     clock: String,
@@ -22,13 +19,12 @@ pub struct SamplesWriter<'a> {
     error: Option<String>,
 }
 
-impl<'a> SamplesWriter<'a> {
-    /// A writer to `path`, forwarding every event to `inner`.
-    pub fn new(inner: &'a mut dyn Observer, path: &Path, clock: &str) -> SamplesWriter<'a> {
+impl SamplesWriter {
+    /// A writer to `path`.
+    pub fn new(path: &Path, clock: &str) -> SamplesWriter {
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let name = path.file_name().map_or_else(|| "samples".into(), |n| n.to_string_lossy().into_owned());
         SamplesWriter {
-            inner,
             path: path.to_path_buf(),
             tmp: dir.join(format!(".{name}.{}.tmp", std::process::id())),
             clock: clock.into(),
@@ -66,8 +62,8 @@ impl<'a> SamplesWriter<'a> {
     }
 }
 
-impl Observer for SamplesWriter<'_> {
-    fn started(&mut self, threads: &[ThreadStatus], dma: Option<i32>) {
+impl Observer for SamplesWriter {
+    fn started(&mut self, threads: &[ThreadStatus], _: Option<i32>) {
         let header = Header {
             schema: "rtlab.samples/1".into(),
             clock: self.clock.clone(),
@@ -87,19 +83,6 @@ impl Observer for SamplesWriter<'_> {
             }
             Err(e) => self.fail(e),
         }
-        self.inner.started(threads, dma)
-    }
-    fn tick(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot], e: Duration) {
-        self.inner.tick(t, l, e)
-    }
-    fn status_requested(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot], e: Duration) {
-        self.inner.status_requested(t, l, e)
-    }
-    fn stopping(&mut self) {
-        self.inner.stopping()
-    }
-    fn checkpoint(&mut self, partial: &crate::measure::engine::EngineOutput) {
-        self.inner.checkpoint(partial)
     }
     fn samples(&mut self, thread: usize, batch: &[Sample]) {
         if let Some(f) = self.file.as_mut() {
@@ -113,10 +96,6 @@ impl Observer for SamplesWriter<'_> {
                 Err(e) => self.fail(e),
             }
         }
-        self.inner.samples(thread, batch)
-    }
-    fn finished(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot]) {
-        self.inner.finished(t, l)
     }
 }
 

@@ -213,6 +213,34 @@ pub trait Observer {
     fn finished(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot]) {}
 }
 
+/// Every event to every observer, in order (the live view, the loads, the samples file, the
+/// checkpoints: each implements only what it needs).
+pub struct Fanout<'a>(pub Vec<&'a mut dyn Observer>);
+
+impl Observer for Fanout<'_> {
+    fn started(&mut self, t: &[ThreadStatus], dma: Option<i32>) {
+        self.0.iter_mut().for_each(|o| o.started(t, dma));
+    }
+    fn tick(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot], e: Duration) {
+        self.0.iter_mut().for_each(|o| o.tick(t, l, e));
+    }
+    fn status_requested(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot], e: Duration) {
+        self.0.iter_mut().for_each(|o| o.status_requested(t, l, e));
+    }
+    fn stopping(&mut self) {
+        self.0.iter_mut().for_each(|o| o.stopping());
+    }
+    fn checkpoint(&mut self, partial: &EngineOutput) {
+        self.0.iter_mut().for_each(|o| o.checkpoint(partial));
+    }
+    fn samples(&mut self, thread: usize, s: &[Sample]) {
+        self.0.iter_mut().for_each(|o| o.samples(thread, s));
+    }
+    fn finished(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot]) {
+        self.0.iter_mut().for_each(|o| o.finished(t, l));
+    }
+}
+
 /// An observer that shows nothing.
 #[derive(Debug, Default)]
 pub struct Silent;
