@@ -2,6 +2,7 @@
 //! and quirks where they are harmless, validated where cyclictest is broken.
 
 use super::parse;
+use super::run::check_online;
 use super::UsageError;
 use crate::measure::engine::{Align, Plan, ThreadPlan};
 use crate::measure::histogram::Layout;
@@ -459,14 +460,5 @@ impl CyclictestArgs {
             checkpoint: None,
         };
         Ok(CyclictestOptions { plan, histogram_us, histofall, policy, notices, args: self })
-    }
-}
-
-fn check_online(set: &CpuSet, online: &CpuSet, flag: &str) -> Result<(), UsageError> {
-    let missing = set.difference(online);
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(UsageError(format!("{flag} {set}: CPU {missing} does not exist or is offline; online CPUs are {online}")))
     }
 }

@@ -406,7 +406,8 @@ impl RunArgs {
     }
 }
 
-fn check_online(set: &CpuSet, online: &CpuSet, flag: &str) -> Result<(), UsageError> {
+/// Checks that every CPU of `set` is online; the error names the missing ones and the online set.
+pub fn check_online(set: &CpuSet, online: &CpuSet, flag: &str) -> Result<(), UsageError> {
     let missing = set.difference(online);
     if missing.is_empty() {
         Ok(())
