@@ -3,15 +3,9 @@
 mod common;
 use common::rtlab;
 
-/// Runs `rtlab run ARGS` and returns stderr, asserting exit 2, one line, nothing on stdout.
+/// `rtlab run ARGS`, refused (see `common::refused`).
 fn refused(args: &[&str]) -> String {
-    let out = rtlab().arg("run").args(args).timeout(std::time::Duration::from_secs(20)).output().unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "args {args:?}: stderr {err}");
-    assert!(out.stdout.is_empty(), "args {args:?} printed to stdout");
-    assert_eq!(err.trim_end().lines().count(), 1, "args {args:?}: not one line: {err}");
-    assert!(err.starts_with("rtlab: "), "{err}");
-    err
+    common::refused(&[&["run"], args].concat())
 }
 
 #[test]

@@ -324,12 +324,9 @@ fn histfile_receives_the_histogram_instead_of_stdout() {
 
 // ---- behaviour ----
 
+/// `rtlab cyclictest ARGS`, refused (see `common::refused`).
 fn refused(args: &[&str]) -> String {
-    let out = rtlab().arg("cyclictest").args(args).timeout(Duration::from_secs(20)).output().unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    err
+    common::refused(&[&["cyclictest"], args].concat())
 }
 
 #[test]

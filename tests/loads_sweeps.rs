@@ -177,14 +177,6 @@ fn no_load_process_survives_a_failing_run() {
     assert!(wait_gone(marker).is_empty(), "{:?}", processes_with(marker));
 }
 
-fn refused(args: &[&str]) -> String {
-    let out = rtlab().args(args).timeout(Duration::from_secs(20)).output().unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    err
-}
-
 #[test]
 fn bad_specs_and_axes_are_refused() {
     assert!(refused(&["load", "gpu", "-D", "1"]).contains("unknown load 'gpu'"));

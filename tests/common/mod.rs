@@ -58,6 +58,18 @@ pub fn unprivileged(name: &str) -> (std::process::Command, tempfile::TempDir) {
     (cmd, dir)
 }
 
+/// Runs `rtlab ARGS` expecting bad usage: exit 2, one line on stderr that starts with
+/// "rtlab: ", nothing on stdout. Returns the line.
+pub fn refused(args: &[&str]) -> String {
+    let out = rtlab().args(args).timeout(std::time::Duration::from_secs(20)).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "args {args:?}: stderr {err}");
+    assert!(out.stdout.is_empty(), "args {args:?} printed to stdout");
+    assert_eq!(err.trim_end().lines().count(), 1, "args {args:?}: not one line: {err}");
+    assert!(err.starts_with("rtlab: "), "{err}");
+    err
+}
+
 /// True when this process is root (real runs then check that RT policies were obtained).
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
