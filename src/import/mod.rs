@@ -7,7 +7,7 @@ pub mod cyclictest_json;
 pub mod cyclictest_text;
 
 use crate::measure::engine::EndReason;
-use crate::measure::histogram::PERCENTILES;
+use crate::measure::histogram::{nearest_rank_edge, PERCENTILES};
 use crate::result::{
     AllResult, Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Tool, Unbinned, Verdict, VerdictStatus,
 };
@@ -99,26 +99,12 @@ fn percentiles(
     let mut exact = BTreeMap::new();
     let mut above = BTreeMap::new();
     for (k, q) in PERCENTILES {
-        if cycles == 0 {
-            exact.insert(k.to_string(), None);
-            continue;
+        let edge = nearest_rank_edge(h.buckets.iter().map(|b| (b.hi_ns, b.count)), cycles, q);
+        let value = edge.map(|hi| i64::try_from(hi).unwrap_or(i64::MAX)).map(|top| max_ns.map_or(top, |m| top.min(m)));
+        if value.is_none() && cycles > 0 {
+            above.insert(k.to_string(), h.unbinned.map_or(0, |u| u.at_least_ns as i64));
         }
-        let rank = ((q * cycles as f64).ceil() as u64).clamp(1, cycles);
-        let mut seen = 0;
-        let hit = h.buckets.iter().find(|b| {
-            seen += b.count;
-            seen >= rank
-        });
-        match hit {
-            Some(b) => {
-                let top = i64::try_from(b.hi_ns).unwrap_or(i64::MAX);
-                exact.insert(k.to_string(), Some(max_ns.map_or(top, |m| top.min(m))));
-            }
-            None => {
-                exact.insert(k.to_string(), None);
-                above.insert(k.to_string(), h.unbinned.map_or(0, |u| u.at_least_ns as i64));
-            }
-        }
+        exact.insert(k.to_string(), value);
     }
     (exact, above)
 }

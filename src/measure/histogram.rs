@@ -25,6 +25,24 @@ const SUBS: usize = 1 << SUB_BITS;
 pub const PERCENTILES: [(&str, f64); 6] =
     [("50", 0.5), ("90", 0.9), ("99", 0.99), ("99.9", 0.999), ("99.99", 0.9999), ("99.999", 0.99999)];
 
+/// The upper edge of the bucket holding the ⌈q·total⌉-th smallest sample (nearest rank,
+/// 0 < q ≤ 1), from `(upper edge, count)` pairs in ascending order. `None` when `total` is 0 or
+/// the rank lies beyond the buckets (samples counted in `total` but not binned).
+pub fn nearest_rank_edge(buckets: impl IntoIterator<Item = (u64, u64)>, total: u64, q: f64) -> Option<u64> {
+    if total == 0 {
+        return None;
+    }
+    let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+    let mut seen = 0;
+    buckets
+        .into_iter()
+        .find(|(_, c)| {
+            seen += c;
+            seen >= rank
+        })
+        .map(|(hi, _)| hi)
+}
+
 /// The shape of a histogram: bucket width and the end of the linear region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layout {
@@ -198,21 +216,8 @@ impl Counts {
     /// bucket holding the ⌈q·n⌉-th smallest sample, capped at the exact maximum `max_ns`.
     /// `None` when there is no sample.
     pub fn percentile(&self, q: f64, max_ns: i64) -> Option<i64> {
-        let n = self.total();
-        if n == 0 {
-            return None;
-        }
-        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
-        let mut seen = 0;
-        for (i, c) in self.counts.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                let (_, hi) = self.layout.bounds(i);
-                let top = i64::try_from(hi).unwrap_or(i64::MAX);
-                return Some(top.min(max_ns.max(0)));
-            }
-        }
-        unreachable!("rank {rank} is at most the total {n}")
+        let buckets = self.counts.iter().enumerate().map(|(i, c)| (self.layout.bounds(i).1, *c));
+        nearest_rank_edge(buckets, self.total(), q).map(|hi| i64::try_from(hi).unwrap_or(i64::MAX).min(max_ns.max(0)))
     }
 }
 

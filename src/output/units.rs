@@ -40,20 +40,6 @@ impl Unit {
     }
 }
 
-/// A duration in ns as a short human string (`250 µs`, `1 ms`, `1.5 s`).
-pub fn human_ns(ns: i64) -> String {
-    let a = ns.unsigned_abs();
-    if a >= 1_000_000_000 && a.is_multiple_of(1_000_000) {
-        format!("{} s", ns as f64 / 1e9)
-    } else if a >= 1_000_000 && a.is_multiple_of(1_000) {
-        format!("{} ms", ns as f64 / 1e6)
-    } else if a >= 1_000 && a.is_multiple_of(1_000) || a >= 10_000 {
-        format!("{} µs", ns as f64 / 1e3)
-    } else {
-        format!("{ns} ns")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,13 +50,5 @@ mod tests {
         assert_eq!(Unit::Nanos.fmt(12_345), "12345");
         assert_eq!(Unit::Micros.fmt_opt(None), "-");
         assert_eq!(Unit::Micros.fmt_f(2_050.0), "2.0");
-    }
-
-    #[test]
-    fn durations_use_the_largest_exact_unit() {
-        assert_eq!(human_ns(1_000_000), "1 ms");
-        assert_eq!(human_ns(250_000), "250 µs");
-        assert_eq!(human_ns(1_500_000_000), "1.5 s");
-        assert_eq!(human_ns(800), "800 ns");
     }
 }

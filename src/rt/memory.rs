@@ -57,9 +57,3 @@ pub fn prefault_stack(bytes: usize) {
     }
     touch(bytes);
 }
-
-/// The process's resident set high-water mark in KiB (`VmHWM` in `/proc/self/status`).
-pub fn peak_rss_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}

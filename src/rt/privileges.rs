@@ -87,11 +87,6 @@ impl Privileges {
         }
     }
 
-    /// True when real-time policies up to `priority` should be allowed.
-    pub fn may_use_rt_priority(&self, priority: u32) -> bool {
-        self.cap_sys_nice || self.rlimit_rtprio >= u64::from(priority)
-    }
-
     /// A sentence saying why a real-time policy was refused, with the fix.
     pub fn explain_rt_denied(&self) -> String {
         let mut why = Vec::new();

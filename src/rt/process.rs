@@ -94,13 +94,3 @@ pub fn set_thread_nice(nice: i32) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
-
-/// User plus system CPU time consumed by the whole process so far (s).
-pub fn process_cpu_seconds() -> f64 {
-    // SAFETY: rusage is plain data; all-zero is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}

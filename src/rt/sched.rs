@@ -51,11 +51,6 @@ impl Policy {
         matches!(self, Policy::Fifo | Policy::Rr)
     }
 
-    /// True for every policy that needs privileges (FIFO, RR, DEADLINE).
-    pub fn needs_privilege(self) -> bool {
-        matches!(self, Policy::Fifo | Policy::Rr | Policy::Deadline)
-    }
-
     /// The valid static priority range for the policy (0..=0 for the others).
     pub fn priority_range(self) -> (u32, u32) {
         if self.is_realtime_priority() {

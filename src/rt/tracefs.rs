@@ -25,11 +25,6 @@ impl Tracefs {
         Ok(Tracefs { root: root.to_path_buf() })
     }
 
-    /// The directory tracefs is mounted on.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// Writes `text` into `trace_marker`.
     pub fn mark(&self, text: &str) -> io::Result<()> {
         std::fs::OpenOptions::new().write(true).open(self.root.join("trace_marker"))?.write_all(text.as_bytes())
