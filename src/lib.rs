@@ -13,6 +13,7 @@ pub mod import;
 pub mod load;
 pub mod measure;
 pub mod output;
+pub mod plot;
 pub mod result;
 pub mod rt;
 pub mod sweep;

@@ -363,7 +363,7 @@ pub struct Verdict {
 
 use crate::timefmt::rfc3339;
 
-fn stats_of(s: &Summary, start: SystemTime) -> Stats {
+pub(crate) fn stats_of(s: &Summary, start: SystemTime) -> Stats {
     Stats {
         cycles: s.cycles,
         missed: Some(s.missed),
@@ -417,15 +417,22 @@ fn us(ns: i64) -> String {
     format!("{:.1} µs", ns as f64 / 1000.0)
 }
 
-fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime, tracemark_written: bool) -> Verdict {
-    let Some(limit) = threshold else {
-        return Verdict {
+impl Verdict {
+    /// No threshold was given.
+    pub fn not_checked() -> Verdict {
+        Verdict {
             status: VerdictStatus::NotChecked,
             threshold_ns: None,
             exceeded: vec![],
-            tracemark_written,
+            tracemark_written: false,
             message: "no latency threshold was given (--max-latency)".into(),
-        };
+        }
+    }
+}
+
+fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime, tracemark_written: bool) -> Verdict {
+    let Some(limit) = threshold else {
+        return Verdict { tracemark_written, ..Verdict::not_checked() };
     };
     let exceeded: Vec<Exceeded> = threads
         .iter()

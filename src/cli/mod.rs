@@ -4,6 +4,7 @@ pub mod cyclictest;
 pub mod import;
 pub mod load;
 pub mod parse;
+pub mod plot;
 pub mod run;
 pub mod samples;
 pub mod sweep;
@@ -47,6 +48,8 @@ pub enum Command {
     Samples(samples::SamplesArgs),
     /// Run a grid of configurations (load workers, kind, policy; probe policy; method).
     Sweep(Box<sweep::SweepArgs>),
+    /// Draw a picture (histogram, cdf, timeseries, sweep) as PNG or SVG.
+    Plot(plot::PlotArgs),
     /// One worker of a `mode=process` load (internal).
     #[command(name = "load-worker", hide = true)]
     LoadWorker {

@@ -3,6 +3,7 @@
 pub mod cyclictest;
 pub mod import;
 pub mod load;
+pub mod plot;
 pub mod run;
 pub mod samples;
 pub mod sweep;

@@ -104,42 +104,110 @@ pub struct SamplesFile {
     pub trailer: Option<Trailer>,
 }
 
-/// Parses a samples file; errors name what is wrong.
-pub fn parse(bytes: &[u8]) -> Result<SamplesFile, String> {
-    if bytes.len() < 12 || &bytes[..8] != MAGIC {
-        return Err("not an rtlab samples file (it does not start with RTLSMP01)".into());
+/// Reads a samples file one record at a time (memory does not grow with the file).
+pub struct Reader<R: std::io::Read> {
+    input: R,
+    header: Header,
+    trailer: Option<Trailer>,
+    records: u64,
+    done: bool,
+}
+
+impl<R: std::io::Read> Reader<R> {
+    /// Reads the magic and the header; errors name what is wrong.
+    pub fn new(mut input: R) -> Result<Reader<R>, String> {
+        let mut head = [0u8; 12];
+        let got = read_full(&mut input, &mut head)?;
+        if got < 12 || &head[..8] != MAGIC {
+            return Err("not an rtlab samples file (it does not start with RTLSMP01)".into());
+        }
+        let hlen = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes")) as usize;
+        if hlen > 1 << 24 {
+            return Err(format!("the header claims {hlen} bytes; the file is damaged"));
+        }
+        let mut body = vec![0u8; hlen];
+        if read_full(&mut input, &mut body)? < hlen {
+            return Err("the header is cut short".into());
+        }
+        let header: Header = serde_json::from_slice(&body).map_err(|e| format!("the header is not valid: {e}"))?;
+        Ok(Reader { input, header, trailer: None, records: 0, done: false })
     }
-    let hlen = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
-    let body = bytes.get(12..12 + hlen).ok_or("the header is cut short")?;
-    let header: Header = serde_json::from_slice(body).map_err(|e| format!("the header is not valid: {e}"))?;
-    let mut pos = 12 + hlen;
-    let mut records = Vec::new();
-    let mut trailer = None;
-    while pos + RECORD <= bytes.len() {
-        let b = &bytes[pos..pos + RECORD];
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The trailer, once [`Reader::next_record`] has returned `None` (`None`: the file was not
+    /// finished).
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.as_ref()
+    }
+
+    /// The next record; `None` at the end record or at the end of an unfinished file (a
+    /// partial last record is not a record).
+    pub fn next_record(&mut self) -> Result<Option<Record>, String> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut b = [0u8; RECORD];
+        if read_full(&mut self.input, &mut b)? < RECORD {
+            self.done = true;
+            return Ok(None);
+        }
         let thread = u16::from_le_bytes([b[0], b[1]]);
         let cycle = u64::from_le_bytes(b[2..10].try_into().expect("8 bytes"));
-        pos += RECORD;
         if thread == END {
-            let t = bytes.get(pos..pos + cycle as usize).ok_or("the trailer is cut short")?;
-            trailer = Some(serde_json::from_slice(t).map_err(|e| format!("the trailer is not valid: {e}"))?);
-            break;
+            self.done = true;
+            if cycle > 1 << 30 {
+                return Err(format!("the trailer claims {cycle} bytes; the file is damaged"));
+            }
+            let mut t = vec![0u8; cycle as usize];
+            if read_full(&mut self.input, &mut t)? < t.len() {
+                return Err("the trailer is cut short".into());
+            }
+            self.trailer = Some(serde_json::from_slice(&t).map_err(|e| format!("the trailer is not valid: {e}"))?);
+            return Ok(None);
         }
-        if thread as usize >= header.threads.len() {
+        if thread as usize >= self.header.threads.len() {
             return Err(format!(
                 "record {} names thread {thread}, but the header has {}",
-                records.len(),
-                header.threads.len()
+                self.records,
+                self.header.threads.len()
             ));
         }
-        records.push(Record {
+        self.records += 1;
+        Ok(Some(Record {
             thread,
             cycle,
             wake_ns: i64::from_le_bytes(b[10..18].try_into().expect("8 bytes")),
             latency_ns: i64::from_le_bytes(b[18..26].try_into().expect("8 bytes")),
-        });
+        }))
     }
-    Ok(SamplesFile { header, records, trailer })
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(input: &mut impl std::io::Read, buf: &mut [u8]) -> Result<usize, String> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("cannot read: {e}")),
+        }
+    }
+    Ok(n)
+}
+
+/// Parses a whole samples file held in memory; errors name what is wrong.
+pub fn parse(bytes: &[u8]) -> Result<SamplesFile, String> {
+    let mut r = Reader::new(bytes)?;
+    let mut records = Vec::new();
+    while let Some(rec) = r.next_record()? {
+        records.push(rec);
+    }
+    Ok(SamplesFile { header: r.header.clone(), records, trailer: r.trailer.take() })
 }
 
 /// The records as CSV: `thread,cycle,wake_ns,latency_ns`.

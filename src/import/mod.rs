@@ -5,11 +5,12 @@
 
 pub mod cyclictest_json;
 pub mod cyclictest_text;
+pub mod input;
 
 use crate::measure::engine::EndReason;
 use crate::measure::histogram::{nearest_rank_edge, PERCENTILES};
 use crate::result::{
-    AllResult, Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Tool, Unbinned, Verdict, VerdictStatus,
+    AllResult, Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Tool, Unbinned, Verdict,
 };
 use crate::sysinfo::Environment;
 use std::collections::BTreeMap;
@@ -280,13 +281,7 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[Th
         threads,
         loads: vec![],
         warnings: vec![],
-        verdict: Verdict {
-            status: VerdictStatus::NotChecked,
-            threshold_ns: None,
-            exceeded: vec![],
-            tracemark_written: false,
-            message: "no latency threshold was given (--max-latency)".into(),
-        },
+        verdict: Verdict::not_checked(),
     }
 }
 

@@ -1,0 +1,169 @@
+//! From inputs (runs, sweeps, samples files) to the series of each plot kind, with captions.
+
+use super::{cdf, describe, histogram, sweep, timeseries, Caption};
+use crate::import::input::{Content, Input};
+use crate::result::{RunResult, Stats, ThreadResult};
+
+/// What a curve stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    /// One curve per measuring thread.
+    Thread,
+    /// One curve per input (all its threads together; a sweep gives one per point).
+    Input,
+}
+
+impl By {
+    /// Threads for a single run, inputs otherwise.
+    pub fn auto(inputs: &[Input]) -> By {
+        match inputs {
+            [one] if one.run().is_some() => By::Thread,
+            _ => By::Input,
+        }
+    }
+}
+
+/// `thread 0 (CPU 2)`.
+pub fn thread_label(t: &ThreadResult) -> String {
+    label_of(t.thread, t.cpu)
+}
+
+fn label_of(thread: usize, cpu: Option<usize>) -> String {
+    match cpu {
+        Some(c) => format!("thread {thread} (CPU {c})"),
+        None => format!("thread {thread}"),
+    }
+}
+
+/// Every `(label, stats)` to draw, in order.
+pub fn curves(inputs: &[Input], by: By) -> Vec<(String, &Stats)> {
+    let several = inputs.len() > 1;
+    let mut out = Vec::new();
+    for input in inputs {
+        let runs: Vec<(String, &RunResult)> = match &input.content {
+            Content::Run(r) => vec![(input.name.clone(), r.as_ref())],
+            Content::Sweep(_, points) => points
+                .iter()
+                .map(|p| {
+                    let axes: Vec<String> = p.point.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let label = if several { format!("{} {}", input.name, axes.join(" ")) } else { axes.join(" ") };
+                    (label, &p.result)
+                })
+                .collect(),
+        };
+        let is_sweep = matches!(input.content, Content::Sweep(..));
+        for (label, r) in runs {
+            match by {
+                By::Input => out.push((label, &r.all.stats)),
+                By::Thread => {
+                    for t in &r.threads {
+                        let l =
+                            if several || is_sweep { format!("{label}: {}", thread_label(t)) } else { thread_label(t) };
+                        out.push((l, &t.stats));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The caption: `title`, then the one input's description or the inputs' names.
+pub fn caption(title: &str, inputs: &[Input]) -> Caption {
+    let subtitle = match inputs {
+        [one] => match &one.content {
+            Content::Run(r) => format!("{} — {}", one.name, describe(r)),
+            Content::Sweep(_, points) => {
+                let d = points
+                    .first()
+                    .map(|p| {
+                        let mut r = p.result.clone();
+                        r.loads.clear();
+                        let per_point = r.duration_s.take().map(|d| format!(" · {d:.1} s per point"));
+                        describe(&r) + &per_point.unwrap_or_default()
+                    })
+                    .unwrap_or_default();
+                format!("{} — {} points · {d}", one.name, points.len())
+            }
+        },
+        _ => {
+            let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+            format!("{} inputs: {}", inputs.len(), names.join(", "))
+        }
+    };
+    Caption { title: title.to_string(), subtitle }
+}
+
+/// Histogram series; an error names the input without a histogram.
+pub fn histogram_series(inputs: &[Input], by: By) -> Result<Vec<histogram::Series>, String> {
+    let out: Vec<histogram::Series> =
+        curves(inputs, by).into_iter().filter_map(|(l, s)| histogram::Series::of(l, s)).collect();
+    if out.is_empty() {
+        return Err(no_histogram(inputs));
+    }
+    Ok(out)
+}
+
+/// CDF series; an error names the input without a histogram.
+pub fn cdf_series(inputs: &[Input], by: By) -> Result<Vec<cdf::Series>, String> {
+    let out: Vec<cdf::Series> = curves(inputs, by).into_iter().filter_map(|(l, s)| cdf::Series::of(l, s)).collect();
+    if out.is_empty() {
+        return Err(no_histogram(inputs));
+    }
+    Ok(out)
+}
+
+fn no_histogram(inputs: &[Input]) -> String {
+    let names: Vec<String> = inputs.iter().map(|i| i.path.display().to_string()).collect();
+    format!(
+        "{} {} no histogram (cyclictest without -h/-H, or no samples); record one with rtlab run, or cyclictest -h 1000",
+        names.join(", "),
+        if names.len() == 1 { "has" } else { "have" }
+    )
+}
+
+/// The sweep picture's data from a sweep input.
+pub fn sweep_data(input: &Input) -> Option<sweep::Sweep> {
+    let Content::Sweep(_, points) = &input.content else { return None };
+    let axis = points.first().and_then(|p| p.point.axes.last()).map_or_else(|| "point".to_string(), |a| a.0.clone());
+    let mut groups: Vec<sweep::Group> = Vec::new();
+    for p in points {
+        let axes = &p.point.axes;
+        let (outer, x) = match axes.split_last() {
+            Some((last, outer)) => (outer, last.1.clone()),
+            None => (&axes[..0], p.point.index.to_string()),
+        };
+        let label: Vec<String> = outer.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let label = label.join(" ");
+        let row = sweep::Row::of(x, &p.result);
+        match groups.iter_mut().find(|g| g.label == label) {
+            Some(g) => g.rows.push(row),
+            None => groups.push(sweep::Group { label, rows: vec![row] }),
+        }
+    }
+    let throughput_unit = points.iter().find_map(|p| p.result.loads.first().map(|l| l.unit.clone()));
+    Some(sweep::Sweep { axis, groups, throughput_unit })
+}
+
+/// The tracks of a samples file, streamed twice (time span, then bins): memory does not grow
+/// with the file.
+pub fn timeseries_tracks(input: &Input) -> Result<Option<(Vec<timeseries::Track>, i64)>, String> {
+    let Some(path) = &input.samples else { return Ok(None) };
+    let open = || -> Result<_, String> {
+        let f = std::fs::File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        crate::export::samples::Reader::new(std::io::BufReader::with_capacity(1 << 16, f))
+            .map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let mut r = open()?;
+    let mut t_end = 0i64;
+    while let Some(rec) = r.next_record().map_err(|e| format!("{}: {e}", path.display()))? {
+        t_end = t_end.max(rec.wake_ns);
+    }
+    let mut r = open()?;
+    let labels = r.header().threads.iter().map(|t| label_of(t.thread, t.cpu)).collect();
+    let mut b = timeseries::Binner::new(labels, t_end);
+    while let Some(rec) = r.next_record().map_err(|e| format!("{}: {e}", path.display()))? {
+        b.add(rec.thread as usize, rec.wake_ns, rec.latency_ns);
+    }
+    Ok(Some(b.finish()))
+}

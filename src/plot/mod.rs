@@ -1,0 +1,313 @@
+//! Plots: one file per kind (histogram, cdf, timeseries, sweep). Each draws an SVG with
+//! plotters, measuring text with the embedded DejaVu Sans; [`encode`] then turns every text
+//! into outlines (SVG) or rasterises it (PNG) with the same embedded font, so a picture looks
+//! the same everywhere and needs neither fontconfig nor a system font.
+//!
+//! Plots are exporters: they return bytes and never do I/O.
+
+pub mod cdf;
+pub mod histogram;
+pub mod inputs;
+pub mod sweep;
+pub mod timeseries;
+
+use crate::result::RunResult;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+use std::sync::{Arc, Once};
+
+/// DejaVu Sans (Bitstream Vera licence, `assets/fonts/DejaVuSans.LICENSE`).
+pub const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+/// The family name plotters writes into the SVG and the rasteriser resolves to [`FONT`].
+const FAMILY: &str = "sans-serif";
+/// Picture size in pixels (SVG user units).
+pub const SIZE: (u32, u32) = (1200, 720);
+
+/// An output format, chosen by the file name's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Scalable vector graphics, text as outlines.
+    Svg,
+    /// Portable network graphics at [`SIZE`].
+    Png,
+}
+
+impl Format {
+    /// The format of `path` (`.svg` or `.png`), or a sentence saying what to write instead.
+    pub fn of(path: &Path) -> Result<Format, String> {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("svg") => Ok(Format::Svg),
+            Some("png") => Ok(Format::Png),
+            _ => Err(format!("'{}' does not end in .png or .svg; name the picture e.g. plot.png", path.display())),
+        }
+    }
+}
+
+/// The colours of successive series (colour-blind-safe Tableau 10).
+pub const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// The colour of series `i`.
+pub fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Title lines of a picture.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Caption {
+    /// First line: what the picture shows.
+    pub title: String,
+    /// Second line: host, kernel and configuration.
+    pub subtitle: String,
+}
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The font is compiled in; a failure here would be a broken build, and plotters then
+        // reports a missing font at the first text, which `draw` turns into an error.
+        let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
+    });
+}
+
+/// Converts a plotters error into a message.
+pub(crate) fn err(e: impl std::fmt::Display) -> String {
+    format!("cannot draw the picture: {e}")
+}
+
+/// Draws a picture: a white page with the caption on top; `body` draws the chart below it.
+/// Returns the SVG text (text still as `<text>`; see [`encode`]).
+pub fn draw(
+    caption: &Caption,
+    body: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
+) -> Result<String, String> {
+    register_font();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (top, rest) = root.split_vertically(64);
+        top.draw(&Text::new(clip(&caption.title, 95), (24, 12), (FAMILY, 22).into_font())).map_err(err)?;
+        let grey = (FAMILY, 14).into_font().color(&RGBColor(70, 70, 70));
+        top.draw(&Text::new(clip(&caption.subtitle, 150), (24, 40), grey)).map_err(err)?;
+        body(&rest)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// `s` cut to `n` characters with an ellipsis.
+pub fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n.saturating_sub(1)).collect::<String>() + "…"
+    }
+}
+
+fn options() -> resvg::usvg::Options<'static> {
+    let mut db = resvg::usvg::fontdb::Database::new();
+    db.load_font_data(FONT.to_vec());
+    db.set_sans_serif_family("DejaVu Sans");
+    let mut opt = resvg::usvg::Options { font_family: "DejaVu Sans".into(), ..Default::default() };
+    opt.fontdb = Arc::new(db);
+    opt
+}
+
+/// The picture's bytes: SVG with every text turned into outlines, or a PNG rendered with the
+/// embedded font.
+pub fn encode(svg: &str, format: Format) -> Result<Vec<u8>, String> {
+    let tree = resvg::usvg::Tree::from_str(svg, &options()).map_err(|e| format!("internal SVG error: {e}"))?;
+    match format {
+        Format::Svg => {
+            let wo =
+                resvg::usvg::WriteOptions { coordinates_precision: 3, transforms_precision: 4, ..Default::default() };
+            Ok(tree.to_string(&wo).into_bytes())
+        }
+        Format::Png => {
+            let size = tree.size().to_int_size();
+            let mut pixmap =
+                resvg::tiny_skia::Pixmap::new(size.width(), size.height()).ok_or("the picture has no area")?;
+            resvg::render(&tree, resvg::tiny_skia::Transform::default(), &mut pixmap.as_mut());
+            pixmap.encode_png().map_err(|e| format!("cannot encode the PNG: {e}"))
+        }
+    }
+}
+
+/// A label for a run: the file it came from, or its host.
+pub fn run_label(r: &RunResult, path: &str) -> String {
+    let name = Path::new(path).file_name().map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned());
+    if name.is_empty() {
+        r.environment.hostname.clone().unwrap_or_else(|| "run".into())
+    } else {
+        name
+    }
+}
+
+/// One line describing where and how a run was measured: host, kernel, preemption model,
+/// policy, interval, threads, length and loads (what is known of it).
+pub fn describe(r: &RunResult) -> String {
+    let env = &r.environment;
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(h) = &env.hostname {
+        parts.push(h.clone());
+    }
+    if let Some(k) = &env.kernel_release {
+        let model = env.preempt_model.as_deref().map(|m| format!(" ({m})")).unwrap_or_default();
+        parts.push(format!("Linux {k}{model}"));
+    }
+    match (&r.all.policy, r.all.priority) {
+        (Some(p), Some(prio)) => parts.push(format!("{p} {prio}")),
+        (Some(p), None) => parts.push(p.clone()),
+        _ => {}
+    }
+    if let Some(c) = &r.config {
+        parts.push(format!("{} interval", crate::timefmt::duration_text(c.interval_ns)));
+        parts.push(format!("{:?} sleep", c.method).to_lowercase());
+    } else if let Some(i) = r.threads.first().and_then(|t| t.interval_ns) {
+        parts.push(format!("{} interval", crate::timefmt::duration_text(i)));
+    }
+    parts.push(format!("{} thread{}", r.threads.len(), if r.threads.len() == 1 { "" } else { "s" }));
+    if let Some(d) = r.duration_s {
+        parts.push(format!("{d:.1} s"));
+    }
+    for l in &r.loads {
+        parts.push(format!("load {}", l.spec));
+    }
+    if let Some(s) = &r.source {
+        let v = s.tool_version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
+        parts.push(format!("imported from {}{v}", s.format));
+    }
+    if r.simulated {
+        parts.push("SIMULATED".into());
+    }
+    parts.join(" · ")
+}
+
+/// Microseconds as a short label: `12.3`, `1 500`.
+pub fn us_text(ns: f64) -> String {
+    let us = ns / 1000.0;
+    if us.abs() >= 100.0 {
+        format!("{us:.0}")
+    } else if us.abs() >= 10.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.2}")
+    }
+}
+
+/// A count or rate with an SI prefix: `950`, `12.5 k`, `1.38 G`.
+pub fn si(v: f64) -> String {
+    let (div, suffix) = match v.abs() {
+        a if a >= 1e9 => (1e9, " G"),
+        a if a >= 1e6 => (1e6, " M"),
+        a if a >= 1e3 => (1e3, " k"),
+        _ => (1.0, ""),
+    };
+    let x = v / div;
+    let digits = if x.abs() >= 100.0 || div == 1.0 && x.fract() == 0.0 {
+        0
+    } else if x.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{x:.digits$}{suffix}")
+}
+
+/// A linear axis label: integers without decimals, others with as few as needed.
+pub fn plain(v: &f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// A value for log-scale axes: values below `floor` are drawn at `floor`.
+pub fn at_least(v: f64, floor: f64) -> f64 {
+    if v.is_finite() && v > floor {
+        v
+    } else {
+        floor
+    }
+}
+
+/// The upper end of a log axis: the next power of ten above `v` (at least `floor`·10).
+pub fn log_top(v: f64, floor: f64) -> f64 {
+    let mut top = floor * 10.0;
+    while top <= v * 1.05 && top < 1e18 {
+        top *= 10.0;
+    }
+    top
+}
+
+/// The lower end of a log axis: the power of ten at or below `v`.
+pub fn log_bottom(v: f64) -> f64 {
+    if !(v.is_finite() && v > 0.0) {
+        return 0.1;
+    }
+    10f64.powf(v.log10().floor())
+}
+
+/// Labels for a log axis of µs values: `0.1`, `1`, `10`, `1000`.
+pub fn log_label(v: &f64) -> String {
+    if *v >= 1.0 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_format_follows_the_extension() {
+        assert_eq!(Format::of(Path::new("a.PNG")), Ok(Format::Png));
+        assert_eq!(Format::of(Path::new("x/a.svg")), Ok(Format::Svg));
+        assert!(Format::of(Path::new("a.pdf")).unwrap_err().contains("a.pdf"));
+    }
+
+    #[test]
+    fn log_axes_end_on_powers_of_ten() {
+        assert_eq!(log_top(42.0, 1.0), 100.0);
+        assert_eq!(log_top(100.0, 1.0), 1000.0);
+        assert_eq!(log_top(0.0, 1.0), 10.0);
+        assert_eq!(log_bottom(42.0), 10.0);
+        assert_eq!(log_bottom(0.5), 0.1);
+        assert_eq!(log_bottom(0.0), 0.1);
+        assert_eq!(log_label(&0.1), "0.1");
+        assert_eq!(log_label(&1000.0), "1000");
+        assert_eq!(
+            (si(950.0), si(12_500.0), si(1.38e9), si(0.5)),
+            ("950".into(), "12.5 k".into(), "1.38 G".into(), "0.50".into())
+        );
+        assert_eq!((plain(&20.0), plain(&2.5)), ("20".into(), "2.5".into()));
+    }
+
+    #[test]
+    fn a_drawn_picture_has_no_text_left_in_svg_and_is_a_png_when_asked() {
+        let c = Caption { title: "Title µs".into(), subtitle: "sub".into() };
+        let svg = draw(&c, |_| Ok(())).unwrap();
+        assert!(svg.contains("<text"));
+        let out = String::from_utf8(encode(&svg, Format::Svg).unwrap()).unwrap();
+        assert!(out.starts_with("<svg") && !out.contains("<text") && out.contains("<path"));
+        let png = encode(&svg, Format::Png).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    }
+}

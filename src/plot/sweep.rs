@@ -1,0 +1,220 @@
+//! The sweep picture: latency percentiles (p50, p99, p99.9, max; µs, log, left axis) against
+//! the swept axis, and the load's throughput on the right axis — real-time against real-fast.
+
+use super::{at_least, clip, color, draw, err, log_bottom, log_label, log_top, Caption, FAMILY};
+use crate::result::RunResult;
+use plotters::prelude::*;
+
+/// The latency figures of one point (ns) and its load's throughput.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The swept value as written.
+    pub x_label: String,
+    /// p50, p99, p99.9 and max (ns).
+    pub latency: [Option<f64>; 4],
+    /// The first load's throughput (per second).
+    pub throughput: Option<f64>,
+}
+
+/// The names of [`Row::latency`].
+pub const METRICS: [&str; 4] = ["p50", "p99", "p99.9", "max"];
+
+impl Row {
+    /// The row of one point's result.
+    pub fn of(x_label: String, r: &RunResult) -> Row {
+        let st = &r.all.stats;
+        let pct = |k: &str| st.percentiles_ns.get(k).copied().flatten().map(|v| v as f64);
+        Row {
+            x_label,
+            latency: [pct("50"), pct("99"), pct("99.9"), st.max_ns.map(|v| v as f64)],
+            throughput: r.loads.first().map(|l| l.rate_per_s),
+        }
+    }
+}
+
+/// Points sharing the outer axes' values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    /// The outer axes' values (`method=abs`), empty when only one axis was swept.
+    pub label: String,
+    /// Points in sweep order.
+    pub rows: Vec<Row>,
+}
+
+/// What the picture shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// The innermost swept axis (across).
+    pub axis: String,
+    /// Groups of points.
+    pub groups: Vec<Group>,
+    /// The throughput's unit (`ops`, `messages`, …), when a load ran.
+    pub throughput_unit: Option<String>,
+}
+
+/// The x positions: the values themselves when every one is a number, else their order of
+/// first appearance; with the labels of categorical positions.
+pub fn positions(s: &Sweep) -> (Vec<Vec<f64>>, Option<Vec<String>>) {
+    let all: Vec<&str> = s.groups.iter().flat_map(|g| g.rows.iter().map(|r| r.x_label.as_str())).collect();
+    if all.iter().all(|v| v.parse::<f64>().is_ok()) {
+        let xs = s.groups.iter().map(|g| g.rows.iter().map(|r| r.x_label.parse().unwrap_or(0.0)).collect()).collect();
+        return (xs, None);
+    }
+    let mut cats: Vec<String> = Vec::new();
+    for v in all {
+        if !cats.iter().any(|c| c == v) {
+            cats.push(v.to_string());
+        }
+    }
+    let xs = s
+        .groups
+        .iter()
+        .map(|g| g.rows.iter().map(|r| cats.iter().position(|c| *c == r.x_label).unwrap_or(0) as f64).collect())
+        .collect();
+    (xs, Some(cats))
+}
+
+/// Draws the sweep (SVG text).
+pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
+    let (xs, cats) = positions(s);
+    let flat = xs.iter().flatten().copied();
+    let (x_lo, x_hi) = flat.clone().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+    let (x_lo, x_hi) = if x_lo.is_finite() { (x_lo, x_hi.max(x_lo + 1.0)) } else { (0.0, 1.0) };
+    let pad = (x_hi - x_lo) * 0.04;
+    let lat = || s.groups.iter().flat_map(|g| g.rows.iter().flat_map(|r| r.latency.iter().flatten().map(|v| v / 1e3)));
+    let y_lo = log_bottom(lat().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min).min(1e9));
+    let y_top = log_top(lat().fold(0.0, f64::max), y_lo);
+    let tp_max = s.groups.iter().flat_map(|g| g.rows.iter().filter_map(|r| r.throughput)).fold(0.0, f64::max);
+    let has_tp = s.throughput_unit.is_some() && tp_max > 0.0;
+    let many = s.groups.len() > 1;
+    let integral = xs.iter().flatten().all(|x| x.fract() == 0.0);
+    let mut distinct: Vec<f64> = xs.iter().flatten().copied().collect();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    let distinct = distinct.len().max(2);
+    draw(caption, |area| {
+        let mut chart = ChartBuilder::on(area)
+            .margin(24)
+            .x_label_area_size(52)
+            .y_label_area_size(84)
+            .right_y_label_area_size(if has_tp { 110 } else { 0 })
+            .build_cartesian_2d((x_lo - pad)..(x_hi + pad), (y_lo..y_top).log_scale())
+            .map_err(err)?
+            .set_secondary_coord((x_lo - pad)..(x_hi + pad), 0f64..(tp_max * 1.15).max(1.0));
+        let cat_label = |v: &f64| {
+            let i = v.round();
+            match &cats {
+                Some(c) if (v - i).abs() < 1e-6 && i >= 0.0 => c.get(i as usize).cloned().unwrap_or_default(),
+                Some(_) => String::new(),
+                None if integral && (v - i).abs() > 1e-6 => String::new(),
+                None => super::plain(v),
+            }
+        };
+        let n_labels = cats.as_ref().map_or(if integral { distinct.min(12) } else { 12 }, |c| c.len());
+        chart
+            .configure_mesh()
+            .x_labels(n_labels)
+            .x_label_formatter(&cat_label)
+            .y_label_formatter(&log_label)
+            .x_desc(s.axis.as_str())
+            .y_desc("Latency (µs)")
+            .label_style((FAMILY, 15))
+            .axis_desc_style((FAMILY, 16))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(err)?;
+        if has_tp {
+            chart
+                .configure_secondary_axes()
+                .y_desc(format!("Load throughput ({}/s)", s.throughput_unit.as_deref().unwrap_or("ops")))
+                .y_label_formatter(&|v| super::si(*v))
+                .label_style((FAMILY, 15))
+                .axis_desc_style((FAMILY, 16))
+                .draw()
+                .map_err(err)?;
+        }
+        for (gi, (g, gx)) in s.groups.iter().zip(&xs).enumerate() {
+            let prefix = if g.label.is_empty() { String::new() } else { format!("{} ", g.label) };
+            for (mi, name) in METRICS.iter().enumerate() {
+                if many && !(mi == 1 || mi == 3) {
+                    continue;
+                }
+                let c = if many { color(gi) } else { color(mi) };
+                let pts: Vec<(f64, f64)> = g
+                    .rows
+                    .iter()
+                    .zip(gx)
+                    .filter_map(|(r, x)| r.latency[mi].map(|v| (*x, at_least(v / 1e3, y_lo))))
+                    .collect();
+                let style = c.stroke_width(if mi == 3 { 1 } else { 2 });
+                let label = clip(&format!("{prefix}{name}"), 50);
+                if many && mi == 3 {
+                    chart
+                        .draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))
+                        .map_err(err)?
+                        .label(label)
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
+                } else {
+                    chart
+                        .draw_series(LineSeries::new(pts.clone(), style))
+                        .map_err(err)?
+                        .label(label)
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3)));
+                }
+                chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled()))).map_err(err)?;
+            }
+            if has_tp {
+                let grey = if many { color(gi).mix(0.6) } else { RGBColor(60, 60, 60).mix(0.9) };
+                let style = grey.stroke_width(2);
+                let pts: Vec<(f64, f64)> =
+                    g.rows.iter().zip(gx).filter_map(|(r, x)| r.throughput.map(|t| (*x, t))).collect();
+                chart
+                    .draw_secondary_series(DashedLineSeries::new(pts.clone(), 10, 5, style))
+                    .map_err(err)?
+                    .label(clip(&format!("{prefix}throughput (right axis)"), 50))
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
+                chart
+                    .draw_secondary_series(pts.iter().map(|p| Rectangle::new([*p, *p], grey.filled())))
+                    .map_err(err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FAMILY, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .draw()
+            .map_err(err)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(x: &str) -> Row {
+        Row { x_label: x.into(), latency: [None; 4], throughput: None }
+    }
+
+    #[test]
+    fn numeric_axes_keep_their_values_and_others_their_order() {
+        let s = Sweep {
+            axis: "workers".into(),
+            groups: vec![Group { label: String::new(), rows: vec![row("0"), row("4"), row("2")] }],
+            throughput_unit: None,
+        };
+        assert_eq!(positions(&s), (vec![vec![0.0, 4.0, 2.0]], None));
+        let s = Sweep {
+            axis: "method".into(),
+            groups: vec![
+                Group { label: "a".into(), rows: vec![row("abs"), row("rel")] },
+                Group { label: "b".into(), rows: vec![row("rel"), row("sleep")] },
+            ],
+            throughput_unit: None,
+        };
+        let (xs, cats) = positions(&s);
+        assert_eq!(xs, vec![vec![0.0, 1.0], vec![1.0, 2.0]]);
+        assert_eq!(cats.unwrap(), vec!["abs", "rel", "sleep"]);
+    }
+}

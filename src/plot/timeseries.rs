@@ -1,0 +1,200 @@
+//! Latency over time from a samples file. Samples are streamed into one bin per pixel column,
+//! each keeping its minimum and maximum, so a million samples cost a few kilobytes and no
+//! spike is averaged away: the upper line is the largest sample of each column.
+
+use super::{at_least, clip, color, draw, err, log_bottom, log_label, log_top, us_text, Caption, FAMILY};
+use plotters::prelude::*;
+
+/// Bins per picture (about one per pixel column of the chart).
+pub const BINS: usize = 1000;
+
+/// One thread's bins.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Track {
+    /// Legend text.
+    pub label: String,
+    /// `(min_ns, max_ns)` of each bin; `None` for a bin without samples.
+    pub bins: Vec<Option<(i64, i64)>>,
+    /// The largest sample and its wake time (ns).
+    pub max: Option<(i64, i64)>,
+    /// Samples.
+    pub count: u64,
+}
+
+/// Streams samples into per-thread bins over `[0, t_end_ns]`.
+#[derive(Clone, Debug)]
+pub struct Binner {
+    t_end_ns: i64,
+    tracks: Vec<Track>,
+}
+
+impl Binner {
+    /// Bins for tracks named `labels` over `[0, t_end_ns]` (the largest wake time).
+    pub fn new(labels: Vec<String>, t_end_ns: i64) -> Binner {
+        let tracks =
+            labels.into_iter().map(|label| Track { label, bins: vec![None; BINS], max: None, count: 0 }).collect();
+        Binner { t_end_ns: t_end_ns.max(1), tracks }
+    }
+
+    /// The bin of wake time `t`.
+    pub fn bin_of(&self, t: i64) -> usize {
+        let i = (t.max(0) as i128 * BINS as i128 / (self.t_end_ns as i128 + 1)) as usize;
+        i.min(BINS - 1)
+    }
+
+    /// Adds one sample of track `track` (ignored when out of range).
+    pub fn add(&mut self, track: usize, wake_ns: i64, latency_ns: i64) {
+        let i = self.bin_of(wake_ns);
+        let Some(t) = self.tracks.get_mut(track) else { return };
+        t.count += 1;
+        t.bins[i] = Some(match t.bins[i] {
+            Some((lo, hi)) => (lo.min(latency_ns), hi.max(latency_ns)),
+            None => (latency_ns, latency_ns),
+        });
+        if t.max.is_none_or(|(m, _)| latency_ns > m) {
+            t.max = Some((latency_ns, wake_ns));
+        }
+    }
+
+    /// The tracks and the time span.
+    pub fn finish(self) -> (Vec<Track>, i64) {
+        (self.tracks, self.t_end_ns)
+    }
+}
+
+/// Time (s) of the middle of bin `i`.
+fn bin_time(i: usize, t_end_ns: i64) -> f64 {
+    (i as f64 + 0.5) * (t_end_ns as f64 + 1.0) / BINS as f64 / 1e9
+}
+
+/// A polyline `(s, µs)`.
+pub type Line = Vec<(f64, f64)>;
+
+/// Runs of consecutive non-empty bins as lines `(s, µs)`, one for the minima and one for the
+/// maxima.
+pub fn lines(t: &Track, t_end_ns: i64, floor: f64) -> Vec<(Line, Line)> {
+    let mut out: Vec<(Line, Line)> = Vec::new();
+    let mut open = false;
+    for (i, b) in t.bins.iter().enumerate() {
+        match b {
+            Some((lo, hi)) => {
+                if !open {
+                    out.push((vec![], vec![]));
+                    open = true;
+                }
+                let x = bin_time(i, t_end_ns);
+                let run = out.last_mut().expect("opened above");
+                run.0.push((x, at_least(*lo as f64 / 1e3, floor)));
+                run.1.push((x, at_least(*hi as f64 / 1e3, floor)));
+            }
+            None => open = false,
+        }
+    }
+    out
+}
+
+/// Draws latency over time (SVG text); `threshold_ns` adds a horizontal line.
+pub fn svg(caption: &Caption, tracks: &[Track], t_end_ns: i64, threshold_ns: Option<i64>) -> Result<String, String> {
+    let highs = tracks.iter().flat_map(|t| t.bins.iter().flatten().map(|b| b.1 as f64 / 1e3));
+    let lows = tracks.iter().flat_map(|t| t.bins.iter().flatten().map(|b| b.0 as f64 / 1e3));
+    let y_lo = log_bottom(lows.filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min).min(1e9));
+    let top = highs.fold(threshold_ns.map_or(0.0, |t| t as f64 / 1e3), f64::max);
+    let y_top = log_top(top, y_lo);
+    let x_end = (t_end_ns as f64 / 1e9).max(1e-6);
+    draw(caption, |area| {
+        let mut chart = ChartBuilder::on(area)
+            .margin(24)
+            .x_label_area_size(52)
+            .y_label_area_size(84)
+            .build_cartesian_2d(0f64..x_end, (y_lo..y_top).log_scale())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("Time since start (s) — each column: min and max of {} samples or fewer", {
+                let n = tracks.iter().map(|t| t.count).max().unwrap_or(0);
+                n.div_ceil(BINS as u64).max(1)
+            }))
+            .y_desc("Latency (µs)")
+            .y_label_formatter(&log_label)
+            .label_style((FAMILY, 15))
+            .axis_desc_style((FAMILY, 16))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(err)?;
+        for (i, t) in tracks.iter().enumerate() {
+            let c = color(i);
+            let runs = lines(t, t_end_ns, y_lo);
+            for (k, (low, high)) in runs.into_iter().enumerate() {
+                chart.draw_series(LineSeries::new(low, c.mix(0.45).stroke_width(1))).map_err(err)?;
+                let s = chart.draw_series(LineSeries::new(high, c.stroke_width(1))).map_err(err)?;
+                if k == 0 {
+                    s.label(clip(&t.label, 60))
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3)));
+                }
+            }
+            if let Some((m, at)) = t.max {
+                let text = format!("max {} µs at {:.3} s", us_text(m as f64), at as f64 / 1e9);
+                let anchor_right = (at as f64 / 1e9) > x_end * 0.7;
+                let dx = if anchor_right { -8 - 8 * text.chars().count() as i32 } else { 8 };
+                chart
+                    .draw_series([EmptyElement::at((at as f64 / 1e9, at_least(m as f64 / 1e3, y_lo)))
+                        + TriangleMarker::new((0, 0), 6, c.filled())
+                        + Text::new(text, (dx, -8 - 18 * i as i32), (FAMILY, 14).into_font().color(&c))])
+                    .map_err(err)?;
+            }
+        }
+        if let Some(th) = threshold_ns {
+            let y = at_least(th as f64 / 1e3, y_lo);
+            let red = RGBColor(200, 0, 0);
+            chart
+                .draw_series(DashedLineSeries::new([(0.0, y), (x_end, y)], 8, 6, red.stroke_width(2)))
+                .map_err(err)?
+                .label(format!("threshold {} µs", us_text(th as f64)))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], red.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FAMILY, 15))
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .draw()
+            .map_err(err)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_keep_the_min_and_max_of_their_samples_and_the_overall_max() {
+        let mut b = Binner::new(vec!["a".into(), "b".into()], 999_999);
+        assert_eq!((b.bin_of(0), b.bin_of(999), b.bin_of(1000), b.bin_of(999_999)), (0, 0, 1, BINS - 1));
+        b.add(0, 10, 5);
+        b.add(0, 20, 50);
+        b.add(0, 5000, 7);
+        b.add(1, 999_999, -3);
+        b.add(7, 0, 1);
+        let (t, end) = b.finish();
+        assert_eq!(end, 999_999);
+        assert_eq!(t[0].bins[0], Some((5, 50)));
+        assert_eq!(t[0].bins[5], Some((7, 7)));
+        assert_eq!(t[0].bins[1], None);
+        assert_eq!((t[0].max, t[0].count), (Some((50, 20)), 3));
+        assert_eq!(t[1].bins[BINS - 1], Some((-3, -3)));
+    }
+
+    #[test]
+    fn lines_break_across_empty_bins() {
+        let mut b = Binner::new(vec!["a".into()], 999_999);
+        b.add(0, 0, 2000);
+        b.add(0, 1000, 3000);
+        b.add(0, 5000, 1000);
+        let (t, end) = b.finish();
+        let runs = lines(&t[0], end, 0.1);
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].1.iter().map(|p| p.1).collect::<Vec<_>>(), vec![2.0, 3.0]);
+        assert_eq!(runs[1].0.len(), 1);
+    }
+}
