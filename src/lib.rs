@@ -14,6 +14,7 @@ pub mod load;
 pub mod measure;
 pub mod output;
 pub mod plot;
+pub mod report;
 pub mod result;
 pub mod rt;
 pub mod sweep;

@@ -53,6 +53,8 @@ fn run(args: Vec<String>) -> Result<i32, (i32, String)> {
         Command::Load(a) => commands::load::execute(a),
         Command::Samples(a) => commands::samples::execute(a),
         Command::Plot(a) => commands::plot::execute(a),
+        Command::Report(a) => commands::report::report(a),
+        Command::Compare(a) => commands::report::compare(a),
         Command::Sweep(a) => commands::sweep::execute(*a, args),
         Command::LoadWorker { spec } => commands::load::worker(&spec),
         Command::Show(a) => commands::import::show(a),

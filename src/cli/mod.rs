@@ -5,6 +5,7 @@ pub mod import;
 pub mod load;
 pub mod parse;
 pub mod plot;
+pub mod report;
 pub mod run;
 pub mod samples;
 pub mod sweep;
@@ -50,6 +51,10 @@ pub enum Command {
     Sweep(Box<sweep::SweepArgs>),
     /// Draw a picture (histogram, cdf, timeseries, sweep) as PNG or SVG.
     Plot(plot::PlotArgs),
+    /// Write a self-contained HTML (or Markdown) report of runs, sweeps and comparisons.
+    Report(report::ReportArgs),
+    /// Compare runs side by side; --fail-if-worse makes a regression exit 3 (for CI).
+    Compare(report::CompareArgs),
     /// One worker of a `mode=process` load (internal).
     #[command(name = "load-worker", hide = true)]
     LoadWorker {

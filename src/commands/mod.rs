@@ -4,6 +4,7 @@ pub mod cyclictest;
 pub mod import;
 pub mod load;
 pub mod plot;
+pub mod report;
 pub mod run;
 pub mod samples;
 pub mod sweep;

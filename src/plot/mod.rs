@@ -125,16 +125,26 @@ fn options() -> resvg::usvg::Options<'static> {
     opt
 }
 
+fn parse(svg: &str) -> Result<resvg::usvg::Tree, String> {
+    resvg::usvg::Tree::from_str(svg, &options()).map_err(|e| format!("internal SVG error: {e}"))
+}
+
+fn write_svg(tree: &resvg::usvg::Tree, prefix: &str) -> String {
+    let wo = resvg::usvg::WriteOptions {
+        id_prefix: (!prefix.is_empty()).then(|| prefix.to_string()),
+        coordinates_precision: 3,
+        transforms_precision: 4,
+        ..Default::default()
+    };
+    tree.to_string(&wo)
+}
+
 /// The picture's bytes: SVG with every text turned into outlines, or a PNG rendered with the
 /// embedded font.
 pub fn encode(svg: &str, format: Format) -> Result<Vec<u8>, String> {
-    let tree = resvg::usvg::Tree::from_str(svg, &options()).map_err(|e| format!("internal SVG error: {e}"))?;
+    let tree = parse(svg)?;
     match format {
-        Format::Svg => {
-            let wo =
-                resvg::usvg::WriteOptions { coordinates_precision: 3, transforms_precision: 4, ..Default::default() };
-            Ok(tree.to_string(&wo).into_bytes())
-        }
+        Format::Svg => Ok(write_svg(&tree, "").into_bytes()),
         Format::Png => {
             let size = tree.size().to_int_size();
             let mut pixmap =
@@ -145,14 +155,10 @@ pub fn encode(svg: &str, format: Format) -> Result<Vec<u8>, String> {
     }
 }
 
-/// A label for a run: the file it came from, or its host.
-pub fn run_label(r: &RunResult, path: &str) -> String {
-    let name = Path::new(path).file_name().map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned());
-    if name.is_empty() {
-        r.environment.hostname.clone().unwrap_or_else(|| "run".into())
-    } else {
-        name
-    }
+/// SVG with text as outlines and every id prefixed with `prefix`, to be inlined in a page
+/// next to other pictures.
+pub fn encode_svg(svg: &str, prefix: &str) -> Result<String, String> {
+    Ok(write_svg(&parse(svg)?, prefix))
 }
 
 /// One line describing where and how a run was measured: host, kernel, preemption model,

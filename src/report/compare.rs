@@ -1,0 +1,393 @@
+//! Comparison of runs: the same statistics side by side, per thread and for all threads, with
+//! each run's difference to and ratio against the first (the baseline); the differences of
+//! their environments and configurations; and the regression check of `--fail-if-worse`.
+
+use crate::import::input::{Content, Input};
+use crate::result::{RunResult, Stats};
+use serde_json::Value;
+
+/// A metric of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Samples.
+    Samples,
+    /// Minimum.
+    Min,
+    /// Mean.
+    Mean,
+    /// Standard deviation.
+    Stdev,
+    /// A percentile (its key: `99.9`).
+    Percentile(&'static str),
+    /// Maximum.
+    Max,
+    /// Missed periods.
+    Missed,
+}
+
+/// The rows of every table, in order.
+pub const METRICS: [Metric; 12] = [
+    Metric::Samples,
+    Metric::Min,
+    Metric::Mean,
+    Metric::Stdev,
+    Metric::Percentile("50"),
+    Metric::Percentile("90"),
+    Metric::Percentile("99"),
+    Metric::Percentile("99.9"),
+    Metric::Percentile("99.99"),
+    Metric::Percentile("99.999"),
+    Metric::Max,
+    Metric::Missed,
+];
+
+impl Metric {
+    /// The row label: `p99.9`, `max`.
+    pub fn name(self) -> String {
+        match self {
+            Metric::Samples => "samples".into(),
+            Metric::Min => "min".into(),
+            Metric::Mean => "mean".into(),
+            Metric::Stdev => "stdev".into(),
+            Metric::Percentile(k) => format!("p{k}"),
+            Metric::Max => "max".into(),
+            Metric::Missed => "missed".into(),
+        }
+    }
+
+    /// True for latencies (shown in µs), false for counts.
+    pub fn is_latency(self) -> bool {
+        !matches!(self, Metric::Samples | Metric::Missed)
+    }
+
+    /// Parses `p99`, `99.9`, `max`, `mean`, `min`, `stdev` (for `--percentile`).
+    pub fn parse(s: &str) -> Result<Metric, String> {
+        let t = s.trim().to_ascii_lowercase();
+        let key = t.strip_prefix('p').unwrap_or(&t);
+        match key {
+            "min" => return Ok(Metric::Min),
+            "mean" | "avg" => return Ok(Metric::Mean),
+            "stdev" => return Ok(Metric::Stdev),
+            "max" | "100" => return Ok(Metric::Max),
+            _ => {}
+        }
+        crate::measure::histogram::PERCENTILES
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(k, _)| Metric::Percentile(k))
+            .ok_or_else(|| {
+                format!("'{s}' is not a percentile rtlab reports; use 50, 90, 99, 99.9, 99.99, 99.999, max or mean")
+            })
+    }
+
+    /// The value of this metric (ns or a count), and whether it is only a lower bound
+    /// (imported percentiles among histogram overflows).
+    pub fn value(self, s: &Stats) -> Option<(f64, bool)> {
+        let v = |x: Option<i64>| x.map(|v| (v as f64, false));
+        match self {
+            Metric::Samples => Some((s.cycles as f64, false)),
+            Metric::Min => v(s.min_ns),
+            Metric::Mean => s.mean_ns.map(|m| (m, false)),
+            Metric::Stdev => s.stdev_ns.map(|m| (m, false)),
+            Metric::Percentile(k) => {
+                match (s.percentiles_ns.get(k).copied().flatten(), s.percentiles_above_ns.get(k)) {
+                    (Some(x), _) => Some((x as f64, false)),
+                    (None, Some(lo)) => Some((*lo as f64, true)),
+                    _ => None,
+                }
+            }
+            Metric::Max => v(s.max_ns),
+            Metric::Missed => s.missed.map(|m| (m as f64, false)),
+        }
+    }
+}
+
+/// One cell: a value (ns or count), `at_least` when only a lower bound is known.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cell {
+    /// The value.
+    pub value: f64,
+    /// Only a lower bound.
+    pub at_least: bool,
+}
+
+/// One row: a metric across the runs, with differences to and ratios against the baseline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The metric.
+    pub metric: Metric,
+    /// One cell per run (`None`: not known).
+    pub cells: Vec<Option<Cell>>,
+    /// Run − baseline, per run (`None` for the baseline and when either is unknown or a bound).
+    pub diffs: Vec<Option<f64>>,
+    /// Run ÷ baseline, per run (`None` also when the baseline is 0).
+    pub ratios: Vec<Option<f64>>,
+}
+
+/// One table: all threads, or one thread index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Section {
+    /// `all threads` or `thread 2`.
+    pub title: String,
+    /// Rows in [`METRICS`] order (only metrics some run knows).
+    pub rows: Vec<Row>,
+}
+
+/// A setting that differs between the runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Difference {
+    /// `environment.kernel_release`, `config.interval`…
+    pub field: String,
+    /// Each run's value (`-` when unknown).
+    pub values: Vec<String>,
+}
+
+/// The whole comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// The runs' names (the first is the baseline).
+    pub names: Vec<String>,
+    /// All threads first, then each thread index.
+    pub sections: Vec<Section>,
+    /// What differs between the runs' environments and configurations.
+    pub differences: Vec<Difference>,
+}
+
+/// Every run of the inputs with its name (a sweep gives one run per point).
+pub fn runs(inputs: &[Input]) -> Vec<(String, &RunResult)> {
+    let mut out = Vec::new();
+    for i in inputs {
+        match &i.content {
+            Content::Run(r) => out.push((i.name.clone(), r.as_ref())),
+            Content::Sweep(_, points) => {
+                out.extend(points.iter().map(|p| (format!("{}/{}", i.name, p.point.label), &p.result)))
+            }
+        }
+    }
+    out
+}
+
+fn row(metric: Metric, stats: &[Option<&Stats>]) -> Row {
+    let cells: Vec<Option<Cell>> = stats
+        .iter()
+        .map(|s| s.and_then(|s| metric.value(s)).map(|(value, at_least)| Cell { value, at_least }))
+        .collect();
+    let base = cells.first().copied().flatten().filter(|c| !c.at_least);
+    let exact = |c: &Option<Cell>| c.filter(|c| !c.at_least);
+    let diffs = cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| if i == 0 { None } else { exact(c).zip(base).map(|(c, b)| c.value - b.value) })
+        .collect();
+    let ratios = cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if i == 0 {
+                None
+            } else {
+                exact(c).zip(base).filter(|(_, b)| b.value != 0.0).map(|(c, b)| c.value / b.value)
+            }
+        })
+        .collect();
+    Row { metric, cells, diffs, ratios }
+}
+
+fn section(title: String, stats: &[Option<&Stats>]) -> Section {
+    let rows = METRICS.iter().map(|m| row(*m, stats)).filter(|r| r.cells.iter().any(Option::is_some)).collect();
+    Section { title, rows }
+}
+
+fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                flatten(&format!("{prefix}.{k}"), x, out);
+            }
+        }
+        Value::Null => out.push((prefix.to_string(), "-".into())),
+        Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+/// The settings that say how a run was measured, as `(field, value)`.
+pub fn settings(r: &RunResult) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut env = serde_json::to_value(&r.environment).unwrap_or_default();
+    if let Some(o) = env.as_object_mut() {
+        o.remove("numa_node_of_cpu");
+    }
+    flatten("environment", &env, &mut out);
+    let mut config = serde_json::to_value(&r.config).unwrap_or_default();
+    if let Some(o) = config.as_object_mut() {
+        o.retain(|k, _| !k.ends_with("_obtained"));
+    }
+    flatten("config", &config, &mut out);
+    let loads: Vec<&str> = r.loads.iter().map(|l| l.spec.as_str()).collect();
+    out.push(("loads".into(), if loads.is_empty() { "none".into() } else { loads.join(" + ") }));
+    out.push(("source".into(), r.source.as_ref().map_or_else(|| "rtlab run".into(), |s| s.format.clone())));
+    if let Some(s) = &r.source {
+        out.push(("source.tool_version".into(), s.tool_version.clone().unwrap_or_else(|| "-".into())));
+        out.push(("source.command_line".into(), s.command_line.clone().unwrap_or_else(|| "-".into())));
+    }
+    out.push(("simulated".into(), r.simulated.to_string()));
+    out
+}
+
+/// Compares `runs` (the first is the baseline).
+pub fn compare(runs: &[(String, &RunResult)]) -> Comparison {
+    let names = runs.iter().map(|(n, _)| n.clone()).collect();
+    let mut sections =
+        vec![section("all threads".into(), &runs.iter().map(|(_, r)| Some(&r.all.stats)).collect::<Vec<_>>())];
+    let mut indices: Vec<usize> = runs.iter().flat_map(|(_, r)| r.threads.iter().map(|t| t.thread)).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    for i in indices {
+        let stats: Vec<Option<&Stats>> =
+            runs.iter().map(|(_, r)| r.threads.iter().find(|t| t.thread == i).map(|t| &t.stats)).collect();
+        sections.push(section(format!("thread {i}"), &stats));
+    }
+    let all: Vec<Vec<(String, String)>> = runs.iter().map(|(_, r)| settings(r)).collect();
+    let mut fields: Vec<String> = Vec::new();
+    for s in &all {
+        for (k, _) in s {
+            if !fields.contains(k) {
+                fields.push(k.clone());
+            }
+        }
+    }
+    let differences = fields
+        .into_iter()
+        .filter_map(|f| {
+            let values: Vec<String> = all
+                .iter()
+                .map(|s| s.iter().find(|(k, _)| *k == f).map_or_else(|| "-".into(), |(_, v)| v.clone()))
+                .collect();
+            values.iter().any(|v| *v != values[0]).then_some(Difference { field: f, values })
+        })
+        .collect();
+    Comparison { names, sections, differences }
+}
+
+/// A run that is worse than the baseline by more than the allowed percentage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Regression {
+    /// The run's name.
+    pub name: String,
+    /// Its value (ns).
+    pub value: f64,
+    /// The baseline's value (ns).
+    pub baseline: f64,
+    /// How much worse, in percent.
+    pub worse_pct: f64,
+}
+
+/// The all-threads `metric` of each run against the baseline's: runs more than `pct` percent
+/// worse (higher). An error when a value is unknown or only a bound.
+pub fn regressions(c: &Comparison, metric: Metric, pct: f64) -> Result<Vec<Regression>, String> {
+    let row = c.sections[0].rows.iter().find(|r| r.metric == metric);
+    let cell = |i: usize| -> Result<f64, String> {
+        match row.and_then(|r| r.cells[i]) {
+            Some(Cell { value, at_least: false }) => Ok(value),
+            Some(_) => Err(format!(
+                "{}: {} is only known as a lower bound (beyond the imported histogram); compare on max or a lower percentile",
+                c.names[i],
+                metric.name()
+            )),
+            None => Err(format!(
+                "{}: {} is not known (no histogram?); use --percentile max, or record a histogram",
+                c.names[i],
+                metric.name()
+            )),
+        }
+    };
+    let base = cell(0)?;
+    let mut out = Vec::new();
+    for i in 1..c.names.len() {
+        let v = cell(i)?;
+        let worse_pct = if base == 0.0 {
+            if v > 0.0 {
+                f64::INFINITY
+            } else {
+                0.0
+            }
+        } else {
+            (v - base) / base * 100.0
+        };
+        if worse_pct > pct {
+            out.push(Regression { name: c.names[i].clone(), value: v, baseline: base, worse_pct });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::histogram::Layout;
+    use crate::measure::stats::Summary;
+
+    fn run(samples: &[i64]) -> RunResult {
+        let s = Summary::from_samples(Layout::DEFAULT, samples);
+        let stats = crate::result::stats_of(&s, std::time::UNIX_EPOCH);
+        let mut r: RunResult = serde_json::from_str(include_str!("../../tests/fixtures/minimal-run.json")).unwrap();
+        r.all.stats = stats.clone();
+        r.threads[0].stats = stats;
+        r
+    }
+
+    #[test]
+    fn differences_and_ratios_are_exact_against_the_first_run() {
+        let a = run(&[1000, 2000, 3000, 4000]);
+        let b = run(&[2000, 4000, 6000, 8000]);
+        let c = compare(&[("a".into(), &a), ("b".into(), &b)]);
+        assert_eq!(c.sections.len(), 2);
+        let get = |m: Metric| c.sections[0].rows.iter().find(|r| r.metric == m).unwrap().clone();
+        let mean = get(Metric::Mean);
+        assert_eq!(mean.cells[0].unwrap().value, 2500.0);
+        assert_eq!(mean.cells[1].unwrap().value, 5000.0);
+        assert_eq!(mean.diffs, vec![None, Some(2500.0)]);
+        assert_eq!(mean.ratios, vec![None, Some(2.0)]);
+        let max = get(Metric::Max);
+        assert_eq!((max.diffs[1], max.ratios[1]), (Some(4000.0), Some(2.0)));
+        let p50 = get(Metric::Percentile("50"));
+        assert_eq!((p50.cells[0].unwrap().value, p50.cells[1].unwrap().value), (3000.0, 5000.0));
+        let samples = get(Metric::Samples);
+        assert_eq!(samples.ratios[1], Some(1.0));
+        // mean +100 % is a regression at 50 %, not at 150 %.
+        let r = regressions(&c, Metric::Mean, 50.0).unwrap();
+        assert_eq!((r.len(), r[0].worse_pct), (1, 100.0));
+        assert!(regressions(&c, Metric::Mean, 150.0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn environments_that_differ_are_listed_and_equal_ones_are_not() {
+        let a = run(&[1000]);
+        let mut b = run(&[1000]);
+        b.environment.kernel_release = Some("6.1.0-rt".into());
+        let c = compare(&[("a".into(), &a), ("b".into(), &b)]);
+        let fields: Vec<&str> = c.differences.iter().map(|d| d.field.as_str()).collect();
+        assert_eq!(fields, vec!["environment.kernel_release"]);
+        assert_eq!(c.differences[0].values[1], "6.1.0-rt");
+    }
+
+    #[test]
+    fn metrics_parse_with_or_without_p() {
+        assert_eq!(Metric::parse("p99").unwrap(), Metric::Percentile("99"));
+        assert_eq!(Metric::parse("99.9").unwrap(), Metric::Percentile("99.9"));
+        assert_eq!(Metric::parse("max").unwrap(), Metric::Max);
+        assert!(Metric::parse("p42").unwrap_err().contains("p42"));
+    }
+
+    #[test]
+    fn an_unknown_or_bounded_value_cannot_be_checked() {
+        let a = run(&[1000]);
+        let mut b = run(&[1000]);
+        b.all.stats.percentiles_ns.insert("99".into(), None);
+        b.all.stats.percentiles_above_ns.insert("99".into(), 5000);
+        let c = compare(&[("a".into(), &a), ("b".into(), &b)]);
+        assert!(regressions(&c, Metric::Percentile("99"), 10.0).unwrap_err().contains("lower bound"));
+        assert_eq!(c.sections[0].rows.iter().find(|r| r.metric == Metric::Percentile("99")).unwrap().diffs[1], None);
+    }
+}

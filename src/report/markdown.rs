@@ -1,0 +1,90 @@
+//! The report as Markdown (GitHub-flavoured tables); pictures become SVG files next to it.
+
+use super::Block;
+use crate::result::VerdictStatus;
+
+fn escape(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// A table with its columns padded to equal width (up to 40 characters), so it reads in a
+/// terminal too.
+pub fn table(header: &[String], rows: &[Vec<String>], numeric: &[bool]) -> String {
+    let kv = header.iter().all(String::is_empty);
+    let head: Vec<String> = header.iter().map(|h| if kv { String::new() } else { escape(h) }).collect();
+    let body: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| escape(c)).collect()).collect();
+    let width = |i: usize| {
+        body.iter()
+            .filter_map(|r| r.get(i))
+            .chain(head.get(i))
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(0)
+            .clamp(3, 40)
+    };
+    let widths: Vec<usize> = (0..head.len()).map(width).collect();
+    let right = |i: usize| numeric.get(i).copied().unwrap_or(false);
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let w = widths.get(i).copied().unwrap_or(3);
+                if right(i) {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
+            .collect();
+        format!("| {} |\n", padded.join(" | "))
+    };
+    let mut out = line(&head);
+    let rule: Vec<String> = widths
+        .iter()
+        .enumerate()
+        .map(|(i, w)| if right(i) { format!("{}:", "-".repeat(w - 1)) } else { "-".repeat(*w) })
+        .collect();
+    out += &format!("| {} |\n", rule.join(" | "));
+    for r in &body {
+        out += &line(r);
+    }
+    out.push('\n');
+    out
+}
+
+/// The Markdown text, and the pictures as `(file name, SVG bytes)`; file names start with
+/// `stem` (the report's file stem) so several reports can share a directory.
+pub fn render(blocks: &[Block], stem: &str) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
+    let mut out = String::new();
+    let mut files = Vec::new();
+    for b in blocks {
+        match b {
+            Block::Heading(level, t) => {
+                out += &format!("{} {t}\n\n", "#".repeat(*level as usize));
+            }
+            Block::Text(t) => out += &format!("{t}\n\n"),
+            Block::Verdict(s, m) => {
+                let mark = match s {
+                    VerdictStatus::Pass => "✅",
+                    VerdictStatus::Fail => "❌",
+                    VerdictStatus::NotChecked => "➖",
+                };
+                out += &format!("> {mark} **Verdict:** {m}\n\n");
+            }
+            Block::List(items) => {
+                for i in items {
+                    out += &format!("- {i}\n");
+                }
+                out.push('\n');
+            }
+            Block::Table { header, rows, numeric } => out += &table(header, rows, numeric),
+            Block::Figure { name, caption, svg } => {
+                let file = format!("{stem}-{name}.svg");
+                out += &format!("![{caption}]({file})\n\n");
+                files.push((file, svg.clone().into_bytes()));
+            }
+        }
+    }
+    (out.into_bytes(), files)
+}

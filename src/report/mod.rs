@@ -1,0 +1,406 @@
+//! Reports: a document of headings, tables and figures built from the inputs once, then
+//! written as self-contained HTML ([`html`]) or as Markdown ([`markdown`]); and comparisons
+//! ([`compare`]).
+
+pub mod compare;
+pub mod html;
+pub mod markdown;
+
+use crate::cli::plot::Kind;
+use crate::import::input::{Content, Input};
+use crate::plot::inputs::By;
+use crate::result::{RunResult, Stats, VerdictStatus};
+use compare::{Comparison, Metric};
+
+/// One piece of a report.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Block {
+    /// A heading (level 1 to 3).
+    Heading(u8, String),
+    /// A paragraph of plain text.
+    Text(String),
+    /// The verdict: status and message.
+    Verdict(VerdictStatus, String),
+    /// A table: header cells, then rows; `numeric` marks right-aligned columns.
+    Table {
+        /// Header cells.
+        header: Vec<String>,
+        /// Rows of cells.
+        rows: Vec<Vec<String>>,
+        /// Right-aligned columns.
+        numeric: Vec<bool>,
+    },
+    /// A bulleted list.
+    List(Vec<String>),
+    /// A picture: a name for files and anchors, a caption, and the SVG (text as outlines).
+    Figure {
+        /// File-name-safe name (`histogram-1`).
+        name: String,
+        /// Caption.
+        caption: String,
+        /// The SVG document.
+        svg: String,
+    },
+}
+
+/// A key/value table.
+fn pairs(rows: Vec<(String, String)>) -> Block {
+    Block::Table {
+        header: vec!["".into(), "".into()],
+        rows: rows.into_iter().map(|(k, v)| vec![k, v]).collect(),
+        numeric: vec![false, false],
+    }
+}
+
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map_or_else(|| "-".into(), ToString::to_string)
+}
+
+/// The per-thread columns of summary tables.
+pub const SUMMARY_COLUMNS: [&str; 16] = [
+    "thread",
+    "CPU",
+    "policy",
+    "samples",
+    "missed",
+    "min µs",
+    "mean µs",
+    "stdev µs",
+    "p50 µs",
+    "p90 µs",
+    "p99 µs",
+    "p99.9 µs",
+    "p99.99 µs",
+    "p99.999 µs",
+    "max µs",
+    "max at cycle",
+];
+
+fn latency_cell(m: Metric, s: &Stats) -> String {
+    match m.value(s) {
+        Some((v, false)) => format!("{:.1}", v / 1e3),
+        Some((v, true)) => format!("≥{:.1}", v / 1e3),
+        None => "-".into(),
+    }
+}
+
+fn summary_row(label: String, cpu: String, policy: String, s: &Stats) -> Vec<String> {
+    let mut row = vec![label, cpu, policy, s.cycles.to_string(), opt(&s.missed)];
+    row.extend(
+        [
+            Metric::Min,
+            Metric::Mean,
+            Metric::Stdev,
+            Metric::Percentile("50"),
+            Metric::Percentile("90"),
+            Metric::Percentile("99"),
+            Metric::Percentile("99.9"),
+            Metric::Percentile("99.99"),
+            Metric::Percentile("99.999"),
+            Metric::Max,
+        ]
+        .iter()
+        .map(|m| latency_cell(*m, s)),
+    );
+    row.push(opt(&s.max_at_cycle));
+    row
+}
+
+/// The per-thread summary table with an ALL row.
+pub fn summary_table(r: &RunResult) -> Block {
+    let mut rows: Vec<Vec<String>> = r
+        .threads
+        .iter()
+        .map(|t| {
+            let policy = match (t.policy, t.priority) {
+                (Some(p), Some(prio)) if p.is_realtime_priority() => format!("{p}:{prio}"),
+                (Some(p), _) => p.to_string(),
+                (None, Some(prio)) => format!("prio {prio}"),
+                _ => "-".into(),
+            };
+            summary_row(t.thread.to_string(), opt(&t.cpu), policy, &t.stats)
+        })
+        .collect();
+    let policy = match (&r.all.policy, r.all.priority) {
+        (Some(p), Some(prio)) => format!("{p}:{prio}"),
+        (Some(p), None) => p.clone(),
+        _ => "-".into(),
+    };
+    rows.push(summary_row("ALL".into(), opt(&r.all.cpu), policy, &r.all.stats));
+    let numeric = SUMMARY_COLUMNS.iter().enumerate().map(|(i, _)| i >= 3).collect();
+    Block::Table { header: SUMMARY_COLUMNS.iter().map(|s| s.to_string()).collect(), rows, numeric }
+}
+
+/// Renders one figure of `kind` for `inputs` (SVG with text as outlines; ids prefixed so
+/// several figures can share one HTML page); a sentence instead when the inputs lack the data.
+pub fn figure(kind: Kind, inputs: &[Input], by: Option<By>, name: String, caption: &str) -> Result<Block, String> {
+    let svg = match crate::commands::plot::svg(kind, inputs, by, None, None) {
+        Ok(svg) => svg,
+        // The inputs do not hold what this picture needs (no histogram): say so in its place.
+        Err((2, why)) => return Ok(Block::Text(format!("{caption}: not drawn — {why}."))),
+        Err((_, e)) => return Err(e),
+    };
+    let svg = crate::plot::encode_svg(&svg, &format!("{name}-"))?;
+    Ok(Block::Figure { name, caption: caption.to_string(), svg })
+}
+
+fn provenance(r: &RunResult) -> Vec<(String, String)> {
+    let mut v = vec![
+        ("tool".into(), format!("{} {}", r.tool.name, r.tool.version)),
+        ("command line".into(), if r.command_line.is_empty() { "-".into() } else { r.command_line.join(" ") }),
+        ("start".into(), opt(&r.start_time)),
+        ("end".into(), opt(&r.end_time)),
+        ("duration".into(), r.duration_s.map_or("-".into(), |d| format!("{d:.3} s"))),
+        ("ended by".into(), format!("{:?}", r.end_reason).to_lowercase()),
+        ("simulated".into(), if r.simulated { "yes — not measured on this machine".into() } else { "no".into() }),
+    ];
+    if let Some(s) = &r.source {
+        v.push(("imported from".into(), format!("{} ({}, figures in {})", s.file, s.format, s.unit)));
+        if let Some(c) = &s.command_line {
+            v.push(("original command line".into(), c.clone()));
+        }
+        if let Some(t) = &s.tool_version {
+            v.push(("original tool version".into(), t.clone()));
+        }
+    }
+    v
+}
+
+fn section_of(prefix: &str, r: &RunResult) -> Vec<(String, String)> {
+    compare::settings(r)
+        .into_iter()
+        .filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.trim_start_matches('.').replace('_', " "), v)))
+        .collect()
+}
+
+fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) -> Result<(), String> {
+    out.push(Block::Heading(2, input.name.clone()));
+    out.push(Block::Text(crate::plot::describe(r)));
+    out.push(Block::Verdict(r.verdict.status, r.verdict.message.clone()));
+    out.push(Block::Heading(3, "Per-thread summary".into()));
+    out.push(summary_table(r));
+    out.push(Block::Heading(3, "Warnings".into()));
+    out.push(if r.warnings.is_empty() {
+        Block::Text("None.".into())
+    } else {
+        Block::List(r.warnings.iter().map(|w| w.message.clone()).collect())
+    });
+    if !r.loads.is_empty() {
+        out.push(Block::Heading(3, "Loads".into()));
+        out.push(Block::Table {
+            header: ["load", "workers", "policy", "throughput /s", "unit", "CPU per worker"].map(String::from).to_vec(),
+            rows: r
+                .loads
+                .iter()
+                .map(|l| {
+                    vec![
+                        l.spec.clone(),
+                        l.workers.to_string(),
+                        l.policy.clone(),
+                        crate::plot::si(l.rate_per_s),
+                        l.unit.clone(),
+                        l.utilization.map_or("-".into(), |u| format!("{:.0} %", u * 100.0)),
+                    ]
+                })
+                .collect(),
+            numeric: vec![false, true, false, true, false, true],
+        });
+    }
+    out.push(Block::Heading(3, "Plots".into()));
+    let one = std::slice::from_ref(input);
+    out.push(figure(Kind::Histogram, one, Some(By::Thread), format!("histogram-{index}"), "Latency histogram")?);
+    out.push(figure(Kind::Cdf, one, Some(By::Thread), format!("cdf-{index}"), "Latency percentiles (tail)")?);
+    if input.samples.is_some() {
+        out.push(figure(Kind::Timeseries, one, None, format!("timeseries-{index}"), "Latency over time")?);
+    }
+    out.push(Block::Heading(3, "Provenance".into()));
+    out.push(pairs(provenance(r)));
+    out.push(Block::Heading(3, "Environment".into()));
+    out.push(pairs(section_of("environment", r)));
+    out.push(Block::Heading(3, "Configuration".into()));
+    let config = section_of("config", r);
+    out.push(if r.config.is_none() { Block::Text("Not known (imported data).".into()) } else { pairs(config) });
+    Ok(())
+}
+
+fn sweep_blocks(input: &Input, index: usize, out: &mut Vec<Block>) -> Result<(), String> {
+    let Content::Sweep(sweep, points) = &input.content else { return Ok(()) };
+    out.push(Block::Heading(2, format!("Sweep {}", input.name)));
+    out.push(Block::Text(format!(
+        "{} of {} points done; command line: {}",
+        points.len(),
+        sweep.planned,
+        sweep.command_line.join(" ")
+    )));
+    out.push(Block::Heading(3, "Sweep table".into()));
+    let axes: Vec<String> =
+        points.first().map(|p| p.point.axes.iter().map(|a| a.0.clone()).collect()).unwrap_or_default();
+    let mut header = axes.clone();
+    header.extend(
+        [
+            "samples",
+            "missed",
+            "min µs",
+            "mean µs",
+            "stdev µs",
+            "p50 µs",
+            "p99 µs",
+            "p99.9 µs",
+            "max µs",
+            "throughput /s",
+            "verdict",
+        ]
+        .map(String::from),
+    );
+    let rows = points
+        .iter()
+        .map(|p| {
+            let s = &p.result.all.stats;
+            let mut row: Vec<String> = p.point.axes.iter().map(|a| a.1.clone()).collect();
+            row.push(s.cycles.to_string());
+            row.push(opt(&s.missed));
+            for m in [
+                Metric::Min,
+                Metric::Mean,
+                Metric::Stdev,
+                Metric::Percentile("50"),
+                Metric::Percentile("99"),
+                Metric::Percentile("99.9"),
+                Metric::Max,
+            ] {
+                row.push(latency_cell(m, s));
+            }
+            row.push(
+                p.result.loads.first().map_or("-".into(), |l| format!("{} {}", crate::plot::si(l.rate_per_s), l.unit)),
+            );
+            row.push(match p.result.verdict.status {
+                VerdictStatus::Pass => "pass".into(),
+                VerdictStatus::Fail => "FAIL".into(),
+                VerdictStatus::NotChecked => "not checked".into(),
+            });
+            row
+        })
+        .collect();
+    let numeric = header.iter().enumerate().map(|(i, _)| i >= axes.len()).collect();
+    out.push(Block::Table { header, rows, numeric });
+    if !points.is_empty() {
+        out.push(Block::Heading(3, "Plots".into()));
+        let one = std::slice::from_ref(input);
+        out.push(figure(Kind::Sweep, one, None, format!("sweep-{index}"), "Latency and throughput across the sweep")?);
+        out.push(figure(Kind::Cdf, one, Some(By::Input), format!("sweep-cdf-{index}"), "Tail of every point")?);
+    }
+    out.push(Block::Heading(3, "Environment".into()));
+    let mut env = Vec::new();
+    let v = serde_json::to_value(&sweep.environment).unwrap_or_default();
+    if let Some(o) = v.as_object() {
+        for (k, x) in o {
+            if k != "numa_node_of_cpu" {
+                env.push((
+                    k.replace('_', " "),
+                    if x.is_string() { x.as_str().unwrap_or("").to_string() } else { x.to_string() },
+                ));
+            }
+        }
+    }
+    out.push(pairs(env));
+    Ok(())
+}
+
+fn fmt_value(m: Metric, c: &Option<compare::Cell>) -> String {
+    match c {
+        None => "-".into(),
+        Some(c) if m.is_latency() => format!("{}{:.1}", if c.at_least { "≥" } else { "" }, c.value / 1e3),
+        Some(c) => format!("{}{:.0}", if c.at_least { "≥" } else { "" }, c.value),
+    }
+}
+
+/// The comparison as tables: one per section, then the differences.
+pub fn comparison_blocks(c: &Comparison, max_sections: usize) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut header = vec!["metric".to_string()];
+    for (i, n) in c.names.iter().enumerate() {
+        header.push(n.clone());
+        if i > 0 {
+            header.push(format!("Δ vs {}", c.names[0]));
+            header.push("ratio".into());
+        }
+    }
+    let numeric: Vec<bool> = header.iter().enumerate().map(|(i, _)| i > 0).collect();
+    for s in c.sections.iter().take(max_sections) {
+        out.push(Block::Heading(3, format!("{} (µs; counts for samples and missed)", s.title)));
+        let rows = s
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![r.metric.name()];
+                for i in 0..c.names.len() {
+                    row.push(fmt_value(r.metric, &r.cells[i]));
+                    if i > 0 {
+                        row.push(r.diffs[i].map_or("-".into(), |d| {
+                            if r.metric.is_latency() {
+                                format!("{:+.1}", d / 1e3)
+                            } else {
+                                format!("{d:+.0}")
+                            }
+                        }));
+                        row.push(r.ratios[i].map_or("-".into(), |x| format!("{x:.3}")));
+                    }
+                }
+                row
+            })
+            .collect();
+        out.push(Block::Table { header: header.clone(), rows, numeric: numeric.clone() });
+    }
+    if c.sections.len() > max_sections {
+        out.push(Block::Text(format!(
+            "{} more per-thread tables are left out; rtlab compare prints them all.",
+            c.sections.len() - max_sections
+        )));
+    }
+    out.push(Block::Heading(3, "What differs".into()));
+    if c.differences.is_empty() {
+        out.push(Block::Text("Nothing: the environments and configurations are the same.".into()));
+    } else {
+        let mut h = vec!["setting".to_string()];
+        h.extend(c.names.iter().cloned());
+        out.push(Block::Table {
+            numeric: vec![false; h.len()],
+            header: h,
+            rows: c
+                .differences
+                .iter()
+                .map(|d| {
+                    let mut row = vec![d.field.clone()];
+                    row.extend(d.values.iter().cloned());
+                    row
+                })
+                .collect(),
+        });
+    }
+    out
+}
+
+/// The whole report of `inputs`.
+pub fn build(inputs: &[Input]) -> Result<Vec<Block>, String> {
+    let mut out = vec![Block::Heading(1, "rtlab latency report".into())];
+    let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+    out.push(Block::Text(format!(
+        "Written by rtlab {} at {} from {}. Latencies are wakeup latencies in µs; percentiles are upper bounds at most one histogram bucket above the true value.",
+        env!("CARGO_PKG_VERSION"),
+        crate::timefmt::rfc3339(std::time::SystemTime::now()),
+        names.join(", ")
+    )));
+    let runs = compare::runs(inputs);
+    if inputs.len() > 1 && runs.len() > 1 {
+        out.push(Block::Heading(2, format!("Comparison (baseline: {})", runs[0].0)));
+        out.extend(comparison_blocks(&compare::compare(&runs), 1 + 8));
+        out.push(figure(Kind::Cdf, inputs, Some(By::Input), "compare-cdf".into(), "Tails side by side")?);
+    }
+    for (i, input) in inputs.iter().enumerate() {
+        match &input.content {
+            Content::Run(r) => run_blocks(input, r, i, &mut out)?,
+            Content::Sweep(..) => sweep_blocks(input, i, &mut out)?,
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,331 @@
+//! Plots, reports and comparisons, end to end from simulated runs, a simulated sweep, samples
+//! files and imported cyclictest output.
+
+mod common;
+
+use common::{rtlab, samples_file};
+use std::path::{Path, PathBuf};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cyclictest");
+
+/// A seeded simulated run of two threads with its result file and samples file.
+fn sim_run(dir: &Path, name: &str, seed: u32) -> (PathBuf, PathBuf) {
+    let json = dir.join(format!("{name}.json"));
+    let smp = dir.join(format!("{name}.smp"));
+    rtlab()
+        .args(["run", "--simulate", &format!("seed:{seed}"), "-t", "2", "-l", "3000", "-i", "1ms", "-q"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--samples")
+        .arg(&smp)
+        .assert()
+        .success();
+    (json, smp)
+}
+
+fn sim_sweep(dir: &Path) -> PathBuf {
+    let out = dir.join("sweep");
+    rtlab()
+        .args(["sweep", "--simulate", "seed:9", "--workers", "0..2", "-t", "1", "-l", "2000", "-q", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    out
+}
+
+/// Width and height from a PNG's IHDR chunk.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    assert_eq!(&bytes[12..16], b"IHDR");
+    (u32::from_be_bytes(bytes[16..20].try_into().unwrap()), u32::from_be_bytes(bytes[20..24].try_into().unwrap()))
+}
+
+fn assert_picture(path: &Path) {
+    let bytes = std::fs::read(path).unwrap();
+    if path.extension().unwrap() == "png" {
+        assert_eq!(png_size(&bytes), (1200, 720), "{}", path.display());
+        assert!(bytes.len() > 15_000, "{} is only {} bytes: nothing drawn?", path.display(), bytes.len());
+        let pixmap = resvg::tiny_skia::Pixmap::decode_png(&bytes).unwrap();
+        let dark = pixmap.pixels().iter().filter(|p| p.red() < 128 && p.green() < 128 && p.blue() < 128).count();
+        assert!(dark > 2_000, "{}: only {dark} dark pixels — no text or axes?", path.display());
+    } else {
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.starts_with("<svg"), "{}", path.display());
+        assert!(text.contains("width=\"1200\"") && text.contains("height=\"720\""));
+        assert!(!text.contains("<text"), "{}: text must be outlines (no font needed to view it)", path.display());
+        assert!(text.matches("<path").count() > 100, "{}: too few paths", path.display());
+    }
+}
+
+#[test]
+fn every_plot_kind_renders_to_png_and_svg_of_the_right_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, smp) = sim_run(dir.path(), "a", 1);
+    let sweep = sim_sweep(dir.path());
+    let imported = PathBuf::from(format!("{FIXTURES}/v2.4-histofall-t2-H40.txt"));
+    let jobs: [(&str, &Path, &[&str]); 5] = [
+        ("histogram", &json, &[]),
+        ("cdf", &json, &[]),
+        ("timeseries", &smp, &["--threshold", "100us"]),
+        ("sweep", &sweep, &[]),
+        ("histogram", &imported, &[]),
+    ];
+    for (i, (kind, input, extra)) in jobs.iter().enumerate() {
+        for ext in ["png", "svg"] {
+            let out = dir.path().join(format!("{i}-{kind}.{ext}"));
+            rtlab().args(["plot", "--kind", kind]).arg(input).args(*extra).arg("-o").arg(&out).assert().success();
+            assert_picture(&out);
+        }
+    }
+}
+
+#[test]
+fn the_kind_defaults_to_sweep_for_a_sweep_and_histogram_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = sim_sweep(dir.path());
+    let out = dir.path().join("s.svg");
+    rtlab().arg("plot").arg(&sweep).arg("-o").arg(&out).assert().success();
+    let a = std::fs::read(&out).unwrap();
+    rtlab().args(["plot", "--kind", "sweep"]).arg(sweep.join("sweep.json")).arg("-o").arg(&out).assert().success();
+    assert_eq!(a, std::fs::read(&out).unwrap(), "a sweep directory and its sweep.json draw the same picture");
+}
+
+#[test]
+fn plots_refuse_inputs_that_do_not_fit_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, _) = sim_run(dir.path(), "a", 1);
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "{ not json").unwrap();
+    let truncated = dir.path().join("cut.smp");
+    std::fs::write(&truncated, b"RTLSMP01\xff\x00\x00\x00{\"schema\"").unwrap();
+    let nohist = format!("{FIXTURES}/v2.4-t1-nohist.json");
+    let png = dir.path().join("x.png");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--kind".into(), "timeseries".into(), json.display().to_string()], "needs a samples file"),
+        (vec!["--kind".into(), "sweep".into(), json.display().to_string()], "needs a sweep directory"),
+        (vec![nohist.clone()], "no histogram"),
+        (vec![garbage.display().to_string()], "garbage.json"),
+        (vec![truncated.display().to_string()], "cut short"),
+        (vec![dir.path().display().to_string()], "without sweep.json"),
+        (vec!["/nonexistent/run.json".into()], "cannot read"),
+    ];
+    for (args, expect) in cases {
+        let out = rtlab().arg("plot").args(&args).arg("-o").arg(&png).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+    }
+    let out = rtlab().arg("plot").arg(&json).arg("-o").arg(dir.path().join("x.pdf")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".png or .svg"));
+    assert!(!png.exists(), "nothing is written on bad input");
+}
+
+/// The lines of a Markdown report that do not depend on the machine or the time: headings,
+/// table headers, per-thread rows and pictures.
+fn structure(md: &str) -> String {
+    md.lines()
+        .filter(|l| {
+            l.starts_with('#')
+                || l.starts_with("| thread")
+                || l.starts_with("| metric")
+                || l.starts_with("| 0 ")
+                || l.starts_with("| 1 ")
+                || l.starts_with("| ALL")
+                || l.starts_with("![")
+                || l.starts_with("| workers")
+        })
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+fn snapshot(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{name} differs from the snapshot (UPDATE_SNAPSHOTS=1 rewrites it after review):\n--- expected\n{expected}\n--- actual\n{actual}"
+    );
+}
+
+#[test]
+fn a_markdown_report_of_a_run_a_sweep_and_a_comparison_matches_its_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = sim_run(dir.path(), "a", 1);
+    let (b, _) = sim_run(dir.path(), "b", 2);
+    let sweep = sim_sweep(dir.path());
+    let md = dir.path().join("rep.md");
+    rtlab().arg("report").args([&a, &b, &sweep]).arg("-o").arg(&md).assert().success();
+    let text = std::fs::read_to_string(&md).unwrap();
+    snapshot("report.md.txt", &structure(&text));
+    for pic in ["rep-compare-cdf.svg", "rep-histogram-0.svg", "rep-cdf-1.svg", "rep-sweep-2.svg"] {
+        assert!(text.contains(&format!("]({pic})")), "{pic} not linked");
+        assert_picture(&dir.path().join(pic));
+    }
+}
+
+#[test]
+fn an_html_report_is_one_self_contained_page_with_every_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, smp) = sim_run(dir.path(), "a", 1);
+    let sweep = sim_sweep(dir.path());
+    let html = dir.path().join("rep.html");
+    let ct = format!("{FIXTURES}/v2.10-t2-H60.json");
+    rtlab().arg("report").arg(&a).arg(&smp).arg(&sweep).arg(&ct).arg("-o").arg(&html).assert().success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("Content-Security-Policy") && page.contains("default-src 'none'"));
+    for forbidden in ["<script", "<link", "<img", "src=\"http", "href=\"http", "@import", "url(http"] {
+        assert!(!page.contains(forbidden), "the page must load nothing: found {forbidden}");
+    }
+    let heading = regex::Regex::new(r"<h([123])>([^<]*)</h").unwrap();
+    let headings: Vec<String> = heading.captures_iter(&page).map(|c| format!("h{} {}", &c[1], &c[2])).collect();
+    for h in [
+        "h1 rtlab latency report",
+        "h2 Comparison (baseline: a.json)",
+        "h3 What differs",
+        "h2 a.json",
+        "h3 Per-thread summary",
+        "h3 Warnings",
+        "h3 Plots",
+        "h3 Provenance",
+        "h3 Environment",
+        "h3 Configuration",
+        "h2 a.smp",
+        "h2 Sweep sweep",
+        "h3 Sweep table",
+        "h2 v2.10-t2-H60.json",
+    ] {
+        assert!(headings.iter().any(|x| x == h), "missing heading {h} in {headings:?}");
+    }
+    assert_eq!(page.matches("<figure").count(), 10, "compare cdf + 2 per run ×3 + timeseries + sweep + sweep cdf");
+    assert_eq!(page.matches("<svg").count(), 10);
+    assert!(page.contains("id=\"timeseries-1\""));
+    assert!(page.contains("class=\"verdict not_checked\""));
+}
+
+#[test]
+fn compare_prints_exact_differences_and_ratios_and_fails_on_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, samples: &str| {
+        let spec = samples_file(dir.path(), samples);
+        let json = dir.path().join(format!("{name}.json"));
+        rtlab().args(["run", "--simulate", &spec, "-t", "1", "-l", "4", "-q", "--json"]).arg(&json).assert().success();
+        json
+    };
+    let a = run("a", "1000\n2000\n3000\n4000\n");
+    let b = run("b", "2000\n4000\n6000\n8000\n");
+    let out = rtlab().arg("compare").args([&a, &b]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let row = |metric: &str| -> Vec<String> {
+        let line =
+            text.lines().find(|l| l.starts_with(&format!("| {metric} "))).unwrap_or_else(|| panic!("{metric}: {text}"));
+        line.split('|').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect()
+    };
+    assert_eq!(row("mean"), vec!["mean", "2.5", "5.0", "+2.5", "2.000"]);
+    assert_eq!(row("max"), vec!["max", "4.0", "8.0", "+4.0", "2.000"]);
+    assert_eq!(row("min"), vec!["min", "1.0", "2.0", "+1.0", "2.000"]);
+    assert_eq!(row("samples"), vec!["samples", "4", "4", "+0", "1.000"]);
+    assert_eq!(row("p50"), vec!["p50", "3.0", "5.0", "+2.0", "1.667"]);
+    let fail =
+        rtlab().arg("compare").args([&a, &b]).args(["--fail-if-worse", "50", "--percentile", "max"]).output().unwrap();
+    assert_eq!(fail.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&fail.stdout).contains("FAIL: b.json max 8.0 µs is 100.0% worse than a.json (4.0 µs)")
+    );
+    rtlab().arg("compare").args([&a, &b]).args(["--fail-if-worse", "100", "--percentile", "max"]).assert().code(0);
+    rtlab().arg("compare").args([&b, &a]).args(["--fail-if-worse", "0"]).assert().code(0);
+    for bad in [vec!["--percentile", "p42"], vec!["--fail-if-worse", "ten"]] {
+        let out = rtlab().arg("compare").args([&a, &b]).args(&bad).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+    let one = rtlab().arg("compare").arg(&a).output().unwrap();
+    assert_eq!(one.status.code(), Some(2));
+    let png = dir.path().join("tails.png");
+    rtlab().arg("compare").args([&a, &b]).arg("-o").arg(&png).assert().success();
+    assert_eq!(png_size(&std::fs::read(&png).unwrap()), (1200, 720));
+}
+
+#[test]
+fn compare_works_on_imported_cyclictest_data_and_lists_environment_differences() {
+    let a = format!("{FIXTURES}/v2.4-t2-h80.json");
+    let b = format!("{FIXTURES}/v2.10-t2-H60.json");
+    let out = rtlab().args(["compare", &a, &b]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("thread 1 (µs"), "per-thread tables: {text}");
+    assert!(text.contains("What differs"));
+    let differs = |field: &str| text.lines().any(|l| l.starts_with(&format!("| {field} ")));
+    assert!(differs("source.tool_version") && differs("source.command_line"), "{text}");
+    assert!(text.contains("≥80.0"), "percentiles among overflows are shown as lower bounds: {text}");
+}
+
+/// The report in a real browser: Debian's chromium, headless, takes a screenshot (not blank)
+/// and dumps the DOM (the headings are there); no resource load fails or is refused.
+#[test]
+fn the_html_report_renders_in_chromium() {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find(|c| {
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {c}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("chromium is not installed: apt-get install chromium (.ci/run does)");
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = sim_run(dir.path(), "a", 1);
+    let (b, _) = sim_run(dir.path(), "b", 2);
+    let html = dir.path().join("rep.html");
+    rtlab().arg("report").args([&a, &b]).arg("-o").arg(&html).assert().success();
+    let url = format!("file://{}", html.display());
+    let profile = dir.path().join("profile");
+    let base = |extra: &[&str]| {
+        let mut c = std::process::Command::new(chromium);
+        c.args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(["--enable-logging=stderr", "--v=0", "--window-size=1280,2400"])
+            .args(extra)
+            .arg(&url);
+        c
+    };
+    let shot = dir.path().join("shot.png");
+    let out = base(&[&format!("--screenshot={}", shot.display())]).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "chromium failed: {log}");
+    let pixmap = resvg::tiny_skia::Pixmap::decode_png(&std::fs::read(&shot).unwrap()).unwrap();
+    assert_eq!((pixmap.width(), pixmap.height()), (1280, 2400));
+    let mut colours: Vec<u32> =
+        pixmap.pixels().iter().map(|p| u32::from_be_bytes([p.red(), p.green(), p.blue(), 0])).collect();
+    let non_white = colours.iter().filter(|c| **c != 0xFFFF_FF00).count();
+    colours.sort_unstable();
+    colours.dedup();
+    assert!(
+        non_white > 50_000 && colours.len() > 50,
+        "blank screenshot: {non_white} non-white pixels, {} colours",
+        colours.len()
+    );
+    let dom = base(&["--dump-dom"]).output().unwrap();
+    let dump = String::from_utf8_lossy(&dom.stdout);
+    let log = log + &String::from_utf8_lossy(&dom.stderr);
+    for h in [
+        "<h1>rtlab latency report</h1>",
+        "<h2>Comparison (baseline: a.json)</h2>",
+        "<h3>Per-thread summary</h3>",
+        "<h2>b.json</h2>",
+    ] {
+        assert!(dump.contains(h), "{h} not in the DOM");
+    }
+    assert_eq!(dump.matches("<svg").count(), 5);
+    for bad in ["Failed to load resource", "Refused to", "net::ERR_", "Content Security Policy"] {
+        assert!(!log.contains(bad), "the browser reported '{bad}':\n{log}");
+    }
+}
