@@ -25,8 +25,10 @@ impl Series {
     pub fn of(label: String, s: &Stats) -> Option<Series> {
         let h = s.histogram.as_ref()?;
         let mut buckets: Vec<(u64, u64)> = h.buckets.iter().map(|b| (b.hi_ns, b.count)).collect();
+        let mut label = label;
         if let Some(u) = h.unbinned.filter(|u| u.count > 0) {
             buckets.push((u.at_least_ns, u.count));
+            label += &format!(" ({} overflows ≥ {} µs)", u.count, super::us_text(u.at_least_ns as f64));
         }
         let mut marks: Vec<(f64, i64)> =
             s.percentiles_ns.iter().filter_map(|(k, v)| Some((k.parse::<f64>().ok()?, (*v)?))).collect();
@@ -72,6 +74,12 @@ pub fn steps(s: &Series) -> Vec<(f64, f64)> {
         let y = cap(hi);
         pts.push((x0, y));
         pts.push((x1.max(x0), y));
+    }
+    // Overflows are drawn at their lower bound; the maximum is the one-in-n sample.
+    if let (Some(m), Some(&(_, y))) = (s.max_ns, pts.last()) {
+        if (m as f64 / 1e3) > y {
+            pts.push((x_end, m as f64 / 1e3));
+        }
     }
     pts
 }
@@ -158,5 +166,14 @@ mod tests {
         assert!((st[1].0 - 1.0).abs() < 1e-12 && st[1].1 == 2.0);
         assert!((st[3].0 - 2.0).abs() < 1e-12 && st[3].1 == 3.0);
         assert_eq!(st[5], (2.0, 42.0));
+    }
+
+    #[test]
+    fn overflows_sit_at_their_lower_bound_and_the_curve_ends_at_the_max() {
+        let s =
+            Series { label: "t".into(), buckets: vec![(2000, 9), (40_000, 1)], max_ns: Some(193_000), marks: vec![] };
+        let st = steps(&s);
+        assert_eq!(st[3], (1.0, 40.0));
+        assert_eq!(st[4], (1.0, 193.0));
     }
 }
