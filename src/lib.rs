@@ -17,6 +17,7 @@ pub mod plot;
 pub mod report;
 pub mod result;
 pub mod rt;
+pub mod runtime;
 pub mod sweep;
 pub mod sysinfo;
 pub mod timefmt;

@@ -55,6 +55,7 @@ fn run(args: Vec<String>) -> Result<i32, (i32, String)> {
         Command::Plot(a) => commands::plot::execute(a),
         Command::Report(a) => commands::report::report(a),
         Command::Compare(a) => commands::report::compare(a),
+        Command::Beam(a) => commands::beam::execute(a, args),
         Command::Sweep(a) => commands::sweep::execute(*a, args),
         Command::LoadWorker { spec } => commands::load::worker(&spec),
         Command::Show(a) => commands::import::show(a),

@@ -50,6 +50,48 @@ pub struct RunResult {
     pub warnings: Vec<WarningRecord>,
     /// Pass/fail against `--max-latency`/`--breaktrace`.
     pub verdict: Verdict,
+    /// The language runtime the probe ran in (`rtlab beam`, `rtlab run --runtime tokio`) and
+    /// what it reported of itself; absent for OS-thread probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+}
+
+/// A language runtime's probe: what was asked and what the runtime says of itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Runtime {
+    /// `beam` or `tokio`.
+    pub kind: String,
+    /// The waiting method (`send-interval`, `abs-timer`, `receive-after`; `sleep-until`,
+    /// `interval`).
+    pub method: String,
+    /// Period (ns).
+    pub period_ns: i64,
+    /// The granularity of the runtime's timers (ns): both BEAM and tokio round to 1 ms.
+    pub timer_granularity_ns: i64,
+    /// The runtime's version line (`Erlang/OTP 25 [erts-13.1.5] …`, `tokio 1.48`).
+    pub version: Option<String>,
+    /// The runtime's architecture (`x86_64-pc-linux-gnu`).
+    pub architecture: Option<String>,
+    /// Schedulers (BEAM) or worker threads (tokio multi-thread).
+    pub schedulers: Option<usize>,
+    /// Schedulers online (BEAM).
+    pub schedulers_online: Option<usize>,
+    /// Scheduler binding (BEAM `+sbt`), as the VM reports it.
+    pub scheduler_bind_type: Option<String>,
+    /// Flags given to the VM, in order.
+    pub vm_args: Vec<String>,
+    /// tokio: `current-thread` or `multi-thread`.
+    pub flavor: Option<String>,
+    /// tokio `interval`: the missed-tick behaviour (`burst`, `delay`, `skip`).
+    pub missed_tick_behavior: Option<String>,
+    /// The measuring process's priority as the VM reports it (BEAM).
+    pub probe_priority: Option<String>,
+    /// CPU-bound workers inside the runtime (BEAM processes, tokio tasks that never yield).
+    pub workers: usize,
+    /// Their priority as the VM reports it (BEAM).
+    pub worker_priority: Option<String>,
+    /// `spawn_blocking` tasks doing CPU-bound work (tokio).
+    pub blocking_tasks: usize,
 }
 
 /// The origin of imported data.
@@ -430,19 +472,21 @@ impl Verdict {
     }
 }
 
-fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime, tracemark_written: bool) -> Verdict {
+/// What the verdict needs of one probe: index, CPU, statistics and a `--breaktrace` hit.
+type VerdictInput<'a> = (usize, Option<usize>, &'a Summary, Option<crate::measure::stats::Exceedance>);
+
+fn verdict(threads: &[VerdictInput], threshold: Option<i64>, start: SystemTime, tracemark_written: bool) -> Verdict {
     let Some(limit) = threshold else {
         return Verdict { tracemark_written, ..Verdict::not_checked() };
     };
     let exceeded: Vec<Exceeded> = threads
         .iter()
-        .filter_map(|t| {
-            let s = &t.summary;
-            let first = s.over.first().or(t.outcome.break_hit)?;
+        .filter_map(|&(index, cpu, s, break_hit)| {
+            let first = s.over.first().or(break_hit)?;
             let worst = s.max_ns.unwrap_or(first.latency_ns);
             Some(Exceeded {
-                thread: t.plan.index,
-                cpu: t.plan.cpu,
+                thread: index,
+                cpu,
                 count: s.over.count.max(1),
                 first_cycle: first.cycle,
                 first_at_ns: first.at_ns,
@@ -501,6 +545,46 @@ fn verdict(threads: &[ThreadOutcome], threshold: Option<i64>, start: SystemTime,
 fn common<T: PartialEq + Copy>(threads: &[ThreadResult], f: impl Fn(&ThreadResult) -> T) -> Option<Option<T>> {
     let first = f(threads.first()?);
     Some(threads.iter().all(|t| f(t) == first).then_some(first))
+}
+
+/// One probe's figures for [`RunResult::from_probes`].
+#[derive(Clone, Debug)]
+pub struct ProbeFigures {
+    /// Index.
+    pub thread: usize,
+    /// Pinned CPU.
+    pub cpu: Option<usize>,
+    /// Period (ns).
+    pub interval_ns: i64,
+    /// Statistics.
+    pub summary: Summary,
+    /// Drift against the ideal schedule (relative methods).
+    pub drift_ns: Option<i64>,
+    /// Samples a samples file could not keep.
+    pub samples_lost: Option<u64>,
+}
+
+/// A run of probes that are not the engine's OS threads.
+#[derive(Clone, Debug)]
+pub struct ProbeRun {
+    /// The probes.
+    pub probes: Vec<ProbeFigures>,
+    /// When they started.
+    pub start: Option<SystemTime>,
+    /// How long they ran (s).
+    pub duration_s: Option<f64>,
+    /// Why they stopped.
+    pub end_reason: EndReason,
+    /// False when missed periods cannot be known (samples files).
+    pub missed_known: bool,
+    /// argv.
+    pub command_line: Vec<String>,
+    /// The machine.
+    pub environment: Environment,
+    /// Where the data came from, when it was read from a file.
+    pub source: Option<Source>,
+    /// `--max-latency`.
+    pub threshold_ns: Option<i64>,
 }
 
 /// What the engine does not know: the command line, the environment and the configuration.
@@ -570,10 +654,92 @@ impl RunResult {
                 max_at_thread: all.max_at_thread,
                 stats: stats_of(&all, out.start),
             },
-            verdict: verdict(&out.threads, threshold, out.start, out.tracemark_written),
+            verdict: verdict(
+                &out.threads
+                    .iter()
+                    .map(|t| (t.plan.index, t.plan.cpu, &t.summary, t.outcome.break_hit))
+                    .collect::<Vec<_>>(),
+                threshold,
+                out.start,
+                out.tracemark_written,
+            ),
             threads,
             loads: Vec::new(),
             warnings: warnings.into_iter().map(WarningRecord::from).collect(),
+            runtime: None,
+        }
+    }
+
+    /// Builds a result from probes that are not the engine's OS threads (a runtime's probe, a
+    /// samples file): exact statistics, the aggregate, the verdict against `threshold_ns`.
+    pub fn from_probes(p: ProbeRun) -> RunResult {
+        let at = p.start.unwrap_or(std::time::UNIX_EPOCH);
+        let layout = p.probes.first().map_or(crate::measure::histogram::Layout::DEFAULT, |t| t.summary.counts.layout());
+        let mut all = Summary::empty(layout);
+        for t in &p.probes {
+            all.merge(&t.summary, t.thread);
+        }
+        let known = |mut st: Stats| {
+            if !p.missed_known {
+                st.missed = None;
+            }
+            if p.start.is_none() {
+                st.max_at_time = None;
+            }
+            st
+        };
+        let threads: Vec<ThreadResult> = p
+            .probes
+            .iter()
+            .map(|t| ThreadResult {
+                thread: t.thread,
+                cpu: t.cpu,
+                cpus_allowed: None,
+                last_cpu: None,
+                policy: None,
+                priority: None,
+                deadline: None,
+                interval_ns: Some(t.interval_ns),
+                timer_slack_ns: None,
+                drift_ns: t.drift_ns,
+                samples_lost: t.samples_lost,
+                stats: known(stats_of(&t.summary, at)),
+            })
+            .collect();
+        let mut warnings: Vec<Warning> = Vec::new();
+        if p.missed_known && all.missed > 0 {
+            warnings.push(Warning::MissedPeriods { count: all.missed });
+        }
+        if all.cycles == 0 {
+            warnings.push(Warning::NoSamples);
+        }
+        let cpus = CpuSet::from_cpus(p.probes.iter().filter_map(|t| t.cpu));
+        let inputs: Vec<VerdictInput> = p.probes.iter().map(|t| (t.thread, t.cpu, &t.summary, None)).collect();
+        RunResult {
+            schema: SCHEMA.into(),
+            tool: Tool::this(),
+            command_line: p.command_line,
+            start_time: p.start.map(rfc3339),
+            end_time: p.start.zip(p.duration_s).map(|(s, d)| rfc3339(s + Duration::from_secs_f64(d.max(0.0)))),
+            duration_s: p.duration_s,
+            end_reason: p.end_reason,
+            simulated: false,
+            source: p.source,
+            environment: p.environment,
+            config: None,
+            all: AllResult {
+                threads: threads.len(),
+                policy: None,
+                priority: None,
+                cpu: (!cpus.is_empty()).then(|| cpus.to_string()),
+                max_at_thread: all.max_at_thread,
+                stats: known(stats_of(&all, at)),
+            },
+            verdict: verdict(&inputs, p.threshold_ns, at, false),
+            threads,
+            loads: Vec::new(),
+            warnings: warnings.into_iter().map(WarningRecord::from).collect(),
+            runtime: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! Command-line definitions (clap), one file per subcommand, and validation into typed options.
 
+pub mod beam;
 pub mod cyclictest;
 pub mod import;
 pub mod load;
@@ -55,6 +56,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Compare runs side by side; --fail-if-worse makes a regression exit 3 (for CI).
     Compare(report::CompareArgs),
+    /// Measure the Erlang VM's scheduler (a real erl; RealtimeTests done right).
+    Beam(beam::BeamArgs),
     /// One worker of a `mode=process` load (internal).
     #[command(name = "load-worker", hide = true)]
     LoadWorker {

@@ -122,14 +122,14 @@ pub fn execute(args: SweepArgs, command_line: Vec<String>) -> Result<i32, (i32, 
             break;
         }
         done.push((p.clone(), result));
-        write_summaries(&args, &axis_names, &done, &environment, &command_line, points.len())?;
+        write_summaries(&args.out, &axis_names, &done, &environment, &command_line, points.len())?;
         if signals.stop.load(Relaxed) {
             interrupted = true;
             break;
         }
     }
     bar.finish_and_clear();
-    write_summaries(&args, &axis_names, &done, &environment, &command_line, points.len())?;
+    write_summaries(&args.out, &axis_names, &done, &environment, &command_line, points.len())?;
     let rows: Vec<(&Point, &RunResult)> = done.iter().map(|(p, r)| (p, r)).collect();
     print!("{}", csv(&axis_names, &rows));
     if interrupted {
@@ -143,8 +143,9 @@ pub fn execute(args: SweepArgs, command_line: Vec<String>) -> Result<i32, (i32, 
     Ok(0)
 }
 
-fn write_summaries(
-    args: &SweepArgs,
+/// Writes `sweep.csv` and `sweep.json` into `out` (atomically) for the points done so far.
+pub fn write_summaries(
+    out: &std::path::Path,
     axis_names: &[String],
     done: &[(Point, RunResult)],
     environment: &Environment,
@@ -152,7 +153,7 @@ fn write_summaries(
     planned: usize,
 ) -> Result<(), (i32, String)> {
     let rows: Vec<(&Point, &RunResult)> = done.iter().map(|(p, r)| (p, r)).collect();
-    let csv_path = args.out.join("sweep.csv");
+    let csv_path = out.join("sweep.csv");
     write_output(&csv_path, csv(axis_names, &rows).as_bytes())
         .map_err(|e| (1, format!("cannot write {}: {e}", csv_path.display())))?;
     let doc = SweepResult {
@@ -165,6 +166,6 @@ fn write_summaries(
     };
     let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| (1, e.to_string()))?;
     bytes.push(b'\n');
-    let json_path = args.out.join("sweep.json");
+    let json_path = out.join("sweep.json");
     write_output(&json_path, &bytes).map_err(|e| (1, format!("cannot write {}: {e}", json_path.display())))
 }

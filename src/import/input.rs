@@ -4,8 +4,8 @@
 use super::{import_file, ImportError, Unit};
 use crate::export::samples::{Reader, Record};
 use crate::measure::histogram::Layout;
-use crate::measure::stats::{Live, Recorder, Summary};
-use crate::result::{AllResult, RunResult, Source, ThreadResult, Tool, Verdict};
+use crate::measure::stats::{Live, Recorder};
+use crate::result::{ProbeFigures, ProbeRun, RunResult, Source};
 use crate::sweep::{SweepPoint, SweepResult};
 use std::path::{Path, PathBuf};
 
@@ -123,51 +123,27 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
     }
     let lost = reader.trailer().map(|t| t.lost.clone());
     let start = crate::timefmt::parse_rfc3339(&header.start_time);
-    let summaries: Vec<Summary> = recorders.iter().map(Recorder::finish).collect();
-    let at = start.unwrap_or(std::time::UNIX_EPOCH);
-    let threads: Vec<ThreadResult> = header
+    let probes = header
         .threads
         .iter()
-        .zip(&summaries)
-        .map(|(t, s)| {
-            let mut stats = crate::result::stats_of(s, at);
-            stats.missed = None;
-            if start.is_none() {
-                stats.max_at_time = None;
-            }
-            ThreadResult {
-                thread: t.thread,
-                cpu: t.cpu,
-                cpus_allowed: None,
-                last_cpu: None,
-                policy: None,
-                priority: None,
-                deadline: None,
-                interval_ns: Some(t.interval_ns),
-                timer_slack_ns: None,
-                drift_ns: None,
-                samples_lost: lost.as_ref().and_then(|l| l.get(t.thread).copied()),
-                stats,
-            }
+        .zip(&recorders)
+        .map(|(t, r)| ProbeFigures {
+            thread: t.thread,
+            cpu: t.cpu,
+            interval_ns: t.interval_ns,
+            summary: r.finish(),
+            drift_ns: None,
+            samples_lost: lost.as_ref().and_then(|l| l.get(t.thread).copied()),
         })
         .collect();
-    let mut all = Summary::empty(Layout::DEFAULT);
-    for (i, s) in summaries.iter().enumerate() {
-        all.merge(s, i);
-    }
-    let mut all_stats = crate::result::stats_of(&all, at);
-    all_stats.missed = None;
-    let cpus = crate::rt::affinity::CpuSet::from_cpus(header.threads.iter().filter_map(|t| t.cpu));
-    let end = start.map(|s| s + std::time::Duration::from_nanos(last_wake.max(0) as u64));
-    Ok(RunResult {
-        schema: crate::result::SCHEMA.into(),
-        tool: Tool::this(),
-        command_line: vec![],
-        start_time: Some(header.start_time.clone()),
-        end_time: end.map(crate::timefmt::rfc3339),
+    let mut r = RunResult::from_probes(ProbeRun {
+        probes,
+        start,
         duration_s: Some(last_wake.max(0) as f64 / 1e9),
         end_reason: crate::measure::engine::EndReason::Unknown,
-        simulated: false,
+        missed_known: false,
+        command_line: vec![],
+        environment: crate::sysinfo::Environment::unknown(),
         source: Some(Source {
             format: "rtlab-samples".into(),
             file: path.display().to_string(),
@@ -175,19 +151,8 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             command_line: None,
             unit: "ns".into(),
         }),
-        environment: crate::sysinfo::Environment::unknown(),
-        config: None,
-        all: AllResult {
-            threads: threads.len(),
-            policy: None,
-            priority: None,
-            cpu: (!cpus.is_empty()).then(|| cpus.to_string()),
-            max_at_thread: all.max_at_thread,
-            stats: all_stats,
-        },
-        threads,
-        loads: vec![],
-        warnings: vec![],
-        verdict: Verdict::not_checked(),
-    })
+        threshold_ns: None,
+    });
+    r.start_time = Some(header.start_time);
+    Ok(r)
 }

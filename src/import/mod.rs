@@ -282,6 +282,7 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[Th
         loads: vec![],
         warnings: vec![],
         verdict: Verdict::not_checked(),
+        runtime: None,
     }
 }
 

@@ -127,6 +127,8 @@ pub enum EndReason {
     Unknown,
     /// Not ended: a checkpoint written while the run goes on.
     Checkpoint,
+    /// The probe's runtime failed mid-run (the results are partial).
+    Failed,
 }
 
 /// What one thread obtained and measured.

@@ -78,6 +78,18 @@ pub enum Warning {
         /// Why.
         why: String,
     },
+    /// A language runtime's probe failed mid-run (the VM crashed or was killed).
+    RuntimeFailed {
+        /// What happened.
+        why: String,
+    },
+    /// The runtime's timers are coarser than the kernel's.
+    TimerGranularity {
+        /// `the Erlang VM`, `tokio`.
+        runtime: String,
+        /// Granularity (ns).
+        granularity_ns: i64,
+    },
 }
 
 impl Warning {
@@ -137,6 +149,13 @@ impl Warning {
             ),
             Warning::TracemarkUnavailable { why } => format!(
                 "--tracemark was asked but no marker can be written: {why}. Fix: mount tracefs and run as root."
+            ),
+            Warning::RuntimeFailed { why } => {
+                format!("{why}; the results cover the samples received before that (partial run).")
+            }
+            Warning::TimerGranularity { runtime, granularity_ns } => format!(
+                "{runtime}'s timers have {} granularity: a wakeup is due at most that much after the requested instant, so the latencies include the runtime's rounding as well as the kernel's.",
+                crate::timefmt::duration_text(*granularity_ns)
             ),
         }
     }

@@ -1,0 +1,4 @@
+//! Probes in language runtimes: the Erlang VM ([`beam`]) and tokio ([`tokio`]). Their samples
+//! go through the same statistics and RunResult as OS threads'.
+
+pub mod beam;
