@@ -47,6 +47,9 @@ fn run(args: Vec<String>) -> Result<i32, (i32, String)> {
     match cli.command {
         Command::Run(a) => {
             let opts = a.into_options().map_err(|e| (2, e.0))?;
+            if opts.tokio.is_some() {
+                return commands::run::execute_tokio(opts, args).map_err(|e| (1, e.0));
+            }
             commands::run::execute(opts, args).map_err(|e| (1, e.0))
         }
         Command::Import(a) => commands::import::import(a),

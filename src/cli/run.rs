@@ -178,6 +178,10 @@ pub struct RunArgs {
     #[arg(long = "samples", value_name = "FILE")]
     pub samples: Option<PathBuf>,
 
+    /// Where the periodic task runs, and the tokio probe's options
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+
     /// Simulated probe: seed:N or file:PATH (testing only)
     #[arg(long, value_name = "SPEC", hide = true, value_parser = Simulation::parse)]
     pub simulate: Option<Simulation>,
@@ -200,6 +204,49 @@ pub struct RunOptions {
     pub loads: Vec<crate::load::LoadSpec>,
     /// `--samples` target.
     pub samples: Option<PathBuf>,
+    /// `--runtime tokio`: the tokio probe instead of OS threads.
+    pub tokio: Option<crate::runtime::tokio_probe::Plan>,
+}
+
+/// Where the periodic task runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RuntimeKind {
+    /// OS threads with cyclictest's method (the default)
+    Os,
+    /// A task in a tokio runtime (timer wheel of 1 ms granularity)
+    Tokio,
+}
+
+/// `--runtime` and the tokio probe's options.
+#[derive(Args, Debug, Clone)]
+pub struct RuntimeArgs {
+    /// Where the periodic task runs: os threads, or a task in a tokio runtime
+    #[arg(long, value_enum, default_value = "os")]
+    pub runtime: RuntimeKind,
+
+    /// tokio runtime flavor
+    #[arg(long, value_enum, default_value = "multi-thread")]
+    pub tokio_flavor: crate::runtime::tokio_probe::Flavor,
+
+    /// tokio worker threads (multi-thread) [default: one per online CPU]
+    #[arg(long, value_name = "N", value_parser = parse::thread_count)]
+    pub tokio_workers: Option<u32>,
+
+    /// How the tokio task waits
+    #[arg(long, value_enum, default_value = "sleep-until")]
+    pub tokio_wait: crate::runtime::tokio_probe::Wait,
+
+    /// With --tokio-wait interval: what a late tick does
+    #[arg(long, value_enum, default_value = "burst")]
+    pub missed_tick: crate::runtime::tokio_probe::MissedTick,
+
+    /// tokio tasks that compute without ever yielding (they hold a worker thread)
+    #[arg(long, value_name = "N", default_value = "0")]
+    pub tokio_hogs: usize,
+
+    /// spawn_blocking tasks that compute (on tokio's blocking pool)
+    #[arg(long, value_name = "N", default_value = "0")]
+    pub tokio_blocking: usize,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -210,6 +257,7 @@ impl RunArgs {
     /// Validates the arguments against each other and against this machine.
     pub fn into_options(self) -> Result<RunOptions, UsageError> {
         let online = affinity::online_cpus();
+        let tokio = self.tokio_plan(&online)?;
         let policy = self.policy.unwrap_or(Policy::Fifo);
         let sim = self.simulate.is_some();
 
@@ -402,7 +450,64 @@ impl RunArgs {
             quiet: self.quiet,
             loads: self.loads,
             samples: self.samples,
+            tokio,
         })
+    }
+
+    /// The tokio probe's plan with `--runtime tokio`; the options that only apply to OS
+    /// threads are refused.
+    fn tokio_plan(&self, online: &CpuSet) -> Result<Option<crate::runtime::tokio_probe::Plan>, UsageError> {
+        use crate::runtime::tokio_probe::{Flavor, Plan};
+        let r = &self.runtime;
+        if r.runtime == RuntimeKind::Os {
+            let tokio_given = r.tokio_workers.is_some() || r.tokio_hogs > 0 || r.tokio_blocking > 0;
+            return if tokio_given {
+                Err(usage("--tokio-workers/--tokio-hogs/--tokio-blocking need --runtime tokio"))
+            } else {
+                Ok(None)
+            };
+        }
+        let os_only = [
+            ("-t", self.threads.is_some()),
+            ("-a", self.affinity.is_some()),
+            ("-S", self.smp),
+            ("--policy", self.policy.is_some()),
+            ("-p", self.priority.is_some()),
+            ("--dl-runtime", self.dl_runtime.is_some()),
+            ("--warm-up", self.warmup.is_some()),
+            ("-b", self.breaktrace.is_some()),
+            ("--samples", self.samples.is_some()),
+            ("--simulate", self.simulate.is_some()),
+        ];
+        if let Some((flag, _)) = os_only.iter().find(|(_, given)| *given) {
+            return Err(usage(format!(
+                "{flag} does not apply to --runtime tokio (one task in a tokio runtime, its threads SCHED_OTHER like any application); drop it"
+            )));
+        }
+        let workers = r.tokio_workers.map_or(online.len().max(1), |w| w as usize);
+        if r.runtime_workers_for_current_thread() {
+            return Err(usage("--tokio-workers applies to --tokio-flavor multi-thread only"));
+        }
+        Ok(Some(Plan {
+            flavor: r.tokio_flavor,
+            workers: if r.tokio_flavor == Flavor::CurrentThread { 1 } else { workers },
+            wait: r.tokio_wait,
+            missed_tick: r.missed_tick,
+            interval_ns: self.interval,
+            loops: self.loops,
+            duration: self.duration,
+            hogs: r.tokio_hogs,
+            blocking: r.tokio_blocking,
+            threshold_ns: self.max_latency,
+            layout: crate::measure::histogram::Layout::new(self.bucket_size as u64, self.range as u64)
+                .map_err(usage)?,
+        }))
+    }
+}
+
+impl RuntimeArgs {
+    fn runtime_workers_for_current_thread(&self) -> bool {
+        self.tokio_workers.is_some() && self.tokio_flavor == crate::runtime::tokio_probe::Flavor::CurrentThread
     }
 }
 

@@ -157,3 +157,118 @@ pub fn execute(opts: RunOptions, command_line: Vec<String>) -> Result<i32, RunEr
     }
     Ok(result.exit_code())
 }
+
+/// `rtlab run --runtime tokio`: the tokio probe with the OS loads around it; the same
+/// RunResult, summary and exit codes as OS threads.
+pub fn execute_tokio(opts: RunOptions, command_line: Vec<String>) -> Result<i32, RunError> {
+    use crate::load::LoadResult;
+    use crate::result::{ProbeFigures, ProbeRun, Runtime};
+    use crate::runtime::tokio_probe::{self, Flavor, Wait};
+    let plan = opts.tokio.clone().ok_or_else(|| RunError("internal: no tokio plan".into()))?;
+    let signals = Signals::install().map_err(|e| RunError(format!("cannot install signal handlers: {e}")))?;
+    if !opts.quiet {
+        eprintln!(
+            "tokio {} runtime ({} worker thread{}), a task with {} every {}; tokio's timer wheel has 1 ms granularity",
+            plan.flavor.name(),
+            plan.workers,
+            if plan.workers == 1 { "" } else { "s" },
+            plan.wait.name(),
+            crate::timefmt::duration_text(plan.interval_ns)
+        );
+    }
+    let mut running: Option<LoadSet> = None;
+    let mut load_error = None;
+    let outcome = tokio_probe::run(&plan, signals.stop.clone(), || {
+        if !opts.loads.is_empty() {
+            match LoadSet::start(&opts.loads) {
+                Ok(set) => running = Some(set),
+                Err(e) => load_error = Some(e),
+            }
+        }
+    });
+    let os_loads = running.take().map(LoadSet::stop).unwrap_or_default();
+    if let Some(e) = load_error {
+        return Err(RunError(e));
+    }
+    let o = outcome.map_err(RunError)?;
+    let end_reason = if o.interrupted {
+        engine::EndReason::Signal
+    } else if plan.loops.is_some_and(|l| o.summary.cycles >= l) {
+        engine::EndReason::Loops
+    } else {
+        engine::EndReason::Duration
+    };
+    let mut result = RunResult::from_probes(ProbeRun {
+        probes: vec![ProbeFigures {
+            thread: 0,
+            cpu: None,
+            interval_ns: plan.interval_ns,
+            summary: o.summary.clone(),
+            drift_ns: o.drift_ns,
+            samples_lost: None,
+        }],
+        start: Some(o.start),
+        duration_s: Some(o.elapsed_s),
+        end_reason,
+        missed_known: true,
+        command_line,
+        environment: Environment::capture(),
+        source: None,
+        threshold_ns: plan.threshold_ns,
+    });
+    result.runtime = Some(Runtime {
+        kind: "tokio".into(),
+        method: plan.wait.name().into(),
+        period_ns: plan.interval_ns,
+        timer_granularity_ns: 1_000_000,
+        version: Some(format!("tokio {}", tokio_probe::VERSION)),
+        architecture: Some(std::env::consts::ARCH.into()),
+        schedulers: Some(plan.workers),
+        flavor: Some(plan.flavor.name().into()),
+        missed_tick_behavior: (plan.wait == Wait::Interval).then(|| plan.missed_tick.name().into()),
+        workers: plan.hogs,
+        blocking_tasks: plan.blocking,
+        ..Runtime::default()
+    });
+    let elapsed = o.elapsed_s.max(1e-9);
+    let in_runtime = |kind: &str, n: usize, terms: u64, policy: &str| LoadResult {
+        spec: format!("{kind}:workers={n}"),
+        kind: kind.into(),
+        workers: n,
+        policy: policy.into(),
+        unit: "terms".into(),
+        ops: terms,
+        elapsed_s: elapsed,
+        rate_per_s: terms as f64 / elapsed,
+        cpu_s: None,
+        utilization: None,
+        warnings: vec![],
+    };
+    if plan.hogs > 0 {
+        let where_ = if plan.flavor == Flavor::CurrentThread { "tokio current-thread" } else { "tokio worker" };
+        result.loads.push(in_runtime("tokio-hog", plan.hogs, o.terms.0, where_));
+    }
+    if plan.blocking > 0 {
+        result.loads.push(in_runtime("tokio-blocking", plan.blocking, o.terms.1, "tokio blocking pool"));
+    }
+    result.loads.extend(os_loads);
+    result.warnings.push(
+        crate::output::warnings::Warning::TimerGranularity { runtime: "tokio".into(), granularity_ns: 1_000_000 }
+            .into(),
+    );
+    if let Some(path) = &opts.json {
+        let bytes = Json.serialize(&result).map_err(RunError)?;
+        write_output(path, &bytes).map_err(|e| RunError(format!("cannot write --json {}: {e}", path.display())))?;
+    }
+    let mut summary = table::summary(&result, opts.unit);
+    if !result.loads.is_empty() {
+        summary += &crate::commands::load::table(&result.loads);
+    }
+    let to_stdout = opts.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if to_stdout {
+        let _ = std::io::stderr().write_all(summary.as_bytes());
+    } else {
+        let _ = std::io::stdout().write_all(summary.as_bytes());
+    }
+    Ok(result.exit_code())
+}

@@ -21,6 +21,9 @@ pub fn execute(args: SweepArgs, command_line: Vec<String>) -> Result<i32, (i32, 
     if args.run.duration.is_none() && args.run.loops.is_none() {
         return Err(usage("every sweep point needs a length: give -D (e.g. -D 5s) or -l"));
     }
+    if args.run.runtime.runtime != crate::cli::run::RuntimeKind::Os {
+        return Err(usage("rtlab sweep measures OS threads; for the Erlang VM use rtlab beam sweep, for tokio one rtlab run --runtime tokio per point"));
+    }
     if args.run.json.is_some() {
         return Err(usage("--json does not apply to a sweep; every result goes into --out DIR"));
     }

@@ -2,3 +2,4 @@
 //! go through the same statistics and RunResult as OS threads'.
 
 pub mod beam;
+pub mod tokio_probe;
