@@ -183,20 +183,10 @@ fn run(args: BeamRunArgs, command_line: Vec<String>) -> Result<i32, (i32, String
         let bytes = samples_bytes(&records, plan.period_ms as i64 * 1_000_000, &result.start_time);
         write_output(path, &bytes).map_err(|e| (1, format!("cannot write --samples {}: {e}", path.display())))?;
     }
-    let mut text = String::new();
-    if let Some(rt) = &result.runtime {
-        text += &format!("{}\n", rt.version.as_deref().unwrap_or("Erlang VM (version not reported)"));
-    }
-    text += &crate::output::table::summary(&result, Unit::Micros);
-    if !result.loads.is_empty() {
-        text += &crate::commands::load::table(&result.loads);
-    }
+    let version = result.runtime.as_ref().and_then(|rt| rt.version.clone());
+    let header = format!("{}\n", version.as_deref().unwrap_or("Erlang VM (version not reported)"));
     let to_stdout = args.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
-    if to_stdout {
-        let _ = std::io::stderr().write_all(text.as_bytes());
-    } else {
-        let _ = std::io::stdout().write_all(text.as_bytes());
-    }
+    crate::commands::run::print_summary(&result, Unit::Micros, &header, to_stdout);
     if let Some(f) = failure {
         let kept =
             args.json.as_ref().map(|p| format!("; the results so far are in {}", p.display())).unwrap_or_default();

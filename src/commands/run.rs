@@ -146,16 +146,22 @@ pub fn execute(opts: RunOptions, command_line: Vec<String>) -> Result<i32, RunEr
         let bytes = Json.serialize(&result).map_err(RunError)?;
         write_output(path, &bytes).map_err(|e| RunError(format!("cannot write --json {}: {e}", path.display())))?;
     }
-    let mut summary = table::summary(&result, opts.unit);
+    print_summary(&result, opts.unit, "", to_stdout);
+    Ok(result.exit_code())
+}
+
+/// Prints `header`, the summary table and the loads' table: on stderr when the result itself
+/// goes to stdout.
+pub fn print_summary(result: &RunResult, unit: crate::output::units::Unit, header: &str, to_stderr: bool) {
+    let mut summary = header.to_string() + &table::summary(result, unit);
     if !result.loads.is_empty() {
         summary += &crate::commands::load::table(&result.loads);
     }
-    if to_stdout {
+    if to_stderr {
         let _ = std::io::stderr().write_all(summary.as_bytes());
     } else {
         let _ = std::io::stdout().write_all(summary.as_bytes());
     }
-    Ok(result.exit_code())
 }
 
 /// `rtlab run --runtime tokio`: the tokio probe with the OS loads around it; the same
@@ -260,15 +266,7 @@ pub fn execute_tokio(opts: RunOptions, command_line: Vec<String>) -> Result<i32,
         let bytes = Json.serialize(&result).map_err(RunError)?;
         write_output(path, &bytes).map_err(|e| RunError(format!("cannot write --json {}: {e}", path.display())))?;
     }
-    let mut summary = table::summary(&result, opts.unit);
-    if !result.loads.is_empty() {
-        summary += &crate::commands::load::table(&result.loads);
-    }
     let to_stdout = opts.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
-    if to_stdout {
-        let _ = std::io::stderr().write_all(summary.as_bytes());
-    } else {
-        let _ = std::io::stdout().write_all(summary.as_bytes());
-    }
+    print_summary(&result, opts.unit, "", to_stdout);
     Ok(result.exit_code())
 }

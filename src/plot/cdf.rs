@@ -2,7 +2,7 @@
 //! p99, p99.9, p99.99 and p99.999 are equally spaced; one curve per thread or per input, the
 //! reported percentiles marked on it.
 
-use super::{at_least, clip, color, draw, err, log_bottom, log_label, log_top, Caption, FAMILY};
+use super::{at_least, clip, color, draw, err, log_bottom, log_label, log_top, Caption};
 use crate::result::Stats;
 use plotters::prelude::*;
 
@@ -99,16 +99,12 @@ pub fn svg(caption: &Caption, series: &[Series]) -> Result<String, String> {
             .y_label_area_size(84)
             .build_cartesian_2d(0f64..x_end, (y_lo..y_top).log_scale())
             .map_err(err)?;
-        chart
-            .configure_mesh()
+        super::axes(&mut chart.configure_mesh())
             .x_labels(x_end as usize + 1)
             .x_label_formatter(&tick_label)
             .y_label_formatter(&log_label)
             .x_desc("Percentile (log scale of 1 − P)")
             .y_desc("Latency (µs)")
-            .label_style((FAMILY, 15))
-            .axis_desc_style((FAMILY, 16))
-            .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;
         for (i, (s, pts)) in series.iter().zip(&all).enumerate() {
@@ -127,14 +123,7 @@ pub fn svg(caption: &Caption, series: &[Series]) -> Result<String, String> {
                 .map(|&(q, v)| Circle::new((x_of(q / 100.0), at_least(v as f64 / 1e3, y_lo)), 4, c.filled()));
             chart.draw_series(marks).map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FAMILY, 15))
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .draw()
-            .map_err(err)
+        super::legend(&mut chart, SeriesLabelPosition::UpperLeft)
     })
 }
 

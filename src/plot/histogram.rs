@@ -76,15 +76,11 @@ pub fn svg(caption: &Caption, series: &[Series]) -> Result<String, String> {
             .y_label_area_size(84)
             .build_cartesian_2d(0f64..x_max, (floor..y_top).log_scale())
             .map_err(err)?;
-        chart
-            .configure_mesh()
+        super::axes(&mut chart.configure_mesh())
             .x_desc("Latency (µs)")
             .y_desc("Samples per bucket")
             .x_label_formatter(&super::plain)
             .y_label_formatter(&log_label)
-            .label_style((FAMILY, 15))
-            .axis_desc_style((FAMILY, 16))
-            .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;
         for (i, s) in series.iter().enumerate() {
@@ -122,14 +118,7 @@ pub fn svg(caption: &Caption, series: &[Series]) -> Result<String, String> {
                     .map_err(err)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FAMILY, 15))
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .draw()
-            .map_err(err)
+        super::legend(&mut chart, SeriesLabelPosition::UpperRight)
     })
 }
 

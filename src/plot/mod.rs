@@ -107,6 +107,33 @@ pub fn draw(
     Ok(svg)
 }
 
+/// The house style of axes: label and description fonts, light grid lines.
+pub(crate) fn axes<'a, 'b, X, Y, DB>(
+    mesh: &'b mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'b mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: plotters::coord::ranged1d::Ranged,
+    Y: plotters::coord::ranged1d::Ranged,
+    DB: DrawingBackend,
+{
+    mesh.label_style((FAMILY, 15)).axis_desc_style((FAMILY, 16)).light_line_style(RGBColor(235, 235, 235))
+}
+
+/// Draws the legend at `position` in the house style.
+pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut plotters::chart::ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FAMILY, 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(180, 180, 180))
+        .draw()
+        .map_err(err)
+}
+
 /// `s` cut to `n` characters with an ellipsis.
 pub fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {

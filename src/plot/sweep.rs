@@ -111,16 +111,12 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
             }
         };
         let n_labels = cats.as_ref().map_or(if integral { distinct.min(12) } else { 12 }, |c| c.len());
-        chart
-            .configure_mesh()
+        super::axes(&mut chart.configure_mesh())
             .x_labels(n_labels)
             .x_label_formatter(&cat_label)
             .y_label_formatter(&log_label)
             .x_desc(s.axis.as_str())
             .y_desc("Latency (µs)")
-            .label_style((FAMILY, 15))
-            .axis_desc_style((FAMILY, 16))
-            .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;
         if has_tp {
@@ -178,14 +174,7 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
                     .map_err(err)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FAMILY, 14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .draw()
-            .map_err(err)
+        super::legend(&mut chart, SeriesLabelPosition::UpperLeft)
     })
 }
 

@@ -108,17 +108,13 @@ pub fn svg(caption: &Caption, tracks: &[Track], t_end_ns: i64, threshold_ns: Opt
             .y_label_area_size(84)
             .build_cartesian_2d(0f64..x_end, (y_lo..y_top).log_scale())
             .map_err(err)?;
-        chart
-            .configure_mesh()
+        super::axes(&mut chart.configure_mesh())
             .x_desc(format!("Time since start (s) — each column: min and max of {} samples or fewer", {
                 let n = tracks.iter().map(|t| t.count).max().unwrap_or(0);
                 n.div_ceil(BINS as u64).max(1)
             }))
             .y_desc("Latency (µs)")
             .y_label_formatter(&log_label)
-            .label_style((FAMILY, 15))
-            .axis_desc_style((FAMILY, 16))
-            .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;
         for (i, t) in tracks.iter().enumerate() {
@@ -152,14 +148,7 @@ pub fn svg(caption: &Caption, tracks: &[Track], t_end_ns: i64, threshold_ns: Opt
                 .label(format!("threshold {} µs", us_text(th as f64)))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], red.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FAMILY, 15))
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .draw()
-            .map_err(err)
+        super::legend(&mut chart, SeriesLabelPosition::UpperRight)
     })
 }
 

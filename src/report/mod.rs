@@ -86,22 +86,7 @@ fn latency_cell(m: Metric, s: &Stats) -> String {
 
 fn summary_row(label: String, cpu: String, policy: String, s: &Stats) -> Vec<String> {
     let mut row = vec![label, cpu, policy, s.cycles.to_string(), opt(&s.missed)];
-    row.extend(
-        [
-            Metric::Min,
-            Metric::Mean,
-            Metric::Stdev,
-            Metric::Percentile("50"),
-            Metric::Percentile("90"),
-            Metric::Percentile("99"),
-            Metric::Percentile("99.9"),
-            Metric::Percentile("99.99"),
-            Metric::Percentile("99.999"),
-            Metric::Max,
-        ]
-        .iter()
-        .map(|m| latency_cell(*m, s)),
-    );
+    row.extend(compare::METRICS.iter().filter(|m| m.is_latency()).map(|m| latency_cell(*m, s)));
     row.push(opt(&s.max_at_cycle));
     row
 }
