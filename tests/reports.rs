@@ -13,7 +13,7 @@ fn sim_run(dir: &Path, name: &str, seed: u32) -> (PathBuf, PathBuf) {
     let json = dir.join(format!("{name}.json"));
     let smp = dir.join(format!("{name}.smp"));
     rtlab()
-        .args(["run", "--simulate", &format!("seed:{seed}"), "-t", "2", "-l", "3000", "-i", "1ms", "-q"])
+        .args(["run", "--simulate", &format!("seed:{seed}"), "-t", "2", "-a", "0", "-l", "3000", "-i", "1ms", "-q"])
         .arg("--json")
         .arg(&json)
         .arg("--samples")
