@@ -113,24 +113,19 @@ pub fn measure(
     });
     if plan.workers > 0 {
         let terms = outcome.terms.unwrap_or(0);
-        let elapsed = outcome.elapsed_s.max(1e-9);
-        r.loads.push(LoadResult {
-            spec: format!("beam-pi:workers={},priority={}", plan.workers, plan.worker_priority.atom()),
-            kind: "beam-pi".into(),
-            workers: plan.workers,
-            policy: format!("erlang:{}", plan.worker_priority.atom()),
-            unit: "terms".into(),
-            ops: terms,
-            elapsed_s: elapsed,
-            rate_per_s: terms as f64 / elapsed,
-            cpu_s: None,
-            utilization: None,
-            warnings: if outcome.terms.is_none() {
-                vec!["the VM did not finish: the workers' count is unknown".into()]
-            } else {
-                vec![]
-            },
-        });
+        let elapsed = outcome.elapsed_s;
+        let mut l = LoadResult::in_runtime(
+            format!("beam-pi:workers={},priority={}", plan.workers, plan.worker_priority.atom()),
+            "beam-pi",
+            plan.workers,
+            format!("erlang:{}", plan.worker_priority.atom()),
+            terms,
+            elapsed,
+        );
+        if outcome.terms.is_none() {
+            l.warnings.push("the VM did not finish: the workers' count is unknown".into());
+        }
+        r.loads.push(l);
     }
     r.loads.extend(os_loads);
     r.warnings.push(Warning::TimerGranularity { runtime: "The Erlang VM".into(), granularity_ns: 1_000_000 }.into());

@@ -236,19 +236,9 @@ pub fn execute_tokio(opts: RunOptions, command_line: Vec<String>) -> Result<i32,
         blocking_tasks: plan.blocking,
         ..Runtime::default()
     });
-    let elapsed = o.elapsed_s.max(1e-9);
-    let in_runtime = |kind: &str, n: usize, terms: u64, policy: &str| LoadResult {
-        spec: format!("{kind}:workers={n}"),
-        kind: kind.into(),
-        workers: n,
-        policy: policy.into(),
-        unit: "terms".into(),
-        ops: terms,
-        elapsed_s: elapsed,
-        rate_per_s: terms as f64 / elapsed,
-        cpu_s: None,
-        utilization: None,
-        warnings: vec![],
+    let elapsed = o.elapsed_s;
+    let in_runtime = |kind: &str, n: usize, terms: u64, policy: &str| {
+        LoadResult::in_runtime(format!("{kind}:workers={n}"), kind, n, policy.into(), terms, elapsed)
     };
     if plan.hogs > 0 {
         let where_ = if plan.flavor == Flavor::CurrentThread { "tokio current-thread" } else { "tokio worker" };

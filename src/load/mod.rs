@@ -48,6 +48,34 @@ pub struct LoadResult {
     pub warnings: Vec<String>,
 }
 
+impl LoadResult {
+    /// A load that ran inside a language runtime (pi-loop terms over `elapsed_s`): CPU time
+    /// and utilisation are not known from outside the runtime.
+    pub fn in_runtime(
+        spec: String,
+        kind: &str,
+        workers: usize,
+        policy: String,
+        terms: u64,
+        elapsed_s: f64,
+    ) -> LoadResult {
+        let elapsed_s = elapsed_s.max(1e-9);
+        LoadResult {
+            spec,
+            kind: kind.into(),
+            workers,
+            policy,
+            unit: "terms".into(),
+            ops: terms,
+            elapsed_s,
+            rate_per_s: terms as f64 / elapsed_s,
+            cpu_s: None,
+            utilization: None,
+            warnings: vec![],
+        }
+    }
+}
+
 fn kind_name(k: &Kind) -> (&'static str, &'static str) {
     match k {
         Kind::Cpu { int: false } => ("cpu", "terms"),
