@@ -98,10 +98,6 @@ impl Point {
     }
 }
 
-fn method_name(m: Method) -> String {
-    serde_json::to_value(m).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
-}
-
 /// Expands the grid: load kind × load policy × probe policy × method × workers, workers
 /// innermost (so a sweep over workers reads like RealtimeTests' table). `template` are the
 /// `--load` specs (a `cpu` load when there is none and a load axis is swept).
@@ -140,7 +136,7 @@ pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> 
                                 .push(("probe_policy".to_string(), prio.map_or(p.to_string(), |n| format!("{p}:{n}"))));
                         }
                         if let Some(m) = m {
-                            labels.push(("method".to_string(), method_name(*m)));
+                            labels.push(("method".to_string(), m.name().to_string()));
                         }
                         if let Some(w) = w {
                             loads[0] = loads[0].with_workers(*w);

@@ -1,39 +1,9 @@
 //! `rtlab plot`.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
 
-/// The kind of picture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Kind {
-    /// Latency histogram: µs across, samples (log) up, one line per thread, max marked
-    Histogram,
-    /// Tail percentiles: latency against p50 … p99.999 on a log "1 − P" axis
-    Cdf,
-    /// Latency over time from a samples file (rtlab run --samples), spikes visible
-    Timeseries,
-    /// A sweep directory: p50/p99/p99.9/max against the swept axis, throughput on the right
-    Sweep,
-}
-
-/// What a curve stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ByArg {
-    /// One curve per measuring thread (default for one run)
-    Thread,
-    /// One curve per input, all its threads together (default for several inputs)
-    Input,
-}
-
-impl ByArg {
-    /// The plot module's choice.
-    pub fn to_by(self) -> crate::plot::inputs::By {
-        match self {
-            ByArg::Thread => crate::plot::inputs::By::Thread,
-            ByArg::Input => crate::plot::inputs::By::Input,
-        }
-    }
-}
+pub use crate::plot::inputs::{By, Kind};
 
 /// Draw a picture (PNG or SVG, fonts embedded) from RunResults, sweep directories, samples
 /// files or cyclictest output.
@@ -53,7 +23,7 @@ pub struct PlotArgs {
 
     /// One curve per thread or per input (histogram and cdf)
     #[arg(long, value_enum)]
-    pub by: Option<ByArg>,
+    pub by: Option<By>,
 
     /// Draw this latency as a threshold line (timeseries), e.g. 100us
     #[arg(long, value_name = "LATENCY", value_parser = crate::cli::parse::latency)]

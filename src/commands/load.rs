@@ -4,24 +4,11 @@ use crate::cli::load::LoadArgs;
 use crate::export::write_output;
 use crate::load::{check_safety, LoadResult, LoadSet};
 use crate::measure::engine::Signals;
+use crate::output::units::si;
 use crate::rt::privileges::Privileges;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
-
-/// A rate with an SI prefix.
-pub fn si(v: f64) -> String {
-    let (d, p) = if v >= 1e9 {
-        (1e9, "G")
-    } else if v >= 1e6 {
-        (1e6, "M")
-    } else if v >= 1e3 {
-        (1e3, "k")
-    } else {
-        (1.0, "")
-    };
-    format!("{:.2} {p}", v / d)
-}
 
 /// The throughput table.
 pub fn table(results: &[LoadResult]) -> String {
@@ -34,7 +21,7 @@ pub fn table(results: &[LoadResult]) -> String {
             r.spec,
             r.workers,
             r.policy,
-            format!("{}{}/s", si(r.rate_per_s), r.unit),
+            format!("{} {}/s", si(r.rate_per_s), r.unit),
             util
         );
         for w in &r.warnings {

@@ -73,7 +73,7 @@ pub fn compare(args: CompareArgs) -> Result<i32, (i32, String)> {
     print!("{text}");
     if let (Some(out), Some(format)) = (&args.output, format) {
         let svg = crate::commands::plot::svg(
-            crate::cli::plot::Kind::Cdf,
+            crate::plot::inputs::Kind::Cdf,
             &inputs,
             Some(By::Input),
             None,

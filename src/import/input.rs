@@ -108,11 +108,17 @@ fn read_sweep(path: &Path, text: &str) -> Result<(SweepResult, Vec<LoadedPoint>)
     Ok((sweep, points))
 }
 
+/// Opens a samples file for streaming (its header read); errors say what is wrong, without
+/// the path.
+pub fn open_samples(path: &Path) -> Result<Reader<std::io::BufReader<std::fs::File>>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    Reader::new(std::io::BufReader::with_capacity(1 << 16, file))
+}
+
 /// Streams a samples file once and builds its RunResult: exact statistics and histograms per
 /// thread (missed periods are not known from samples alone: `null`).
 pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
-    let file = std::fs::File::open(path).map_err(|e| error(path, format!("cannot read: {e}")))?;
-    let mut reader = Reader::new(std::io::BufReader::with_capacity(1 << 16, file)).map_err(|e| error(path, e))?;
+    let mut reader = open_samples(path).map_err(|e| error(path, e))?;
     let header = reader.header().clone();
     let lives: Vec<Live> = header.threads.iter().map(|_| Live::new(Layout::DEFAULT)).collect();
     let mut recorders: Vec<Recorder> = lives.iter().map(|l| Recorder::new(l, None)).collect();

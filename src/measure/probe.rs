@@ -27,6 +27,17 @@ pub enum Method {
 }
 
 impl Method {
+    /// The name on the command line and in results (`abs`, `posix-timer`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Abs => "abs",
+            Method::Rel => "rel",
+            Method::Nanosleep => "nanosleep",
+            Method::Sleep => "sleep",
+            Method::PosixTimer => "posix-timer",
+        }
+    }
+
     /// True for the methods that sleep until absolute deadlines (no drift).
     pub fn is_absolute(self) -> bool {
         matches!(self, Method::Abs | Method::PosixTimer)
@@ -227,4 +238,16 @@ pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, st
         }
     }
     LoopOutcome { iterations, drift_ns: last - start - periods * interval, break_hit, start_ns: start }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Method;
+
+    #[test]
+    fn method_names_are_the_names_in_result_files() {
+        for m in [Method::Abs, Method::Rel, Method::Nanosleep, Method::Sleep, Method::PosixTimer] {
+            assert_eq!(serde_json::to_value(m).unwrap(), m.name());
+        }
+    }
 }

@@ -40,6 +40,25 @@ impl Unit {
     }
 }
 
+/// A count or rate with an SI prefix: `950`, `12.5 k`, `1.38 G`.
+pub fn si(v: f64) -> String {
+    let (div, suffix) = match v.abs() {
+        a if a >= 1e9 => (1e9, " G"),
+        a if a >= 1e6 => (1e6, " M"),
+        a if a >= 1e3 => (1e3, " k"),
+        _ => (1.0, ""),
+    };
+    let x = v / div;
+    let digits = if x.abs() >= 100.0 || div == 1.0 && x.fract() == 0.0 {
+        0
+    } else if x.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{x:.digits$}{suffix}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,12 +93,7 @@ pub fn svg(caption: &Caption, series: &[Series]) -> Result<String, String> {
     let y_lo = log_bottom(if y_min.is_finite() { y_min } else { 1.0 });
     let y_top = log_top(ys.fold(0.0, f64::max), y_lo);
     draw(caption, |area| {
-        let mut chart = ChartBuilder::on(area)
-            .margin(24)
-            .x_label_area_size(52)
-            .y_label_area_size(84)
-            .build_cartesian_2d(0f64..x_end, (y_lo..y_top).log_scale())
-            .map_err(err)?;
+        let mut chart = super::frame(area).build_cartesian_2d(0f64..x_end, (y_lo..y_top).log_scale()).map_err(err)?;
         super::axes(&mut chart.configure_mesh())
             .x_labels(x_end as usize + 1)
             .x_label_formatter(&tick_label)

@@ -70,12 +70,7 @@ pub fn svg(caption: &Caption, series: &[Series]) -> Result<String, String> {
     let y_max = series.iter().flat_map(|s| s.buckets.iter().map(|b| b.2)).max().unwrap_or(1) as f64;
     let y_top = log_top(y_max, 1.0);
     draw(caption, |area| {
-        let mut chart = ChartBuilder::on(area)
-            .margin(24)
-            .x_label_area_size(52)
-            .y_label_area_size(84)
-            .build_cartesian_2d(0f64..x_max, (floor..y_top).log_scale())
-            .map_err(err)?;
+        let mut chart = super::frame(area).build_cartesian_2d(0f64..x_max, (floor..y_top).log_scale()).map_err(err)?;
         super::axes(&mut chart.configure_mesh())
             .x_desc("Latency (µs)")
             .y_desc("Samples per bucket")

@@ -4,13 +4,93 @@ use super::{cdf, describe, histogram, sweep, timeseries, Caption};
 use crate::import::input::{Content, Input};
 use crate::result::{RunResult, Stats, ThreadResult};
 
+/// The kind of picture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// Latency histogram: µs across, samples (log) up, one line per thread, max marked
+    Histogram,
+    /// Tail percentiles: latency against p50 … p99.999 on a log "1 − P" axis
+    Cdf,
+    /// Latency over time from a samples file (rtlab run --samples), spikes visible
+    Timeseries,
+    /// A sweep directory: p50/p99/p99.9/max against the swept axis, throughput on the right
+    Sweep,
+}
+
 /// What a curve stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum By {
-    /// One curve per measuring thread.
+    /// One curve per measuring thread (default for one run)
     Thread,
-    /// One curve per input (all its threads together; a sweep gives one per point).
+    /// One curve per input, all its threads together (default for several inputs; a sweep gives one per point)
     Input,
+}
+
+/// Why a picture was not drawn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RenderError {
+    /// The inputs do not hold what this kind of picture needs (a usage error).
+    Unfit(String),
+    /// Drawing failed.
+    Draw(String),
+}
+
+/// Draws the SVG of `kind` for `inputs`; `title` replaces the default title.
+pub fn render(
+    kind: Kind,
+    inputs: &[Input],
+    by: Option<By>,
+    threshold_ns: Option<i64>,
+    title: Option<&str>,
+) -> Result<String, RenderError> {
+    let by = by.unwrap_or_else(|| By::auto(inputs));
+    let unfit = RenderError::Unfit;
+    let title_or = |t: &str| title.map_or_else(|| t.to_string(), String::from);
+    let drawn = match kind {
+        Kind::Histogram => {
+            let s = histogram_series(inputs, by).map_err(unfit)?;
+            histogram::svg(&caption(&title_or("Latency histogram"), inputs), &s)
+        }
+        Kind::Cdf => {
+            let s = cdf_series(inputs, by).map_err(unfit)?;
+            cdf::svg(&caption(&title_or("Latency percentiles (tail)"), inputs), &s)
+        }
+        Kind::Timeseries => {
+            let [one] = inputs else {
+                return Err(unfit(format!(
+                    "--kind timeseries draws one samples file; {} inputs were given",
+                    inputs.len()
+                )));
+            };
+            let (tracks, end) = timeseries_tracks(one).map_err(unfit)?.ok_or_else(|| {
+                unfit(format!(
+                    "{}: --kind timeseries needs a samples file; record one with rtlab run --samples FILE",
+                    one.path.display()
+                ))
+            })?;
+            timeseries::svg(&caption(&title_or("Latency over time"), inputs), &tracks, end, threshold_ns)
+        }
+        Kind::Sweep => {
+            let [one] = inputs else {
+                return Err(unfit(format!(
+                    "--kind sweep draws one sweep directory; {} inputs were given",
+                    inputs.len()
+                )));
+            };
+            let data = sweep_data(one).ok_or_else(|| {
+                unfit(format!(
+                    "{}: --kind sweep needs a sweep directory (rtlab sweep -o DIR) or its sweep.json",
+                    one.path.display()
+                ))
+            })?;
+            if data.groups.is_empty() {
+                return Err(unfit(format!("{}: the sweep has no finished point yet", one.path.display())));
+            }
+            let title = title_or(&format!("Sweep: latency and throughput against {}", data.axis));
+            sweep::svg(&caption(&title, inputs), &data)
+        }
+    };
+    drawn.map_err(RenderError::Draw)
 }
 
 impl By {
@@ -149,11 +229,7 @@ pub fn sweep_data(input: &Input) -> Option<sweep::Sweep> {
 /// with the file.
 pub fn timeseries_tracks(input: &Input) -> Result<Option<(Vec<timeseries::Track>, i64)>, String> {
     let Some(path) = &input.samples else { return Ok(None) };
-    let open = || -> Result<_, String> {
-        let f = std::fs::File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        crate::export::samples::Reader::new(std::io::BufReader::with_capacity(1 << 16, f))
-            .map_err(|e| format!("{}: {e}", path.display()))
-    };
+    let open = || crate::import::input::open_samples(path).map_err(|e| format!("{}: {e}", path.display()));
     let mut r = open()?;
     let mut t_end = 0i64;
     while let Some(rec) = r.next_record().map_err(|e| format!("{}: {e}", path.display()))? {

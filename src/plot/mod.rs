@@ -107,6 +107,13 @@ pub fn draw(
     Ok(svg)
 }
 
+/// A chart builder on `area` with the house margins and label areas.
+pub(crate) fn frame<'a, 'b, DB: DrawingBackend>(area: &'a DrawingArea<DB, Shift>) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(area);
+    b.margin(24).x_label_area_size(52).y_label_area_size(84);
+    b
+}
+
 /// The house style of axes: label and description fonts, light grid lines.
 pub(crate) fn axes<'a, 'b, X, Y, DB>(
     mesh: &'b mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>,
@@ -207,7 +214,7 @@ pub fn describe(r: &RunResult) -> String {
     }
     if let Some(c) = &r.config {
         parts.push(format!("{} interval", crate::timefmt::duration_text(c.interval_ns)));
-        parts.push(format!("{:?} sleep", c.method).to_lowercase());
+        parts.push(format!("{} sleep", c.method.name()));
     } else if let Some(i) = r.threads.first().and_then(|t| t.interval_ns) {
         parts.push(format!("{} interval", crate::timefmt::duration_text(i)));
     }
@@ -238,25 +245,6 @@ pub fn us_text(ns: f64) -> String {
     } else {
         format!("{us:.2}")
     }
-}
-
-/// A count or rate with an SI prefix: `950`, `12.5 k`, `1.38 G`.
-pub fn si(v: f64) -> String {
-    let (div, suffix) = match v.abs() {
-        a if a >= 1e9 => (1e9, " G"),
-        a if a >= 1e6 => (1e6, " M"),
-        a if a >= 1e3 => (1e3, " k"),
-        _ => (1.0, ""),
-    };
-    let x = v / div;
-    let digits = if x.abs() >= 100.0 || div == 1.0 && x.fract() == 0.0 {
-        0
-    } else if x.abs() >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{x:.digits$}{suffix}")
 }
 
 /// A linear axis label: integers without decimals, others with as few as needed.
@@ -326,6 +314,7 @@ mod tests {
         assert_eq!(log_bottom(0.0), 0.1);
         assert_eq!(log_label(&0.1), "0.1");
         assert_eq!(log_label(&1000.0), "1000");
+        use crate::output::units::si;
         assert_eq!(
             (si(950.0), si(12_500.0), si(1.38e9), si(0.5)),
             ("950".into(), "12.5 k".into(), "1.38 G".into(), "0.50".into())

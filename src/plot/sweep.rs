@@ -93,10 +93,7 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
     distinct.dedup();
     let distinct = distinct.len().max(2);
     draw(caption, |area| {
-        let mut chart = ChartBuilder::on(area)
-            .margin(24)
-            .x_label_area_size(52)
-            .y_label_area_size(84)
+        let mut chart = super::frame(area)
             .right_y_label_area_size(if has_tp { 110 } else { 0 })
             .build_cartesian_2d((x_lo - pad)..(x_hi + pad), (y_lo..y_top).log_scale())
             .map_err(err)?
@@ -123,7 +120,7 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
             chart
                 .configure_secondary_axes()
                 .y_desc(format!("Load throughput ({}/s)", s.throughput_unit.as_deref().unwrap_or("ops")))
-                .y_label_formatter(&|v| super::si(*v))
+                .y_label_formatter(&|v| crate::output::units::si(*v))
                 .label_style((FAMILY, 15))
                 .axis_desc_style((FAMILY, 16))
                 .draw()

@@ -102,12 +102,7 @@ pub fn svg(caption: &Caption, tracks: &[Track], t_end_ns: i64, threshold_ns: Opt
     let y_top = log_top(top, y_lo);
     let x_end = (t_end_ns as f64 / 1e9).max(1e-6);
     draw(caption, |area| {
-        let mut chart = ChartBuilder::on(area)
-            .margin(24)
-            .x_label_area_size(52)
-            .y_label_area_size(84)
-            .build_cartesian_2d(0f64..x_end, (y_lo..y_top).log_scale())
-            .map_err(err)?;
+        let mut chart = super::frame(area).build_cartesian_2d(0f64..x_end, (y_lo..y_top).log_scale()).map_err(err)?;
         super::axes(&mut chart.configure_mesh())
             .x_desc(format!("Time since start (s) — each column: min and max of {} samples or fewer", {
                 let n = tracks.iter().map(|t| t.count).max().unwrap_or(0);

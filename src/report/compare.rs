@@ -211,14 +211,21 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// The settings that say how a run was measured, as `(field, value)`.
-pub fn settings(r: &RunResult) -> Vec<(String, String)> {
+/// The machine as `(environment.field, value)`, nested fields dotted (the per-CPU NUMA list
+/// left out).
+pub fn environment_settings(env: &crate::sysinfo::Environment) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut env = serde_json::to_value(&r.environment).unwrap_or_default();
-    if let Some(o) = env.as_object_mut() {
+    let mut v = serde_json::to_value(env).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
         o.remove("numa_node_of_cpu");
     }
-    flatten("environment", &env, &mut out);
+    flatten("environment", &v, &mut out);
+    out
+}
+
+/// The settings that say how a run was measured, as `(field, value)`.
+pub fn settings(r: &RunResult) -> Vec<(String, String)> {
+    let mut out = environment_settings(&r.environment);
     let mut config = serde_json::to_value(&r.config).unwrap_or_default();
     if let Some(o) = config.as_object_mut() {
         o.retain(|k, _| !k.ends_with("_obtained"));

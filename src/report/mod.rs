@@ -6,9 +6,8 @@ pub mod compare;
 pub mod html;
 pub mod markdown;
 
-use crate::cli::plot::Kind;
 use crate::import::input::{Content, Input};
-use crate::plot::inputs::By;
+use crate::plot::inputs::{By, Kind, RenderError};
 use crate::result::{RunResult, Stats, VerdictStatus};
 use compare::{Comparison, Metric};
 
@@ -119,11 +118,11 @@ pub fn summary_table(r: &RunResult) -> Block {
 /// Renders one figure of `kind` for `inputs` (SVG with text as outlines; ids prefixed so
 /// several figures can share one HTML page); a sentence instead when the inputs lack the data.
 pub fn figure(kind: Kind, inputs: &[Input], by: Option<By>, name: String, caption: &str) -> Result<Block, String> {
-    let svg = match crate::commands::plot::svg(kind, inputs, by, None, None) {
+    let svg = match crate::plot::inputs::render(kind, inputs, by, None, None) {
         Ok(svg) => svg,
         // The inputs do not hold what this picture needs (no histogram): say so in its place.
-        Err((2, why)) => return Ok(Block::Text(format!("{caption}: not drawn — {why}."))),
-        Err((_, e)) => return Err(e),
+        Err(RenderError::Unfit(why)) => return Ok(Block::Text(format!("{caption}: not drawn — {why}."))),
+        Err(RenderError::Draw(e)) => return Err(e),
     };
     let svg = crate::plot::encode_svg(&svg, &format!("{name}-"))?;
     Ok(Block::Figure { name, caption: caption.to_string(), svg })
@@ -152,7 +151,12 @@ fn provenance(r: &RunResult) -> Vec<(String, String)> {
 }
 
 fn section_of(prefix: &str, r: &RunResult) -> Vec<(String, String)> {
-    compare::settings(r)
+    strip(prefix, compare::settings(r))
+}
+
+/// The settings under `prefix`, named without it and with spaces for underscores.
+fn strip(prefix: &str, settings: Vec<(String, String)>) -> Vec<(String, String)> {
+    settings
         .into_iter()
         .filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.trim_start_matches('.').replace('_', " "), v)))
         .collect()
@@ -182,7 +186,7 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
                         l.spec.clone(),
                         l.workers.to_string(),
                         l.policy.clone(),
-                        crate::plot::si(l.rate_per_s),
+                        crate::output::units::si(l.rate_per_s),
                         l.unit.clone(),
                         l.utilization.map_or("-".into(), |u| format!("{:.0} %", u * 100.0)),
                     ]
@@ -256,7 +260,10 @@ fn sweep_blocks(input: &Input, index: usize, out: &mut Vec<Block>) -> Result<(),
                 row.push(latency_cell(m, s));
             }
             row.push(
-                p.result.loads.first().map_or("-".into(), |l| format!("{} {}", crate::plot::si(l.rate_per_s), l.unit)),
+                p.result
+                    .loads
+                    .first()
+                    .map_or("-".into(), |l| format!("{} {}", crate::output::units::si(l.rate_per_s), l.unit)),
             );
             row.push(match p.result.verdict.status {
                 VerdictStatus::Pass => "pass".into(),
@@ -275,19 +282,7 @@ fn sweep_blocks(input: &Input, index: usize, out: &mut Vec<Block>) -> Result<(),
         out.push(figure(Kind::Cdf, one, Some(By::Input), format!("sweep-cdf-{index}"), "Tail of every point")?);
     }
     out.push(Block::Heading(3, "Environment".into()));
-    let mut env = Vec::new();
-    let v = serde_json::to_value(&sweep.environment).unwrap_or_default();
-    if let Some(o) = v.as_object() {
-        for (k, x) in o {
-            if k != "numa_node_of_cpu" {
-                env.push((
-                    k.replace('_', " "),
-                    if x.is_string() { x.as_str().unwrap_or("").to_string() } else { x.to_string() },
-                ));
-            }
-        }
-    }
-    out.push(pairs(env));
+    out.push(pairs(strip("environment", compare::environment_settings(&sweep.environment))));
     Ok(())
 }
 

@@ -213,13 +213,12 @@ pub fn run(plan: &Plan, stop: Arc<AtomicBool>, on_start: impl FnOnce()) -> Resul
                 let latency = nanos(now.saturating_duration_since(due)) - nanos(due.saturating_duration_since(now));
                 let missed = match p.wait {
                     Wait::SleepUntil => {
+                        // As the OS probe: skip (and count) the deadlines already passed.
                         next += period;
-                        let mut k = 0u64;
-                        while now > next {
-                            next += period;
-                            k += 1;
-                        }
-                        k
+                        let late = nanos(now.saturating_duration_since(next));
+                        let k = if late > 0 { (late - 1) / p.interval_ns + 1 } else { 0 };
+                        next += Duration::from_nanos((k * p.interval_ns) as u64);
+                        k as u64
                     }
                     Wait::Interval => (latency.max(0) / p.interval_ns) as u64,
                 };
