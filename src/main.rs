@@ -5,6 +5,7 @@ use clap::Parser;
 use rtlab::cli::cyclictest::CyclictestArgs;
 use rtlab::cli::{clap_error, Cli, Command};
 use rtlab::commands;
+use rtlab::measure::engine::Signals;
 
 /// `rtlab cyclictest ARGS…`, or rtlab invoked through a link named `cyclictest`.
 fn cyclictest_args(args: &[String]) -> Option<Vec<String>> {
@@ -32,7 +33,7 @@ fn cyclictest(args: Vec<String>, command_line: Vec<String>) -> Result<i32, (i32,
     commands::cyclictest::execute(opts, command_line).map_err(|e| (1, e.0))
 }
 
-fn run(args: Vec<String>) -> Result<i32, (i32, String)> {
+fn run(args: Vec<String>, signals: &Signals) -> Result<i32, (i32, String)> {
     if let Some(ct) = cyclictest_args(&args) {
         return cyclictest(ct, args);
     }
@@ -44,6 +45,18 @@ fn run(args: Vec<String>) -> Result<i32, (i32, String)> {
         }
         Err(Err(usage)) => return Err((2, usage.0)),
     };
+    // Commands that measure or run loads stop cleanly on a signal; the others just end.
+    if !matches!(
+        cli.command,
+        Command::Run(_)
+            | Command::Cyclictest { .. }
+            | Command::Load(_)
+            | Command::Sweep(_)
+            | Command::Beam(_)
+            | Command::LoadWorker { .. }
+    ) {
+        signals.exit_on_signal();
+    }
     match cli.command {
         Command::Run(a) => {
             let opts = a.into_options().map_err(|e| (2, e.0))?;
@@ -71,8 +84,16 @@ fn run(args: Vec<String>) -> Result<i32, (i32, String)> {
 }
 
 fn main() {
+    // First thing: a SIGINT from now on ends a measurement cleanly instead of killing rtlab.
+    let signals = match Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rtlab: cannot install signal handlers: {e}");
+            std::process::exit(1);
+        }
+    };
     let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
-    let code = match run(args) {
+    let code = match run(args, &signals) {
         Ok(code) => code,
         Err((code, msg)) => {
             eprintln!("rtlab: {msg}");

@@ -743,9 +743,16 @@ impl RunResult {
         }
     }
 
-    /// The exit code the run ends with: 3 when the verdict failed, else 0.
+    /// The exit code the run ends with: 1 when an output or a load failed (the rest was
+    /// written), 3 when the verdict failed, else 0.
     pub fn exit_code(&self) -> i32 {
-        if self.verdict.status == VerdictStatus::Fail {
+        let failed = self
+            .warnings
+            .iter()
+            .any(|w| matches!(w.warning, Warning::OutputFailed { .. } | Warning::LoadFailed { .. }));
+        if failed {
+            1
+        } else if self.verdict.status == VerdictStatus::Fail {
             3
         } else {
             0

@@ -104,7 +104,7 @@ pub struct RunArgs {
     pub clock: ClockKind,
 
     /// Lock memory with mlockall (on by default)
-    #[arg(short = 'm', long = "mlockall", overrides_with = "no_mlockall")]
+    #[arg(short = 'm', long = "mlockall", conflicts_with = "no_mlockall")]
     pub mlockall: bool,
 
     /// Do not lock memory
@@ -166,7 +166,7 @@ pub struct RunArgs {
 
     /// With --json FILE: rewrite FILE with the results so far this often, so a crash loses at
     /// most one interval (end_reason "checkpoint"; exact as of the probes' last 1024 samples)
-    #[arg(long = "checkpoint", value_name = "TIME", default_value = "60s", allow_negative_numbers = true, value_parser = parse::duration)]
+    #[arg(long = "checkpoint", value_name = "TIME", default_value = "60s", allow_negative_numbers = true, value_parser = parse::duration, requires = "json", conflicts_with = "no_checkpoint")]
     pub checkpoint: std::time::Duration,
 
     /// Do not write checkpoints
@@ -236,9 +236,9 @@ pub struct RuntimeArgs {
     #[arg(long, value_enum, default_value = "sleep-until")]
     pub tokio_wait: crate::runtime::tokio_probe::Wait,
 
-    /// With --tokio-wait interval: what a late tick does
-    #[arg(long, value_enum, default_value = "burst")]
-    pub missed_tick: crate::runtime::tokio_probe::MissedTick,
+    /// With --tokio-wait interval: what a late tick does [default: burst]
+    #[arg(long, value_enum)]
+    pub missed_tick: Option<crate::runtime::tokio_probe::MissedTick>,
 
     /// tokio tasks that compute without ever yielding (they hold a worker thread)
     #[arg(long, value_name = "N", default_value = "0")]
@@ -302,12 +302,12 @@ impl RunArgs {
         if let Some(set) = &self.main_affinity {
             check_online(set, &online, "--mainaffinity")?;
         }
-        if let Some(p) = &self.json {
-            check_writable_target(p, "--json")?;
+        if self.samples.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+            return Err(usage(
+                "--samples -: a samples file is binary and cannot go to stdout; give a file name, e.g. --samples run.smp",
+            ));
         }
-        if let Some(p) = &self.samples {
-            check_writable_target(p, "--samples")?;
-        }
+        self.check_files()?;
         let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
         // Only -D bounds a run with an RT load: a starved probe may never reach its -l.
         let bounded = self.duration.is_some();
@@ -339,6 +339,12 @@ impl RunArgs {
             }
         }
         let pinned = policy != Policy::Deadline;
+        if self.priospread && !policy.is_realtime_priority() {
+            return Err(usage(format!(
+                "--priospread lowers RT priorities, but SCHED_{} has none; drop --priospread or use --policy fifo/rr",
+                policy.name().to_uppercase()
+            )));
+        }
         let spread = self.priospread && !self.smp;
         if spread && policy.is_realtime_priority() && (n as u32) > priority {
             return Err(usage(format!(
@@ -454,15 +460,29 @@ impl RunArgs {
         })
     }
 
+    /// Checks every output before anything is measured: each can be written and none is
+    /// another output.
+    pub fn check_files(&self) -> Result<(), UsageError> {
+        let mut outputs: Vec<(String, &std::path::Path)> = Vec::new();
+        if let Some(p) = &self.json {
+            outputs.push(("--json".into(), p));
+        }
+        if let Some(p) = &self.samples {
+            outputs.push(("--samples".into(), p));
+        }
+        crate::export::check_outputs(&outputs, &[]).map_err(usage)
+    }
+
     /// The tokio probe's plan with `--runtime tokio`; the options that only apply to OS
     /// threads are refused.
     fn tokio_plan(&self, online: &CpuSet) -> Result<Option<crate::runtime::tokio_probe::Plan>, UsageError> {
         use crate::runtime::tokio_probe::{Flavor, Plan};
         let r = &self.runtime;
         if r.runtime == RuntimeKind::Os {
-            let tokio_given = r.tokio_workers.is_some() || r.tokio_hogs > 0 || r.tokio_blocking > 0;
+            let tokio_given =
+                r.tokio_workers.is_some() || r.tokio_hogs > 0 || r.tokio_blocking > 0 || r.missed_tick.is_some();
             return if tokio_given {
-                Err(usage("--tokio-workers/--tokio-hogs/--tokio-blocking need --runtime tokio"))
+                Err(usage("--tokio-workers/--tokio-hogs/--tokio-blocking/--missed-tick need --runtime tokio"))
             } else {
                 Ok(None)
             };
@@ -485,6 +505,9 @@ impl RunArgs {
             )));
         }
         let workers = r.tokio_workers.map_or(online.len().max(1), |w| w as usize);
+        if r.missed_tick.is_some() && r.tokio_wait != crate::runtime::tokio_probe::Wait::Interval {
+            return Err(usage("--missed-tick applies to --tokio-wait interval only (sleep-until has no ticks); add --tokio-wait interval or drop it"));
+        }
         if r.runtime_workers_for_current_thread() {
             return Err(usage("--tokio-workers applies to --tokio-flavor multi-thread only"));
         }
@@ -492,7 +515,7 @@ impl RunArgs {
             flavor: r.tokio_flavor,
             workers: if r.tokio_flavor == Flavor::CurrentThread { 1 } else { workers },
             wait: r.tokio_wait,
-            missed_tick: r.missed_tick,
+            missed_tick: r.missed_tick.unwrap_or(crate::runtime::tokio_probe::MissedTick::Burst),
             interval_ns: self.interval,
             loops: self.loops,
             duration: self.duration,
@@ -521,28 +544,8 @@ pub fn check_online(set: &CpuSet, online: &CpuSet, flag: &str) -> Result<(), Usa
     }
 }
 
-/// Checks that an output path can be created: its directory exists and it is not a directory.
+/// Checks that an output path can be written before anything is measured (see
+/// [`crate::export::check_output`]); the error names the option.
 pub fn check_writable_target(p: &std::path::Path, flag: &str) -> Result<(), UsageError> {
-    if p.as_os_str() == "-" {
-        return Ok(());
-    }
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(usage(format!(
-            "{flag} {}: directory '{}' does not exist; create it first or choose another path",
-            p.display(),
-            dir.display()
-        )));
-    }
-    if p.is_dir() {
-        return Err(usage(format!(
-            "{flag} {}: is a directory; give a file name such as {}/result.json",
-            p.display(),
-            p.display()
-        )));
-    }
-    Ok(())
+    crate::export::check_output(p).map_err(|e| usage(format!("{flag} {e}")))
 }

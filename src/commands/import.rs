@@ -23,18 +23,23 @@ pub fn import(args: ImportArgs) -> Result<i32, (i32, String)> {
             .0,
         ));
     }
-    if !to_dir && args.output.as_os_str() != "-" {
-        crate::cli::run::check_writable_target(&args.output, "-o").map_err(|e| (2, e.0))?;
-    }
-    for file in &args.files {
-        let result = import_file(file, unit).map_err(|e| (2, e.to_string()))?;
-        let bytes = Json.serialize(&result).map_err(|e| (1, e))?;
-        let target = if to_dir {
+    let target_of = |file: &std::path::Path| {
+        if to_dir {
             let stem = file.file_stem().map_or_else(|| "import".into(), |s| s.to_string_lossy().into_owned());
             args.output.join(format!("{stem}.json"))
         } else {
             args.output.clone()
-        };
+        }
+    };
+    let targets: Vec<std::path::PathBuf> = args.files.iter().map(|f| target_of(f)).collect();
+    let outputs: Vec<(String, &std::path::Path)> =
+        targets.iter().zip(&args.files).map(|(t, f)| (format!("-o (for {})", f.display()), t.as_path())).collect();
+    let inputs: Vec<&std::path::Path> = args.files.iter().map(std::path::PathBuf::as_path).collect();
+    crate::export::check_outputs(&outputs, &inputs).map_err(|e| (2, e))?;
+    for file in &args.files {
+        let result = import_file(file, unit).map_err(|e| (2, e.to_string()))?;
+        let bytes = Json.serialize(&result).map_err(|e| (1, e))?;
+        let target = target_of(file);
         write_output(&target, &bytes).map_err(|e| (1, format!("cannot write {}: {e}", target.display())))?;
         if target.as_os_str() != "-" {
             eprintln!(

@@ -30,7 +30,8 @@ pub fn svg(
 /// `rtlab plot`.
 pub fn execute(args: PlotArgs) -> Result<i32, (i32, String)> {
     let format = Format::of(&args.output).map_err(|e| (2, format!("-o {e}")))?;
-    crate::cli::run::check_writable_target(&args.output, "-o").map_err(|e| (2, e.0))?;
+    let ins: Vec<&std::path::Path> = args.inputs.iter().map(PathBuf::as_path).collect();
+    crate::export::check_outputs(&[("-o".into(), &args.output)], &ins).map_err(|e| (2, e))?;
     let inputs = load_inputs(&args.inputs, args.unit)?;
     let kind = args.kind.unwrap_or(match inputs.as_slice() {
         [one] if matches!(one.content, Content::Sweep(..)) => Kind::Sweep,

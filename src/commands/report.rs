@@ -22,13 +22,18 @@ pub fn report(args: ReportArgs) -> Result<i32, (i32, String)> {
             ))
         }
     };
-    crate::cli::run::check_writable_target(&args.output, "-o").map_err(|e| (2, e.0))?;
+    let ins: Vec<&std::path::Path> = args.inputs.iter().map(std::path::PathBuf::as_path).collect();
+    crate::export::check_outputs(&[("-o".into(), &args.output)], &ins).map_err(|e| (2, e))?;
     let inputs = crate::commands::plot::load_inputs(&args.inputs, args.unit)?;
     let blocks = report::build(&inputs).map_err(|e| (1, e))?;
     if markdown {
         let stem = args.output.file_stem().map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
         let dir = args.output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
         let (text, files) = report::markdown::render(&blocks, &stem);
+        let pictures: Vec<std::path::PathBuf> = files.iter().map(|(name, _)| dir.join(name)).collect();
+        let mut outs: Vec<(String, &std::path::Path)> = vec![("-o".into(), &args.output)];
+        outs.extend(pictures.iter().map(|p| ("a picture of the report".to_string(), p.as_path())));
+        crate::export::check_outputs(&outs, &ins).map_err(|e| (2, e))?;
         for (name, bytes) in &files {
             written(&dir.join(name), bytes)?;
         }
@@ -48,7 +53,8 @@ pub fn compare(args: CompareArgs) -> Result<i32, (i32, String)> {
     let format = match &args.output {
         Some(o) => {
             let f = crate::plot::Format::of(o).map_err(|e| (2, format!("-o {e}")))?;
-            crate::cli::run::check_writable_target(o, "-o").map_err(|e| (2, e.0))?;
+            let ins: Vec<&std::path::Path> = args.inputs.iter().map(std::path::PathBuf::as_path).collect();
+            crate::export::check_outputs(&[("-o".into(), o)], &ins).map_err(|e| (2, e))?;
             Some(f)
         }
         None => None,

@@ -52,7 +52,12 @@ pub fn measure(
     result.loads = std::mem::take(&mut loads.results);
     if let (Some(w), Some(path)) = (writer, &opts.samples) {
         let lost: Vec<u64> = out.threads.iter().map(|t| t.samples_lost).collect();
-        w.finish(lost.clone()).map_err(RunError)?;
+        // A full disk costs the samples file, never the --json result or the summary.
+        if let Err(why) = w.finish(lost.clone()) {
+            let w =
+                crate::output::warnings::Warning::OutputFailed { output: format!("--samples {}", path.display()), why };
+            result.warnings.push(w.into());
+        }
         for (t, l) in result.threads.iter_mut().zip(&lost) {
             t.samples_lost = Some(*l);
         }
@@ -141,12 +146,28 @@ pub fn execute(opts: RunOptions, command_line: Vec<String>) -> Result<i32, RunEr
     }
     let observer = &mut Fanout(observers);
     let result = measure(&opts, command_line, environment, observer, &signals)?;
+    finish(&result, opts.json.as_deref(), opts.unit)
+}
 
-    if let Some(path) = &opts.json {
-        let bytes = Json.serialize(&result).map_err(RunError)?;
-        write_output(path, &bytes).map_err(|e| RunError(format!("cannot write --json {}: {e}", path.display())))?;
-    }
-    print_summary(&result, opts.unit, "", to_stdout);
+/// Writes `--json` and prints the summary; a write that fails still leaves the summary
+/// printed (exit 1 with the reason).
+fn finish(
+    result: &RunResult,
+    json: Option<&std::path::Path>,
+    unit: crate::output::units::Unit,
+) -> Result<i32, RunError> {
+    let to_stdout = json.is_some_and(|p| p.as_os_str() == "-");
+    let written = match json {
+        Some(path) => Json
+            .serialize(result)
+            .and_then(|bytes| write_output(path, &bytes).map_err(|e| e.to_string()))
+            .map_err(|e| {
+                RunError(format!("cannot write --json {}: {e}; the summary above is all that is left", path.display()))
+            }),
+        None => Ok(()),
+    };
+    print_summary(result, unit, "", to_stdout);
+    written?;
     Ok(result.exit_code())
 }
 
@@ -252,11 +273,5 @@ pub fn execute_tokio(opts: RunOptions, command_line: Vec<String>) -> Result<i32,
         crate::output::warnings::Warning::TimerGranularity { runtime: "tokio".into(), granularity_ns: 1_000_000 }
             .into(),
     );
-    if let Some(path) = &opts.json {
-        let bytes = Json.serialize(&result).map_err(RunError)?;
-        write_output(path, &bytes).map_err(|e| RunError(format!("cannot write --json {}: {e}", path.display())))?;
-    }
-    let to_stdout = opts.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
-    print_summary(&result, opts.unit, "", to_stdout);
-    Ok(result.exit_code())
+    finish(&result, opts.json.as_deref(), opts.unit)
 }

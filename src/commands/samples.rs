@@ -1,17 +1,18 @@
 //! `rtlab run --samples FILE` (the writer) and `rtlab samples FILE` (the reader).
 
 use crate::export::samples::{self, Header, Record, ThreadInfo, Trailer};
-use crate::export::write_output;
 use crate::measure::engine::{Observer, ThreadStatus};
 use crate::measure::ring::Sample;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Streams every sample from the engine's rings into a samples file (SCHED_OTHER, on the
-/// reporting thread), written to a temporary file that is renamed into place when complete.
+/// reporting thread). The file is made through an unpredictable temporary file and moved
+/// into place with its header as soon as the probes start, then flushed every second and
+/// synced at every checkpoint: a crash (SIGKILL, a second Ctrl-C) leaves a valid file, without
+/// its end record, holding everything up to the last flush.
 pub struct SamplesWriter {
     path: PathBuf,
-    tmp: PathBuf,
     clock: String,
     file: Option<std::io::BufWriter<std::fs::File>>,
     buf: Vec<u8>,
@@ -22,11 +23,8 @@ pub struct SamplesWriter {
 impl SamplesWriter {
     /// A writer to `path`.
     pub fn new(path: &Path, clock: &str) -> SamplesWriter {
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let name = path.file_name().map_or_else(|| "samples".into(), |n| n.to_string_lossy().into_owned());
         SamplesWriter {
             path: path.to_path_buf(),
-            tmp: dir.join(format!(".{name}.{}.tmp", std::process::id())),
             clock: clock.into(),
             file: None,
             buf: Vec::with_capacity(1 << 16),
@@ -42,23 +40,39 @@ impl SamplesWriter {
         self.file = None;
     }
 
-    /// Writes the trailer with the per-thread loss counts and moves the file into place.
-    pub fn finish(mut self, lost: Vec<u64>) -> Result<u64, String> {
-        if let Some(mut f) = self.file.take() {
-            let done = f
-                .write_all(&samples::trailer_bytes(&Trailer { records: self.records, lost }))
-                .and_then(|_| f.flush())
-                .and_then(|_| f.get_ref().sync_all())
-                .and_then(|_| std::fs::rename(&self.tmp, &self.path));
+    fn flush(&mut self, sync: bool) {
+        if let Some(f) = self.file.as_mut() {
+            let done = f.flush().and_then(|_| if sync { f.get_ref().sync_data() } else { Ok(()) });
             if let Err(e) = done {
                 self.fail(e);
             }
         }
-        if let Some(e) = self.error.take() {
-            let _ = std::fs::remove_file(&self.tmp);
-            return Err(e);
+    }
+
+    fn create(&mut self, header: &Header) -> std::io::Result<()> {
+        let mut tmp = crate::export::temp_beside(&self.path)?;
+        tmp.write_all(&samples::header_bytes(header))?;
+        let file = tmp.persist(&self.path).map_err(|e| e.error)?;
+        self.file = Some(std::io::BufWriter::with_capacity(1 << 20, file));
+        Ok(())
+    }
+
+    /// Writes the trailer with the per-thread loss counts and syncs the file; returns the
+    /// records written, or why the file is incomplete.
+    pub fn finish(mut self, lost: Vec<u64>) -> Result<u64, String> {
+        if let Some(f) = self.file.as_mut() {
+            let done = f
+                .write_all(&samples::trailer_bytes(&Trailer { records: self.records, lost }))
+                .and_then(|_| f.flush())
+                .and_then(|_| f.get_ref().sync_all());
+            if let Err(e) = done {
+                self.fail(e);
+            }
         }
-        Ok(self.records)
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(self.records),
+        }
     }
 }
 
@@ -73,16 +87,15 @@ impl Observer for SamplesWriter {
                 .map(|t| ThreadInfo { thread: t.index, cpu: t.cpu, interval_ns: t.interval_ns })
                 .collect(),
         };
-        match std::fs::File::create(&self.tmp) {
-            Ok(f) => {
-                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-                match w.write_all(&samples::header_bytes(&header)) {
-                    Ok(()) => self.file = Some(w),
-                    Err(e) => self.fail(e),
-                }
-            }
-            Err(e) => self.fail(e),
+        if let Err(e) = self.create(&header) {
+            self.fail(e);
         }
+    }
+    fn tick(&mut self, _: &[ThreadStatus], _: &[crate::measure::stats::LiveSnapshot], _: std::time::Duration) {
+        self.flush(false);
+    }
+    fn checkpoint(&mut self, _: &crate::measure::engine::EngineOutput) {
+        self.flush(true);
     }
     fn samples(&mut self, thread: usize, batch: &[Sample]) {
         if let Some(f) = self.file.as_mut() {
@@ -99,27 +112,59 @@ impl Observer for SamplesWriter {
     }
 }
 
-/// `rtlab samples FILE`: a summary, or with `--csv` every record as CSV (to stdout or `-o`).
+/// `rtlab samples FILE`: a summary, or with `--csv` every record as CSV (to stdout or `-o`);
+/// the file is streamed, so memory does not grow with it.
 pub fn execute(args: crate::cli::samples::SamplesArgs) -> Result<i32, (i32, String)> {
-    let bytes = std::fs::read(&args.file).map_err(|e| (2, format!("{}: cannot read: {e}", args.file.display())))?;
-    let f = samples::parse(&bytes).map_err(|e| (2, format!("{}: {e}", args.file.display())))?;
+    let file = &args.file;
+    let target = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     if args.csv {
-        let out = samples::csv(&f);
-        let target = args.output.unwrap_or_else(|| PathBuf::from("-"));
-        write_output(&target, &out).map_err(|e| (1, format!("cannot write {}: {e}", target.display())))?;
+        crate::cli::run::check_writable_target(&target, "-o").map_err(|e| (2, e.0))?;
+        crate::export::check_distinct(&[("-o".into(), &target)], &[("input".into(), file)]).map_err(|e| (2, e))?;
+    }
+    let mut reader = crate::import::input::open_samples(file).map_err(|e| (2, format!("{}: {e}", file.display())))?;
+    let bad = |e: String| (2, format!("{}: {e}", file.display()));
+    if args.csv {
+        let mut failure = None;
+        let written = crate::export::stream_output(&target, |out| {
+            let mut buf = Vec::with_capacity(1 << 16);
+            buf.extend_from_slice(samples::CSV_HEADER);
+            loop {
+                match reader.next_record() {
+                    Ok(Some(r)) => samples::push_csv(&mut buf, &r),
+                    Ok(None) => break,
+                    Err(e) => {
+                        failure = Some(e);
+                        return Err(std::io::Error::other("the input is damaged"));
+                    }
+                }
+                if buf.len() >= 1 << 16 {
+                    out.write_all(&buf)?;
+                    buf.clear();
+                }
+            }
+            out.write_all(&buf)
+        });
+        if let Some(e) = failure {
+            return Err(bad(e));
+        }
+        written.map_err(|e| (1, format!("cannot write {}: {e}", target.display())))?;
         return Ok(0);
+    }
+    let header = reader.header().clone();
+    let mut counts = vec![0u64; header.threads.len()];
+    while let Some(r) = reader.next_record().map_err(bad)? {
+        counts[r.thread as usize] += 1;
     }
     let mut s = format!(
         "{}: {} samples of {} threads, clock {}, started {}\n",
-        args.file.display(),
-        f.records.len(),
-        f.header.threads.len(),
-        f.header.clock,
-        f.header.start_time
+        file.display(),
+        counts.iter().sum::<u64>(),
+        header.threads.len(),
+        header.clock,
+        header.start_time
     );
-    for t in &f.header.threads {
-        let n = f.records.iter().filter(|r| r.thread as usize == t.thread).count();
-        let lost = f.trailer.as_ref().and_then(|tr| tr.lost.get(t.thread).copied());
+    for (t, n) in header.threads.iter().zip(&counts) {
+        let lost = reader.trailer().and_then(|tr| tr.lost.get(t.thread).copied());
         s += &format!(
             "thread {}: {n} samples, interval {} ns, lost {}\n",
             t.thread,
@@ -127,7 +172,7 @@ pub fn execute(args: crate::cli::samples::SamplesArgs) -> Result<i32, (i32, Stri
             lost.map_or("unknown".into(), |l| l.to_string())
         );
     }
-    if f.trailer.is_none() {
+    if reader.trailer().is_none() {
         s += "the file has no end record: the run did not finish writing it; the samples above are complete records\n";
     }
     print!("{s}");

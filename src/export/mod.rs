@@ -1,5 +1,6 @@
 //! Exporters turn a RunResult into bytes; [`write_output`] is the one place that writes them
-//! (atomically, or to stdout for `-`).
+//! (atomically, or to stdout for `-`), [`check_output`] checks a target before anything is
+//! measured, and [`check_distinct`] keeps an output from destroying an input or another output.
 
 pub mod cyclictest_json;
 pub mod json;
@@ -7,7 +8,8 @@ pub mod samples;
 
 use crate::result::RunResult;
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 
 /// A file format for results. Exporters never do I/O.
 pub trait Exporter {
@@ -15,30 +17,179 @@ pub trait Exporter {
     fn serialize(&self, result: &RunResult) -> Result<Vec<u8>, String>;
 }
 
-/// Writes `bytes` to `path` atomically (a temporary file in the same directory, fsync, then
-/// rename), or to stdout when `path` is `-`.
-pub fn write_output(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if path.as_os_str() == "-" {
-        let mut out = std::io::stdout().lock();
-        out.write_all(bytes)?;
-        return out.flush();
-    }
-    let dir = match path.parent() {
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
-    };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
     }
-    result
+}
+
+/// A new temporary file in the directory of `path`, named `.NAME.XXXXXXXXXXXX.tmp` with random
+/// characters and created with `O_CREAT|O_EXCL` (so never through a planted symlink or into a
+/// file that exists), mode 0644 before the umask. It is removed when dropped unless persisted.
+pub fn temp_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .rand_bytes(12)
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(parent_of(path))
+}
+
+/// Writes `bytes` to `path` atomically (an unpredictable temporary file beside it, fsync, then
+/// rename over `path`, which replaces a symlink there instead of writing through it), or to
+/// stdout when `path` is `-`.
+pub fn write_output(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    stream_output(path, |w| w.write_all(bytes))
+}
+
+/// Writes what `produce` writes to `path` the way [`write_output`] does (buffered, so memory does
+/// not grow with the output); if `produce` fails, nothing replaces `path`.
+pub fn stream_output(path: &Path, produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
+    if path.as_os_str() == "-" {
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        produce(&mut out)?;
+        return out.flush();
+    }
+    refuse_special(path)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, temp_beside(path)?);
+    produce(&mut out)?;
+    let tmp = out.into_inner().map_err(|e| e.into_error())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// An existing target that is not a regular file (a device, a FIFO, a socket) is never
+/// replaced: `--json /dev/null` as root must not rename a file over the device node.
+fn refuse_special(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => Err(std::io::Error::other("is a directory")),
+        Ok(m) if m.file_type().is_symlink() || m.is_file() => Ok(()),
+        Ok(m) => Err(std::io::Error::other(format!(
+            "is a {}, not a regular file; rtlab replaces its outputs, so give a file path",
+            kind_of(&m.file_type())
+        ))),
+        Err(_) => Ok(()),
+    }
+}
+
+fn kind_of(t: &std::fs::FileType) -> &'static str {
+    if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else if t.is_fifo() {
+        "named pipe"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_dir() {
+        "directory"
+    } else {
+        "special file"
+    }
+}
+
+/// Checks, before anything is measured or read, that `path` can be written: `-` (stdout), or a
+/// path whose directory exists and takes a new file (a probe temporary file is created and
+/// removed) and that is not a directory or a special file. The error says what is wrong and
+/// the fix, without the option's name.
+pub fn check_output(path: &Path) -> Result<(), String> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let dir = parent_of(path);
+    if !dir.is_dir() {
+        return Err(format!(
+            "{}: directory '{}' does not exist; create it first or choose another path",
+            path.display(),
+            dir.display()
+        ));
+    }
+    if path.is_dir() {
+        return Err(format!(
+            "{}: is a directory; give a file name such as {}",
+            path.display(),
+            path.join("result.json").display()
+        ));
+    }
+    refuse_special(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    temp_beside(path).map(drop).map_err(|e| {
+        format!("{}: cannot create a file in '{}' ({e}); choose a writable directory", path.display(), dir.display())
+    })
+}
+
+/// Checks every output of a command before it reads or measures anything: each one with
+/// [`check_output`], then [`check_distinct`] against each other and the inputs. Outputs are
+/// `(option, path)`; the error starts with the option.
+pub fn check_outputs(outputs: &[(String, &Path)], inputs: &[&Path]) -> Result<(), String> {
+    for (what, path) in outputs {
+        check_output(path).map_err(|e| format!("{what} {e}"))?;
+    }
+    // A sweep directory is read through its sweep.json and points.
+    let mut owned: Vec<PathBuf> = Vec::new();
+    for p in inputs {
+        if p.is_dir() {
+            owned.push(p.join("sweep.json"));
+            if let Ok(entries) = std::fs::read_dir(p.join("points")) {
+                owned.extend(entries.flatten().map(|e| e.path()).take(100_000));
+            }
+        } else {
+            owned.push(p.to_path_buf());
+        }
+    }
+    let inputs: Vec<(String, &Path)> = owned.iter().map(|p| ("input".to_string(), p.as_path())).collect();
+    check_distinct(outputs, &inputs)
+}
+
+/// Identifies a file by its directory (resolved) and name, and by device and inode when it
+/// exists, so that `a.json`, `./a.json` and a hard link to it are one file.
+#[derive(Debug, PartialEq, Eq)]
+struct FileId {
+    place: Option<PathBuf>,
+    inode: Option<(u64, u64)>,
+}
+
+impl FileId {
+    fn of(path: &Path) -> FileId {
+        let place = std::fs::canonicalize(parent_of(path)).ok().zip(path.file_name()).map(|(d, n)| d.join(n));
+        let inode = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+        FileId { place, inode }
+    }
+
+    fn same(&self, other: &FileId) -> bool {
+        self.place.is_some() && self.place == other.place || self.inode.is_some() && self.inode == other.inode
+    }
+}
+
+/// Refuses an output that is one of the inputs or another output (stdout `-` excepted): each
+/// pair is `(what, path)`, e.g. `("--json", p)`; the error names both.
+pub fn check_distinct(outputs: &[(String, &Path)], inputs: &[(String, &Path)]) -> Result<(), String> {
+    let files = |v: &[(String, &Path)]| -> Vec<(String, PathBuf, FileId)> {
+        v.iter()
+            .filter(|(_, p)| p.as_os_str() != "-")
+            .map(|(w, p)| (w.clone(), p.to_path_buf(), FileId::of(p)))
+            .collect()
+    };
+    let (outs, ins) = (files(outputs), files(inputs));
+    for (i, (what, path, id)) in outs.iter().enumerate() {
+        if let Some((_, ip, _)) = ins.iter().find(|(_, _, other)| id.same(other)) {
+            return Err(format!(
+                "{what} {} is the input {}: writing it would destroy that input; choose another output file",
+                path.display(),
+                ip.display()
+            ));
+        }
+        if let Some((ow, op, _)) = outs[..i].iter().find(|(_, _, other)| id.same(other)) {
+            return Err(format!(
+                "{what} {} is also the output of {ow} ({}): one would overwrite the other; give each output its own file",
+                path.display(),
+                op.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -59,5 +210,96 @@ mod tests {
     fn a_write_into_a_missing_directory_fails_without_debris() {
         let dir = tempfile::tempdir().unwrap();
         assert!(write_output(&dir.path().join("nope/r.json"), b"x").is_err());
+    }
+
+    #[test]
+    fn a_planted_symlink_at_the_old_predictable_temporary_name_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        // The names an attacker could predict: the old `.NAME.PID.tmp` and a few neighbours.
+        let pid = std::process::id();
+        for p in pid.saturating_sub(2)..pid + 3 {
+            std::os::unix::fs::symlink(&victim, dir.path().join(format!(".out.json.{p}.tmp"))).unwrap();
+        }
+        write_output(&dir.path().join("out.json"), b"result").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(dir.path().join("out.json")).unwrap(), "result");
+    }
+
+    #[test]
+    fn a_symlink_at_the_target_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let target = dir.path().join("out.json");
+        std::os::unix::fs::symlink(&victim, &target).unwrap();
+        write_output(&target, b"result").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!std::fs::symlink_metadata(&target).unwrap().file_type().is_symlink());
+    }
+
+    #[test]
+    fn temporary_names_are_unpredictable_and_exclusive() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        let (a, b) = (temp_beside(&p).unwrap(), temp_beside(&p).unwrap());
+        assert_ne!(a.path(), b.path());
+        let name = a.path().file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(".r.json.") && name.ends_with(".tmp") && !name.contains(&std::process::id().to_string())
+        );
+    }
+
+    #[test]
+    fn device_nodes_and_directories_are_never_replaced() {
+        assert!(check_output(Path::new("/dev/null")).unwrap_err().contains("character device"));
+        assert!(write_output(Path::new("/dev/null"), b"x").is_err());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(check_output(dir.path()).unwrap_err().contains("is a directory"));
+    }
+
+    #[test]
+    fn an_unwritable_directory_is_found_before_measuring() {
+        let dir = tempfile::tempdir().unwrap();
+        let ro = dir.path().join("ro");
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let writable_anyway = nix_is_root();
+        let r = check_output(&ro.join("x.json"));
+        if writable_anyway {
+            // root ignores directory permissions; the probe file was created and removed.
+            assert!(r.is_ok());
+        } else {
+            assert!(r.unwrap_err().contains("cannot create a file"));
+        }
+        assert_eq!(std::fs::read_dir(&ro).unwrap().count(), 0, "the probe file is removed");
+    }
+
+    fn nix_is_root() -> bool {
+        std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+    }
+
+    #[test]
+    fn an_output_that_is_an_input_or_another_output_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.json");
+        std::fs::write(&a, "{}").unwrap();
+        let dotted = dir.path().join(".").join("a.json");
+        let e = check_distinct(&[("-o".into(), &dotted)], &[("input".into(), &a)]).unwrap_err();
+        assert!(e.contains("would destroy that input"), "{e}");
+        let link = dir.path().join("hard.json");
+        std::fs::hard_link(&a, &link).unwrap();
+        assert!(
+            check_distinct(&[("-o".into(), &link)], &[("input".into(), &a)]).is_err(),
+            "a hard link is the same file"
+        );
+        let x = dir.path().join("x");
+        let e = check_distinct(&[("--json".into(), &x), ("--samples".into(), &x)], &[]).unwrap_err();
+        assert!(e.contains("--samples") && e.contains("--json"), "{e}");
+        let other = dir.path().join("b.json");
+        assert!(check_distinct(&[("-o".into(), &other), ("--x".into(), Path::new("-"))], &[("in".into(), &a)]).is_ok());
+        let dash = Path::new("-");
+        assert!(check_distinct(&[("-o".into(), dash), ("--json".into(), dash)], &[]).is_ok());
     }
 }

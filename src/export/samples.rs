@@ -104,6 +104,9 @@ pub struct SamplesFile {
     pub trailer: Option<Trailer>,
 }
 
+/// The most threads a samples file may describe (`-t` takes at most 4096).
+pub const MAX_THREADS: usize = 4096;
+
 /// Reads a samples file one record at a time (memory does not grow with the file).
 pub struct Reader<R: std::io::Read> {
     input: R,
@@ -130,6 +133,15 @@ impl<R: std::io::Read> Reader<R> {
             return Err("the header is cut short".into());
         }
         let header: Header = serde_json::from_slice(&body).map_err(|e| format!("the header is not valid: {e}"))?;
+        if header.threads.len() > MAX_THREADS {
+            return Err(format!(
+                "the header lists {} threads, more than rtlab ever writes ({MAX_THREADS}); the file is damaged",
+                header.threads.len()
+            ));
+        }
+        if let Some((i, t)) = header.threads.iter().enumerate().find(|(i, t)| t.thread != *i) {
+            return Err(format!("the header lists thread {} in place {i}; the file is damaged", t.thread));
+        }
         Ok(Reader { input, header, trailer: None, records: 0, done: false })
     }
 
@@ -213,11 +225,19 @@ pub fn parse(bytes: &[u8]) -> Result<SamplesFile, String> {
 /// The records as CSV: `thread,cycle,wake_ns,latency_ns`.
 pub fn csv(f: &SamplesFile) -> Vec<u8> {
     let mut out = Vec::with_capacity(f.records.len() * 32 + 40);
-    out.extend_from_slice(b"thread,cycle,wake_ns,latency_ns\n");
+    out.extend_from_slice(CSV_HEADER);
     for r in &f.records {
-        let _ = writeln!(out, "{},{},{},{}", r.thread, r.cycle, r.wake_ns, r.latency_ns);
+        push_csv(&mut out, r);
     }
     out
+}
+
+/// The CSV header line.
+pub const CSV_HEADER: &[u8] = b"thread,cycle,wake_ns,latency_ns\n";
+
+/// Appends one record as a CSV line.
+pub fn push_csv(out: &mut Vec<u8>, r: &Record) {
+    let _ = writeln!(out, "{},{},{},{}", r.thread, r.cycle, r.wake_ns, r.latency_ns);
 }
 
 #[cfg(test)]

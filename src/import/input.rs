@@ -67,9 +67,9 @@ pub fn load(path: &Path, unit: Option<Unit>) -> Result<Input, ImportError> {
         return Err(error(path, "is a directory without sweep.json; give a result file or a sweep directory".into()));
     }
     let mut magic = [0u8; 8];
-    let head = std::fs::File::open(&sweep_file)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut magic))
-        .map_err(|e| error(&sweep_file, format!("cannot read: {e}")))?;
+    let head = super::open_input(&sweep_file, false)
+        .and_then(|mut f| read_head(&mut f, &mut magic))
+        .map_err(|e| error(&sweep_file, e))?;
     if head == 8 && &magic == crate::export::samples::MAGIC {
         let result = summarize_samples(&sweep_file)?;
         return Ok(Input {
@@ -79,13 +79,28 @@ pub fn load(path: &Path, unit: Option<Unit>) -> Result<Input, ImportError> {
             samples: Some(path.into()),
         });
     }
-    let text = std::fs::read_to_string(&sweep_file).unwrap_or_default();
+    let text = super::read_text_input(&sweep_file).map_err(|(_, e)| {
+        error(&sweep_file, format!("{e}: expected a RunResult, a sweep, a samples file or cyclictest output"))
+    })?;
     if text.contains("\"rtlab.sweep/1\"") {
         let (sweep, points) = read_sweep(&sweep_file, &text)?;
         return Ok(Input { path: path.into(), name, content: Content::Sweep(Box::new(sweep), points), samples: None });
     }
     let result = import_file(&sweep_file, unit)?;
     Ok(Input { path: path.into(), name, content: Content::Run(Box::new(result)), samples: None })
+}
+
+fn read_head(input: &mut dyn std::io::Read, buf: &mut [u8]) -> Result<usize, String> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("cannot read: {e}")),
+        }
+    }
+    Ok(n)
 }
 
 fn read_sweep(path: &Path, text: &str) -> Result<(SweepResult, Vec<LoadedPoint>), ImportError> {
@@ -110,9 +125,8 @@ fn read_sweep(path: &Path, text: &str) -> Result<(SweepResult, Vec<LoadedPoint>)
 
 /// Opens a samples file for streaming (its header read); errors say what is wrong, without
 /// the path.
-pub fn open_samples(path: &Path) -> Result<Reader<std::io::BufReader<std::fs::File>>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    Reader::new(std::io::BufReader::with_capacity(1 << 16, file))
+pub fn open_samples(path: &Path) -> Result<Reader<Box<dyn std::io::Read>>, String> {
+    Reader::new(super::open_input(path, true)?)
 }
 
 /// Streams a samples file once and builds its RunResult: exact statistics and histograms per

@@ -286,25 +286,110 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[Th
     }
 }
 
+/// The most a text or JSON input may hold (a cyclictest `-h` file of every bucket for 4096
+/// threads is far below it); a larger file is refused instead of read into memory.
+pub const MAX_TEXT_INPUT: u64 = 256 << 20;
+
+/// What the first bytes of an input say it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detected {
+    /// An rtlab samples file (binary, `RTLSMP01`).
+    Samples,
+    /// Binary data that rtlab does not read.
+    Binary,
+    /// Text (JSON or cyclictest output).
+    Text,
+}
+
+/// Opens an input to read: a regular file, or where `streaming` is meant a named pipe (or `-`,
+/// standard input). Directories, devices and sockets are refused with what they are, so that
+/// `/dev/zero` is never read into memory.
+pub fn open_input(path: &Path, streaming: bool) -> Result<Box<dyn std::io::Read>, String> {
+    use std::os::unix::fs::FileTypeExt;
+    if streaming && path.as_os_str() == "-" {
+        return Ok(Box::new(std::io::stdin()));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    let t = meta.file_type();
+    let what = if t.is_file() || (streaming && t.is_fifo()) {
+        None
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a named pipe")
+    } else if t.is_char_device() || t.is_block_device() {
+        Some("a device")
+    } else {
+        Some("a socket or special file")
+    };
+    if let Some(what) = what {
+        return Err(format!("is {what}, not a result file; give a regular file"));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    Ok(Box::new(std::io::BufReader::with_capacity(1 << 16, file)))
+}
+
+/// Reads a text input whole, at most [`MAX_TEXT_INPUT`] bytes, after looking at its first bytes:
+/// a samples file or binary data is refused with what it is (the caller adds what it expects).
+pub fn read_text_input(path: &Path) -> Result<String, (Detected, String)> {
+    use std::io::Read;
+    let input = open_input(path, false).map_err(|e| (Detected::Text, e))?;
+    let mut input = input.take(MAX_TEXT_INPUT + 1);
+    let mut bytes = Vec::new();
+    let read = |input: &mut dyn Read, bytes: &mut Vec<u8>, n: u64| {
+        input.take(n).read_to_end(bytes).map_err(|e| (Detected::Text, format!("cannot read: {e}")))
+    };
+    read(&mut input, &mut bytes, 8192)?;
+    match detect(&bytes) {
+        Detected::Samples => return Err((Detected::Samples, "is an rtlab samples file (binary)".into())),
+        Detected::Binary => return Err((Detected::Binary, "holds binary data".into())),
+        Detected::Text => {}
+    }
+    read(&mut input, &mut bytes, u64::MAX)?;
+    if bytes.len() as u64 > MAX_TEXT_INPUT {
+        return Err((
+            Detected::Text,
+            format!("is larger than {} MiB, more than any result file", MAX_TEXT_INPUT >> 20),
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| (Detected::Binary, format!("holds binary data at byte {}", e.utf8_error().valid_up_to())))
+}
+
+/// What the first bytes (up to 8 KiB) of `bytes` say: a samples file, binary data (a NUL, or
+/// bytes that are not UTF-8), or text.
+pub fn detect(bytes: &[u8]) -> Detected {
+    if bytes.starts_with(crate::export::samples::MAGIC) {
+        return Detected::Samples;
+    }
+    let head = &bytes[..bytes.len().min(8192)];
+    // A character cut by the 8 KiB boundary is not an error (error_len is None then).
+    let bad_utf8 = std::str::from_utf8(head).is_err_and(|e| e.error_len().is_some());
+    if head.contains(&0) || bad_utf8 {
+        Detected::Binary
+    } else {
+        Detected::Text
+    }
+}
+
 /// Reads `path` and imports whatever cyclictest output it holds (or an rtlab RunResult).
 /// `unit` overrides the unit where a text format cannot say (`-N` runs).
 pub fn import_file(path: &Path, unit: Option<Unit>) -> Result<RunResult, ImportError> {
     let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
-    let bytes = std::fs::read(path).map_err(|e| err(None, format!("cannot read: {e}")))?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(err(None, "the file is empty; give a cyclictest --json file, -h/-H histogram or -q output".into()));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
+    let text = read_text_input(path).map_err(|(kind, e)| {
         err(
             None,
-            format!(
-                "binary data at byte {}: not cyclictest output (expected text or JSON)",
-                e.utf8_error().valid_up_to()
-            ),
+            match kind {
+                Detected::Samples => {
+                    format!("{e}: read it with `rtlab samples FILE`, or give it to plot, report or compare")
+                }
+                Detected::Binary => format!("{e}: not cyclictest output (expected text or JSON)"),
+                Detected::Text => e,
+            },
         )
     })?;
-    if text.contains('\0') {
-        return Err(err(None, "binary data (NUL bytes): not cyclictest output".into()));
+    if text.bytes().all(|b| b.is_ascii_whitespace()) {
+        return Err(err(None, "the file is empty; give a cyclictest --json file, -h/-H histogram or -q output".into()));
     }
     if text.trim_start().starts_with('{') {
         if text.contains("\"schema\": \"rtlab.run/1\"") || text.contains("\"schema\":\"rtlab.run/1\"") {

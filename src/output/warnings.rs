@@ -73,6 +73,32 @@ pub enum Warning {
         /// The file.
         file: String,
     },
+    /// An output could not be written (the others were; the run exits with 1).
+    OutputFailed {
+        /// The option and file, e.g. `--samples run.smp`.
+        output: String,
+        /// Why.
+        why: String,
+    },
+    /// A load worker could not get the scheduling asked and runs with another.
+    LoadPolicyDowngraded {
+        /// The load's spec.
+        load: String,
+        /// What was asked (e.g. `fifo:50`).
+        asked: String,
+        /// What its workers got.
+        got: String,
+        /// Why, with the fix.
+        why: String,
+    },
+    /// A load failed while running (a worker died, could not allocate or write); its
+    /// throughput covers only what it did before (the run exits with 1).
+    LoadFailed {
+        /// The load's spec.
+        load: String,
+        /// What happened.
+        why: String,
+    },
     /// `--tracemark` was asked but tracefs is not available or not writable.
     TracemarkUnavailable {
         /// Why.
@@ -103,6 +129,7 @@ impl Warning {
                 | Warning::DmaLatencyFailed { .. }
                 | Warning::TimerSlackFailed { .. }
                 | Warning::MainAffinityFailed { .. }
+                | Warning::LoadPolicyDowngraded { .. }
         )
     }
 
@@ -147,6 +174,15 @@ impl Warning {
                 "{count} samples could not be written to {file} because the writer fell behind (the statistics \
                  still count them); fix: use a faster disk or a longer interval."
             ),
+            Warning::OutputFailed { output, why } => format!(
+                "{output} could not be written ({why}); every other output was. Fix: free space or choose a writable path."
+            ),
+            Warning::LoadPolicyDowngraded { load, asked, got, why } => format!(
+                "load '{load}' could not get SCHED {asked} and runs with {got} instead: {why}."
+            ),
+            Warning::LoadFailed { load, why } => {
+                format!("load '{load}' failed: {why}; its throughput covers only the work done before that.")
+            }
             Warning::TracemarkUnavailable { why } => format!(
                 "--tracemark was asked but no marker can be written: {why}. Fix: mount tracefs and run as root."
             ),

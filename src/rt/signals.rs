@@ -32,6 +32,19 @@ pub fn block_in_current_thread(signals: &[i32]) -> io::Result<()> {
     }
 }
 
+/// Unblocks `signals` in the calling thread (a parent may have started rtlab with them
+/// blocked); one that is pending is delivered at once.
+pub fn unblock_in_current_thread(signals: &[i32]) -> io::Result<()> {
+    let set = sigset(signals);
+    // SAFETY: `set` is an initialised sigset_t; the old mask is not needed.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(rc))
+    }
+}
+
 /// A periodic POSIX timer whose expiries are delivered as [`TIMER_SIGNAL`] to one thread.
 #[derive(Debug)]
 pub struct PosixTimer {

@@ -1,0 +1,187 @@
+//! Hardening (issue 10): what rtlab writes as root, what it refuses to read, and what it never
+//! loses. Each test names the defect it guards against.
+
+mod common;
+use common::{read_json, refused, rtlab, rtlab_path};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `rtlab ARGS` in `dir` with a file-size limit of `bytes` (SIGXFSZ ignored, so a write past
+/// it fails with EFBIG as a full disk would fail with ENOSPC).
+fn with_file_size_limit(dir: &Path, bytes: u64, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(rtlab_path());
+    cmd.args(args).current_dir(dir);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn an_unwritable_output_is_refused_before_anything_is_measured() {
+    // /proc takes no new file, not even from root.
+    let started = Instant::now();
+    let e = refused(&["run", "-D", "3", "-q", "--json", "/proc/rtlab-out.json"]);
+    assert!(e.contains("--json /proc/rtlab-out.json") && e.contains("cannot create a file"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(3), "it measured before refusing");
+}
+
+#[test]
+fn a_device_node_is_never_replaced_by_an_output() {
+    let e = refused(&["run", "--simulate", "seed:1", "-l", "5", "-q", "--json", "/dev/null"]);
+    assert!(e.contains("character device"), "{e}");
+    assert!(Path::new("/dev/null").metadata().is_ok_and(|m| !m.is_file()));
+}
+
+#[test]
+fn a_json_that_cannot_be_written_at_the_end_still_leaves_the_summary_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1 KiB: enough for the probe file, too little for the result.
+    let out =
+        with_file_size_limit(dir.path(), 1024, &["run", "--simulate", "seed:1", "-l", "50", "-q", "--json", "r.json"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stdout.contains("ALL") && stdout.contains("max"), "no summary: {stdout}");
+    assert!(stderr.contains("cannot write --json r.json"), "{stderr}");
+}
+
+#[test]
+fn a_samples_file_that_runs_out_of_space_does_not_cost_the_json_result() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2 threads at 0.5 ms for 2 s write about 200 KB of samples; the result is about 6 KB.
+    let args =
+        ["run", "-t", "2", "-i", "500", "-D", "2", "-q", "--no-mlockall", "--json", "r.json", "--samples", "s.smp"];
+    let out = with_file_size_limit(dir.path(), 64 << 10, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a lost output is a failure: {stderr}");
+    let r = read_json(&dir.path().join("r.json"));
+    let kinds: Vec<&str> =
+        r["warnings"].as_array().unwrap_or_else(|| panic!("{r}")).iter().map(|w| w["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"output_failed"), "{kinds:?}");
+    assert!(r["all"]["cycles"].as_u64().unwrap() > 0);
+    common::assert_valid_run_result(&r);
+}
+
+#[test]
+fn an_output_that_is_an_input_or_another_output_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = rtlab()
+        .current_dir(d)
+        .args(["run", "--simulate", "seed:1", "-l", "20", "-q", "--json", "a.json", "--samples", "s.smp"])
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let (a, s) = (std::fs::read(d.join("a.json")).unwrap(), std::fs::read(d.join("s.smp")).unwrap());
+    let a_path = d.join("a.json").display().to_string();
+    let s_path = d.join("s.smp").display().to_string();
+    let same_dir_a = format!("{}/./a.json", d.display());
+    assert!(refused(&["import", &a_path, "-o", &same_dir_a]).contains("would destroy that input"));
+    assert!(refused(&["samples", &s_path, "--csv", "-o", &s_path]).contains("would destroy that input"));
+    let x = d.join("x").display().to_string();
+    let e = refused(&["run", "--simulate", "seed:1", "-l", "5", "-q", "--json", &x, "--samples", &x]);
+    assert!(e.contains("--samples") && e.contains("--json"), "{e}");
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::fs::create_dir(d.join("out")).unwrap();
+    std::fs::copy(d.join("a.json"), d.join("sub/a.json")).unwrap();
+    let sub_a = d.join("sub/a.json").display().to_string();
+    let out = d.join("out").display().to_string();
+    assert!(refused(&["import", &a_path, &sub_a, "-o", &out]).contains("one would overwrite the other"));
+    assert_eq!(std::fs::read(d.join("a.json")).unwrap(), a, "the input is untouched");
+    assert_eq!(std::fs::read(d.join("s.smp")).unwrap(), s, "the input is untouched");
+    assert_eq!(std::fs::read_dir(d.join("out")).unwrap().count(), 0);
+}
+
+#[test]
+fn devices_and_binary_files_are_refused_without_reading_them_into_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.json").display().to_string();
+    let html = dir.path().join("r.html").display().to_string();
+    let png = dir.path().join("p.png").display().to_string();
+    for args in [
+        vec!["import", "/dev/zero", "-o", &out],
+        vec!["show", "/dev/urandom"],
+        vec!["samples", "/dev/zero"],
+        vec!["report", "/dev/zero", "-o", &html],
+        vec!["plot", "/dev/zero", "-o", &png],
+        vec!["compare", "/dev/zero", "/dev/zero"],
+    ] {
+        let e = refused(&args);
+        assert!(e.contains("is a device"), "{args:?}: {e}");
+    }
+    // A large regular file of binary data is recognised from its first bytes.
+    let big = dir.path().join("big.bin");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(300 << 20).unwrap(); // sparse: 300 MiB of NULs, beyond the 256 MiB text bound
+    let e = refused(&["show", &big.display().to_string()]);
+    assert!(e.contains("binary data"), "{e}");
+    let text = dir.path().join("big.txt");
+    let mut f = std::fs::File::create(&text).unwrap();
+    std::io::Write::write_all(&mut f, &b"# cyclictest\n".repeat(8)).unwrap();
+    f.set_len(300 << 20).unwrap();
+    // Text at first, NULs later: refused by the bound, or as binary, never read whole.
+    let e = refused(&["import", &text.display().to_string(), "-o", &out]);
+    assert!(e.contains("larger than 256 MiB") || e.contains("binary"), "{e}");
+    assert!(refused(&["samples", dir.path().to_str().unwrap()]).contains("is a directory"));
+}
+
+#[test]
+fn a_killed_run_leaves_a_samples_file_with_what_was_recorded_up_to_the_last_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(rtlab_path())
+        .current_dir(dir.path())
+        .args(["run", "-t", "1", "-D", "30", "-q", "--no-mlockall", "--samples", "s.smp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = rtlab().current_dir(dir.path()).args(["samples", "s.smp"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let n: u64 = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(n >= 500, "only {n} samples survived: {text}");
+    assert!(text.contains("no end record"), "{text}");
+    let debris: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(debris.is_empty(), "{debris:?}");
+}
+
+#[test]
+fn a_sigint_that_arrives_before_the_handlers_exist_ends_the_run_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(rtlab_path());
+    cmd.current_dir(dir.path()).args(["run", "-t", "1", "-D", "20", "-q", "--no-mlockall", "--json", "r.json"]);
+    // SIGINT blocked from the start: it stays pending until rtlab has its handler and unblocks.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            libc::raise(libc::SIGINT);
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(started.elapsed() < Duration::from_secs(10), "the early SIGINT was lost");
+    let r = read_json(&dir.path().join("r.json"));
+    assert_eq!(r["end_reason"], "signal");
+}
