@@ -743,6 +743,33 @@ impl RunResult {
         }
     }
 
+    /// Adds the loads' results, with a warning for each load that could not get its
+    /// scheduling (the result is then degraded) and for each load that failed.
+    pub fn attach_loads(&mut self, loads: Vec<crate::load::LoadResult>) {
+        for l in &loads {
+            if l.policy != l.policy_requested && !l.policy_requested.is_empty() {
+                let why = l.downgrade_why.clone().unwrap_or_else(|| "the kernel refused it".into());
+                self.warnings.push(
+                    Warning::LoadPolicyDowngraded {
+                        load: l.spec.clone(),
+                        asked: l.policy_requested.clone(),
+                        got: l.policy.clone(),
+                        why,
+                    }
+                    .into(),
+                );
+                if let Some(c) = self.config.as_mut() {
+                    c.degraded = true;
+                }
+            }
+            if l.failed {
+                let why = l.warnings.iter().filter(|w| !w.starts_with("could not get ")).cloned().collect::<Vec<_>>();
+                self.warnings.push(Warning::LoadFailed { load: l.spec.clone(), why: why.join("; ") }.into());
+            }
+        }
+        self.loads.extend(loads);
+    }
+
     /// The exit code the run ends with: 1 when an output or a load failed (the rest was
     /// written), 3 when the verdict failed, else 0.
     pub fn exit_code(&self) -> i32 {

@@ -185,3 +185,116 @@ fn a_sigint_that_arrives_before_the_handlers_exist_ends_the_run_cleanly() {
     let r = read_json(&dir.path().join("r.json"));
     assert_eq!(r["end_reason"], "signal");
 }
+
+/// Wall time of `rtlab ARGS` (in a temporary directory) and its result file.
+fn timed_run(args: &[&str]) -> (Duration, serde_json::Value, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = rtlab().current_dir(dir.path()).args(args).args(["--json", "r.json"]).output().unwrap();
+    let took = started.elapsed();
+    (took, read_json(&dir.path().join("r.json")), out)
+}
+
+#[test]
+fn hundreds_of_process_workers_do_not_make_a_run_outlast_its_duration() {
+    let (took, r, out) = timed_run(&[
+        "run",
+        "-q",
+        "-t",
+        "1",
+        "-D",
+        "2",
+        "--no-mlockall",
+        "--force",
+        "--load",
+        "cpu:workers=300,mode=process",
+    ]);
+    eprintln!("-D 2 with 300 process workers took {took:?}");
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(took < Duration::from_millis(3500), "took {took:?}");
+    assert_eq!(r["end_reason"], "duration");
+    assert_eq!(r["loads"][0]["workers"], 300);
+}
+
+#[test]
+fn sigterm_stops_a_run_with_hundreds_of_process_workers_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(rtlab_path())
+        .current_dir(dir.path())
+        .args(["run", "-q", "-t", "1", "-D", "60", "--no-mlockall", "--force", "--json", "r.json"])
+        .args(["--load", "cpu:workers=300,mode=process"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    eprintln!("stopped {:?} after SIGTERM", sent.elapsed());
+    assert!(sent.elapsed() < Duration::from_secs(2), "took {:?}", sent.elapsed());
+    assert!(status.code().is_some(), "killed instead of stopping: {status}");
+    assert_eq!(read_json(&dir.path().join("r.json"))["end_reason"], "signal");
+    let left = Command::new("pgrep").args(["-f", "rtlab load-worker"]).output().unwrap();
+    let ours: Vec<&str> = std::str::from_utf8(&left.stdout).unwrap().lines().collect();
+    // Other tests may run loads at the same time; none of ours may survive (they die with
+    // the group kill), which `ps` shows as no worker whose parent is gone.
+    for pid in ours {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(!stat.contains(&format!(" {} ", child.id())), "worker {pid} of the stopped run survives");
+    }
+}
+
+#[test]
+fn many_workers_count_only_the_work_done_inside_the_measured_window() {
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    let out = rtlab().args(["load", "cpu:workers=60,mode=process", "-D", "2", "--json", "-"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let l = &v["loads"][0];
+    let (cpu_s, elapsed) = (l["cpu_s"].as_f64().unwrap(), l["elapsed_s"].as_f64().unwrap());
+    eprintln!("60 process workers: {cpu_s:.3} CPU-s in a {elapsed:.3} s window on {cpus} CPUs");
+    // A window holds at most elapsed × CPUs of CPU time (other tests only take from it). Work
+    // done while the workers were stopped one after the other used to be counted too: 60
+    // workers reported 1.8 times what the CPUs can do.
+    assert!(cpu_s <= elapsed * cpus * 1.05, "{cpu_s} CPU-s in {elapsed} s on {cpus} CPUs");
+    let per_cpu_s = l["ops"].as_f64().unwrap() / cpu_s;
+    assert!(per_cpu_s > 0.0);
+}
+
+#[test]
+fn memory_loads_beyond_what_the_machine_has_are_refused_or_fail_the_run_loudly() {
+    let e = refused(&["run", "-q", "-D", "1", "--load", "memory:size=100000G"]);
+    assert!(e.contains("available") && e.contains("--force"), "{e}");
+    for mode in ["thread", "process"] {
+        let spec = format!("memory:size=100000G,mode={mode}");
+        let (_, r, out) = timed_run(&["run", "-q", "-t", "1", "-D", "1", "--no-mlockall", "--force", "--load", &spec]);
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{mode}: a dead worker is a failure: {said}");
+        assert!(said.contains("cannot allocate"), "{mode}: {said}");
+        assert_eq!(r["loads"][0]["failed"], true);
+        let kinds: Vec<&str> = r["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
+        assert!(kinds.contains(&"load_failed"), "{mode}: {kinds:?}");
+        common::assert_valid_run_result(&r);
+    }
+}
+
+#[test]
+fn an_unprivileged_rt_load_is_recorded_with_the_policy_it_got_and_degrades_the_result() {
+    let (mut cmd, dir) = common::unprivileged("rtlab");
+    let out = cmd
+        .args(["run", "-q", "-t", "1", "-D", "1", "--json", "r.json"])
+        .args(["--load", "cpu:policy=fifo:50", "--load", "cpu:policy=fifo:50,mode=process"])
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{:?}: {said}", out.status);
+    let r = read_json(&dir.path().join("r.json"));
+    for l in r["loads"].as_array().unwrap() {
+        assert_eq!((l["policy"].as_str(), l["policy_requested"].as_str()), (Some("other"), Some("fifo:50")), "{l}");
+    }
+    let downgrades = r["warnings"].as_array().unwrap().iter().filter(|w| w["kind"] == "load_policy_downgraded").count();
+    assert_eq!(downgrades, 2);
+    assert_eq!(r["config"]["degraded"], true);
+    assert!(said.contains("could not get SCHED fifo:50 and runs with other"), "{said}");
+}

@@ -127,7 +127,7 @@ pub fn measure(
         }
         r.loads.push(l);
     }
-    r.loads.extend(os_loads);
+    r.attach_loads(os_loads);
     r.warnings.push(Warning::TimerGranularity { runtime: "The Erlang VM".into(), granularity_ns: 1_000_000 }.into());
     if let Some(f) = &outcome.failure {
         r.warnings.push(Warning::RuntimeFailed { why: f.clone() }.into());

@@ -50,11 +50,15 @@ pub fn execute(args: LoadArgs) -> Result<i32, (i32, String)> {
         bytes.push(b'\n');
         write_output(p, &bytes).map_err(|e| (1, format!("cannot write --json {}: {e}", p.display())))?;
     }
+    let failed: Vec<&LoadResult> = results.iter().filter(|r| r.failed).collect();
     let text = table(&results);
     if args.json.as_ref().is_some_and(|p| p.as_os_str() == "-") {
         eprint!("{text}");
     } else {
         print!("{text}");
+    }
+    if let Some(f) = failed.first() {
+        return Err((1, format!("load '{}' failed: {}", f.spec, f.warnings.join("; "))));
     }
     Ok(0)
 }

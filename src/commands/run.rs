@@ -49,7 +49,7 @@ pub fn measure(
     let out = out?;
     let mut result =
         RunResult::build(Provenance { command_line, environment, config: opts.config.clone(), simulated }, &out);
-    result.loads = std::mem::take(&mut loads.results);
+    result.attach_loads(std::mem::take(&mut loads.results));
     if let (Some(w), Some(path)) = (writer, &opts.samples) {
         let lost: Vec<u64> = out.threads.iter().map(|t| t.samples_lost).collect();
         // A full disk costs the samples file, never the --json result or the summary.
@@ -268,7 +268,7 @@ pub fn execute_tokio(opts: RunOptions, command_line: Vec<String>) -> Result<i32,
     if plan.blocking > 0 {
         result.loads.push(in_runtime("tokio-blocking", plan.blocking, o.terms.1, "tokio blocking pool"));
     }
-    result.loads.extend(os_loads);
+    result.attach_loads(os_loads);
     result.warnings.push(
         crate::output::warnings::Warning::TimerGranularity { runtime: "tokio".into(), granularity_ns: 1_000_000 }
             .into(),

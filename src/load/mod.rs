@@ -11,9 +11,9 @@ use crate::rt::affinity::{self, CpuSet};
 use crate::rt::clock::{self, ClockId};
 use crate::rt::privileges::Privileges;
 use crate::rt::process::{self, SpawnOptions};
-use crate::rt::sched;
+use crate::rt::sched::{self, SchedParams};
 use serde::{Deserialize, Serialize};
-pub use spec::{Kind, LoadSched, LoadSpec};
+pub use spec::{sched_text, Kind, LoadSched, LoadSpec};
 use std::io::{BufRead, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -30,8 +30,12 @@ pub struct LoadResult {
     pub kind: String,
     /// Workers.
     pub workers: usize,
-    /// Scheduling asked (`other`, `idle`, `fifo:49`, …).
+    /// Scheduling the workers obtained (`other`, `idle`, `fifo:49`, …), read back from the
+    /// kernel: without privileges an RT load runs as `other`.
     pub policy: String,
+    /// Scheduling asked.
+    #[serde(default)]
+    pub policy_requested: String,
     /// What one op is: `terms`, `iterations`, `messages`, `bytes` or `starts`.
     pub unit: String,
     /// Ops counted.
@@ -46,6 +50,13 @@ pub struct LoadResult {
     pub utilization: Option<f64>,
     /// What went wrong or was downgraded (e.g. no privilege for fifo:49).
     pub warnings: Vec<String>,
+    /// A worker failed (died, could not allocate, could not start): the throughput covers
+    /// only the work done before; the run fails (exit 1).
+    #[serde(default)]
+    pub failed: bool,
+    /// Why the workers did not get `policy_requested` (with the fix), when they did not.
+    #[serde(skip)]
+    pub downgrade_why: Option<String>,
 }
 
 impl LoadResult {
@@ -64,6 +75,7 @@ impl LoadResult {
             spec,
             kind: kind.into(),
             workers,
+            policy_requested: policy.clone(),
             policy,
             unit: "terms".into(),
             ops: terms,
@@ -72,6 +84,8 @@ impl LoadResult {
             cpu_s: None,
             utilization: None,
             warnings: vec![],
+            failed: false,
+            downgrade_why: None,
         }
     }
 }
@@ -87,17 +101,76 @@ fn kind_name(k: &Kind) -> (&'static str, &'static str) {
     }
 }
 
-/// Checks the safety rules before anything starts: an RT-priority load needs a bounded run,
-/// and an RT busy load on every CPU is refused when RT throttling is off unless `force`.
+/// Most workers (threads or processes) per CPU a load may ask for without `--force`: beyond
+/// it they only queue for the CPUs, and starting and stopping them takes longer than a run.
+pub const MAX_WORKERS_PER_CPU: usize = 64;
+/// How long workers may take to start before the rest are given up (and reported).
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long process workers get to report their count once told to stop; after it they are
+/// killed and reported. Keeps the end of a run within a second of `-D`.
+const STOP_WAIT: Duration = Duration::from_millis(500);
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// Threads or processes a spec runs (a messaging worker is a group of 2·fds threads).
+fn tasks(s: &LoadSpec) -> usize {
+    match s.kind {
+        Kind::Messaging { fds, .. } => s.workers.saturating_mul(2 * fds),
+        _ => s.workers,
+    }
+}
+
+/// Checks the loads before anything starts: CPUs that exist, an RT-priority load only in a
+/// bounded run, no RT busy load on every CPU while RT throttling is off, no more workers than
+/// the machine can run and no more memory than it has (the last three unless `force`).
 pub fn check_safety(specs: &[LoadSpec], bounded: bool, force: bool, privileges: &Privileges) -> Result<(), String> {
+    let online = affinity::online_cpus();
+    for s in specs {
+        if let Some(c) = s.cpu_set() {
+            let missing = c.difference(&online);
+            if !missing.is_empty() {
+                return Err(format!(
+                    "load '{}': cpus={c} names CPU {missing}, which does not exist or is offline; online CPUs are {online}",
+                    s.text
+                ));
+            }
+        }
+    }
     let rt: Vec<&LoadSpec> = specs.iter().filter(|s| s.sched.is_realtime()).collect();
     if let (Some(s), false) = (rt.first(), bounded) {
         return Err(format!("load '{}' runs at {}: an RT-priority load needs a bounded run; give -D", s.text, s.sched));
     }
-    if force || privileges.sched_rt_runtime_us != Some(-1) {
+    if force {
         return Ok(());
     }
-    let online = affinity::online_cpus();
+    let total: usize = specs.iter().map(tasks).fold(0, usize::saturating_add);
+    let limit = MAX_WORKERS_PER_CPU * online.len().max(1);
+    if total > limit {
+        return Err(format!(
+            "the loads ask for {total} worker threads/processes, more than {MAX_WORKERS_PER_CPU} per CPU ({limit} on \
+             {} CPUs): they would only queue, and starting and stopping them outlasts the run; use fewer workers, or \
+             pass --force",
+            online.len()
+        ));
+    }
+    let memory: u64 = specs
+        .iter()
+        .map(|s| match s.kind {
+            Kind::Memory { bytes } => (bytes as u64).saturating_mul(s.workers as u64),
+            _ => 0,
+        })
+        .fold(0, u64::saturating_add);
+    if let Some(avail) = process::mem_available_bytes().filter(|a| memory > *a) {
+        return Err(format!(
+            "the memory loads need {:.1} GiB in all, more than the {:.1} GiB available: the machine would swap or \
+             kill rtlab; use a smaller size= or fewer workers, or pass --force",
+            memory as f64 / GIB,
+            avail as f64 / GIB
+        ));
+    }
+    if privileges.sched_rt_runtime_us != Some(-1) {
+        return Ok(());
+    }
     let mut covered = CpuSet::default();
     let mut unpinned_workers = 0;
     for s in rt.iter().filter(|s| s.is_busy()) {
@@ -115,49 +188,115 @@ pub fn check_safety(specs: &[LoadSpec], bounded: bool, force: bool, privileges: 
     Ok(())
 }
 
+/// What the workers of one load say about themselves while they run.
+#[derive(Default)]
+struct Report {
+    warnings: Mutex<Vec<String>>,
+    failures: Mutex<Vec<String>>,
+    /// The scheduling a worker obtained when it was not what was asked, and why.
+    downgrade: Mutex<Option<(String, String)>>,
+}
+
+impl Report {
+    fn warn(&self, m: String) {
+        if let Ok(mut w) = self.warnings.lock() {
+            if !w.contains(&m) {
+                w.push(m);
+            }
+        }
+    }
+    fn fail(&self, m: String) {
+        if let Ok(mut f) = self.failures.lock() {
+            if !f.contains(&m) {
+                f.push(m);
+            }
+        }
+    }
+    fn downgraded(&self, got: String, why: String) {
+        if let Ok(mut d) = self.downgrade.lock() {
+            d.get_or_insert((got, why));
+        }
+    }
+}
+
+/// A `mode=process` worker: the child, its pipes, and what it has said so far.
+struct ProcessWorker {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: Option<std::process::ChildStdout>,
+    said: Vec<u8>,
+}
+
+/// The final line of a `load-worker`: its work up to the end of the measured window.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct WorkerReport {
+    ops: u64,
+    cpu_s: f64,
+    policy: String,
+    why: Option<String>,
+    warnings: Vec<String>,
+    failures: Vec<String>,
+}
+
 struct Running {
     spec: LoadSpec,
     ops: Arc<AtomicU64>,
     cpu_ns: Arc<AtomicU64>,
     threads: Vec<JoinHandle<()>>,
-    children: Vec<(Child, std::process::ChildStdin)>,
+    children: Vec<ProcessWorker>,
     commands: Vec<JoinHandle<()>>,
-    warnings: Arc<Mutex<Vec<String>>>,
+    report: Arc<Report>,
+    started: usize,
 }
 
-/// Loads that are running.
+/// Loads that are running. Workers are started by a thread of their own, so that starting
+/// hundreds of processes never delays the run's stop; stopping is bounded in time.
 pub struct LoadSet {
-    running: Vec<Running>,
+    running: Arc<Mutex<Vec<Running>>>,
     stop: Arc<AtomicBool>,
+    cancel: Arc<AtomicBool>,
+    /// Dropped to release the starter thread, which must outlive its child processes: the
+    /// kernel sends a child its parent-death signal when the *thread* that forked it ends.
+    release: Option<std::sync::mpsc::Sender<()>>,
+    starter: Option<JoinHandle<()>>,
     started: Instant,
     stopped: bool,
 }
 
-fn apply_sched(spec: &LoadSpec, warnings: &Mutex<Vec<String>>) {
-    let note = |m: String| {
-        if let Ok(mut w) = warnings.lock() {
-            if !w.contains(&m) {
-                w.push(m);
-            }
-        }
-    };
+/// Applies the load's CPUs, policy and nice value to the calling thread and records what it
+/// obtained when that is less.
+fn apply_sched(spec: &LoadSpec, report: &Report) {
     if let Some(c) = spec.cpu_set() {
         if let Err(e) = affinity::set_current_thread(&c) {
-            note(format!("could not pin to CPUs {c}: {e}"));
+            report.warn(format!("could not pin to CPUs {c}: {e}"));
         }
     }
     if let Err(e) = sched::set_current_thread(&spec.sched.params()) {
-        note(format!("could not get {} ({e}); the load runs with the default policy", spec.sched));
+        let why = match e.raw_os_error() {
+            Some(libc::EPERM) => Privileges::current().explain_rt_denied(),
+            _ => e.to_string(),
+        };
+        let got = sched::current_thread().map_or_else(|_| "other".into(), |p| params_text(&p));
+        report.downgraded(got, why);
     }
     if spec.sched.nice != 0 {
         if let Err(e) = process::set_thread_nice(spec.sched.nice) {
-            note(format!("could not set nice {} ({e})", spec.sched.nice));
+            report.warn(format!("could not set nice {} ({e})", spec.sched.nice));
         }
     }
 }
 
+/// `fifo:49`, `rr:10`, `other`, `batch`, `idle`: how scheduling is written in load results.
+fn params_text(p: &SchedParams) -> String {
+    if p.policy.is_realtime_priority() {
+        format!("{}:{}", p.policy, p.priority)
+    } else {
+        p.policy.to_string()
+    }
+}
+
 impl LoadSet {
-    /// Starts every load.
+    /// Starts every load (in the background: this returns at once).
     pub fn start(specs: &[LoadSpec]) -> Result<LoadSet, String> {
         LoadSet::start_in(specs, false)
     }
@@ -165,84 +304,69 @@ impl LoadSet {
     /// Starts every load; `in_worker` when this process is itself a `load-worker` (then
     /// commands run under this process's supervision instead of a further worker).
     fn start_in(specs: &[LoadSpec], in_worker: bool) -> Result<LoadSet, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find rtlab's own binary: {e}"))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let mut set = LoadSet { running: Vec::new(), stop: Arc::clone(&stop), started: Instant::now(), stopped: false };
-        for spec in specs {
-            let r = Running {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let running: Vec<Running> = specs
+            .iter()
+            .map(|spec| Running {
                 spec: spec.clone(),
                 ops: Arc::new(AtomicU64::new(0)),
                 cpu_ns: Arc::new(AtomicU64::new(0)),
                 threads: Vec::new(),
                 children: Vec::new(),
                 commands: Vec::new(),
-                warnings: Arc::new(Mutex::new(Vec::new())),
-            };
-            set.running.push(r);
-            let r = set.running.last_mut().expect("just pushed");
-            for id in 0..spec.workers {
-                // An external command runs under a load-worker process of rtlab's, which stops the
-                // command's whole process group if rtlab dies (a shell's children would not get
-                // a parent-death signal of their own).
-                let via_worker = spec.process || matches!(spec.kind, Kind::Command { .. }) && !in_worker;
-                match (&spec.kind, via_worker) {
-                    (Kind::Command { cmd }, false) => {
-                        let h = command_supervisor(cmd.clone(), spec, id, &stop, r)
-                            .map_err(|e| format!("cannot start load '{}': {e}", spec.text))?;
-                        r.commands.push(h);
-                    }
-                    (_, true) => {
-                        let exe =
-                            std::env::current_exe().map_err(|e| format!("cannot find rtlab's own binary: {e}"))?;
-                        let mut cmd = Command::new(exe);
-                        cmd.arg("load-worker")
-                            .arg(spec.with_workers(1).text_for_worker())
-                            .stdin(Stdio::piped())
-                            .stdout(Stdio::piped());
-                        let opts = SpawnOptions {
-                            cpus: spec.cpu_set(),
-                            death_signal: Some(libc::SIGTERM),
-                            ..SpawnOptions::default()
-                        };
-                        let mut child = process::spawn(&mut cmd, &opts)
-                            .map_err(|e| format!("cannot start load '{}': {e}", spec.text))?;
-                        let stdin = child.stdin.take().expect("piped");
-                        r.children.push((child, stdin));
-                    }
-                    (kind, false) => {
-                        let (kind, ops, cpu, stop, warnings, spec2) = (
-                            kind.clone(),
-                            Arc::clone(&r.ops),
-                            Arc::clone(&r.cpu_ns),
-                            Arc::clone(&stop),
-                            Arc::clone(&r.warnings),
-                            spec.clone(),
-                        );
-                        let h = std::thread::Builder::new()
-                            .name(format!("rtlab-load-{id}"))
-                            .spawn(move || {
-                                let _ = crate::rt::signals::block_in_current_thread(&[
-                                    libc::SIGINT,
-                                    libc::SIGTERM,
-                                    libc::SIGUSR1,
-                                ]);
-                                apply_sched(&spec2, &warnings);
-                                if let Err(e) = workers::run(&kind, id, &ops, &stop, &cpu) {
-                                    if let Ok(mut w) = warnings.lock() {
-                                        w.push(e);
-                                    }
-                                }
-                                cpu.fetch_add(clock::now(ClockId::THREAD_CPUTIME).max(0) as u64, Relaxed);
-                            })
-                            .map_err(|e| format!("cannot start a worker of '{}': {e}", spec.text))?;
-                        r.threads.push(h);
-                    }
-                }
-            }
-        }
-        Ok(set)
+                report: Arc::new(Report::default()),
+                started: 0,
+            })
+            .collect();
+        let running = Arc::new(Mutex::new(running));
+        let (shared, stop2, cancel2) = (Arc::clone(&running), Arc::clone(&stop), Arc::clone(&cancel));
+        let specs = specs.to_vec();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let starter = std::thread::Builder::new()
+            .name("rtlab-load-start".into())
+            .spawn(move || {
+                start_workers(&specs, in_worker, &exe, &shared, &stop2, &cancel2);
+                let _ = released.recv();
+            })
+            .map_err(|e| format!("cannot start the loads: {e}"))?;
+        Ok(LoadSet {
+            running,
+            stop,
+            cancel,
+            release: Some(release),
+            starter: Some(starter),
+            started: Instant::now(),
+            stopped: false,
+        })
     }
 
-    /// Stops every load and reports what each achieved.
+    /// Takes the handles of every worker started so far, leaving the loads' entries (and their
+    /// counters) for the starter thread.
+    fn drain(&self) -> Vec<Running> {
+        let Ok(mut all) = self.running.lock() else { return Vec::new() };
+        all.iter_mut()
+            .map(|r| Running {
+                spec: r.spec.clone(),
+                ops: Arc::clone(&r.ops),
+                cpu_ns: Arc::clone(&r.cpu_ns),
+                threads: std::mem::take(&mut r.threads),
+                children: std::mem::take(&mut r.children),
+                commands: std::mem::take(&mut r.commands),
+                report: Arc::clone(&r.report),
+                started: r.started,
+            })
+            .collect()
+    }
+
+    /// The work counted so far by in-process workers (what a `load-worker` samples).
+    fn ops_now(&self) -> u64 {
+        self.running.lock().map(|r| r.iter().map(|r| r.ops.load(Relaxed)).sum()).unwrap_or(0)
+    }
+
+    /// Stops every load and reports what each achieved in the window from its start to this
+    /// call.
     pub fn stop(mut self) -> Vec<LoadResult> {
         self.stop_all()
     }
@@ -252,48 +376,95 @@ impl LoadSet {
             return Vec::new();
         }
         self.stopped = true;
-        self.stop.store(true, Relaxed);
+        // The window ends now: what in-process workers counted so far, and the same instant
+        // for process workers, which report their count as of it.
+        let end_mono = clock::now(ClockId::MONOTONIC);
         let elapsed = self.started.elapsed().as_secs_f64();
+        self.cancel.store(true, Relaxed);
+        let in_window: Vec<u64> =
+            self.running.lock().map(|r| r.iter().map(|r| r.ops.load(Relaxed)).collect()).unwrap_or_default();
+        self.stop.store(true, Relaxed);
+        let mut running = self.drain();
+        for r in &mut running {
+            for w in &mut r.children {
+                if let Some(mut stdin) = w.stdin.take() {
+                    let _ = writeln!(stdin, "stop {end_mono}");
+                }
+            }
+        }
+        // Children are told first: the starter's last fork may still come in, and its
+        // worker then gets told below; the starter itself ends after the children.
+        let reports = collect_reports(&mut running);
+        drop(self.release.take());
+        if let Some(h) = self.starter.take() {
+            let _ = h.join();
+        }
+        // A worker started after the lists were taken is stopped and reported too.
+        for (r, l) in running.iter_mut().zip(self.drain()) {
+            r.threads.extend(l.threads);
+            r.commands.extend(l.commands);
+            r.started = l.started;
+            for mut w in l.children {
+                let _ = process::kill_group(w.child.id(), libc::SIGKILL);
+                let _ = w.child.wait(); // started as the load stopped: it did no work in the window
+            }
+        }
         let mut results = Vec::new();
-        for r in &mut self.running {
+        for ((r, ops_then), reports) in running.iter_mut().zip(in_window).zip(reports) {
             for h in r.threads.drain(..) {
                 let _ = h.join();
             }
             for h in r.commands.drain(..) {
                 let _ = h.join();
             }
+            let mut ops = ops_then;
             let mut child_cpu = 0.0;
-            for (mut child, stdin) in r.children.drain(..) {
-                drop(stdin); // the worker stops at end of input and prints its count
-                let mut line = String::new();
-                if let Some(out) = child.stdout.take() {
-                    let _ = std::io::BufReader::new(out).read_line(&mut line);
-                }
-                let _ = process::kill_group(child.id(), libc::SIGKILL);
-                let _ = child.wait();
-                let f: Vec<&str> = line.split_whitespace().collect();
-                if let ["ops", n, "cpu_s", c] = f.as_slice() {
-                    r.ops.fetch_add(n.parse().unwrap_or(0), Relaxed);
-                    child_cpu += c.parse::<f64>().unwrap_or(0.0);
+            for rep in reports {
+                ops += rep.ops;
+                child_cpu += rep.cpu_s;
+                // The worker's downgrade comes up as such; its sentence is made here once.
+                rep.warnings.into_iter().filter(|w| !w.starts_with("could not get ")).for_each(|w| r.report.warn(w));
+                rep.failures.into_iter().for_each(|f| r.report.fail(f));
+                if let Some(why) = rep.why {
+                    r.report.downgraded(rep.policy, why);
                 }
             }
+            if r.started < r.spec.workers {
+                r.report.warn(format!(
+                    "only {} of {} workers had started when the load was stopped (the machine is overloaded); \
+                     the throughput is theirs",
+                    r.started, r.spec.workers
+                ));
+            }
             let (kind, unit) = kind_name(&r.spec.kind);
-            let ops = r.ops.load(Relaxed);
             let cpu_s = r.cpu_ns.load(Relaxed) as f64 / 1e9 + child_cpu;
             let known_cpu = !matches!(r.spec.kind, Kind::Command { .. }) && r.spec.workers > 0;
+            let asked = sched_text(r.spec.sched);
+            let downgrade = r.report.downgrade.lock().ok().and_then(|d| d.clone());
+            let mut warnings = r.report.warnings.lock().map(|w| w.clone()).unwrap_or_default();
+            let failures = r.report.failures.lock().map(|f| f.clone()).unwrap_or_default();
+            warnings.extend(failures.iter().cloned());
             results.push(LoadResult {
                 spec: r.spec.text.clone(),
                 kind: kind.into(),
                 workers: r.spec.workers,
-                policy: r.spec.sched.to_string(),
+                policy: downgrade.as_ref().map_or_else(|| asked.clone(), |(got, _)| got.clone()),
+                policy_requested: asked,
                 unit: unit.into(),
                 ops,
                 elapsed_s: elapsed,
                 rate_per_s: if elapsed > 0.0 { ops as f64 / elapsed } else { 0.0 },
                 cpu_s: known_cpu.then_some(cpu_s),
                 utilization: (known_cpu && elapsed > 0.0).then(|| cpu_s / elapsed / r.spec.workers as f64),
-                warnings: r.warnings.lock().map(|w| w.clone()).unwrap_or_default(),
+                warnings,
+                failed: !failures.is_empty(),
+                downgrade_why: None,
             });
+            if let (Some((_, why)), Some(last)) = (downgrade, results.last_mut()) {
+                last.warnings
+                    .insert(0, format!("could not get {}, ran as {}: {why}", last.policy_requested, last.policy));
+                last.downgrade_why = Some(why);
+            }
         }
         results
     }
@@ -303,6 +474,169 @@ impl Drop for LoadSet {
     fn drop(&mut self) {
         let _ = self.stop_all();
     }
+}
+
+/// The starter thread: every worker of every load, until all run, the run is over, or
+/// [`START_TIMEOUT`] passes.
+fn start_workers(
+    specs: &[LoadSpec],
+    in_worker: bool,
+    exe: &std::path::Path,
+    running: &Mutex<Vec<Running>>,
+    stop: &Arc<AtomicBool>,
+    cancel: &AtomicBool,
+) {
+    let deadline = Instant::now() + START_TIMEOUT;
+    for (i, spec) in specs.iter().enumerate() {
+        let Some(report) = running.lock().ok().map(|r| Arc::clone(&r[i].report)) else { return };
+        for id in 0..spec.workers {
+            if cancel.load(Relaxed) {
+                return;
+            }
+            if Instant::now() >= deadline {
+                report.warn(format!(
+                    "workers did not start within {} s (the machine is overloaded); the rest were not started",
+                    START_TIMEOUT.as_secs()
+                ));
+                return;
+            }
+            let started = start_one(spec, id, in_worker, exe, running, i, stop, &report);
+            match started {
+                Ok(()) => {
+                    if let Ok(mut r) = running.lock() {
+                        r[i].started += 1;
+                    }
+                }
+                Err(e) => {
+                    report.fail(format!("cannot start a worker: {e}"));
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Starts worker `id` of `spec` and files its handle under `running[i]`.
+#[allow(clippy::too_many_arguments)]
+fn start_one(
+    spec: &LoadSpec,
+    id: usize,
+    in_worker: bool,
+    exe: &std::path::Path,
+    running: &Mutex<Vec<Running>>,
+    i: usize,
+    stop: &Arc<AtomicBool>,
+    report: &Arc<Report>,
+) -> Result<(), String> {
+    let lock = || running.lock().map_err(|_| "internal: a load worker panicked".to_string());
+    // An external command runs under a load-worker process of rtlab's, which stops the
+    // command's whole process group if rtlab dies (a shell's children would not get a
+    // parent-death signal of their own).
+    let via_worker = spec.process || matches!(spec.kind, Kind::Command { .. }) && !in_worker;
+    match (&spec.kind, via_worker) {
+        (Kind::Command { cmd }, false) => {
+            let (ops, report) = (Arc::clone(&lock()?[i].ops), Arc::clone(report));
+            let h = command_supervisor(cmd.clone(), spec, id, stop, ops, report).map_err(|e| e.to_string())?;
+            lock()?[i].commands.push(h);
+        }
+        (_, true) => {
+            let mut cmd = Command::new(exe);
+            cmd.arg("load-worker")
+                .arg(spec.with_workers(1).text_for_worker())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped());
+            let opts =
+                SpawnOptions { cpus: spec.cpu_set(), death_signal: Some(libc::SIGTERM), ..SpawnOptions::default() };
+            let mut child = process::spawn(&mut cmd, &opts).map_err(|e| e.to_string())?;
+            let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+            lock()?[i].children.push(ProcessWorker { child, stdin, stdout, said: Vec::new() });
+        }
+        (kind, false) => {
+            let (kind, stop, spec2, report) = (kind.clone(), Arc::clone(stop), spec.clone(), Arc::clone(report));
+            let (ops, cpu) = {
+                let r = lock()?;
+                (Arc::clone(&r[i].ops), Arc::clone(&r[i].cpu_ns))
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("rtlab-load-{id}"))
+                .spawn(move || {
+                    let _ = crate::rt::signals::block_in_current_thread(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1]);
+                    apply_sched(&spec2, &report);
+                    if let Err(e) = workers::run(&kind, id, &ops, &stop, &cpu) {
+                        report.fail(e);
+                    }
+                    cpu.fetch_add(clock::now(ClockId::THREAD_CPUTIME).max(0) as u64, Relaxed);
+                })
+                .map_err(|e| e.to_string())?;
+            lock()?[i].threads.push(h);
+        }
+    }
+    Ok(())
+}
+
+/// Collects every process worker's final report within [`STOP_WAIT`], then kills every
+/// worker's process group and reaps it. A worker that died, or did not answer in time, is a
+/// failure of its load, never a silent zero.
+fn collect_reports(running: &mut [Running]) -> Vec<Vec<WorkerReport>> {
+    let deadline = Instant::now() + STOP_WAIT;
+    for w in running.iter_mut().flat_map(|r| r.children.iter_mut()) {
+        if let Some(out) = &w.stdout {
+            let _ = process::set_nonblocking(out);
+        }
+    }
+    let answered = |w: &ProcessWorker| w.said.contains(&b'\n');
+    loop {
+        let mut waiting = false;
+        for w in running.iter_mut().flat_map(|r| r.children.iter_mut()) {
+            if answered(w) {
+                continue;
+            }
+            let mut buf = [0u8; 4096];
+            match w.stdout.as_mut().map(|o| std::io::Read::read(o, &mut buf)) {
+                Some(Ok(0)) | None => w.stdout = None, // ended without a word: it died
+                Some(Ok(n)) => {
+                    w.said.extend_from_slice(&buf[..n]);
+                    waiting |= !answered(w);
+                }
+                Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => waiting = true,
+                Some(Err(_)) => w.stdout = None,
+            }
+        }
+        if !waiting || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    running
+        .iter_mut()
+        .map(|r| {
+            r.children
+                .drain(..)
+                .enumerate()
+                .map(|(n, mut w)| {
+                    let answer = w.said.split(|b| *b == b'\n').next().unwrap_or_default().to_vec();
+                    let _ = process::kill_group(w.child.id(), libc::SIGKILL);
+                    let status = w.child.wait();
+                    match serde_json::from_slice::<WorkerReport>(&answer) {
+                        Ok(rep) if answered(&w) => rep,
+                        _ => {
+                            let what = match status {
+                                Ok(s) if w.stdout.is_none() => format!("died ({s}) before reporting its work"),
+                                _ => format!(
+                                    "did not report its work within {} ms and was killed",
+                                    STOP_WAIT.as_millis()
+                                ),
+                            };
+                            WorkerReport {
+                                failures: vec![format!("worker process {n} {what}")],
+                                ..WorkerReport::default()
+                            }
+                        }
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 impl LoadSpec {
@@ -322,27 +656,24 @@ impl LoadSpec {
 }
 
 /// Keeps one instance of `cmd` running until the stop flag, restarting it when it ends early
-/// (as rteval does with hackbench), then stops its whole process group.
+/// (as rteval does with hackbench), then stops its whole process group (SIGTERM, SIGKILL
+/// after 300 ms). An RT policy that may not be had is dropped and reported.
 fn command_supervisor(
     cmd: String,
     spec: &LoadSpec,
     id: usize,
     stop: &Arc<AtomicBool>,
-    r: &Running,
+    ops: Arc<AtomicU64>,
+    report: Arc<Report>,
 ) -> std::io::Result<JoinHandle<()>> {
-    let (stop, ops, warnings) = (Arc::clone(stop), Arc::clone(&r.ops), Arc::clone(&r.warnings));
-    let opts = SpawnOptions {
+    let stop = Arc::clone(stop);
+    let mut opts = SpawnOptions {
         sched: Some(spec.sched.params()),
         nice: (spec.sched.nice != 0).then_some(spec.sched.nice),
         cpus: spec.cpu_set(),
         death_signal: None,
     };
     std::thread::Builder::new().name(format!("rtlab-cmd-{id}")).spawn(move || {
-        let note = |m: String| {
-            if let Ok(mut w) = warnings.lock() {
-                w.push(m);
-            }
-        };
         let mut quick_failures = 0;
         while !stop.load(Relaxed) {
             let mut c = Command::new("sh");
@@ -350,8 +681,13 @@ fn command_supervisor(
             let started = Instant::now();
             let mut child = match process::spawn(&mut c, &opts) {
                 Ok(ch) => ch,
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) && opts.sched.is_some() => {
+                    report.downgraded("other".into(), Privileges::current().explain_rt_denied());
+                    opts.sched = None;
+                    continue;
+                }
                 Err(e) => {
-                    note(format!("cannot start '{cmd}': {e}"));
+                    report.fail(format!("cannot start '{cmd}': {e}"));
                     return;
                 }
             };
@@ -359,9 +695,9 @@ fn command_supervisor(
             loop {
                 if stop.load(Relaxed) {
                     let _ = process::kill_group(child.id(), libc::SIGTERM);
-                    let deadline = Instant::now() + Duration::from_secs(2);
+                    let deadline = Instant::now() + Duration::from_millis(300);
                     while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
-                        std::thread::sleep(Duration::from_millis(20));
+                        std::thread::sleep(Duration::from_millis(10));
                     }
                     let _ = process::kill_group(child.id(), libc::SIGKILL);
                     let _ = child.wait();
@@ -373,7 +709,7 @@ fn command_supervisor(
                     if started.elapsed() < Duration::from_millis(200) {
                         quick_failures += 1;
                         if quick_failures >= 5 {
-                            note(format!("'{cmd}' keeps ending at once ({status}); it is no longer restarted"));
+                            report.warn(format!("'{cmd}' keeps ending at once ({status}); it is no longer restarted"));
                             return;
                         }
                         std::thread::sleep(Duration::from_millis(100));
@@ -386,29 +722,73 @@ fn command_supervisor(
     })
 }
 
-/// The body of `rtlab load-worker SPEC`: runs one worker until its standard input ends or it
-/// gets SIGTERM/SIGINT (rtlab died: the parent-death signal), then stops everything it started
-/// and prints `ops N cpu_s X`.
+/// Samples of a worker's counters: (CLOCK_MONOTONIC ns, ops, process CPU ns).
+type Sample3 = (i64, u64, i64);
+
+/// The counters at `at` on the line between the samples around it (the last sample before
+/// `at` and the first after it); a window end before the first sample counts nothing.
+fn counters_at(history: &std::collections::VecDeque<Sample3>, at: i64) -> (u64, i64) {
+    let after = history.iter().position(|s| s.0 >= at);
+    match after {
+        None => history.back().map_or((0, 0), |s| (s.1, s.2)),
+        Some(0) => (0, 0),
+        Some(k) => {
+            let (a, b) = (history[k - 1], history[k]);
+            let f = if b.0 > a.0 { (at - a.0) as f64 / (b.0 - a.0) as f64 } else { 1.0 };
+            (a.1 + ((b.1 - a.1) as f64 * f) as u64, a.2 + ((b.2 - a.2) as f64 * f) as i64)
+        }
+    }
+}
+
+/// The body of `rtlab load-worker SPEC`: runs one worker until rtlab writes `stop T` (or its
+/// standard input ends, or it gets SIGTERM/SIGINT: rtlab died, the parent-death signal), then
+/// stops everything it started and prints one JSON line with its work up to the monotonic
+/// instant T (the end of the run's window, interpolated between samples taken every 10 ms),
+/// the scheduling it obtained, and its warnings and failures.
 pub fn worker_main(spec: &LoadSpec) -> Result<(), String> {
     let term = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, Arc::clone(&term)).map_err(|e| e.to_string())?;
     }
     let set = LoadSet::start_in(&[spec.with_workers(1)], true)?;
-    let eof = Arc::new(AtomicBool::new(false));
-    let e = Arc::clone(&eof);
+    let told = Arc::new(AtomicBool::new(false));
+    let window_end = Arc::new(std::sync::atomic::AtomicI64::new(i64::MAX));
+    let (t, w) = (Arc::clone(&told), Arc::clone(&window_end));
     std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
-        e.store(true, Relaxed);
+        let mut line = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut line);
+        if let Some(at) = line.trim().strip_prefix("stop ").and_then(|v| v.parse::<i64>().ok()) {
+            w.store(at, Relaxed);
+        }
+        t.store(true, Relaxed);
     });
-    while !eof.load(Relaxed) && !term.load(Relaxed) {
-        std::thread::sleep(Duration::from_millis(20));
+    let mut history: std::collections::VecDeque<Sample3> = std::collections::VecDeque::with_capacity(1024);
+    let sample = |h: &mut std::collections::VecDeque<Sample3>, ops: u64| {
+        if h.len() == 1024 {
+            h.pop_front();
+        }
+        h.push_back((clock::now(ClockId::MONOTONIC), ops, clock::now(ClockId::PROCESS_CPUTIME)));
+    };
+    while !told.load(Relaxed) && !term.load(Relaxed) {
+        sample(&mut history, set.ops_now());
+        std::thread::sleep(Duration::from_millis(10));
     }
-    let r = set.stop();
-    let (ops, cpu) = r.first().map_or((0, 0.0), |r| (r.ops, r.cpu_s.unwrap_or(0.0)));
+    sample(&mut history, set.ops_now());
+    let end = window_end.load(Relaxed).min(clock::now(ClockId::MONOTONIC));
+    let (ops, cpu_ns) = counters_at(&history, end);
+    let r = set.stop().into_iter().next();
+    let report = WorkerReport {
+        ops,
+        cpu_s: cpu_ns.max(0) as f64 / 1e9,
+        policy: r.as_ref().map_or_else(|| sched_text(spec.sched), |r| r.policy.clone()),
+        why: r.as_ref().and_then(|r| r.downgrade_why.clone()),
+        // A failed load's warnings hold its failures; each goes up once.
+        warnings: r.as_ref().filter(|r| !r.failed).map(|r| r.warnings.clone()).unwrap_or_default(),
+        failures: r.as_ref().filter(|r| r.failed).map(|r| r.warnings.clone()).unwrap_or_default(),
+    };
     let mut out = std::io::stdout().lock();
-    writeln!(out, "ops {ops} cpu_s {cpu}").map_err(|e| e.to_string())?;
+    let line = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+    writeln!(out, "{line}").map_err(|e| e.to_string())?;
     out.flush().map_err(|e| e.to_string())
 }
 
@@ -442,6 +822,28 @@ mod tests {
         assert!(check_safety(&pinned, true, false, &privileges(-1)).is_err(), "pinned to every CPU counts too");
         let io: Vec<LoadSpec> = vec![format!("io:workers={n},policy=fifo:49").parse().unwrap()];
         assert!(check_safety(&io, true, false, &privileges(-1)).is_ok(), "io sleeps in fsync; it is not busy");
+    }
+
+    #[test]
+    fn a_workers_count_at_the_window_end_lies_on_the_line_between_its_samples() {
+        let h: std::collections::VecDeque<Sample3> = [(100, 0, 0), (200, 1000, 50), (300, 3000, 150)].into();
+        assert_eq!(counters_at(&h, 250), (2000, 100), "halfway between the samples around it");
+        assert_eq!(counters_at(&h, 200), (1000, 50));
+        assert_eq!(counters_at(&h, 50), (0, 0), "a window that ended before the worker counted anything");
+        assert_eq!(counters_at(&h, 400), (3000, 150), "after the last sample: the last count");
+    }
+
+    #[test]
+    fn missing_cpus_and_too_many_workers_are_refused_unless_forced() {
+        let p = privileges(950_000);
+        let many: Vec<LoadSpec> =
+            vec![format!("cpu:workers={}", 64 * affinity::online_cpus().len() + 1).parse().unwrap()];
+        assert!(check_safety(&many, true, false, &p).unwrap_err().contains("--force"));
+        assert!(check_safety(&many, true, true, &p).is_ok());
+        let groups: Vec<LoadSpec> = vec!["messaging:workers=10,fds=20".parse().unwrap()];
+        assert!(check_safety(&groups, true, false, &p).unwrap_err().contains("400 worker"), "a group is 2·fds threads");
+        let nowhere: Vec<LoadSpec> = vec!["cpu:cpus=1000".parse().unwrap()];
+        assert!(check_safety(&nowhere, true, true, &p).unwrap_err().contains("does not exist"), "even with --force");
     }
 
     #[test]

@@ -253,6 +253,7 @@ impl FromStr for LoadSpec {
         let (mut block, mut dir) = (1usize << 20, std::env::temp_dir());
         let mut cmd = None;
         let mut rest = rest;
+        let mut seen: Vec<&str> = Vec::new();
         while !rest.is_empty() {
             if let Some(c) = rest.strip_prefix("cmd=") {
                 cmd = Some(c.to_string());
@@ -263,6 +264,10 @@ impl FromStr for LoadSpec {
             let (key, value) = item
                 .split_once('=')
                 .ok_or_else(|| format!("'{item}' in '{text}' is not key=value; e.g. cpu:workers=2,policy=idle"))?;
+            if seen.contains(&key) {
+                return Err(format!("'{key}' is given twice in '{text}'; give each key once"));
+            }
+            seen.push(key);
             match (kind_name, key) {
                 (_, "workers") => workers = count(value, key, 4096)?,
                 (_, "policy") => {
@@ -294,7 +299,14 @@ impl FromStr for LoadSpec {
                         _ => return Err(format!("variant='{value}' must be float or int")),
                     }
                 }
-                ("messaging", "fds") => fds = count(value, key, 1000)?.max(1),
+                ("messaging", "fds") => {
+                    fds = count(value, key, 1000)?;
+                    if fds == 0 {
+                        return Err(format!(
+                            "fds=0 in '{text}': a messaging group needs at least 1 sender and receiver; e.g. fds=20"
+                        ));
+                    }
+                }
                 ("messaging", "size") => msg = size(value, key)?,
                 ("messaging", "transport") => {
                     pipe = match value {
@@ -397,6 +409,8 @@ mod tests {
             ("cpu:workers", "not key=value"),
             ("io:dir=/nonexistent", "not a directory"),
             ("cpu:policy=deadline", "SCHED_DEADLINE"),
+            ("cpu:workers=2,workers=3", "'workers' is given twice"),
+            ("messaging:fds=0", "fds=0"),
         ] {
             let e = bad.parse::<LoadSpec>().unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

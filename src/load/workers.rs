@@ -2,7 +2,7 @@
 
 use super::spec::Kind;
 use std::io::{Read, Seek, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 /// How often a worker publishes its count and checks for the stop flag (units of work).
@@ -43,7 +43,11 @@ pub fn run(kind: &Kind, id: usize, ops: &AtomicU64, stop: &AtomicBool, cpu_ns: &
         }
         Kind::Memory { bytes } => {
             let half = (bytes / 2).max(4096);
-            let mut buf = vec![1u8; half * 2];
+            // A size the machine cannot give is a failure of the load, not an abort of rtlab.
+            let mut buf: Vec<u8> = Vec::new();
+            buf.try_reserve_exact(half * 2)
+                .map_err(|_| format!("memory load: cannot allocate {} MiB", (half * 2) >> 20))?;
+            buf.resize(half * 2, 1);
             while !stop.load(Relaxed) {
                 let (a, b) = buf.split_at_mut(half);
                 b.copy_from_slice(a);
@@ -60,23 +64,15 @@ pub fn run(kind: &Kind, id: usize, ops: &AtomicU64, stop: &AtomicBool, cpu_ns: &
     }
 }
 
-/// A temporary directory removed when dropped.
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Writes `block`-byte blocks with fsync, rewinding every 64 MiB so the disk use stays bounded.
 fn io_worker(block: usize, dir: &Path, id: usize, ops: &AtomicU64, stop: &AtomicBool) -> Result<(), String> {
-    let tmp = TempDir(dir.join(format!(
-        ".rtlab-io-{}-{id}-{}",
-        std::process::id(),
-        crate::rt::clock::now(crate::rt::clock::ClockId::MONOTONIC)
-    )));
-    std::fs::create_dir(&tmp.0).map_err(|e| format!("io load: cannot create {}: {e}", tmp.0.display()))?;
-    let mut f = std::fs::File::create(tmp.0.join("data")).map_err(|e| format!("io load: {e}"))?;
+    // An unpredictable directory of its own (0700), so nothing planted in a shared `dir` is
+    // written through.
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".rtlab-io-{id}-"))
+        .tempdir_in(dir)
+        .map_err(|e| format!("io load: cannot create a directory in {}: {e}", dir.display()))?;
+    let mut f = std::fs::File::create_new(tmp.path().join("data")).map_err(|e| format!("io load: {e}"))?;
     let data = vec![0x5au8; block];
     let mut written = 0usize;
     while !stop.load(Relaxed) {

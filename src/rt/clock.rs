@@ -14,6 +14,8 @@ impl ClockId {
     pub const REALTIME: ClockId = ClockId(libc::CLOCK_REALTIME);
     /// CPU time consumed by the calling thread.
     pub const THREAD_CPUTIME: ClockId = ClockId(libc::CLOCK_THREAD_CPUTIME_ID);
+    /// CPU time consumed by every thread of the calling process.
+    pub const PROCESS_CPUTIME: ClockId = ClockId(libc::CLOCK_PROCESS_CPUTIME_ID);
 
     /// The raw clock id for libc calls.
     pub fn raw(self) -> libc::clockid_t {

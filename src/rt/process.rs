@@ -94,3 +94,24 @@ pub fn set_thread_nice(nice: i32) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// Makes reads of `fd` return at once (`WouldBlock`) instead of waiting for data, so that one
+/// thread can collect many children's answers against a deadline.
+pub fn set_nonblocking(fd: &impl std::os::fd::AsRawFd) -> io::Result<()> {
+    let fd = fd.as_raw_fd();
+    // SAFETY: fcntl on a descriptor the caller owns; no memory is involved.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Bytes of memory available for new allocations without swapping (`MemAvailable` of
+/// /proc/meminfo), when known.
+pub fn mem_available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}

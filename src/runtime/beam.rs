@@ -344,10 +344,13 @@ fn eval_expr(source: &Path, plan: &Plan) -> String {
 /// loads). The VM is killed (its whole process group) on `stop`, on a protocol error, when it
 /// stops answering, and if rtlab dies.
 pub fn run(plan: &Plan, stop: &AtomicBool, keep: bool, mut on_start: impl FnMut()) -> Result<Outcome, String> {
-    let dir = std::env::temp_dir().join(format!("rtlab-beam-{}-{:?}", std::process::id(), Instant::now()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // An unpredictable directory of its own (0700): nothing planted in /tmp is written through.
+    let cleanup = tempfile::Builder::new()
+        .prefix("rtlab-beam-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let dir = cleanup.path().to_path_buf();
     let source = dir.join("rtlab_probe.erl");
-    let cleanup = RemoveOnDrop(dir.clone());
     std::fs::write(&source, PROBE_SOURCE).map_err(|e| format!("cannot write {}: {e}", source.display()))?;
     let mut cmd = Command::new(&plan.erl);
     cmd.args(&plan.vm_args)
@@ -462,15 +465,6 @@ pub fn run(plan: &Plan, stop: &AtomicBool, keep: bool, mut on_start: impl FnMut(
         failure,
         records: std::mem::take(&mut session.records),
     })
-}
-
-/// Removes a temporary directory when dropped.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn describe_status(s: std::process::ExitStatus) -> String {
