@@ -11,9 +11,18 @@ use std::fmt::Write as _;
 /// The schema of `sweep.json`.
 pub const SCHEMA: &str = "rtlab.sweep/1";
 
-/// Parses counts: `5`, `0..20` (inclusive), `0..20:2` (with a step), `0,2,4`.
+/// Most points a sweep may have.
+pub const MAX_POINTS: usize = 10_000;
+/// Most load workers a sweep point may ask for.
+pub const MAX_WORKERS: usize = 4096;
+
+/// Parses counts: `5`, `0..20` (inclusive), `0..20:2` (with a step), `0,2,4`. The size of every
+/// range is checked before anything is built.
 pub fn parse_counts(s: &str) -> Result<Vec<usize>, String> {
     let bad = || format!("'{s}' is not a count list; use e.g. 0..20, 0..20:2 or 0,2,4");
+    let too_many = || {
+        format!("'{s}' asks for more than {MAX_POINTS} points or {MAX_WORKERS} workers; use a smaller range or a step")
+    };
     let mut out = Vec::new();
     for item in s.split(',') {
         let item = item.trim();
@@ -26,13 +35,16 @@ pub fn parse_counts(s: &str) -> Result<Vec<usize>, String> {
             if step == 0 || lo > hi {
                 return Err(format!("'{item}' is empty or has step 0; write e.g. 0..20:2"));
             }
+            if hi > MAX_WORKERS || (hi - lo) / step + 1 > MAX_POINTS - out.len() {
+                return Err(too_many());
+            }
             out.extend((lo..=hi).step_by(step));
         } else {
             out.push(item.parse().map_err(|_| bad())?);
         }
-    }
-    if out.len() > 10_000 || out.iter().any(|w| *w > 4096) {
-        return Err(format!("'{s}' asks for more than 10 000 points or 4096 workers"));
+        if out.len() > MAX_POINTS || out.last().is_some_and(|w| *w > MAX_WORKERS) {
+            return Err(too_many());
+        }
     }
     Ok(out)
 }
@@ -102,6 +114,17 @@ impl Point {
 /// innermost (so a sweep over workers reads like RealtimeTests' table). `template` are the
 /// `--load` specs (a `cpu` load when there is none and a load axis is swept).
 pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> {
+    let len = |v: Option<usize>| v.unwrap_or(1).max(1) as u128;
+    let size = len(axes.load_kinds.as_ref().map(Vec::len))
+        * len(axes.load_policies.as_ref().map(Vec::len))
+        * len(axes.probe_policies.as_ref().map(Vec::len))
+        * len(axes.methods.as_ref().map(Vec::len))
+        * len(axes.workers.as_ref().map(Vec::len));
+    if size > MAX_POINTS as u128 {
+        return Err(format!(
+            "the axes make {size} points, more than {MAX_POINTS}; sweep fewer values (each point runs for its own -D)"
+        ));
+    }
     let needs_load = axes.workers.is_some() || axes.load_kinds.is_some() || axes.load_policies.is_some();
     let template: Vec<LoadSpec> =
         if template.is_empty() && needs_load { vec!["cpu".parse().expect("a valid spec")] } else { template.to_vec() };
@@ -267,7 +290,8 @@ mod tests {
         assert_eq!(parse_counts("0..20:5").unwrap(), vec![0, 5, 10, 15, 20]);
         assert_eq!(parse_counts("1,3,8").unwrap(), vec![1, 3, 8]);
         assert_eq!(parse_counts("7").unwrap(), vec![7]);
-        for bad in ["", "a..b", "3..1", "0..4:0", "1,,2", "-1", "0..99999"] {
+        for bad in ["", "a..b", "3..1", "0..4:0", "1,,2", "-1", "0..99999", "0..99999999999", "0..18446744073709551615"]
+        {
             assert!(parse_counts(bad).is_err(), "{bad}");
         }
     }

@@ -428,6 +428,14 @@ impl CyclictestArgs {
             Some(h) => Layout::new(bucket_ns, (h as u64 * 1000).max(64)).map_err(usage)?,
             None => Layout::DEFAULT,
         };
+        layout.check_memory(threads.len()).map_err(|_| {
+            usage(format!(
+                "-h/-H {} µs for {} threads takes {} MiB of histograms, more than rtlab allows; use a smaller -h or fewer threads",
+                histogram_us.unwrap_or(0),
+                threads.len(),
+                (layout.len() * 8 * threads.len()) >> 20
+            ))
+        })?;
         // cyclictest compares whole microseconds: "diff > US" means latency >= (US + 1) µs.
         let above_us = |us: i64| (us + 1) * 1000 - 1;
         let loops = self.loops.filter(|l| *l > 0);

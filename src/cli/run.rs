@@ -352,6 +352,7 @@ impl RunArgs {
             )));
         }
 
+        layout.check_memory(n).map_err(usage)?;
         let mut threads = Vec::with_capacity(n);
         let mut deadline_cfg = None;
         for i in 0..n {

@@ -49,6 +49,9 @@ pub fn execute(args: SweepArgs, command_line: Vec<String>) -> Result<i32, (i32, 
         }
         plans.push(a.into_options().map_err(|e| usage(format!("point {} ({}): {}", p.index, p.label(), e.0)))?);
     }
+    if args.resume {
+        check_resumable(&args.out, &points, &plans)?;
+    }
     let points_dir = args.out.join("points");
     std::fs::create_dir_all(&points_dir).map_err(|e| {
         usage(format!("--out {}: cannot create it ({e}); choose a writable directory", args.out.display()))
@@ -171,4 +174,54 @@ pub fn write_summaries(
     bytes.push(b'\n');
     let json_path = out.join("sweep.json");
     write_output(&json_path, &bytes).map_err(|e| (1, format!("cannot write {}: {e}", json_path.display())))
+}
+
+/// The settings of a configuration that decide what is measured (what was obtained, such as
+/// `degraded`, is left out), flattened for comparison.
+fn asked_settings(config: &crate::result::Config, loads: &[String]) -> Vec<(String, String)> {
+    let mut v = serde_json::to_value(config).unwrap_or_default();
+    let mut out = Vec::new();
+    if let Some(o) = v.as_object_mut() {
+        for k in ["mlockall_obtained", "dma_latency_held", "degraded"] {
+            o.remove(k);
+        }
+        out.extend(o.iter().map(|(k, v)| (k.clone(), v.to_string())));
+    }
+    out.push(("loads".into(), loads.join(" + ")));
+    out
+}
+
+/// With `--resume`, refuses (exit 2) to add points to a sweep measured with other options:
+/// every point already in DIR must have been measured as this sweep would measure it.
+fn check_resumable(
+    out: &std::path::Path,
+    points: &[Point],
+    plans: &[crate::cli::run::RunOptions],
+) -> Result<(), (i32, String)> {
+    for (p, opts) in points.iter().zip(plans) {
+        let file = out.join("points").join(format!("{}.json", p.label()));
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let Ok(recorded) = serde_json::from_str::<RunResult>(&text) else { continue };
+        let Some(config) = &recorded.config else { continue };
+        // A simulated point runs no load: there is nothing recorded to compare them with.
+        let specs = |v: Vec<String>| if recorded.simulated { Vec::new() } else { v };
+        let then = asked_settings(config, &specs(recorded.loads.iter().map(|l| l.spec.clone()).collect()));
+        let now = asked_settings(&opts.config, &specs(opts.loads.iter().map(|l| l.text.clone()).collect()));
+        let differences: Vec<String> = now
+            .iter()
+            .filter_map(|(k, v)| {
+                let old = then.iter().find(|(k2, _)| k2 == k).map_or("(none)", |(_, v)| v.as_str());
+                (old != v).then(|| format!("{k} {old} → {v}"))
+            })
+            .collect();
+        if !differences.is_empty() {
+            return Err(usage(format!(
+                "--resume: {} was measured with other options (point {}: {}); resume with the same options, or give a new --out",
+                out.display(),
+                p.label(),
+                differences.join(", ")
+            )));
+        }
+    }
+    Ok(())
 }

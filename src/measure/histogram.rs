@@ -52,6 +52,9 @@ pub struct Layout {
     pub range_ns: u64,
 }
 
+/// The most memory the histograms of a run may take, across its threads.
+pub const MAX_HISTOGRAM_BYTES: u64 = 512 << 20;
+
 impl Layout {
     /// Default: 1 µs buckets up to 10 ms.
     pub const DEFAULT: Layout = Layout { bucket_ns: 1_000, range_ns: 10_000_000 };
@@ -79,6 +82,31 @@ impl Layout {
             ));
         }
         Ok(Layout { bucket_ns, range_ns })
+    }
+
+    /// Checks that `threads` histograms of this layout fit in memory: at most
+    /// [`MAX_HISTOGRAM_BYTES`] in all and a quarter of the memory available (the result's
+    /// copies need as much again); the error says what to change.
+    pub fn check_memory(self, threads: usize) -> Result<(), String> {
+        let per_thread = self.len() as u128 * 8;
+        let total = per_thread * threads as u128;
+        let avail = crate::rt::process::mem_available_bytes().map_or(u128::MAX, |a| a as u128 / 4);
+        let limit = (MAX_HISTOGRAM_BYTES as u128).min(avail);
+        if total <= limit {
+            return Ok(());
+        }
+        let mib = |b: u128| b.div_ceil(1 << 20);
+        Err(format!(
+            "--range {} ns / --bucket-size {} ns gives {} buckets per thread ({} MiB), {} MiB for {threads} threads, \
+             more than the {} MiB allowed; use wider buckets (e.g. --bucket-size {} ns), a smaller --range, or fewer threads",
+            self.range_ns,
+            self.bucket_ns,
+            self.len(),
+            mib(per_thread),
+            mib(total),
+            mib(limit),
+            (self.bucket_ns * (total / limit + 1) as u64).max(self.bucket_ns + 1),
+        ))
     }
 
     fn linear_buckets(self) -> usize {
