@@ -84,15 +84,21 @@ fn run(args: Vec<String>, signals: &Signals) -> Result<i32, (i32, String)> {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     // First thing: a SIGINT from now on ends a measurement cleanly instead of killing rtlab.
-    let signals = match Signals::install() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("rtlab: cannot install signal handlers: {e}");
-            std::process::exit(1);
+    // Not in a load worker: it gets its parent-death signal once per exiting thread of rtlab,
+    // and must stop its command's group on the first instead of exiting on the second.
+    let signals = if args.get(1).is_some_and(|a| a == "load-worker") {
+        Signals::default()
+    } else {
+        match Signals::install() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("rtlab: cannot install signal handlers: {e}");
+                std::process::exit(1);
+            }
         }
     };
-    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     let code = match run(args, &signals) {
         Ok(code) => code,
         Err((code, msg)) => {

@@ -180,3 +180,132 @@ fn help_and_version_exit_zero() {
     assert!(help.contains("SCHED_FIFO priority 95") && help.contains("--max-latency"), "{help}");
     rtlab().arg("--version").assert().success().stdout(predicates::str::contains(env!("CARGO_PKG_VERSION")));
 }
+
+/// Files the refusals below name: a RunResult, a samples file, a directory and a text file
+/// that is no result.
+fn fixtures() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let run = rtlab()
+        .current_dir(dir.path())
+        .args(["run", "--simulate", "seed:1", "-l", "20", "-q", "--json", "a.json", "--samples", "s.smp"])
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    std::fs::write(dir.path().join("g.txt"), "hello world\n").unwrap();
+    dir
+}
+
+/// Every row is refused with exit 2 and one line that contains the row's text (the value it
+/// names), within 10 s, without a panic; nothing is measured and no output is written.
+fn all_refused(rows: &[(&str, &str)]) {
+    let dir = fixtures();
+    let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    for (args, names) in rows {
+        let args: Vec<&str> = args.split_whitespace().collect();
+        let e = common::refused_in(dir.path(), &args);
+        assert!(e.contains(names), "{args:?} should name '{names}': {e}");
+        assert!(!e.contains("panicked"), "{e}");
+    }
+    let after: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(before, after, "a refused command wrote something");
+}
+
+#[test]
+fn run_refuses_every_bad_value_before_measuring() {
+    all_refused(&[
+        ("run --load cpu:cpus=9 -D 1", "cpus=9"),
+        ("run --load cpu:workers=2,workers=3 -D 1", "'workers' is given twice"),
+        ("run --load messaging:fds=0 -D 1", "fds=0"),
+        ("run --no-mlockall -m", "--no-mlockall"),
+        ("run --json j.json --no-checkpoint --checkpoint 5s", "--no-checkpoint"),
+        ("run --checkpoint 5s", "--json"),
+        ("run --runtime tokio --missed-tick skip", "--missed-tick"),
+        ("run --priospread --policy other", "--priospread"),
+        ("run --samples -", "--samples -"),
+        ("run -t 4 --range 50ms --bucket-size 1ns", "--bucket-size 1 ns"),
+        ("run --load memory:size=100000G -D 1", "100000.0 GiB"),
+        ("run --load cpu:workers=4000 -D 1", "4000 worker"),
+        ("run --json /dev/null", "/dev/null"),
+        ("run --json /proc/x.json -D 5", "/proc/x.json"),
+        ("run --json same --samples same", "--samples same"),
+        ("run --load cpu:policy=fifo:50", "fifo:50"),
+    ]);
+}
+
+#[test]
+fn cyclictest_and_load_refuse_every_bad_value() {
+    all_refused(&[
+        ("cyclictest -i 0", "'0'"),
+        ("cyclictest -h 10000000 -t 100", "-h/-H 10000000"),
+        ("cyclictest --json=/dev/null", "/dev/null"),
+        ("cyclictest -p 200", "'200'"),
+        ("cyclictest --bogus", "--bogus"),
+        ("cyclictest -t 0", "'0'"),
+        ("load cpu -D 0", "'0'"),
+        ("load gpu -D 1", "'gpu'"),
+        ("load cpu:cpus=9 -D 1", "cpus=9"),
+        ("load cpu:workers=5000 -D 1", "'5000'"),
+        ("load memory:size=100000G -D 1", "100000.0 GiB"),
+        ("load cpu -D 1 --json /dev/null", "/dev/null"),
+        ("load cpu", "--duration"),
+    ]);
+}
+
+#[test]
+fn sweep_refuses_every_bad_value_before_building_anything() {
+    all_refused(&[
+        ("sweep --out o --workers 0..99999999999 -D 1", "0..99999999999"),
+        ("sweep --out o --workers 0..18446744073709551615 -D 1", "0..18446744073709551615"),
+        ("sweep --out o --workers 0..999999999 -D 1", "0..999999999"),
+        ("sweep --out o --workers 0..5", "-D"),
+        ("sweep --out o --methods warp -D 1", "'warp'"),
+        ("sweep --out o --probe-policy fifo:100 -D 1", "fifo:100"),
+        ("sweep --out o --load-kind gpu -D 1", "'gpu'"),
+        ("sweep --out /proc/x -D 1 --workers 0..1", "/proc/x"),
+    ]);
+}
+
+#[test]
+fn commands_that_read_results_refuse_every_bad_input() {
+    all_refused(&[
+        ("import /dev/zero -o out.json", "/dev/zero"),
+        ("import a.json -o a.json", "a.json"),
+        ("import missing.json -o out.json", "missing.json"),
+        ("import s.smp -o out.json", "s.smp"),
+        ("import a.json -o /proc/x.json", "/proc/x.json"),
+        ("show /dev/urandom", "/dev/urandom"),
+        ("show missing.json", "missing.json"),
+        ("show d", "d: is a directory"),
+        ("show g.txt", "g.txt"),
+        ("samples /dev/zero", "/dev/zero"),
+        ("samples a.json", "a.json"),
+        ("samples s.smp --csv -o s.smp", "s.smp"),
+        ("samples s.smp --csv -o /proc/x.csv", "/proc/x.csv"),
+        ("samples missing.smp", "missing.smp"),
+    ]);
+}
+
+#[test]
+fn plot_report_compare_and_beam_refuse_every_bad_value() {
+    all_refused(&[
+        ("plot /dev/zero -o p.png", "/dev/zero"),
+        ("plot a.json -o p.gif", "p.gif"),
+        ("plot a.json -o /proc/p.png", "/proc/p.png"),
+        ("plot missing.json -o p.png", "missing.json"),
+        ("plot a.json -k sweep -o p.png", "a.json"),
+        ("report a.json -o r.pdf", "r.pdf"),
+        ("report /dev/zero -o r.html", "/dev/zero"),
+        ("report a.json -o /proc/r.html", "/proc/r.html"),
+        ("compare a.json", "2 values"),
+        ("compare a.json a.json --fail-if-worse -5", "-5"),
+        ("compare a.json /dev/zero", "/dev/zero"),
+        ("compare a.json a.json --percentile p42", "p42"),
+        ("beam run --period 0", "'0'"),
+        ("beam run --json /dev/null", "/dev/null"),
+        ("beam run --workers -1", "-1"),
+        ("beam sweep --workers 0..99999999999 --out o", "0..99999999999"),
+        ("beam run --method warp", "'warp'"),
+        ("beam run -D 0", "'0'"),
+    ]);
+}

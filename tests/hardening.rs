@@ -298,3 +298,63 @@ fn an_unprivileged_rt_load_is_recorded_with_the_policy_it_got_and_degrades_the_r
     assert_eq!(r["config"]["degraded"], true);
     assert!(said.contains("could not get SCHED fifo:50 and runs with other"), "{said}");
 }
+
+#[test]
+fn a_double_ctrl_c_leaves_a_samples_file_with_what_was_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(rtlab_path())
+        .current_dir(dir.path())
+        .args(["run", "-t", "1", "-D", "30", "-q", "--no-mlockall", "--samples", "s.smp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    for _ in 0..2 {
+        assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    }
+    let status = child.wait().unwrap();
+    assert!(status.code().is_some_and(|c| c == 130 || c == 0), "{status}");
+    let out = rtlab().current_dir(dir.path()).args(["samples", "s.smp"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let n: u64 = text.split_whitespace().nth(1).unwrap_or("0").parse().unwrap();
+    assert!(n >= 500, "only {n} samples survived: {text}");
+}
+
+#[test]
+fn resuming_a_sweep_with_other_options_is_refused_naming_the_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = |extra: &[&str]| {
+        rtlab()
+            .current_dir(dir.path())
+            .args(["sweep", "--out", "sw", "--workers", "0..1", "--simulate", "seed:1", "-l", "50", "-q"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert!(sweep(&[]).status.success());
+    let csv = std::fs::read(dir.path().join("sw/sweep.csv")).unwrap();
+    let e = common::refused_in(
+        dir.path(),
+        &[
+            "sweep",
+            "--out",
+            "sw",
+            "--workers",
+            "0..1",
+            "--simulate",
+            "seed:1",
+            "-l",
+            "50",
+            "-q",
+            "-i",
+            "500",
+            "--resume",
+        ],
+    );
+    assert!(e.contains("interval_ns 1000000 → 500000") && e.contains("--resume"), "{e}");
+    assert_eq!(std::fs::read(dir.path().join("sw/sweep.csv")).unwrap(), csv, "nothing was appended");
+    let same = sweep(&["--resume"]);
+    assert!(same.status.success(), "{}", String::from_utf8_lossy(&same.stderr));
+    assert!(String::from_utf8_lossy(&same.stderr).contains("kept from"));
+}

@@ -116,7 +116,10 @@ pub fn check_output(path: &Path) -> Result<(), String> {
     }
     refuse_special(path).map_err(|e| format!("{}: {e}", path.display()))?;
     temp_beside(path).map(drop).map_err(|e| {
-        format!("{}: cannot create a file in '{}' ({e}); choose a writable directory", path.display(), dir.display())
+        // tempfile's message names its random file; the reason alone is what the user needs.
+        let why =
+            e.raw_os_error().map_or_else(|| e.kind().to_string(), |c| std::io::Error::from_raw_os_error(c).to_string());
+        format!("{}: cannot create a file in '{}' ({why}); choose a writable directory", path.display(), dir.display())
     })
 }
 

@@ -61,7 +61,13 @@ pub fn unprivileged(name: &str) -> (std::process::Command, tempfile::TempDir) {
 /// Runs `rtlab ARGS` expecting bad usage: exit 2, one line on stderr that starts with
 /// "rtlab: ", nothing on stdout. Returns the line.
 pub fn refused(args: &[&str]) -> String {
-    let out = rtlab().args(args).timeout(std::time::Duration::from_secs(20)).output().unwrap();
+    refused_in(Path::new("."), args)
+}
+
+/// [`refused`], run in `dir`, within 10 s.
+pub fn refused_in(dir: &Path, args: &[&str]) -> String {
+    let out = rtlab().current_dir(dir).args(args).timeout(std::time::Duration::from_secs(10)).output().unwrap();
+    assert!(out.status.code().is_some(), "args {args:?}: no exit code (killed, a panic abort or the 10 s bound)");
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "args {args:?}: stderr {err}");
     assert!(out.stdout.is_empty(), "args {args:?} printed to stdout");
