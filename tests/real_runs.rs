@@ -223,8 +223,9 @@ fn sigterm_stops_the_run_cleanly_too() {
 fn a_second_sigint_exits_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    // A 10 s period: after the first SIGINT the run waits for the threads' current sleep.
-    let child = spawn(&["-t", "1", "-i", "10s"], &json);
+    // A 10 s period with std::thread::sleep, which resumes after signals: after the first
+    // SIGINT the run waits for the thread's current sleep.
+    let child = spawn(&["-t", "1", "-i", "10s", "--method", "sleep"], &json);
     wait_until_measuring(&child, 1);
     let t0 = Instant::now();
     signal(&child, "INT");
@@ -233,6 +234,34 @@ fn a_second_sigint_exits_at_once() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
     assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
+}
+
+#[test]
+fn a_stop_ends_every_probe_at_once_whatever_the_interval_and_records_no_cut_period() {
+    for method in ["abs", "rel", "nanosleep", "posix-timer"] {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let child = spawn(&["-t", "2", "-i", "1h", "--method", method], &json);
+        wait_until_measuring(&child, 2);
+        let sent = Instant::now();
+        signal(&child, "INT");
+        let out = child.wait_with_output().unwrap();
+        let took = sent.elapsed();
+        eprintln!("{method}: ended {took:?} after SIGINT with a 1 h interval");
+        assert_eq!(out.status.code(), Some(0), "{method}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(took < Duration::from_millis(1000), "{method}: took {took:?}");
+        let r = read_json(&json);
+        assert_eq!(r["end_reason"], "signal");
+        assert_eq!(r["all"]["cycles"], 0, "{method}: the cut period is no sample");
+    }
+    // -D ends a 1 h interval run on time too.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let started = Instant::now();
+    let out = spawn(&["-t", "1", "-i", "1h", "-D", "1"], &json).wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    assert_eq!(read_json(&json)["end_reason"], "duration");
 }
 
 #[test]

@@ -152,6 +152,8 @@ pub struct ThreadOutcome {
     pub tid: i32,
     /// Samples the `-v` reader lost because it fell behind the ring.
     pub samples_lost: u64,
+    /// What went wrong while measuring (e.g. the POSIX timer could not be armed).
+    pub warnings: Vec<Warning>,
 }
 
 /// The result of a run before it is turned into a `RunResult`.
@@ -186,6 +188,9 @@ pub enum EngineError {
     /// A thread could not be created.
     #[error("could not start measuring thread {0}: {1}")]
     Spawn(usize, std::io::Error),
+    /// The handler of the signal that wakes sleeping probes on a stop could not be installed.
+    #[error("cannot install the handler that wakes probes on a stop: {0}")]
+    WakeHandler(std::io::Error),
     /// Probe threads did not get a CPU to set up.
     #[error(
         "{0} measuring threads did not get a CPU within 10 s to set up: a task at a higher RT priority is using every \
@@ -336,6 +341,8 @@ struct Shared {
     gate: Gate,
     stop: AtomicBool,
     done: AtomicUsize,
+    /// Per thread: it has left its loop (it needs no more wake signals).
+    finished: Vec<AtomicBool>,
     tracefs: Option<Tracefs>,
     tracemark_written: AtomicBool,
     stop_when_first_done: bool,
@@ -352,6 +359,8 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let sim = plan.simulate.is_some();
     let privileges = Privileges::current();
     let mut warnings = Vec::new();
+    // A stop wakes the probes out of their sleep: without this, `-i 1h` would end an hour late.
+    signals::install_wake_handler().map_err(EngineError::WakeHandler)?;
 
     let mut dma = None;
     if let (Some(us), false) = (plan.dma_latency_us, sim) {
@@ -371,6 +380,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         gate: Gate { state: Mutex::new(GateState::Closed), cv: Condvar::new() },
         stop: AtomicBool::new(false),
         done: AtomicUsize::new(0),
+        finished: plan.threads.iter().map(|_| AtomicBool::new(false)).collect(),
         tracefs,
         tracemark_written: AtomicBool::new(false),
         stop_when_first_done: plan.stop_when_first_done,
@@ -484,6 +494,13 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     }
     let start_wall = SystemTime::now();
     let started = Instant::now();
+    let clock_at_start = crate::rt::clock::now(plan.clock.id());
+    // With an aligned start the schedule begins up to 2 s after the release: -D counts from there.
+    let schedule_delay = Duration::from_nanos((shared.align_base.load(Relaxed) - clock_at_start).max(0) as u64);
+    let schedule_delay = if plan.align.is_some() { schedule_delay } else { Duration::ZERO };
+    let schedule_start = started + schedule_delay;
+    // Sample times count from the schedule's start, and so does the result's start time.
+    let start_wall = start_wall + schedule_delay;
     shared.gate.open(GateState::Go);
     observer.started(&statuses, dma.as_ref().map(|g| g.latency_us));
 
@@ -493,12 +510,14 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let end_reason = loop {
         let now = Instant::now();
         if shared.done.load(Relaxed) == n {
-            break if shared.stop.load(Relaxed) { EndReason::Breaktrace } else { EndReason::Loops };
+            // A -b hit is told by the threads' break_hit below; `stop` alone may be cyclictest's
+            // -l reached by the first thread.
+            break EndReason::Loops;
         }
         if signals.stop.load(Relaxed) {
             break EndReason::Signal;
         }
-        if plan.duration.is_some_and(|d| now >= started + d) && !sim {
+        if plan.duration.is_some_and(|d| now >= schedule_start + d) && !sim {
             break EndReason::Duration;
         }
         if signals.status.swap(false, Relaxed) {
@@ -522,6 +541,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                         outcome: LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 },
                         tid: s.tid,
                         samples_lost: 0,
+                        warnings: Vec::new(),
                     })
                     .collect();
                 let partial = EngineOutput {
@@ -546,12 +566,15 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         }
         let mut wake = (now + POLL).min(next_refresh);
         if let (Some(d), false) = (plan.duration, sim) {
-            wake = wake.min(started + d);
+            wake = wake.min(schedule_start + d);
         }
         std::thread::sleep(wake.saturating_duration_since(Instant::now()));
     };
     shared.stop.store(true, Relaxed);
     observer.stopping();
+    if !sim {
+        wake_until_finished(&shared, &statuses);
+    }
 
     let mut threads = Vec::with_capacity(n);
     let mut break_hit: Option<(usize, Exceedance)> = None;
@@ -563,6 +586,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                 break_hit = Some((t.plan.index, b));
             }
         }
+        warnings.extend(t.warnings.iter().cloned());
         threads.push(t);
     }
     let end_wall = SystemTime::now();
@@ -586,6 +610,25 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         break_hit,
         tracemark_written: shared.tracemark_written.load(Relaxed),
     })
+}
+
+/// Wakes every probe that is still sleeping until it has left its loop. A signal may land
+/// just before a probe goes to sleep, so it is sent again every 5 ms; `--method sleep`
+/// (Rust's `std::thread::sleep`, which resumes after signals) still sleeps out its period.
+fn wake_until_finished(shared: &Shared, statuses: &[ThreadStatus]) {
+    loop {
+        let mut waiting = false;
+        for s in statuses {
+            if !shared.finished[s.index].load(Relaxed) {
+                waiting = true;
+                let _ = signals::wake_thread(s.tid);
+            }
+        }
+        if !waiting {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 fn drain_rings(rings: &[Option<Arc<SampleRing>>], cursors: &mut [Cursor], observer: &mut dyn Observer) {
@@ -640,10 +683,24 @@ impl ThreadCtx {
             apply_sched(tp, &self.privileges, &mut warnings);
             if self.method == Method::PosixTimer {
                 let _ = signals::block_in_current_thread(&[signals::TIMER_SIGNAL]);
-                timer = PosixTimer::for_current_thread(self.clock.id()).ok();
+                match PosixTimer::for_current_thread(self.clock.id()) {
+                    Ok(t) => timer = Some(t),
+                    Err(e) => warnings.push(Warning::MethodDowngraded {
+                        thread: tp.index,
+                        asked: Method::PosixTimer.name().into(),
+                        got: Method::Abs.name().into(),
+                        why: format!("timer_create failed ({e})"),
+                    }),
+                }
             }
+            // The stop wakes this thread out of its sleep (a signal without SA_RESTART).
+            let _ = signals::unblock_in_current_thread(&[signals::WAKE_SIGNAL]);
+            signals::interrupt_sleeps_on(Some(&self.shared.stop));
             memory::prefault_stack(PREFAULT_BYTES);
             self.live.hist.prefault();
+            if let Some(r) = &self.ring {
+                r.prefault();
+            }
             // The measuring code itself must be in RAM before the first sample: memory is
             // locked on fault, so load and lock the loop and the libc calls it makes.
             if let Err(e) = lock_hot_code(self.method) {
@@ -651,10 +708,8 @@ impl ThreadCtx {
             }
             sched::current_thread().unwrap_or(tp.sched)
         };
-        let tid = rtthread::tid();
-        let status = ThreadStatus { index: tp.index, cpu: tp.cpu, sched: sched_now, interval_ns: tp.interval_ns, tid };
-        let _ = self.tx.send(Setup { status, warnings });
-
+        // Every log the loop writes is allocated and touched here, before the start: nothing
+        // faults in once measuring.
         let outliers = self.outliers.map_or_else(ExceedLog::off, |(t, cap)| ExceedLog::new(Some(t), cap));
         let mut rec = Recorder::with_logs(
             &self.live,
@@ -662,6 +717,11 @@ impl ThreadCtx {
             outliers,
             self.ring.as_deref(),
         );
+        rec.prefault();
+        let tid = rtthread::tid();
+        let status = ThreadStatus { index: tp.index, cpu: tp.cpu, sched: sched_now, interval_ns: tp.interval_ns, tid };
+        let _ = self.tx.send(Setup { status, warnings });
+
         let loops = match &sim {
             Some(s) => s.len().map_or(self.loops, |n| n.saturating_sub(tp.warmup_cycles).min(self.loops)),
             None => self.loops,
@@ -673,6 +733,7 @@ impl ThreadCtx {
             break_ns: self.break_ns,
             start_at: None,
         };
+        let mut late_warnings = Vec::new();
         let outcome = if self.shared.gate.wait() == GateState::Abort {
             LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }
         } else {
@@ -692,8 +753,18 @@ impl ThreadCtx {
                 (None, Method::Rel) => measure(&mut probe::RelSleep(clock), &params, &mut rec, stop),
                 (None, Method::Nanosleep) => measure(&mut probe::NanoSleep(clock), &params, &mut rec, stop),
                 (None, Method::Sleep) => measure(&mut probe::StdSleep(clock), &params, &mut rec, stop),
-                (None, Method::PosixTimer) => match timer {
-                    Some(timer) => measure(&mut probe::TimerWait { clock, timer }, &params, &mut rec, stop),
+                (None, Method::PosixTimer) => match timer.take() {
+                    Some(timer) => {
+                        let mut w = probe::TimerWait { clock, timer, failed: None };
+                        let out = measure(&mut w, &params, &mut rec, stop);
+                        late_warnings.extend(w.failed.map(|why| Warning::MethodDowngraded {
+                            thread: tp.index,
+                            asked: Method::PosixTimer.name().into(),
+                            got: Method::Abs.name().into(),
+                            why,
+                        }));
+                        out
+                    }
                     None => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
                 },
             }
@@ -717,6 +788,8 @@ impl ThreadCtx {
         if self.shared.stop_when_first_done && summary.cycles >= loops {
             self.shared.stop.store(true, Relaxed);
         }
+        self.shared.finished[tp.index].store(true, Relaxed);
+        signals::interrupt_sleeps_on(None);
         self.shared.done.fetch_add(1, Relaxed);
         ThreadOutcome {
             plan: tp.clone(),
@@ -732,6 +805,7 @@ impl ThreadCtx {
             outcome,
             tid,
             samples_lost: 0,
+            warnings: late_warnings,
         }
     }
 }
@@ -749,10 +823,12 @@ fn lock_hot_code(method: Method) -> std::io::Result<()> {
     };
     memory::lock_code_at(loop_fn, 16 << 10, 48 << 10)?;
     memory::lock_code_at(measure::<probe::AbsSleep> as *const () as usize, 4 << 10, 12 << 10)?;
+    // The seqlock publication is cold and not inlined: it may lie outside the loop's pages.
+    memory::lock_code_at(super::stats::publish_code_address(), 4 << 10, 12 << 10)?;
     for f in [
         libc::clock_nanosleep as *const () as usize,
         libc::nanosleep as *const () as usize,
-        libc::sigwait as *const () as usize,
+        libc::sigwaitinfo as *const () as usize,
     ] {
         memory::lock_code_at(f, 4 << 10, 12 << 10)?;
     }

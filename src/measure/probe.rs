@@ -64,6 +64,31 @@ impl ClockKind {
     }
 }
 
+/// One wakeup: when it was intended, when it happened, and (for a kernel timer) how many
+/// later deadlines the kernel says passed before it was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wake {
+    /// The deadline this wakeup was for (ns).
+    pub intended: i64,
+    /// When the probe read the clock after waking (ns).
+    pub now: i64,
+    /// Expiries the kernel folded into this one (a POSIX timer's overrun); `None` when the
+    /// waiter does not know, and the loop counts them with [`missed_periods`].
+    pub overrun: Option<u64>,
+}
+
+/// Deadlines missed by a wakeup `latency_ns` after its own: those that passed strictly before
+/// it, ⌈latency/interval⌉ − 1 (none when on time; a wakeup exactly one interval late is
+/// exactly on time for the next period and missed none). The one rule for every method.
+#[inline(always)]
+pub fn missed_periods(latency_ns: i64, interval_ns: i64) -> u64 {
+    if latency_ns <= 0 {
+        0
+    } else {
+        ((latency_ns - 1) / interval_ns) as u64
+    }
+}
+
 /// Waits for the next period and says when the wakeup was intended and when it happened.
 pub trait Waiter {
     /// True when the intended times form an absolute schedule (`start + k·interval`).
@@ -72,8 +97,8 @@ pub trait Waiter {
     /// aligned start), else now.
     fn start(&mut self, interval_ns: i64, at: Option<i64>) -> i64;
     /// Waits for the period that ends at `next` (absolute methods) or lasts `interval` (relative
-    /// ones); returns `(intended, now)` in ns.
-    fn wait(&mut self, next: i64, interval_ns: i64) -> (i64, i64);
+    /// ones). A wait cut short by the run's stop returns with `now < intended`.
+    fn wait(&mut self, next: i64, interval_ns: i64) -> Wake;
 }
 
 /// `clock_nanosleep(TIMER_ABSTIME)`.
@@ -85,9 +110,9 @@ impl Waiter for AbsSleep {
         at.unwrap_or_else(|| clock::now(self.0))
     }
     #[inline(always)]
-    fn wait(&mut self, next: i64, _: i64) -> (i64, i64) {
+    fn wait(&mut self, next: i64, _: i64) -> Wake {
         clock::sleep_until(self.0, next);
-        (next, clock::now(self.0))
+        Wake { intended: next, now: clock::now(self.0), overrun: None }
     }
 }
 
@@ -100,10 +125,10 @@ impl Waiter for RelSleep {
         at.unwrap_or_else(|| clock::now(self.0))
     }
     #[inline(always)]
-    fn wait(&mut self, _: i64, interval: i64) -> (i64, i64) {
+    fn wait(&mut self, _: i64, interval: i64) -> Wake {
         let before = clock::now(self.0);
         clock::sleep_relative(self.0, interval);
-        (before + interval, clock::now(self.0))
+        Wake { intended: before + interval, now: clock::now(self.0), overrun: None }
     }
 }
 
@@ -116,10 +141,10 @@ impl Waiter for NanoSleep {
         at.unwrap_or_else(|| clock::now(self.0))
     }
     #[inline(always)]
-    fn wait(&mut self, _: i64, interval: i64) -> (i64, i64) {
+    fn wait(&mut self, _: i64, interval: i64) -> Wake {
         let before = clock::now(self.0);
         clock::nanosleep(interval);
-        (before + interval, clock::now(self.0))
+        Wake { intended: before + interval, now: clock::now(self.0), overrun: None }
     }
 }
 
@@ -132,33 +157,45 @@ impl Waiter for StdSleep {
         at.unwrap_or_else(|| clock::now(self.0))
     }
     #[inline(always)]
-    fn wait(&mut self, _: i64, interval: i64) -> (i64, i64) {
+    fn wait(&mut self, _: i64, interval: i64) -> Wake {
         let before = clock::now(self.0);
         std::thread::sleep(std::time::Duration::from_nanos(interval as u64));
-        (before + interval, clock::now(self.0))
+        Wake { intended: before + interval, now: clock::now(self.0), overrun: None }
     }
 }
 
-/// A periodic POSIX timer armed on an absolute schedule; the thread `sigwait`s each expiry.
+/// A periodic POSIX timer armed on an absolute schedule; the thread waits for each expiry
+/// with `sigwaitinfo` and takes the kernel's overrun count, so that its schedule stays the
+/// kernel's. If the timer cannot be armed, it sleeps with absolute `clock_nanosleep` instead
+/// and says why in `failed` (the engine reports the downgrade).
 #[derive(Debug)]
 pub struct TimerWait {
     /// The clock the timer runs on.
     pub clock: ClockId,
     /// The timer (created by the measuring thread, signalling that thread).
     pub timer: PosixTimer,
+    /// Why the timer could not be armed, when it could not.
+    pub failed: Option<String>,
 }
 impl Waiter for TimerWait {
     const ABSOLUTE: bool = true;
     fn start(&mut self, interval: i64, at: Option<i64>) -> i64 {
         let start = at.unwrap_or_else(|| clock::now(self.clock));
-        // Arming a freshly created timer with valid values cannot fail.
-        let _ = self.timer.arm(start + interval, interval);
+        if let Err(e) = self.timer.arm(start + interval, interval) {
+            self.failed = Some(format!("timer_settime failed ({e})"));
+        }
         start
     }
     #[inline(always)]
-    fn wait(&mut self, next: i64, _: i64) -> (i64, i64) {
-        self.timer.wait();
-        (next, clock::now(self.clock))
+    fn wait(&mut self, next: i64, _: i64) -> Wake {
+        if self.failed.is_some() {
+            clock::sleep_until(self.clock, next);
+            return Wake { intended: next, now: clock::now(self.clock), overrun: None };
+        }
+        let overrun = self.timer.wait();
+        // Interrupted by the stop: `now` is before `next` and the loop drops the period.
+        let now = if overrun.is_some() { clock::now(self.clock) } else { clock::now(self.clock).min(next - 1) };
+        Wake { intended: next, now, overrun }
     }
 }
 
@@ -207,30 +244,26 @@ pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, st
     let mut last = start;
     let mut break_hit = None;
     while recorded < p.loops && !stop.load(Relaxed) {
-        let (intended, now) = w.wait(next, interval);
+        let wake = w.wait(next, interval);
+        let (intended, now) = (wake.intended, wake.now);
+        if now < intended && stop.load(Relaxed) {
+            break; // woken by the stop before the deadline: no sample
+        }
         let latency = now - intended;
-        let missed = if W::ABSOLUTE {
-            next += interval;
-            if now > next {
-                let k = (now - next - 1) / interval + 1;
-                next += k * interval;
-                k
-            } else {
-                0
-            }
-        } else if latency >= interval {
-            latency / interval
-        } else {
-            0
-        };
+        // The kernel's own count when it has one (a POSIX timer forwards itself from the
+        // moment the signal is taken); else the one rule.
+        let missed = wake.overrun.unwrap_or_else(|| missed_periods(latency, interval));
+        if W::ABSOLUTE {
+            next = intended + (1 + missed as i64) * interval;
+        }
         iterations += 1;
-        periods += 1 + if W::ABSOLUTE { missed } else { 0 };
+        periods += 1 + if W::ABSOLUTE { missed as i64 } else { 0 };
         last = now;
         if warm > 0 {
             warm -= 1;
             continue;
         }
-        rec.record(latency, now - start, missed as u64);
+        rec.record(latency, now - start, missed);
         recorded += 1;
         if latency > p.break_ns {
             break_hit = Some(Exceedance { cycle: recorded - 1, at_ns: now - start, latency_ns: latency });
@@ -242,7 +275,121 @@ pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, st
 
 #[cfg(test)]
 mod tests {
-    use super::Method;
+    use super::*;
+    use crate::measure::histogram::Layout;
+    use crate::measure::stats::Live;
+
+    /// The kernel's POSIX timer as rtlab sees it: expiries every `interval` from the start;
+    /// the signal of an expiry is taken `lateness[i]` after it, at which moment the kernel
+    /// forwards the timer past that instant and reports the expiries skipped as overrun; the
+    /// probe reads the clock `read_after` ns after taking the signal.
+    struct KernelTimer {
+        expiry: i64,
+        taken: i64,
+        lateness: Vec<i64>,
+        read_after: i64,
+        i: usize,
+    }
+
+    impl Waiter for KernelTimer {
+        const ABSOLUTE: bool = true;
+        fn start(&mut self, interval: i64, _: Option<i64>) -> i64 {
+            self.expiry = interval;
+            0
+        }
+        fn wait(&mut self, next: i64, interval: i64) -> Wake {
+            let late = self.lateness.get(self.i).copied().unwrap_or(0);
+            self.i += 1;
+            let fired = self.expiry;
+            // The signal is taken when it is due and the thread is free (never before the
+            // previous one was taken).
+            self.taken = (fired + late).max(self.taken);
+            let mut forwarded = fired + interval;
+            let mut overrun = 0;
+            while forwarded <= self.taken {
+                forwarded += interval;
+                overrun += 1;
+            }
+            self.expiry = forwarded;
+            let _ = next; // the kernel does not know the loop's idea of the next deadline
+            Wake { intended: fired, now: self.taken + self.read_after, overrun: Some(overrun) }
+        }
+    }
+
+    fn run_timer(lateness: Vec<i64>, read_after: i64) -> (Vec<i64>, u64) {
+        let n = lateness.len() as u64;
+        use crate::measure::stats::ExceedLog;
+        let live = Live::new(Layout::DEFAULT);
+        let ring = crate::measure::ring::SampleRing::new(64);
+        let mut rec = Recorder::with_logs(&live, ExceedLog::off(), ExceedLog::off(), Some(&ring));
+        let mut w = KernelTimer { expiry: 0, taken: 0, lateness, read_after, i: 0 };
+        let p = LoopParams { interval_ns: 1000, loops: n, warmup_cycles: 0, break_ns: i64::MAX, start_at: None };
+        run_loop(&mut w, &p, &mut rec, &AtomicBool::new(false));
+        let mut lat = Vec::new();
+        ring.drain(&mut crate::measure::ring::Cursor::default(), |s| lat.push(s.latency_ns));
+        (lat, rec.finish().missed)
+    }
+
+    #[test]
+    fn a_posix_timer_stays_on_the_kernels_schedule_after_a_wakeup_just_under_k_intervals_late() {
+        // Taken 2999 ns late: the kernel skips the expiries at +1000 and +2000 (overrun 2) and
+        // arms +3000; the probe reads the clock 5 ns later, just past +3000. Counting from its
+        // own clock read, rtlab used to skip +3000 too, and every later sample was one interval
+        // off (the next wakeup came "1000 ns early").
+        let (lat, missed) = run_timer(vec![2_999, 10, 10, 10], 5);
+        assert_eq!(lat, vec![3_004, 15, 15, 15]);
+        assert_eq!(missed, 2);
+        assert!(lat.iter().all(|l| *l >= 0), "{lat:?}");
+    }
+
+    #[test]
+    fn missed_periods_follow_one_rule_at_exact_multiples() {
+        let i = 1_000;
+        for (lat, missed) in [(-5, 0), (0, 0), (1, 0), (i, 0), (i + 1, 1), (2 * i - 1, 1), (2 * i, 1), (2 * i + 1, 2)] {
+            assert_eq!(missed_periods(lat, i), missed, "latency {lat}");
+        }
+    }
+
+    #[test]
+    fn absolute_and_relative_methods_count_the_same_missed_periods() {
+        use crate::measure::simulate::{SampleSource, SimWaiter};
+        let i = 1_000;
+        let lats = vec![i, 2 * i, 2 * i - 1, 2 * i + 1, 5];
+        let count = |abs: bool| {
+            let live = Live::new(Layout::DEFAULT);
+            let mut rec = Recorder::new(&live, None);
+            let p = LoopParams { interval_ns: i, loops: 5, warmup_cycles: 0, break_ns: i64::MAX, start_at: None };
+            let stop = AtomicBool::new(false);
+            if abs {
+                run_loop(&mut SimWaiter::<true>::new(SampleSource::List(lats.clone(), 0)), &p, &mut rec, &stop);
+            } else {
+                run_loop(&mut SimWaiter::<false>::new(SampleSource::List(lats.clone(), 0)), &p, &mut rec, &stop);
+            }
+            rec.finish().missed
+        };
+        // I: none; 2I and 2I − 1: one each; 2I + 1: two; 5 ns: none.
+        assert_eq!((count(true), count(false)), (4, 4));
+    }
+
+    #[test]
+    fn a_timer_that_cannot_be_armed_falls_back_to_sleeping_instead_of_waiting_forever() {
+        let _ = crate::rt::signals::block_in_current_thread(&[crate::rt::signals::TIMER_SIGNAL]);
+        let timer = PosixTimer::for_current_thread(ClockId::MONOTONIC).unwrap();
+        let mut w = TimerWait { clock: ClockId::MONOTONIC, timer, failed: None };
+        let live = Live::new(Layout::DEFAULT);
+        let mut rec = Recorder::new(&live, None);
+        // A start before the epoch cannot be armed (EINVAL); the deadlines are long past.
+        let p = LoopParams {
+            interval_ns: 1_000,
+            loops: 5,
+            warmup_cycles: 0,
+            break_ns: i64::MAX,
+            start_at: Some(-5_000_000_000),
+        };
+        run_loop(&mut w, &p, &mut rec, &AtomicBool::new(false));
+        assert!(w.failed.as_deref().is_some_and(|f| f.contains("timer_settime")), "{:?}", w.failed);
+        assert_eq!(rec.finish().cycles, 5);
+    }
 
     #[test]
     fn method_names_are_the_names_in_result_files() {

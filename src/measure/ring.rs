@@ -50,6 +50,14 @@ impl SampleRing {
         }
     }
 
+    /// Writes every slot once more from the calling thread (the probe, before it starts).
+    pub fn prefault(&self) {
+        for (a, l) in self.at.iter().zip(self.lat.iter()) {
+            a.store(a.load(Relaxed), Relaxed);
+            l.store(l.load(Relaxed), Relaxed);
+        }
+    }
+
     /// Capacity in samples.
     pub fn capacity(&self) -> u64 {
         self.mask + 1

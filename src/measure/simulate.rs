@@ -154,11 +154,11 @@ impl<const ABS: bool> Waiter for SimWaiter<ABS> {
     fn start(&mut self, _: i64, _: Option<i64>) -> i64 {
         self.now
     }
-    fn wait(&mut self, next: i64, interval: i64) -> (i64, i64) {
+    fn wait(&mut self, next: i64, interval: i64) -> super::probe::Wake {
         let latency = self.source.next(interval);
         let intended = if ABS { next } else { self.now + interval };
         self.now = intended + latency;
-        (intended, self.now)
+        super::probe::Wake { intended, now: self.now, overrun: None }
     }
 }
 

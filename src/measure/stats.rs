@@ -196,6 +196,11 @@ impl ExceedLog {
     }
 }
 
+/// Where the code of the (cold, out-of-line) checkpoint publication lies, to lock it in memory.
+pub fn publish_code_address() -> usize {
+    Recorder::publish as *const () as usize
+}
+
 /// The measuring thread's bookkeeping: exact sums in 128 bits plus the live cells.
 #[derive(Debug)]
 pub struct Recorder<'a> {
@@ -259,6 +264,17 @@ impl<'a> Recorder<'a> {
         l.cycles.store(cycle + 1, Relaxed);
         if (cycle + 1).is_multiple_of(PUBLISH_EVERY) {
             self.publish(cycle + 1);
+        }
+    }
+
+    /// Writes every entry of the logs once (then empties them), so that recording an
+    /// exceedance never faults a page in while measuring.
+    pub fn prefault(&mut self) {
+        for log in [&mut self.over, &mut self.outliers] {
+            let cap = log.entries.capacity();
+            log.entries.resize(cap, Exceedance { cycle: 0, at_ns: 0, latency_ns: 0 });
+            std::hint::black_box(&log.entries);
+            log.entries.clear();
         }
     }
 

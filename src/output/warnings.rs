@@ -73,6 +73,17 @@ pub enum Warning {
         /// The file.
         file: String,
     },
+    /// A thread could not use the sleep method asked and measured with another.
+    MethodDowngraded {
+        /// Thread index.
+        thread: usize,
+        /// The method asked (`posix-timer`).
+        asked: String,
+        /// The method that ran (`abs`).
+        got: String,
+        /// Why.
+        why: String,
+    },
     /// An output could not be written (the others were; the run exits with 1).
     OutputFailed {
         /// The option and file, e.g. `--samples run.smp`.
@@ -130,6 +141,7 @@ impl Warning {
                 | Warning::TimerSlackFailed { .. }
                 | Warning::MainAffinityFailed { .. }
                 | Warning::LoadPolicyDowngraded { .. }
+                | Warning::MethodDowngraded { .. }
         )
     }
 
@@ -173,6 +185,9 @@ impl Warning {
             Warning::SamplesLost { count, file } => format!(
                 "{count} samples could not be written to {file} because the writer fell behind (the statistics \
                  still count them); fix: use a faster disk or a longer interval."
+            ),
+            Warning::MethodDowngraded { thread, asked, got, why } => format!(
+                "thread {thread} could not use --method {asked} ({why}) and measured with {got} instead."
             ),
             Warning::OutputFailed { output, why } => format!(
                 "{output} could not be written ({why}); every other output was. Fix: free space or choose a writable path."

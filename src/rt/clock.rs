@@ -57,7 +57,7 @@ pub fn sleep_until(clock: ClockId, deadline_ns: i64) {
     loop {
         // SAFETY: `ts` is a valid timespec; a null remainder is allowed for absolute sleeps.
         let rc = unsafe { libc::clock_nanosleep(clock.0, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
-        if rc != libc::EINTR {
+        if rc != libc::EINTR || super::signals::stop_requested() {
             return;
         }
     }
@@ -72,7 +72,7 @@ pub fn sleep_relative(clock: ClockId, ns: i64) {
         let mut rem = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         // SAFETY: both pointers refer to valid timespecs owned by this frame.
         let rc = unsafe { libc::clock_nanosleep(clock.0, 0, &req, &mut rem) };
-        if rc != libc::EINTR {
+        if rc != libc::EINTR || super::signals::stop_requested() {
             return;
         }
         req = rem;
@@ -87,7 +87,8 @@ pub fn nanosleep(ns: i64) {
         let mut rem = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         // SAFETY: both pointers refer to valid timespecs owned by this frame.
         let rc = unsafe { libc::nanosleep(&req, &mut rem) };
-        if rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+        if rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) || super::signals::stop_requested()
+        {
             return;
         }
         req = rem;

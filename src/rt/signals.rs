@@ -45,6 +45,61 @@ pub fn unblock_in_current_thread(signals: &[i32]) -> io::Result<()> {
     }
 }
 
+/// The signal that wakes a measuring thread out of its sleep when the run stops (installed
+/// without `SA_RESTART`, so the sleep returns `EINTR`).
+pub const WAKE_SIGNAL: i32 = libc::SIGUSR2;
+
+thread_local! {
+    /// The stop flag of the run this thread measures for: an interrupted sleep ends early only
+    /// when it is set (any other signal resumes the sleep).
+    static STOP_FLAG: std::cell::Cell<*const std::sync::atomic::AtomicBool> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// Makes the calling thread's sleeps end early when `flag` is set and [`WAKE_SIGNAL`] arrives.
+/// The flag must outlive the thread's sleeps (the engine's shared state does); `None` undoes it.
+pub fn interrupt_sleeps_on(flag: Option<&std::sync::atomic::AtomicBool>) {
+    STOP_FLAG.with(|f| f.set(flag.map_or(std::ptr::null(), |r| r as *const _)));
+}
+
+/// True when the calling thread's run has been told to stop (see [`interrupt_sleeps_on`]).
+#[cold]
+pub fn stop_requested() -> bool {
+    STOP_FLAG.with(|f| {
+        let p = f.get();
+        // SAFETY: set by `interrupt_sleeps_on` from a flag that outlives the thread's sleeps.
+        !p.is_null() && unsafe { (*p).load(std::sync::atomic::Ordering::Relaxed) }
+    })
+}
+
+extern "C" fn on_wake(_: libc::c_int) {}
+
+/// Installs the no-op handler for [`WAKE_SIGNAL`] without `SA_RESTART` (once per process).
+pub fn install_wake_handler() -> io::Result<()> {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        // SAFETY: sigaction is plain data; the handler only returns.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = on_wake as extern "C" fn(libc::c_int) as usize;
+        sa.sa_flags = 0;
+        // SAFETY: `sa` is initialised; the old action is not needed.
+        if unsafe { libc::sigaction(WAKE_SIGNAL, &sa, std::ptr::null_mut()) } != 0 {
+            result = Err(io::Error::last_os_error());
+        }
+    });
+    result
+}
+
+/// Sends [`WAKE_SIGNAL`] to thread `tid` of this process.
+pub fn wake_thread(tid: i32) -> io::Result<()> {
+    // SAFETY: tgkill takes plain integers; it only reaches a thread of this process.
+    if unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, WAKE_SIGNAL) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// A periodic POSIX timer whose expiries are delivered as [`TIMER_SIGNAL`] to one thread.
 #[derive(Debug)]
 pub struct PosixTimer {
@@ -85,12 +140,29 @@ impl PosixTimer {
         }
     }
 
-    /// Waits for the next expiry (`sigwait`).
+    /// Waits for the next expiry (`sigwaitinfo`) and returns the kernel's overrun count: the
+    /// expiries that passed while the signal was pending, which the kernel folded into this
+    /// one (it forwards the timer past the moment it hands the signal over). `None` when the
+    /// wait was interrupted by the run's stop.
     #[inline(always)]
-    pub fn wait(&self) {
-        let mut sig = 0;
-        // SAFETY: `wait_set` is an initialised sigset_t and `sig` is writable.
-        unsafe { libc::sigwait(&self.wait_set, &mut sig) };
+    pub fn wait(&self) -> Option<u64> {
+        // SAFETY: siginfo_t is plain data; `wait_set` is an initialised sigset_t.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: both pointers are valid for the call.
+            if unsafe { libc::sigwaitinfo(&self.wait_set, &mut info) } >= 0 {
+                break;
+            }
+            if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) && stop_requested() {
+                return None;
+            }
+        }
+        // For SI_TIMER the kernel fills `si_tid` then `si_overrun` at the start of siginfo's
+        // union, which begins at byte 16 on 64-bit Linux (<asm-generic/siginfo.h>).
+        // SAFETY: siginfo_t is 128 bytes; bytes 20..24 lie within it.
+        let overrun =
+            unsafe { std::ptr::read_unaligned((&info as *const libc::siginfo_t as *const u8).add(20) as *const i32) };
+        Some(overrun.max(0) as u64)
     }
 }
 
