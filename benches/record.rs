@@ -8,7 +8,7 @@
 
 use divan::counter::ItemsCount;
 use rtlab::measure::histogram::{Histogram, Layout};
-use rtlab::measure::probe::{run_loop, LoopParams, Waiter};
+use rtlab::measure::probe::{run_loop, LoopParams, Waiter, Wake};
 use rtlab::measure::stats::{Live, Recorder};
 use std::sync::atomic::AtomicBool;
 
@@ -46,10 +46,10 @@ impl Waiter for Replay {
         0
     }
     #[inline(always)]
-    fn wait(&mut self, next: i64, _: i64) -> (i64, i64) {
+    fn wait(&mut self, next: i64, _: i64) -> Wake {
         let l = self.lat[self.i & 4095];
         self.i += 1;
-        (next, next + l)
+        Wake { intended: next, now: next + l, overrun: None }
     }
 }
 
