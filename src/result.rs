@@ -624,6 +624,9 @@ impl RunResult {
         if all.cycles == 0 {
             warnings.push(Warning::NoSamples);
         }
+        if all.sum_sq_overflow.is_some() {
+            warnings.push(Warning::StdevInexact);
+        }
         let cpus = CpuSet::from_cpus(out.threads.iter().filter_map(|t| t.plan.cpu));
         let threshold = p.config.max_latency_ns.or(p.config.breaktrace_ns);
         let mut config = p.config;

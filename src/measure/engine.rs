@@ -527,35 +527,40 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         drain_rings(&rings, &mut cursors, observer);
         if let (Some(at), Some(every)) = (next_checkpoint, plan.checkpoint) {
             if now >= at {
-                let threads = statuses
-                    .iter()
-                    .zip(&lives)
-                    .zip(&plan.threads)
-                    .map(|((s, l), tp)| ThreadOutcome {
-                        plan: tp.clone(),
-                        sched: s.sched,
-                        cpus_allowed: tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default(),
-                        last_cpu: None,
-                        timer_slack_ns: None,
-                        summary: l.checkpoint(),
-                        outcome: LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 },
-                        tid: s.tid,
-                        samples_lost: 0,
-                        warnings: Vec::new(),
-                    })
-                    .collect();
-                let partial = EngineOutput {
-                    threads,
-                    start: start_wall,
-                    end: SystemTime::now(),
-                    end_reason: EndReason::Checkpoint,
-                    mlocked,
-                    dma_latency_held: dma.as_ref().map(|g| g.latency_us),
-                    warnings: warnings.clone(),
-                    break_hit: None,
-                    tracemark_written: false,
-                };
-                observer.checkpoint(&partial);
+                // A probe preempted in the middle of publishing (by a load above it) makes its
+                // figures unreadable for a while: this checkpoint is skipped, the next one comes.
+                let summaries: Option<Vec<Summary>> = lives.iter().map(|l| l.checkpoint()).collect();
+                if let Some(summaries) = summaries {
+                    let threads = statuses
+                        .iter()
+                        .zip(summaries)
+                        .zip(&plan.threads)
+                        .map(|((s, summary), tp)| ThreadOutcome {
+                            plan: tp.clone(),
+                            sched: s.sched,
+                            cpus_allowed: tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default(),
+                            last_cpu: None,
+                            timer_slack_ns: None,
+                            summary,
+                            outcome: LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 },
+                            tid: s.tid,
+                            samples_lost: 0,
+                            warnings: Vec::new(),
+                        })
+                        .collect();
+                    let partial = EngineOutput {
+                        threads,
+                        start: start_wall,
+                        end: SystemTime::now(),
+                        end_reason: EndReason::Checkpoint,
+                        mlocked,
+                        dma_latency_held: dma.as_ref().map(|g| g.latency_us),
+                        warnings: warnings.clone(),
+                        break_hit: None,
+                        tracemark_written: false,
+                    };
+                    observer.checkpoint(&partial);
+                }
                 next_checkpoint = Some(at + every);
             }
         }

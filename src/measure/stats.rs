@@ -29,6 +29,9 @@ pub struct Live {
     published: Published,
 }
 
+/// How many times a checkpoint tries to read a consistent publication before it gives up.
+pub const CHECKPOINT_TRIES: u32 = 10_000;
+
 /// How often (in samples) a probe publishes its exact sums for checkpoints.
 pub const PUBLISH_EVERY: u64 = 1024;
 
@@ -41,6 +44,8 @@ struct Published {
     sum_hi: AtomicU64,
     sq_lo: AtomicU64,
     sq_hi: AtomicU64,
+    /// Σx² as f64 bits once the exact sum overflowed; `u64::MAX` before.
+    sq_f64: AtomicU64,
     negative: AtomicU64,
     max: AtomicI64,
     max_at_cycle: AtomicU64,
@@ -64,10 +69,17 @@ impl Live {
 
     /// A checkpoint of a running probe: its exact sums, maximum and its position as of the
     /// last publication (at most [`PUBLISH_EVERY`] − 1 samples old), the current minimum and
-    /// missed count, and the histogram as it is now (it may hold a few more samples).
-    pub fn checkpoint(&self) -> Summary {
+    /// missed count, and the histogram as it is now (it may hold a few more samples). `None`
+    /// when no consistent publication could be read in [`CHECKPOINT_TRIES`] tries (the probe
+    /// was preempted mid-publication): the reader never spins without bound.
+    pub fn checkpoint(&self) -> Option<Summary> {
         let p = &self.published;
-        let (cycles, sum, sq, negative, max, at_cycle, at_ns) = loop {
+        let mut tries = 0;
+        let (cycles, sum, sq, sq_f64, negative, max, at_cycle, at_ns) = loop {
+            tries += 1;
+            if tries > CHECKPOINT_TRIES {
+                return None;
+            }
             let s1 = p.seq.load(Acquire);
             if s1 % 2 == 1 {
                 std::hint::spin_loop();
@@ -77,6 +89,7 @@ impl Live {
                 p.cycles.load(Relaxed),
                 ((p.sum_hi.load(Relaxed) as u128) << 64 | p.sum_lo.load(Relaxed) as u128) as i128,
                 (p.sq_hi.load(Relaxed) as u128) << 64 | p.sq_lo.load(Relaxed) as u128,
+                p.sq_f64.load(Relaxed),
                 p.negative.load(Relaxed),
                 p.max.load(Relaxed),
                 p.max_at_cycle.load(Relaxed),
@@ -88,7 +101,7 @@ impl Live {
             }
         };
         let has = cycles > 0;
-        Summary {
+        Some(Summary {
             cycles,
             missed: self.missed.load(Relaxed),
             negative,
@@ -99,10 +112,11 @@ impl Live {
             max_at_thread: None,
             sum_ns: sum,
             sum_sq_ns2: sq,
+            sum_sq_overflow: (sq_f64 != u64::MAX && cycles > 0).then(|| f64::from_bits(sq_f64)),
             over: ExceedLog::off(),
             outliers: ExceedLog::off(),
             counts: self.hist.snapshot(),
-        }
+        })
     }
 
     /// A consistent-enough copy for display (fields may be one sample apart).
@@ -207,6 +221,8 @@ pub struct Recorder<'a> {
     live: &'a Live,
     sum: i128,
     sum_sq: u128,
+    /// Σx² in floating point once the exact sum would overflow u128.
+    sum_sq_f64: Option<f64>,
     negative: u64,
     max_at_cycle: u64,
     max_at_ns: i64,
@@ -231,7 +247,18 @@ impl<'a> Recorder<'a> {
         outliers: ExceedLog,
         ring: Option<&'a SampleRing>,
     ) -> Recorder<'a> {
-        Recorder { live, sum: 0, sum_sq: 0, negative: 0, max_at_cycle: 0, max_at_ns: 0, over, outliers, ring }
+        Recorder {
+            live,
+            sum: 0,
+            sum_sq: 0,
+            sum_sq_f64: None,
+            negative: 0,
+            max_at_cycle: 0,
+            max_at_ns: 0,
+            over,
+            outliers,
+            ring,
+        }
     }
 
     /// Records one sample: `latency` ns at `at_ns` since the start, `missed` periods skipped.
@@ -240,7 +267,13 @@ impl<'a> Recorder<'a> {
         let l = self.live;
         let cycle = l.cycles.load(Relaxed);
         self.sum += latency as i128;
-        self.sum_sq = self.sum_sq.wrapping_add((latency as i128 * latency as i128) as u128);
+        // |latency| ≤ 2^63, so a square fits in u128; the sum may not (never silently wrapped).
+        let sq = (latency as i128 * latency as i128) as u128;
+        match (self.sum_sq_f64.as_mut(), self.sum_sq.checked_add(sq)) {
+            (None, Some(v)) => self.sum_sq = v,
+            (Some(f), _) => *f += sq as f64,
+            (None, None) => self.sum_sq_overflowed(sq),
+        }
         if latency < l.min.load(Relaxed) {
             l.min.store(latency, Relaxed);
         }
@@ -267,6 +300,12 @@ impl<'a> Recorder<'a> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn sum_sq_overflowed(&mut self, sq: u128) {
+        self.sum_sq_f64 = Some(self.sum_sq as f64 + sq as f64);
+    }
+
     /// Writes every entry of the logs once (then empties them), so that recording an
     /// exceedance never faults a page in while measuring.
     pub fn prefault(&mut self) {
@@ -291,6 +330,7 @@ impl<'a> Recorder<'a> {
         p.sum_hi.store(((self.sum as u128) >> 64) as u64, Relaxed);
         p.sq_lo.store(self.sum_sq as u64, Relaxed);
         p.sq_hi.store((self.sum_sq >> 64) as u64, Relaxed);
+        p.sq_f64.store(self.sum_sq_f64.map_or(u64::MAX, f64::to_bits), Relaxed);
         p.negative.store(self.negative, Relaxed);
         p.max.store(self.live.max.load(Relaxed), Relaxed);
         p.max_at_cycle.store(self.max_at_cycle, Relaxed);
@@ -313,6 +353,7 @@ impl<'a> Recorder<'a> {
             max_at_thread: None,
             sum_ns: self.sum,
             sum_sq_ns2: self.sum_sq,
+            sum_sq_overflow: self.sum_sq_f64,
             over: self.over.clone(),
             outliers: self.outliers.clone(),
             counts: l.hist.snapshot(),
@@ -341,8 +382,11 @@ pub struct Summary {
     pub max_at_thread: Option<usize>,
     /// Σ latency (ns).
     pub sum_ns: i128,
-    /// Σ latency² (ns²).
+    /// Σ latency² (ns²), exact (unless `sum_sq_overflow` is set).
     pub sum_sq_ns2: u128,
+    /// Σ latency² in floating point, when the exact sum would have overflowed 128 bits: the
+    /// standard deviation is then computed in f64 (and the result says so).
+    pub sum_sq_overflow: Option<f64>,
     /// Samples above the `--max-latency` threshold, and the first of them.
     pub over: ExceedLog,
     /// The outlier log (histogram overflows or spikes in cyclictest mode).
@@ -365,6 +409,7 @@ impl Summary {
             max_at_thread: None,
             sum_ns: 0,
             sum_sq_ns2: 0,
+            sum_sq_overflow: None,
             over: ExceedLog::off(),
             outliers: ExceedLog::off(),
             counts: Counts::empty(layout),
@@ -388,7 +433,13 @@ impl Summary {
         self.missed += other.missed;
         self.negative += other.negative;
         self.sum_ns += other.sum_ns;
-        self.sum_sq_ns2 = self.sum_sq_ns2.wrapping_add(other.sum_sq_ns2);
+        match (self.sum_sq_overflow, other.sum_sq_overflow, self.sum_sq_ns2.checked_add(other.sum_sq_ns2)) {
+            (None, None, Some(v)) => self.sum_sq_ns2 = v,
+            (a, b, _) => {
+                let f = |o: Option<f64>, exact: u128| o.unwrap_or(exact as f64);
+                self.sum_sq_overflow = Some(f(a, self.sum_sq_ns2) + f(b, other.sum_sq_ns2));
+            }
+        }
         self.over.merge(&other.over);
         self.outliers.merge(&other.outliers);
         self.min_ns = match (self.min_ns, other.min_ns) {
@@ -415,16 +466,22 @@ impl Summary {
         if self.cycles == 0 {
             return None;
         }
-        let n = self.cycles as i128;
-        let exact = (self.sum_sq_ns2 as i128)
-            .checked_mul(n)
-            .zip(self.sum_ns.checked_mul(self.sum_ns))
-            .and_then(|(a, b)| a.checked_sub(b));
+        let n = self.cycles as u128;
+        // n·Σx² − (Σx)², all in unsigned 128 bits (a cast to i128 could turn it negative).
+        let exact = self
+            .sum_sq_overflow
+            .is_none()
+            .then(|| {
+                let square = self.sum_ns.unsigned_abs().checked_mul(self.sum_ns.unsigned_abs());
+                self.sum_sq_ns2.checked_mul(n).zip(square).map(|(a, b)| a.saturating_sub(b))
+            })
+            .flatten();
         let var = match exact {
-            Some(num) => num.max(0) as f64 / (n as f64 * n as f64),
+            Some(num) => num as f64 / (n as f64 * n as f64),
             None => {
                 let mean = self.sum_ns as f64 / n as f64;
-                (self.sum_sq_ns2 as f64 / n as f64 - mean * mean).max(0.0)
+                let sq = self.sum_sq_overflow.unwrap_or(self.sum_sq_ns2 as f64);
+                (sq / n as f64 - mean * mean).max(0.0)
             }
         };
         Some(var.sqrt())
@@ -450,6 +507,33 @@ mod tests {
     }
 
     #[test]
+    fn a_sum_of_squares_beyond_128_bits_falls_back_to_floating_point_instead_of_a_silent_zero() {
+        let live = Live::new(Layout::DEFAULT);
+        let mut rec = Recorder::new(&live, None);
+        let (a, b) = (1i64 << 62, (1i64 << 62) - (1i64 << 50));
+        for i in 0..32 {
+            rec.record(if i % 2 == 0 { a } else { b }, i, 0);
+        }
+        let s = rec.finish();
+        assert!(s.sum_sq_overflow.is_some(), "32 squares of 2^62 exceed 2^128");
+        let sd = s.stdev_ns().unwrap();
+        let truth = (1u64 << 49) as f64;
+        assert!((sd - truth).abs() < truth * 1e-6, "stdev {sd} vs {truth}");
+        let mut merged = Summary::empty(Layout::DEFAULT);
+        merged.merge(&s, 0);
+        merged.merge(&s, 1);
+        assert!((merged.stdev_ns().unwrap() - truth).abs() < truth * 1e-6);
+        assert!(live.checkpoint().is_some());
+    }
+
+    #[test]
+    fn a_checkpoint_of_a_probe_preempted_mid_publication_gives_up_instead_of_spinning() {
+        let live = Live::new(Layout::DEFAULT);
+        live.published.seq.store(1, Relaxed); // a writer stopped between its two stores
+        assert!(live.checkpoint().is_none());
+    }
+
+    #[test]
     fn stdev_is_the_true_standard_deviation_not_the_rms() {
         let s = Summary::from_samples(Layout::DEFAULT, &[2, 4, 4, 4, 5, 5, 7, 9]);
         assert_eq!(s.mean_ns(), Some(5.0));
@@ -471,7 +555,7 @@ mod tests {
         for (i, &v) in samples.iter().enumerate() {
             r.record(v, i as i64, 0);
         }
-        let c = live.checkpoint();
+        let c = live.checkpoint().unwrap();
         let upto = &samples[..2 * PUBLISH_EVERY as usize];
         let exact = Summary::from_samples(Layout::DEFAULT, upto);
         assert_eq!(c.cycles, 2 * PUBLISH_EVERY);
@@ -479,7 +563,7 @@ mod tests {
         assert_eq!((c.max_ns, c.max_at_cycle), (exact.max_ns, exact.max_at_cycle));
         assert_eq!(c.counts.total(), samples.len() as u64, "the histogram is as of now");
         let empty = Live::new(Layout::DEFAULT);
-        assert_eq!(empty.checkpoint().mean_ns(), None);
+        assert_eq!(empty.checkpoint().unwrap().mean_ns(), None);
     }
 
     #[test]

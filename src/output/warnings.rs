@@ -84,6 +84,9 @@ pub enum Warning {
         /// Why.
         why: String,
     },
+    /// Σx² exceeded 128 bits (latencies of years, e.g. a realtime clock step): the standard
+    /// deviation was computed in floating point, not exactly.
+    StdevInexact,
     /// An output could not be written (the others were; the run exits with 1).
     OutputFailed {
         /// The option and file, e.g. `--samples run.smp`.
@@ -189,6 +192,9 @@ impl Warning {
             Warning::MethodDowngraded { thread, asked, got, why } => format!(
                 "thread {thread} could not use --method {asked} ({why}) and measured with {got} instead."
             ),
+            Warning::StdevInexact => "the sum of squared latencies exceeded 128 bits (latencies of years: a clock step), so the \
+                                      standard deviation was computed in floating point, not exactly."
+                .into(),
             Warning::OutputFailed { output, why } => format!(
                 "{output} could not be written ({why}); every other output was. Fix: free space or choose a writable path."
             ),
