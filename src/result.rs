@@ -289,6 +289,10 @@ pub struct Stats {
     pub max_at_time: Option<String>,
     /// Exact mean (ns).
     pub mean_ns: Option<f64>,
+    /// Mean of the per-sample latencies truncated to whole µs the way cyclictest computes
+    /// them (what `rtlab cyclictest` prints as `Avg`); absent where not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_us_truncated: Option<f64>,
     /// True population standard deviation (ns).
     pub stdev_ns: Option<f64>,
     /// Percentiles (ns): upper bounds at most one bucket above the true value; `null` when
@@ -416,6 +420,7 @@ pub(crate) fn stats_of(s: &Summary, start: SystemTime) -> Stats {
         max_at_ns: s.max_at_ns,
         max_at_time: s.max_at_ns.map(|ns| rfc3339(start + Duration::from_nanos(ns.max(0) as u64))),
         mean_ns: s.mean_ns(),
+        mean_us_truncated: s.sum_us_truncated.filter(|_| s.cycles > 0).map(|u| u as f64 / s.cycles as f64),
         stdev_ns: s.stdev_ns(),
         percentiles_ns: s.percentiles(),
         percentiles_above_ns: BTreeMap::new(),
@@ -683,6 +688,8 @@ impl RunResult {
             all.merge(&t.summary, t.thread);
         }
         let known = |mut st: Stats| {
+            // Runtime probes and samples files have no deadline/wakeup pairs to truncate.
+            st.mean_us_truncated = None;
             if !p.missed_known {
                 st.missed = None;
             }

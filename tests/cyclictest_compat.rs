@@ -274,8 +274,41 @@ fn json_values_are_exact() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     let t = &v["thread"]["0"];
     assert_eq!((t["cycles"].as_u64(), t["min"].as_i64(), t["max"].as_i64()), (Some(5), Some(1), Some(70)));
-    assert_eq!(t["avg"].as_f64(), Some(15.7));
+    // cyclictest averages latencies truncated to µs: (1 + 2 + 2 + 70 + 3) / 5 = 15.6, not the
+    // exact 15.7 (which the RunResult keeps).
+    assert_eq!(t["avg"].as_f64(), Some(15.6));
     assert_eq!(t["histogram"], serde_json::json!({"1": 1, "2": 2, "3": 1}));
+}
+
+#[test]
+fn the_avg_of_t_lines_and_json_is_cyclictests_and_the_run_result_keeps_the_exact_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, full) = (dir.path().join("j.json"), dir.path().join("r.json"));
+    // 1.9 µs five times: cyclictest says Avg 1 (each sample truncates to 1), not 1.9.
+    let (s, out, _d) = sim(
+        &["-q", &format!("--json={}", json.display()), "--rtlab-json", full.to_str().unwrap()],
+        "1900\n1900\n1900\n1900\n1900\n",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(s.contains("Avg:    1 "), "{s}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["thread"]["0"]["avg"].as_f64(), Some(1.0));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&full).unwrap()).unwrap();
+    assert_eq!(r["threads"][0]["mean_ns"].as_f64(), Some(1900.0));
+    assert_eq!(r["threads"][0]["mean_us_truncated"].as_f64(), Some(1.0));
+}
+
+#[test]
+fn a_loops_run_ends_with_end_reason_loops_not_breaktrace() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("r.json");
+    let out = rtlab()
+        .args(["cyclictest", "-q", "-t", "2", "-i", "200", "-l", "50", "--rtlab-json", full.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&full).unwrap()).unwrap();
+    assert_eq!(r["end_reason"], "loops");
 }
 
 #[test]

@@ -91,7 +91,11 @@ impl Exporter for CyclictestJson {
             let _ = writeln!(s, "      \"cycles\": {},", st.cycles);
             let _ = writeln!(s, "      \"min\": {},", st.min_ns.map_or(0, u));
             let _ = writeln!(s, "      \"max\": {},", st.max_ns.map_or(0, u));
-            let avg = st.mean_ns.map_or(0.0, |m| if self.nsecs { m } else { m / 1000.0 });
+            // cyclictest's avg: the mean of latencies already truncated to µs (exact with -N).
+            let avg = match (self.nsecs, st.mean_us_truncated) {
+                (false, Some(us)) => us,
+                _ => st.mean_ns.map_or(0.0, |m| if self.nsecs { m } else { m / 1000.0 }),
+            };
             let _ = writeln!(s, "      \"avg\": {avg:.2},");
             let _ = writeln!(s, "      \"cpu\": {},", t.cpu.map_or(-1, |c| c as i64));
             let node = t.cpu.or(t.last_cpu).and_then(|c| e.numa_node_of_cpu.get(c).copied()).unwrap_or(0);

@@ -145,6 +145,7 @@ pub fn stats_of(f: &ThreadFigures, unit: Unit) -> Stats {
         max_at_time: None,
         // avg has two decimals in µs: whole nanoseconds keep it exact.
         mean_ns: f.avg.map(|a| if u == 1 { a } else { (a * u as f64).round() }),
+        mean_us_truncated: None,
         stdev_ns: None,
         percentiles_ns,
         percentiles_above_ns,
@@ -204,6 +205,7 @@ fn all_of(threads: &[ThreadResult]) -> AllResult {
             max_at_ns: None,
             max_at_time: None,
             mean_ns: mean,
+            mean_us_truncated: None,
             stdev_ns: None,
             percentiles_ns,
             percentiles_above_ns,

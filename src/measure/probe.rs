@@ -264,6 +264,7 @@ pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, st
             continue;
         }
         rec.record(latency, now - start, missed);
+        rec.record_cyclictest_us(super::stats::cyclictest_us(intended, now));
         recorded += 1;
         if latency > p.break_ns {
             break_hit = Some(Exceedance { cycle: recorded - 1, at_ns: now - start, latency_ns: latency });

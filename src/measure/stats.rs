@@ -25,6 +25,9 @@ pub struct Live {
     pub sum: AtomicI64,
     /// The histogram (also the final one).
     pub hist: Histogram,
+    /// Σ of the latencies as cyclictest computes each one, in whole µs (see
+    /// [`cyclictest_us`]).
+    pub sum_us: AtomicI64,
     /// The exact statistics as of the last publication (for checkpoints).
     published: Published,
 }
@@ -62,6 +65,7 @@ impl Live {
             max: AtomicI64::new(i64::MIN),
             missed: AtomicU64::new(0),
             sum: AtomicI64::new(0),
+            sum_us: AtomicI64::new(0),
             hist: Histogram::new(layout),
             published: Published::default(),
         }
@@ -113,6 +117,7 @@ impl Live {
             sum_ns: sum,
             sum_sq_ns2: sq,
             sum_sq_overflow: (sq_f64 != u64::MAX && cycles > 0).then(|| f64::from_bits(sq_f64)),
+            sum_us_truncated: None,
             over: ExceedLog::off(),
             outliers: ExceedLog::off(),
             counts: self.hist.snapshot(),
@@ -131,6 +136,7 @@ impl Live {
             max,
             missed: self.missed.load(Relaxed),
             mean: if cycles == 0 { 0.0 } else { self.sum.load(Relaxed) as f64 / cycles as f64 },
+            mean_us_truncated: if cycles == 0 { 0.0 } else { self.sum_us.load(Relaxed) as f64 / cycles as f64 },
             p99: counts.percentile(0.99, max),
         }
     }
@@ -151,6 +157,8 @@ pub struct LiveSnapshot {
     pub missed: u64,
     /// Mean (ns).
     pub mean: f64,
+    /// Mean of the per-sample latencies in whole µs as cyclictest computes them.
+    pub mean_us_truncated: f64,
     /// 99th percentile upper bound (ns), if any sample.
     pub p99: Option<i64>,
 }
@@ -210,6 +218,16 @@ impl ExceedLog {
     }
 }
 
+/// One latency as cyclictest computes it (`calcdiff`): whole seconds × 10⁶ plus the
+/// difference of the nanosecond parts divided by 1000, truncated toward zero. Averaging these
+/// is how cyclictest gets its `Avg`, about 0.5 µs below the exact mean.
+#[inline(always)]
+pub fn cyclictest_us(intended_ns: i64, now_ns: i64) -> i64 {
+    const S: i64 = 1_000_000_000;
+    (now_ns.div_euclid(S) - intended_ns.div_euclid(S)) * 1_000_000
+        + (now_ns.rem_euclid(S) - intended_ns.rem_euclid(S)) / 1000
+}
+
 /// Where the code of the (cold, out-of-line) checkpoint publication lies, to lock it in memory.
 pub fn publish_code_address() -> usize {
     Recorder::publish as *const () as usize
@@ -221,6 +239,7 @@ pub struct Recorder<'a> {
     live: &'a Live,
     sum: i128,
     sum_sq: u128,
+    sum_us: i64,
     /// Σx² in floating point once the exact sum would overflow u128.
     sum_sq_f64: Option<f64>,
     negative: u64,
@@ -251,6 +270,7 @@ impl<'a> Recorder<'a> {
             live,
             sum: 0,
             sum_sq: 0,
+            sum_us: 0,
             sum_sq_f64: None,
             negative: 0,
             max_at_cycle: 0,
@@ -306,6 +326,15 @@ impl<'a> Recorder<'a> {
         self.sum_sq_f64 = Some(self.sum_sq as f64 + sq as f64);
     }
 
+    /// Adds one sample's latency as cyclictest computes it (see [`cyclictest_us`]); the loop
+    /// calls it right after [`Recorder::record`].
+    #[inline(always)]
+    pub fn record_cyclictest_us(&mut self, us: i64) {
+        self.sum_us += us;
+        let l = &self.live.sum_us;
+        l.store(l.load(Relaxed).wrapping_add(us), Relaxed);
+    }
+
     /// Writes every entry of the logs once (then empties them), so that recording an
     /// exceedance never faults a page in while measuring.
     pub fn prefault(&mut self) {
@@ -354,6 +383,7 @@ impl<'a> Recorder<'a> {
             sum_ns: self.sum,
             sum_sq_ns2: self.sum_sq,
             sum_sq_overflow: self.sum_sq_f64,
+            sum_us_truncated: Some(self.sum_us),
             over: self.over.clone(),
             outliers: self.outliers.clone(),
             counts: l.hist.snapshot(),
@@ -387,6 +417,9 @@ pub struct Summary {
     /// Σ latency² in floating point, when the exact sum would have overflowed 128 bits: the
     /// standard deviation is then computed in f64 (and the result says so).
     pub sum_sq_overflow: Option<f64>,
+    /// Σ of the per-sample latencies in whole µs as cyclictest computes them (OS-thread
+    /// probes only), for `rtlab cyclictest`'s `Avg`.
+    pub sum_us_truncated: Option<i64>,
     /// Samples above the `--max-latency` threshold, and the first of them.
     pub over: ExceedLog,
     /// The outlier log (histogram overflows or spikes in cyclictest mode).
@@ -410,6 +443,7 @@ impl Summary {
             sum_ns: 0,
             sum_sq_ns2: 0,
             sum_sq_overflow: None,
+            sum_us_truncated: Some(0),
             over: ExceedLog::off(),
             outliers: ExceedLog::off(),
             counts: Counts::empty(layout),
@@ -433,6 +467,7 @@ impl Summary {
         self.missed += other.missed;
         self.negative += other.negative;
         self.sum_ns += other.sum_ns;
+        self.sum_us_truncated = self.sum_us_truncated.zip(other.sum_us_truncated).map(|(a, b)| a + b);
         match (self.sum_sq_overflow, other.sum_sq_overflow, self.sum_sq_ns2.checked_add(other.sum_sq_ns2)) {
             (None, None, Some(v)) => self.sum_sq_ns2 = v,
             (a, b, _) => {
@@ -524,6 +559,15 @@ mod tests {
         merged.merge(&s, 1);
         assert!((merged.stdev_ns().unwrap() - truth).abs() < truth * 1e-6);
         assert!(live.checkpoint().is_some());
+    }
+
+    #[test]
+    fn cyclictest_truncates_each_latency_to_whole_microseconds_across_second_boundaries() {
+        assert_eq!(cyclictest_us(1_000_000_000, 1_000_001_999), 1);
+        // The deadline just below a second, the wakeup just after: cyclictest's arithmetic
+        // gives 2 µs for 1.5 µs (the nanosecond difference is negative and truncates up).
+        assert_eq!(cyclictest_us(1_999_999_000, 2_000_000_500), 2);
+        assert_eq!(cyclictest_us(5_000_000_000, 5_000_000_999), 0);
     }
 
     #[test]

@@ -56,7 +56,12 @@ impl TLine {
             cycles: s.cycles,
             min: if any { unit(s.min, nsecs) } else { 0 },
             act: if any { unit(s.cur, nsecs) } else { 0 },
-            avg: if any { unit(s.mean as i64, nsecs) } else { 0 },
+            // cyclictest averages latencies already truncated to µs (with -N, exact ns).
+            avg: match (any, nsecs) {
+                (false, _) => 0,
+                (true, true) => s.mean as i64,
+                (true, false) => s.mean_us_truncated as i64,
+            },
             max: if any { unit(s.max, nsecs) } else { 0 },
             smi: None,
         }
@@ -305,7 +310,10 @@ impl ThreadHist {
             overflow_cycles: s.outliers.entries.iter().map(|e| e.cycle + 1).collect(),
             buckets,
             min: s.min_ns.map_or(0, |v| unit(v, nsecs)),
-            avg: s.mean_ns().map_or(0, |m| unit(m as i64, nsecs)),
+            avg: match (nsecs, s.sum_us_truncated) {
+                (false, Some(us)) if s.cycles > 0 => us / s.cycles as i64,
+                _ => s.mean_ns().map_or(0, |m| unit(m as i64, nsecs)),
+            },
             max: s.max_ns.map_or(0, |v| unit(v, nsecs)),
         }
     }
@@ -490,7 +498,16 @@ mod tests {
     }
 
     fn snap(max: i64) -> LiveSnapshot {
-        LiveSnapshot { cycles: 10, cur: 5_000, min: 1_000, max, missed: 0, mean: 3_000.0, p99: None }
+        LiveSnapshot {
+            cycles: 10,
+            cur: 5_000,
+            min: 1_000,
+            max,
+            missed: 0,
+            mean: 3_000.0,
+            mean_us_truncated: 2.5,
+            p99: None,
+        }
     }
 
     fn frames_after(maxes: &[i64], refresh_on_max: bool) -> usize {
