@@ -4,6 +4,7 @@
 //! thread), and `spawn_blocking` work — the two classic async pitfalls.
 
 use crate::measure::histogram::Layout;
+use crate::measure::probe::missed_periods;
 use crate::measure::stats::{Live, Recorder, Summary};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -47,6 +48,63 @@ impl Wait {
             Wait::SleepUntil => "sleep-until",
             Wait::Interval => "interval",
         }
+    }
+}
+
+/// Nanoseconds from `origin` to `t` (negative before it).
+fn signed_nanos(t: Instant, origin: Instant) -> i64 {
+    nanos(t.saturating_duration_since(origin)) - nanos(origin.saturating_duration_since(t))
+}
+
+/// One wakeup of the tokio probe, accounted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tick {
+    /// Wakeup minus its deadline (ns).
+    pub latency_ns: i64,
+    /// Deadlines of the schedule that passed without a wakeup of their own.
+    pub missed: u64,
+}
+
+/// The probe's schedule: latency, missed deadlines and drift, in ns since the start.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    period_ns: i64,
+    /// Schedule positions consumed (each wakeup and each deadline it missed).
+    periods: i64,
+    prev_due: Option<i64>,
+    last_wake: i64,
+}
+
+impl Schedule {
+    /// A schedule of `period_ns` from 0.
+    pub fn new(period_ns: i64) -> Schedule {
+        Schedule { period_ns, periods: 0, prev_due: None, last_wake: 0 }
+    }
+
+    /// A wakeup at `now` for the deadline `due`. With `sleep_until` the missed deadlines are the
+    /// OS probe's rule ([`missed_periods`]); with `interval` they come from consecutive tick
+    /// deadlines, because tokio decides which ticks exist: `burst` delivers every late tick
+    /// (none missed, however late), `skip` jumps over some (those are missed), `delay` moves
+    /// the schedule (whole periods it moved by are missed).
+    pub fn on_wake(&mut self, due: i64, now: i64, ticks: bool) -> Tick {
+        let latency_ns = now - due;
+        let missed = if ticks {
+            let gap = self.prev_due.map_or(due, |p| due - p);
+            ((gap - self.period_ns).max(0) / self.period_ns) as u64
+        } else {
+            missed_periods(latency_ns, self.period_ns)
+        };
+        self.prev_due = Some(due);
+        self.periods += 1 + missed as i64;
+        self.last_wake = now;
+        Tick { latency_ns, missed }
+    }
+
+    /// Last wakeup minus where the ideal schedule (start + k·period) is after as many periods
+    /// as were consumed: bounded by the last latency when the schedule holds, growing when it
+    /// moves (`delay`), as for OS threads.
+    pub fn drift_ns(&self) -> i64 {
+        self.last_wake - self.periods * self.period_ns
     }
 }
 
@@ -200,7 +258,7 @@ pub fn run(plan: &Plan, stop: Arc<AtomicBool>, on_start: impl FnOnce()) -> Resul
             let mut interval = tokio::time::interval_at((start + period).into(), period);
             interval.set_missed_tick_behavior(p.missed_tick.to_tokio());
             let mut n = 0u64;
-            let mut last: Instant;
+            let mut schedule = Schedule::new(p.interval_ns);
             loop {
                 let due = match p.wait {
                     Wait::SleepUntil => {
@@ -210,29 +268,20 @@ pub fn run(plan: &Plan, stop: Arc<AtomicBool>, on_start: impl FnOnce()) -> Resul
                     Wait::Interval => interval.tick().await.into_std(),
                 };
                 let now = Instant::now();
-                let latency = nanos(now.saturating_duration_since(due)) - nanos(due.saturating_duration_since(now));
-                let missed = match p.wait {
-                    Wait::SleepUntil => {
-                        // As the OS probe: skip (and count) the deadlines already passed.
-                        next += period;
-                        let late = nanos(now.saturating_duration_since(next));
-                        let k = if late > 0 { (late - 1) / p.interval_ns + 1 } else { 0 };
-                        next += Duration::from_nanos((k * p.interval_ns) as u64);
-                        k as u64
-                    }
-                    Wait::Interval => (latency.max(0) / p.interval_ns) as u64,
-                };
-                rec.record(latency, nanos(now - start), missed);
-                last = now;
+                let (due_ns, now_ns) = (signed_nanos(due, start), signed_nanos(now, start));
+                let tick = schedule.on_wake(due_ns, now_ns, p.wait == Wait::Interval);
+                if p.wait == Wait::SleepUntil {
+                    // As the OS probe: skip the deadlines already passed (counted as missed).
+                    next = due + Duration::from_nanos((1 + tick.missed) * p.interval_ns as u64);
+                }
+                rec.record(tick.latency_ns, now_ns, tick.missed);
                 n += 1;
                 if probe_done.load(Relaxed) || p.loops.is_some_and(|l| n >= l) {
                     break;
                 }
             }
             probe_done.store(true, Relaxed);
-            // The last wakeup against the ideal schedule (start + k·period).
-            let since = nanos(last - start);
-            let drift = Some(since - (since / p.interval_ns) * p.interval_ns);
+            let drift = Some(schedule.drift_ns());
             (rec.finish(), drift)
         });
         probe.await
@@ -254,6 +303,52 @@ pub fn run(plan: &Plan, stop: Arc<AtomicBool>, on_start: impl FnOnce()) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MS: i64 = 1_000_000;
+
+    #[test]
+    fn a_burst_after_one_stall_misses_no_period_however_late_its_ticks_are() {
+        // A 3.5 ms stall at 1 ms: burst delivers the ticks due at 1, 2, 3 and 4 ms together
+        // at 4.5 ms. Counting lateness / period gave 3 + 2 + 1 + 0 = 6 missed; none was.
+        let mut s = Schedule::new(MS);
+        let ticks: Vec<Tick> = [
+            (MS, 1_000_000 + 500),
+            (2 * MS, 4_500_000),
+            (3 * MS, 4_500_010),
+            (4 * MS, 4_500_020),
+            (5 * MS, 5 * MS + 300),
+        ]
+        .iter()
+        .map(|&(due, now)| s.on_wake(due, now, true))
+        .collect();
+        assert_eq!(ticks.iter().map(|t| t.missed).sum::<u64>(), 0);
+        assert_eq!(ticks[1].latency_ns, 2_500_000);
+        assert_eq!(s.drift_ns(), 300, "the schedule held: the drift is the last lateness");
+    }
+
+    #[test]
+    fn skipped_ticks_are_missed_and_sleep_until_uses_the_os_rule() {
+        let mut s = Schedule::new(MS);
+        s.on_wake(MS, MS + 10, true);
+        assert_eq!(s.on_wake(5 * MS, 5 * MS + 10, true).missed, 3, "ticks 2, 3 and 4 were skipped");
+        let mut s = Schedule::new(MS);
+        assert_eq!(s.on_wake(MS, 3 * MS, false).missed, 1, "2 ms late: the 2 ms deadline passed");
+        assert_eq!(s.on_wake(3 * MS, 3 * MS + 5, false).missed, 0, "the loop's next deadline: 1 + 2·1 ms");
+        assert_eq!(s.drift_ns(), 5);
+    }
+
+    #[test]
+    fn a_delayed_schedule_shows_as_growing_drift_not_a_remainder() {
+        // Delay: every tick 0.3 ms late moves the schedule by 0.3 ms. After four ticks the task
+        // runs 1.2 ms behind the grid; (last − start) mod period said 0.2 ms.
+        let mut s = Schedule::new(MS);
+        for (due, now) in
+            [(1_000_000, 1_300_000), (2_300_000, 2_600_000), (3_600_000, 3_900_000), (4_900_000, 5_200_000)]
+        {
+            assert_eq!(s.on_wake(due, now, true).missed, 0);
+        }
+        assert_eq!(s.drift_ns(), 1_200_000);
+    }
 
     fn plan(flavor: Flavor, wait: Wait) -> Plan {
         Plan {
