@@ -5,6 +5,7 @@ mod common;
 
 use common::{assert_valid_run_result, read_json, rtlab, rtlab_path};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A stand-in `erl` that ignores the VM and prints `body` (a shell snippet; `$w` is the worker
@@ -296,4 +297,31 @@ fn ctrl_c_stops_the_vm_and_writes_the_results() {
     assert_eq!(v["end_reason"], "signal");
     std::thread::sleep(Duration::from_millis(300));
     assert!(!group_alive(vm), "the VM survived Ctrl-C");
+}
+
+#[test]
+fn the_erlang_probe_counts_missed_periods_by_rtlabs_one_rule_and_stamps_receive_after_before_waiting() {
+    let erl = real_erl();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("rtlab_probe.erl");
+    let source = include_str!("../src/runtime/rtlab_probe.erl");
+    std::fs::write(&src, source).unwrap();
+    let p = 1_000_000i64;
+    let cases = [(-5, 0), (0, 0), (p, 0), (p + 1, 1), (2 * p - 1, 1), (2 * p, 1), (2 * p + 1, 2)];
+    let calls: Vec<String> = cases.iter().map(|(lat, _)| format!("rtlab_probe:missed({lat}, {p})")).collect();
+    let eval = format!(
+        "{{ok, _}} = compile:file(\"{}\", [{{outdir, \"{}\"}}]), code:add_patha(\"{}\"), io:format(\"~w~n\", [[{}]]), halt().",
+        src.display(),
+        dir.path().display(),
+        dir.path().display(),
+        calls.join(", ")
+    );
+    let out = Command::new(&erl).args(["-noshell", "-eval", &eval]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want: Vec<String> = cases.iter().map(|(_, m)| m.to_string()).collect();
+    assert_eq!(text.trim(), format!("[{}]", want.join(",")), "{}", String::from_utf8_lossy(&out.stderr));
+    // receive-after: the stamp is taken right before the wait, so recording is no latency.
+    let body = &source[source.find("receive_after(S = ").unwrap()..];
+    let (stamp, wait) = (body.find("Before = mono()").unwrap(), body.find("receive after PeriodMs").unwrap());
+    assert!(stamp < wait && body.contains("Lat = Now - (Before + P)"), "{body}");
 }

@@ -13,7 +13,7 @@
 %%   S <latency ns> <wake time since start ns> <missed periods>
 %%   E <samples> <pi terms computed by all workers>
 -module(rtlab_probe).
--export([main/6]).
+-export([main/6, missed/2]).
 
 -define(BATCH, 64).
 
@@ -78,9 +78,9 @@ probe(Parent, Out, Method, PeriodMs, DurationMs) ->
                 D0 = erlang:convert_time_unit(Start, nanosecond, millisecond) + PeriodMs,
                 abs_timer(S, PeriodMs, D0);
             'receive-after' ->
-                %% a plain `receive after Period`, relative: latency against the previous
-                %% wakeup plus one period (drift accumulates).
-                receive_after(S, PeriodMs, Start)
+                %% a plain `receive after Period`, relative: latency against the moment the
+                %% wait began plus one period (drift accumulates), as the OS `rel` method.
+                receive_after(S, PeriodMs)
         end,
     Parent ! {done, self(), N}.
 
@@ -116,10 +116,7 @@ abs_timer(S = #{period := P, 'end' := End}, PeriodMs, Deadline) ->
             Now = mono(),
             Lat = Now - Deadline * 1000000,
             Next = Deadline + PeriodMs,
-            Missed = case Now > Next * 1000000 of
-                         true -> (Now - Next * 1000000 - 1) div P + 1;
-                         false -> 0
-                     end,
+            Missed = missed(Lat, P),
             S2 = record(S, Now, Lat, Missed),
             case Now >= End of
                 true -> finish(S2);
@@ -127,12 +124,19 @@ abs_timer(S = #{period := P, 'end' := End}, PeriodMs, Deadline) ->
             end
     end.
 
-receive_after(S = #{period := P, 'end' := End}, PeriodMs, Prev) ->
+receive_after(S = #{period := P, 'end' := End}, PeriodMs) ->
+    %% Stamped right before the wait: recording and the port write stay out of the latency.
+    Before = mono(),
     receive after PeriodMs -> ok end,
     Now = mono(),
-    Lat = Now - (Prev + P),
-    S2 = record(S, Now, Lat, case Lat >= P of true -> Lat div P; false -> 0 end),
+    Lat = Now - (Before + P),
+    S2 = record(S, Now, Lat, missed(Lat, P)),
     case Now >= End of
         true -> finish(S2);
-        false -> receive_after(S2, PeriodMs, Now)
+        false -> receive_after(S2, PeriodMs)
     end.
+
+%% Deadlines missed by a wakeup Lat ns after its own: those that passed strictly before it,
+%% ceil(Lat / P) - 1 (rtlab's one rule for every method).
+missed(Lat, _P) when Lat =< 0 -> 0;
+missed(Lat, P) -> (Lat - 1) div P.
