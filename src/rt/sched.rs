@@ -181,8 +181,15 @@ mod tests {
     }
 
     #[test]
-    fn the_calling_thread_reports_a_known_policy() {
-        let p = current_thread().unwrap();
-        assert!(Policy::ALL.contains(&p.policy));
+    fn the_policy_set_on_a_thread_is_the_one_read_back() {
+        // SCHED_BATCH needs no privilege; the read-back must see it, then SCHED_OTHER again.
+        std::thread::spawn(|| {
+            set_current_thread(&SchedParams::simple(Policy::Batch, 0)).unwrap();
+            assert_eq!(current_thread().unwrap().policy, Policy::Batch);
+            set_current_thread(&SchedParams::simple(Policy::Other, 0)).unwrap();
+            assert_eq!(current_thread().unwrap().policy, Policy::Other);
+        })
+        .join()
+        .unwrap();
     }
 }
