@@ -59,8 +59,35 @@ fn loop_bookkeeping_per_sample(bencher: divan::Bencher) {
     let live = Live::new(Layout::DEFAULT);
     let stop = AtomicBool::new(false);
     let lat = latencies();
-    let params =
-        LoopParams { interval_ns: 1_000_000, loops: SAMPLES, warmup_cycles: 0, break_ns: i64::MAX, start_at: None };
+    let params = LoopParams {
+        interval_ns: 1_000_000,
+        loops: SAMPLES,
+        warmup_cycles: 0,
+        break_ns: i64::MAX,
+        start_at: None,
+        cyclictest_us: false,
+    };
+    bencher.counter(ItemsCount::new(SAMPLES)).bench_local(|| {
+        let mut rec = Recorder::new(&live, Some(100_000));
+        let mut w = Replay { lat: lat.clone(), i: 0 };
+        run_loop(&mut w, &params, &mut rec, &stop)
+    });
+}
+
+/// The same with cyclictest's per-sample µs sum (what `rtlab cyclictest` adds for its Avg).
+#[divan::bench]
+fn loop_bookkeeping_per_sample_cyclictest_mode(bencher: divan::Bencher) {
+    let live = Live::new(Layout::DEFAULT);
+    let stop = AtomicBool::new(false);
+    let lat = latencies();
+    let params = LoopParams {
+        interval_ns: 1_000_000,
+        loops: SAMPLES,
+        warmup_cycles: 0,
+        break_ns: i64::MAX,
+        start_at: None,
+        cyclictest_us: true,
+    };
     bencher.counter(ItemsCount::new(SAMPLES)).bench_local(|| {
         let mut rec = Recorder::new(&live, Some(100_000));
         let mut w = Replay { lat: lat.clone(), i: 0 };

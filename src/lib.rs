@@ -5,6 +5,8 @@
 //! bytes, `output` talks to the terminal, and `rt` is the only place that touches the kernel
 //! through `unsafe`.
 #![deny(missing_docs)]
+// Only `rt` may use `unsafe` (it allows it for itself); everything else is safe Rust.
+#![deny(unsafe_code)]
 
 pub mod cli;
 pub mod commands;
@@ -16,6 +18,7 @@ pub mod output;
 pub mod plot;
 pub mod report;
 pub mod result;
+#[allow(unsafe_code)]
 pub mod rt;
 pub mod runtime;
 pub mod sweep;

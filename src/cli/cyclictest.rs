@@ -466,6 +466,7 @@ impl CyclictestArgs {
             sample_ring: self.verbose.then_some(1 << 16),
             over_capacity: self.spike_nodes.min(1 << 20) as usize,
             checkpoint: None,
+            cyclictest_avg: true,
         };
         Ok(CyclictestOptions { plan, histogram_us, histofall, policy, notices, args: self })
     }

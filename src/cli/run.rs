@@ -437,6 +437,7 @@ impl RunArgs {
                 (Some(p), false) if p.as_os_str() != "-" => Some(self.checkpoint),
                 _ => None,
             },
+            cyclictest_avg: false,
         };
         let config = Config {
             warmup_cycles: match self.warmup {

@@ -174,9 +174,8 @@ impl FifoServer {
         let stop = Arc::new(AtomicBool::new(false));
         let (s, p) = (Arc::clone(&stop), path.clone());
         let handle = std::thread::spawn(move || {
-            use std::os::unix::fs::OpenOptionsExt;
             while !s.load(Relaxed) {
-                match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&p) {
+                match crate::rt::fifo::open_writer(&p) {
                     Ok(mut f) => {
                         let text = latest.lock().map(|t| t.clone()).unwrap_or_default();
                         let _ = f.write_all(text.as_bytes());

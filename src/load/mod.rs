@@ -12,6 +12,7 @@ use crate::rt::clock::{self, ClockId};
 use crate::rt::privileges::Privileges;
 use crate::rt::process::{self, SpawnOptions};
 use crate::rt::sched::{self, SchedParams};
+use crate::rt::signals;
 use serde::{Deserialize, Serialize};
 pub use spec::{sched_text, Kind, LoadSched, LoadSpec};
 use std::io::{BufRead, Write};
@@ -272,10 +273,7 @@ fn apply_sched(spec: &LoadSpec, report: &Report) {
         }
     }
     if let Err(e) = sched::set_current_thread(&spec.sched.params()) {
-        let why = match e.raw_os_error() {
-            Some(libc::EPERM) => Privileges::current().explain_rt_denied(),
-            _ => e.to_string(),
-        };
+        let why = if crate::rt::not_permitted(&e) { Privileges::current().explain_rt_denied() } else { e.to_string() };
         let got = sched::current_thread().map_or_else(|_| "other".into(), |p| params_text(&p));
         report.downgraded(got, why);
     }
@@ -405,7 +403,7 @@ impl LoadSet {
             r.commands.extend(l.commands);
             r.started = l.started;
             for mut w in l.children {
-                let _ = process::kill_group(w.child.id(), libc::SIGKILL);
+                let _ = process::kill_group(w.child.id(), signals::SIGKILL);
                 let _ = w.child.wait(); // started as the load stopped: it did no work in the window
             }
         }
@@ -546,7 +544,7 @@ fn start_one(
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped());
             let opts =
-                SpawnOptions { cpus: spec.cpu_set(), death_signal: Some(libc::SIGTERM), ..SpawnOptions::default() };
+                SpawnOptions { cpus: spec.cpu_set(), death_signal: Some(signals::SIGTERM), ..SpawnOptions::default() };
             let mut child = process::spawn(&mut cmd, &opts).map_err(|e| e.to_string())?;
             let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
             lock()?[i].children.push(ProcessWorker { child, stdin, stdout, said: Vec::new() });
@@ -560,7 +558,7 @@ fn start_one(
             let h = std::thread::Builder::new()
                 .name(format!("rtlab-load-{id}"))
                 .spawn(move || {
-                    let _ = crate::rt::signals::block_in_current_thread(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1]);
+                    let _ = signals::block_in_current_thread(&[signals::SIGINT, signals::SIGTERM, signals::SIGUSR1]);
                     apply_sched(&spec2, &report);
                     if let Err(e) = workers::run(&kind, id, &ops, &stop, &cpu) {
                         report.fail(e);
@@ -615,7 +613,7 @@ fn collect_reports(running: &mut [Running]) -> Vec<Vec<WorkerReport>> {
                 .enumerate()
                 .map(|(n, mut w)| {
                     let answer = w.said.split(|b| *b == b'\n').next().unwrap_or_default().to_vec();
-                    let _ = process::kill_group(w.child.id(), libc::SIGKILL);
+                    let _ = process::kill_group(w.child.id(), signals::SIGKILL);
                     let status = w.child.wait();
                     match serde_json::from_slice::<WorkerReport>(&answer) {
                         Ok(rep) if answered(&w) => rep,
@@ -681,7 +679,7 @@ fn command_supervisor(
             let started = Instant::now();
             let mut child = match process::spawn(&mut c, &opts) {
                 Ok(ch) => ch,
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) && opts.sched.is_some() => {
+                Err(e) if crate::rt::not_permitted(&e) && opts.sched.is_some() => {
                     report.downgraded("other".into(), Privileges::current().explain_rt_denied());
                     opts.sched = None;
                     continue;
@@ -694,18 +692,18 @@ fn command_supervisor(
             ops.fetch_add(1, Relaxed);
             loop {
                 if stop.load(Relaxed) {
-                    let _ = process::kill_group(child.id(), libc::SIGTERM);
+                    let _ = process::kill_group(child.id(), signals::SIGTERM);
                     let deadline = Instant::now() + Duration::from_millis(300);
                     while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
                         std::thread::sleep(Duration::from_millis(10));
                     }
-                    let _ = process::kill_group(child.id(), libc::SIGKILL);
+                    let _ = process::kill_group(child.id(), signals::SIGKILL);
                     let _ = child.wait();
                     return;
                 }
                 if let Ok(Some(status)) = child.try_wait() {
                     // The command ended by itself: the rest of its group goes too, then restart.
-                    let _ = process::kill_group(child.id(), libc::SIGKILL);
+                    let _ = process::kill_group(child.id(), signals::SIGKILL);
                     if started.elapsed() < Duration::from_millis(200) {
                         quick_failures += 1;
                         if quick_failures >= 5 {

@@ -94,6 +94,8 @@ pub struct Plan {
     pub over_capacity: usize,
     /// Hand the observer a checkpoint this often.
     pub checkpoint: Option<Duration>,
+    /// Also sum every latency as cyclictest computes it (`rtlab cyclictest` prints its Avg).
+    pub cyclictest_avg: bool,
 }
 
 /// Aligned thread starts (cyclictest `-A`/`--secaligned`).
@@ -412,6 +414,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             outliers: plan.outliers,
             over_capacity: plan.over_capacity,
             align: plan.align,
+            cyclictest_avg: plan.cyclictest_avg,
             shared: Arc::clone(&shared),
             tx: tx.clone(),
         };
@@ -662,6 +665,7 @@ struct ThreadCtx {
     outliers: Option<(i64, usize)>,
     over_capacity: usize,
     align: Option<Align>,
+    cyclictest_avg: bool,
     shared: Arc<Shared>,
     tx: std::sync::mpsc::Sender<Setup>,
 }
@@ -676,7 +680,12 @@ impl ThreadCtx {
             tp.sched
         } else {
             // Control signals go to the reporting thread, never into a sample.
-            let _ = signals::block_in_current_thread(&[libc::SIGINT, libc::SIGTERM, libc::SIGUSR1, libc::SIGHUP]);
+            let _ = signals::block_in_current_thread(&[
+                signals::SIGINT,
+                signals::SIGTERM,
+                signals::SIGUSR1,
+                signals::SIGHUP,
+            ]);
             if let Some(cpu) = tp.cpu {
                 if let Err(e) = affinity::set_current_thread(&CpuSet::from_cpus([cpu])) {
                     warnings.push(Warning::AffinityFailed { thread: tp.index, cpu, why: e.to_string() });
@@ -737,6 +746,7 @@ impl ThreadCtx {
             warmup_cycles: tp.warmup_cycles,
             break_ns: self.break_ns,
             start_at: None,
+            cyclictest_us: self.cyclictest_avg,
         };
         let mut late_warnings = Vec::new();
         let outcome = if self.shared.gate.wait() == GateState::Abort {
@@ -789,7 +799,10 @@ impl ThreadCtx {
                 }
             }
         }
-        let summary = rec.finish();
+        let mut summary = rec.finish();
+        if !self.cyclictest_avg {
+            summary.sum_us_truncated = None;
+        }
         if self.shared.stop_when_first_done && summary.cycles >= loops {
             self.shared.stop.store(true, Relaxed);
         }
@@ -830,13 +843,7 @@ fn lock_hot_code(method: Method) -> std::io::Result<()> {
     memory::lock_code_at(measure::<probe::AbsSleep> as *const () as usize, 4 << 10, 12 << 10)?;
     // The seqlock publication is cold and not inlined: it may lie outside the loop's pages.
     memory::lock_code_at(super::stats::publish_code_address(), 4 << 10, 12 << 10)?;
-    for f in [
-        libc::clock_nanosleep as *const () as usize,
-        libc::nanosleep as *const () as usize,
-        libc::sigwaitinfo as *const () as usize,
-    ] {
-        memory::lock_code_at(f, 4 << 10, 12 << 10)?;
-    }
+    memory::lock_sleep_calls()?;
     if method == Method::Sleep {
         memory::lock_code_at(std::thread::sleep as *const () as usize, 4 << 10, 12 << 10)?;
     }
@@ -856,9 +863,9 @@ fn apply_sched(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<Warn
         Policy::Fifo | Policy::Rr => format!("{}:{}", p.policy, p.priority),
         other => other.to_string(),
     };
-    let why = match e.raw_os_error() {
-        Some(libc::EPERM) => privileges.explain_rt_denied(),
-        Some(libc::EBUSY) if asked.policy == Policy::Deadline => format!(
+    let why = match () {
+        _ if crate::rt::not_permitted(&e) => privileges.explain_rt_denied(),
+        _ if crate::rt::busy(&e) && asked.policy == Policy::Deadline => format!(
             "SCHED_DEADLINE admission control refused runtime {} ns per period {} ns (the CPUs' deadline bandwidth \
              is used up); fix: lower --dl-runtime or use fewer threads",
             asked.runtime_ns, asked.period_ns

@@ -82,7 +82,8 @@ pub struct Wake {
 /// exactly on time for the next period and missed none). The one rule for every method.
 #[inline(always)]
 pub fn missed_periods(latency_ns: i64, interval_ns: i64) -> u64 {
-    if latency_ns <= 0 {
+    // Within one interval nothing was missed: no division on the common path.
+    if latency_ns <= interval_ns {
         0
     } else {
         ((latency_ns - 1) / interval_ns) as u64
@@ -212,6 +213,8 @@ pub struct LoopParams {
     pub break_ns: i64,
     /// Start the schedule here instead of now (aligned starts); absolute methods only.
     pub start_at: Option<i64>,
+    /// Also sum each latency as cyclictest computes it in whole µs (`rtlab cyclictest`'s Avg).
+    pub cyclictest_us: bool,
 }
 
 /// What the loop saw besides the samples it recorded.
@@ -264,7 +267,9 @@ pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, st
             continue;
         }
         rec.record(latency, now - start, missed);
-        rec.record_cyclictest_us(super::stats::cyclictest_us(intended, now));
+        if p.cyclictest_us {
+            rec.record_cyclictest_us(super::stats::cyclictest_us(intended, now));
+        }
         recorded += 1;
         if latency > p.break_ns {
             break_hit = Some(Exceedance { cycle: recorded - 1, at_ns: now - start, latency_ns: latency });
@@ -324,7 +329,14 @@ mod tests {
         let ring = crate::measure::ring::SampleRing::new(64);
         let mut rec = Recorder::with_logs(&live, ExceedLog::off(), ExceedLog::off(), Some(&ring));
         let mut w = KernelTimer { expiry: 0, taken: 0, lateness, read_after, i: 0 };
-        let p = LoopParams { interval_ns: 1000, loops: n, warmup_cycles: 0, break_ns: i64::MAX, start_at: None };
+        let p = LoopParams {
+            interval_ns: 1000,
+            loops: n,
+            warmup_cycles: 0,
+            break_ns: i64::MAX,
+            start_at: None,
+            cyclictest_us: false,
+        };
         run_loop(&mut w, &p, &mut rec, &AtomicBool::new(false));
         let mut lat = Vec::new();
         ring.drain(&mut crate::measure::ring::Cursor::default(), |s| lat.push(s.latency_ns));
@@ -359,7 +371,14 @@ mod tests {
         let count = |abs: bool| {
             let live = Live::new(Layout::DEFAULT);
             let mut rec = Recorder::new(&live, None);
-            let p = LoopParams { interval_ns: i, loops: 5, warmup_cycles: 0, break_ns: i64::MAX, start_at: None };
+            let p = LoopParams {
+                interval_ns: i,
+                loops: 5,
+                warmup_cycles: 0,
+                break_ns: i64::MAX,
+                start_at: None,
+                cyclictest_us: false,
+            };
             let stop = AtomicBool::new(false);
             if abs {
                 run_loop(&mut SimWaiter::<true>::new(SampleSource::List(lats.clone(), 0)), &p, &mut rec, &stop);
@@ -386,6 +405,7 @@ mod tests {
             warmup_cycles: 0,
             break_ns: i64::MAX,
             start_at: Some(-5_000_000_000),
+            cyclictest_us: false,
         };
         run_loop(&mut w, &p, &mut rec, &AtomicBool::new(false));
         assert!(w.failed.as_deref().is_some_and(|f| f.contains("timer_settime")), "{:?}", w.failed);

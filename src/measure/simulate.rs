@@ -179,8 +179,14 @@ mod tests {
         let live = Live::new(Layout::DEFAULT);
         let mut rec = Recorder::new(&live, None);
         let mut w = SimWaiter::<ABS>::new(SampleSource::List(samples, 0));
-        let p =
-            LoopParams { interval_ns: interval, loops: n, warmup_cycles: warmup, break_ns: i64::MAX, start_at: None };
+        let p = LoopParams {
+            interval_ns: interval,
+            loops: n,
+            warmup_cycles: warmup,
+            break_ns: i64::MAX,
+            start_at: None,
+            cyclictest_us: false,
+        };
         let out = run_loop(&mut w, &p, &mut rec, &AtomicBool::new(false));
         (rec.finish(), out)
     }

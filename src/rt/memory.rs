@@ -18,6 +18,19 @@ pub fn lock_all(future: bool) -> io::Result<()> {
     }
 }
 
+/// Loads and locks the code of the libc calls a measuring loop makes (the sleeps and
+/// `sigwaitinfo`), a few KiB around each entry point.
+pub fn lock_sleep_calls() -> io::Result<()> {
+    for f in [
+        libc::clock_nanosleep as *const () as usize,
+        libc::nanosleep as *const () as usize,
+        libc::sigwaitinfo as *const () as usize,
+    ] {
+        lock_code_at(f, 4 << 10, 12 << 10)?;
+    }
+    Ok(())
+}
+
 /// Loads and locks the code around `addr` (a function's address): `before` bytes below and
 /// `after` bytes above, clamped to the mapping that holds `addr`.
 pub fn lock_code_at(addr: usize, before: usize, after: usize) -> io::Result<()> {

@@ -5,6 +5,16 @@
 //! locking, the `/dev/cpu_dma_latency` PM QoS request, privileges, signals, POSIX timers and
 //! the tracefs marker.
 
+/// True when `e` is the kernel's "operation not permitted" (EPERM): a privilege is missing.
+pub fn not_permitted(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EPERM)
+}
+
+/// True when `e` is EBUSY (e.g. SCHED_DEADLINE admission control refused the bandwidth).
+pub fn busy(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EBUSY)
+}
+
 pub mod affinity;
 pub mod clock;
 pub mod cpuidle;

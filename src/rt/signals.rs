@@ -3,6 +3,17 @@
 use super::clock::ClockId;
 use std::io;
 
+/// SIGINT (Ctrl-C), for code above `rt` that names signals without libc.
+pub const SIGINT: i32 = libc::SIGINT;
+/// SIGTERM.
+pub const SIGTERM: i32 = libc::SIGTERM;
+/// SIGKILL.
+pub const SIGKILL: i32 = libc::SIGKILL;
+/// SIGUSR1 (print the current table).
+pub const SIGUSR1: i32 = libc::SIGUSR1;
+/// SIGHUP.
+pub const SIGHUP: i32 = libc::SIGHUP;
+
 /// The signal a POSIX-timer probe waits for.
 pub const TIMER_SIGNAL: i32 = libc::SIGALRM;
 

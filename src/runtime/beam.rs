@@ -436,7 +436,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool, keep: bool, mut on_start: impl FnMut(
     }
     let finished = session.end.is_some();
     if !finished {
-        let _ = crate::rt::process::kill_group(pgid, libc::SIGKILL);
+        let _ = crate::rt::process::kill_group(pgid, crate::rt::signals::SIGKILL);
     }
     let status = child.wait().ok();
     let stderr_text = err_text.join().unwrap_or_default();
