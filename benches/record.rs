@@ -53,9 +53,8 @@ impl Waiter for Replay {
     }
 }
 
-/// The whole per-sample path of the loop (time per iteration / 100 000 = ns per sample).
-#[divan::bench]
-fn loop_bookkeeping_per_sample(bencher: divan::Bencher) {
+/// Times `run_loop` over [`SAMPLES`] replayed latencies.
+fn bench_loop(bencher: divan::Bencher, cyclictest_us: bool) {
     let live = Live::new(Layout::DEFAULT);
     let stop = AtomicBool::new(false);
     let lat = latencies();
@@ -65,7 +64,7 @@ fn loop_bookkeeping_per_sample(bencher: divan::Bencher) {
         warmup_cycles: 0,
         break_ns: i64::MAX,
         start_at: None,
-        cyclictest_us: false,
+        cyclictest_us,
     };
     bencher.counter(ItemsCount::new(SAMPLES)).bench_local(|| {
         let mut rec = Recorder::new(&live, Some(100_000));
@@ -74,25 +73,16 @@ fn loop_bookkeeping_per_sample(bencher: divan::Bencher) {
     });
 }
 
+/// The whole per-sample path of the loop (time per iteration / 100 000 = ns per sample).
+#[divan::bench]
+fn loop_bookkeeping_per_sample(bencher: divan::Bencher) {
+    bench_loop(bencher, false);
+}
+
 /// The same with cyclictest's per-sample µs sum (what `rtlab cyclictest` adds for its Avg).
 #[divan::bench]
 fn loop_bookkeeping_per_sample_cyclictest_mode(bencher: divan::Bencher) {
-    let live = Live::new(Layout::DEFAULT);
-    let stop = AtomicBool::new(false);
-    let lat = latencies();
-    let params = LoopParams {
-        interval_ns: 1_000_000,
-        loops: SAMPLES,
-        warmup_cycles: 0,
-        break_ns: i64::MAX,
-        start_at: None,
-        cyclictest_us: true,
-    };
-    bencher.counter(ItemsCount::new(SAMPLES)).bench_local(|| {
-        let mut rec = Recorder::new(&live, Some(100_000));
-        let mut w = Replay { lat: lat.clone(), i: 0 };
-        run_loop(&mut w, &params, &mut rec, &stop)
-    });
+    bench_loop(bencher, true);
 }
 
 /// The histogram increment alone.

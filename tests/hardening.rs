@@ -135,10 +135,10 @@ fn devices_and_binary_files_are_refused_without_reading_them_into_memory() {
     assert!(refused(&["samples", dir.path().to_str().unwrap()]).contains("is a directory"));
 }
 
-#[test]
-fn a_killed_run_leaves_a_samples_file_with_what_was_recorded_up_to_the_last_flush() {
+/// A 30 s run recording its samples into `s.smp` in a new directory, 2.5 s into it.
+fn recording_for_a_while() -> (tempfile::TempDir, std::process::Child) {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(rtlab_path())
+    let child = Command::new(rtlab_path())
         .current_dir(dir.path())
         .args(["run", "-t", "1", "-D", "30", "-q", "--no-mlockall", "--samples", "s.smp"])
         .stdout(Stdio::null())
@@ -146,6 +146,12 @@ fn a_killed_run_leaves_a_samples_file_with_what_was_recorded_up_to_the_last_flus
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
+    (dir, child)
+}
+
+#[test]
+fn a_killed_run_leaves_a_samples_file_with_what_was_recorded_up_to_the_last_flush() {
+    let (dir, mut child) = recording_for_a_while();
     child.kill().unwrap();
     child.wait().unwrap();
     let out = rtlab().current_dir(dir.path()).args(["samples", "s.smp"]).output().unwrap();
@@ -301,15 +307,7 @@ fn an_unprivileged_rt_load_is_recorded_with_the_policy_it_got_and_degrades_the_r
 
 #[test]
 fn a_double_ctrl_c_leaves_a_samples_file_with_what_was_recorded() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(rtlab_path())
-        .current_dir(dir.path())
-        .args(["run", "-t", "1", "-D", "30", "-q", "--no-mlockall", "--samples", "s.smp"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
+    let (dir, mut child) = recording_for_a_while();
     for _ in 0..2 {
         assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
     }

@@ -199,7 +199,7 @@ impl<R: std::io::Read> Reader<R> {
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
-fn read_full(input: &mut impl std::io::Read, buf: &mut [u8]) -> Result<usize, String> {
+pub fn read_full(input: &mut (impl std::io::Read + ?Sized), buf: &mut [u8]) -> Result<usize, String> {
     let mut n = 0;
     while n < buf.len() {
         match input.read(&mut buf[n..]) {

@@ -68,7 +68,7 @@ pub fn load(path: &Path, unit: Option<Unit>) -> Result<Input, ImportError> {
     }
     let mut magic = [0u8; 8];
     let head = super::open_input(&sweep_file, false)
-        .and_then(|mut f| read_head(&mut f, &mut magic))
+        .and_then(|mut f| crate::export::samples::read_full(&mut f, &mut magic))
         .map_err(|e| error(&sweep_file, e))?;
     if head == 8 && &magic == crate::export::samples::MAGIC {
         let result = summarize_samples(&sweep_file)?;
@@ -88,19 +88,6 @@ pub fn load(path: &Path, unit: Option<Unit>) -> Result<Input, ImportError> {
     }
     let result = import_file(&sweep_file, unit)?;
     Ok(Input { path: path.into(), name, content: Content::Run(Box::new(result)), samples: None })
-}
-
-fn read_head(input: &mut dyn std::io::Read, buf: &mut [u8]) -> Result<usize, String> {
-    let mut n = 0;
-    while n < buf.len() {
-        match input.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("cannot read: {e}")),
-        }
-    }
-    Ok(n)
 }
 
 fn read_sweep(path: &Path, text: &str) -> Result<(SweepResult, Vec<LoadedPoint>), ImportError> {

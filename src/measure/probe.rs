@@ -257,7 +257,10 @@ pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, st
         // moment the signal is taken); else the one rule.
         let missed = wake.overrun.unwrap_or_else(|| missed_periods(latency, interval));
         if W::ABSOLUTE {
-            next = intended + (1 + missed as i64) * interval;
+            next = intended + interval;
+            if missed > 0 {
+                next += missed as i64 * interval;
+            }
         }
         iterations += 1;
         periods += 1 + if W::ABSOLUTE { missed as i64 } else { 0 };

@@ -224,6 +224,11 @@ impl ExceedLog {
 #[inline(always)]
 pub fn cyclictest_us(intended_ns: i64, now_ns: i64) -> i64 {
     const S: i64 = 1_000_000_000;
+    let late = now_ns - intended_ns;
+    if intended_ns >= 0 && late >= 0 && intended_ns % S + late < S {
+        // Both in the same second: the nanosecond difference is the latency.
+        return late / 1000;
+    }
     (now_ns.div_euclid(S) - intended_ns.div_euclid(S)) * 1_000_000
         + (now_ns.rem_euclid(S) - intended_ns.rem_euclid(S)) / 1000
 }
@@ -240,8 +245,8 @@ pub struct Recorder<'a> {
     sum: i128,
     sum_sq: u128,
     sum_us: i64,
-    /// Σx² in floating point once the exact sum would overflow u128.
-    sum_sq_f64: Option<f64>,
+    /// Carries of Σx² out of 128 bits (latencies of years).
+    sum_sq_wraps: u64,
     negative: u64,
     max_at_cycle: u64,
     max_at_ns: i64,
@@ -271,7 +276,7 @@ impl<'a> Recorder<'a> {
             sum: 0,
             sum_sq: 0,
             sum_us: 0,
-            sum_sq_f64: None,
+            sum_sq_wraps: 0,
             negative: 0,
             max_at_cycle: 0,
             max_at_ns: 0,
@@ -287,12 +292,12 @@ impl<'a> Recorder<'a> {
         let l = self.live;
         let cycle = l.cycles.load(Relaxed);
         self.sum += latency as i128;
-        // |latency| ≤ 2^63, so a square fits in u128; the sum may not (never silently wrapped).
-        let sq = (latency as i128 * latency as i128) as u128;
-        match (self.sum_sq_f64.as_mut(), self.sum_sq.checked_add(sq)) {
-            (None, Some(v)) => self.sum_sq = v,
-            (Some(f), _) => *f += sq as f64,
-            (None, None) => self.sum_sq_overflowed(sq),
+        // |latency| ≤ 2^63, so a square fits in u128; the sum may not: each carry out of 128
+        // bits is counted (a branch never taken in practice), so Σx² = wraps·2^128 + sum_sq.
+        let (sq, carry) = self.sum_sq.overflowing_add((latency as i128 * latency as i128) as u128);
+        self.sum_sq = sq;
+        if carry {
+            self.sum_sq_wrapped();
         }
         if latency < l.min.load(Relaxed) {
             l.min.store(latency, Relaxed);
@@ -322,8 +327,13 @@ impl<'a> Recorder<'a> {
 
     #[cold]
     #[inline(never)]
-    fn sum_sq_overflowed(&mut self, sq: u128) {
-        self.sum_sq_f64 = Some(self.sum_sq as f64 + sq as f64);
+    fn sum_sq_wrapped(&mut self) {
+        self.sum_sq_wraps += 1;
+    }
+
+    /// Σx² in floating point when it no longer fits 128 bits.
+    fn sum_sq_overflow(&self) -> Option<f64> {
+        (self.sum_sq_wraps > 0).then(|| self.sum_sq_wraps as f64 * 2f64.powi(128) + self.sum_sq as f64)
     }
 
     /// Adds one sample's latency as cyclictest computes it (see [`cyclictest_us`]); the loop
@@ -359,7 +369,7 @@ impl<'a> Recorder<'a> {
         p.sum_hi.store(((self.sum as u128) >> 64) as u64, Relaxed);
         p.sq_lo.store(self.sum_sq as u64, Relaxed);
         p.sq_hi.store((self.sum_sq >> 64) as u64, Relaxed);
-        p.sq_f64.store(self.sum_sq_f64.map_or(u64::MAX, f64::to_bits), Relaxed);
+        p.sq_f64.store(self.sum_sq_overflow().map_or(u64::MAX, f64::to_bits), Relaxed);
         p.negative.store(self.negative, Relaxed);
         p.max.store(self.live.max.load(Relaxed), Relaxed);
         p.max_at_cycle.store(self.max_at_cycle, Relaxed);
@@ -382,7 +392,7 @@ impl<'a> Recorder<'a> {
             max_at_thread: None,
             sum_ns: self.sum,
             sum_sq_ns2: self.sum_sq,
-            sum_sq_overflow: self.sum_sq_f64,
+            sum_sq_overflow: self.sum_sq_overflow(),
             sum_us_truncated: Some(self.sum_us),
             over: self.over.clone(),
             outliers: self.outliers.clone(),
@@ -568,6 +578,14 @@ mod tests {
         // gives 2 µs for 1.5 µs (the nanosecond difference is negative and truncates up).
         assert_eq!(cyclictest_us(1_999_999_000, 2_000_000_500), 2);
         assert_eq!(cyclictest_us(5_000_000_000, 5_000_000_999), 0);
+        // Every path agrees with the arithmetic on seconds and nanoseconds.
+        let calcdiff = |a: i64, b: i64| {
+            const S: i64 = 1_000_000_000;
+            (b.div_euclid(S) - a.div_euclid(S)) * 1_000_000 + (b.rem_euclid(S) - a.rem_euclid(S)) / 1000
+        };
+        for (a, b) in [(999_999_999, 1_000_000_001), (123, 99), (7_000_000_500, 9_500_000_000), (1, 1)] {
+            assert_eq!(cyclictest_us(a, b), calcdiff(a, b), "{a} → {b}");
+        }
     }
 
     #[test]
