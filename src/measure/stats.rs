@@ -293,12 +293,10 @@ impl<'a> Recorder<'a> {
         let cycle = l.cycles.load(Relaxed);
         self.sum += latency as i128;
         // |latency| ≤ 2^63, so a square fits in u128; the sum may not: each carry out of 128
-        // bits is counted (a branch never taken in practice), so Σx² = wraps·2^128 + sum_sq.
+        // bits is counted (without a branch), so Σx² = wraps·2^128 + sum_sq, never wrapped.
         let (sq, carry) = self.sum_sq.overflowing_add((latency as i128 * latency as i128) as u128);
         self.sum_sq = sq;
-        if carry {
-            self.sum_sq_wrapped();
-        }
+        self.sum_sq_wraps += carry as u64;
         if latency < l.min.load(Relaxed) {
             l.min.store(latency, Relaxed);
         }
@@ -323,12 +321,6 @@ impl<'a> Recorder<'a> {
         if (cycle + 1).is_multiple_of(PUBLISH_EVERY) {
             self.publish(cycle + 1);
         }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn sum_sq_wrapped(&mut self) {
-        self.sum_sq_wraps += 1;
     }
 
     /// Σx² in floating point when it no longer fits 128 bits.
