@@ -462,3 +462,31 @@ fn a_duration_counts_from_an_aligned_schedules_start() {
     assert!((990..=1001).contains(&periods), "{periods} periods of 1 ms in -D 1 from the aligned start");
     assert_eq!(r["end_reason"], "duration");
 }
+
+#[test]
+fn a_posix_timer_that_cannot_be_created_is_a_warned_downgrade_and_an_error_under_strict() {
+    // RLIMIT_SIGPENDING 0 makes timer_create fail (EAGAIN: no signal queue entry to preallocate).
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let run = |strict: bool| {
+        let mut c = Std::new("prlimit");
+        c.args(["--sigpending=0"]).arg(rtlab_path());
+        c.args(["run", "--method", "posix-timer", "-l", "10", "-t", "1", "-q", "--json"]).arg(&json);
+        if strict {
+            c.arg("--strict");
+        }
+        c.output().unwrap()
+    };
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = read_json(&json);
+    let w: Vec<&Value> =
+        r["warnings"].as_array().unwrap().iter().filter(|w| w["kind"] == "method_downgraded").collect();
+    assert_eq!(w.len(), 1, "{}", r["warnings"]);
+    assert_eq!((w[0]["asked"].as_str(), w[0]["got"].as_str()), (Some("posix-timer"), Some("abs")));
+    assert_eq!(r["config"]["degraded"], true);
+    assert_eq!(r["all"]["cycles"], 10, "it measured with what ran");
+    let strict = run(true);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&strict.stderr).contains("--strict"));
+}
