@@ -10,6 +10,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod error;
 pub mod export;
 pub mod import;
 pub mod load;

@@ -5,6 +5,7 @@ use clap::Parser;
 use rtlab::cli::cyclictest::CyclictestArgs;
 use rtlab::cli::{clap_error, Cli, Command};
 use rtlab::commands;
+use rtlab::error::Error;
 use rtlab::measure::engine::Signals;
 
 /// `rtlab cyclictest ARGS…`, or rtlab invoked through a link named `cyclictest`.
@@ -16,7 +17,7 @@ fn cyclictest_args(args: &[String]) -> Option<Vec<String>> {
     (args.get(1).map(String::as_str) == Some("cyclictest")).then(|| args[1..].to_vec())
 }
 
-fn cyclictest(args: Vec<String>, command_line: Vec<String>) -> Result<i32, (i32, String)> {
+fn cyclictest(args: Vec<String>, command_line: Vec<String>) -> Result<i32, Error> {
     let parsed = match CyclictestArgs::try_parse_from(&args) {
         Ok(a) => a,
         Err(e) => {
@@ -25,15 +26,15 @@ fn cyclictest(args: Vec<String>, command_line: Vec<String>) -> Result<i32, (i32,
                     print!("{help}");
                     Ok(0)
                 }
-                Err(u) => Err((2, u.0)),
+                Err(u) => Err(u.into()),
             }
         }
     };
-    let opts = parsed.into_options().map_err(|e| (2, e.0))?;
-    commands::cyclictest::execute(opts, command_line).map_err(|e| (1, e.0))
+    let opts = parsed.into_options()?;
+    commands::cyclictest::execute(opts, command_line).map_err(Error::from)
 }
 
-fn run(args: Vec<String>, signals: &Signals) -> Result<i32, (i32, String)> {
+fn run(args: Vec<String>, signals: &Signals) -> Result<i32, Error> {
     if let Some(ct) = cyclictest_args(&args) {
         return cyclictest(ct, args);
     }
@@ -43,7 +44,7 @@ fn run(args: Vec<String>, signals: &Signals) -> Result<i32, (i32, String)> {
             print!("{help}");
             return Ok(0);
         }
-        Err(Err(usage)) => return Err((2, usage.0)),
+        Err(Err(usage)) => return Err(usage.into()),
     };
     // Commands that measure or run loads stop cleanly on a signal; the others just end.
     if !matches!(
@@ -59,11 +60,11 @@ fn run(args: Vec<String>, signals: &Signals) -> Result<i32, (i32, String)> {
     }
     match cli.command {
         Command::Run(a) => {
-            let opts = a.into_options().map_err(|e| (2, e.0))?;
+            let opts = a.into_options()?;
             if opts.tokio.is_some() {
-                return commands::run::execute_tokio(opts, args).map_err(|e| (1, e.0));
+                return commands::run::execute_tokio(opts, args).map_err(Error::from);
             }
-            commands::run::execute(opts, args).map_err(|e| (1, e.0))
+            commands::run::execute(opts, args).map_err(Error::from)
         }
         Command::Import(a) => commands::import::import(a),
         Command::Load(a) => commands::load::execute(a),
@@ -101,9 +102,10 @@ fn main() {
     };
     let code = match run(args, &signals) {
         Ok(code) => code,
-        Err((code, msg)) => {
-            eprintln!("rtlab: {msg}");
-            code
+        // The one place an error becomes an exit code.
+        Err(e) => {
+            eprintln!("rtlab: {e}");
+            e.exit_code()
         }
     };
     std::process::exit(code);

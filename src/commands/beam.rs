@@ -1,4 +1,5 @@
 //! `rtlab beam run` and `rtlab beam sweep`: the Erlang VM probe, into RunResults and sweeps.
+use crate::error::Error;
 
 use crate::cli::beam::{BeamCommand, BeamCommon, BeamRunArgs, BeamSweepArgs};
 use crate::export::{json::Json, write_output, Exporter};
@@ -13,17 +14,23 @@ use crate::sysinfo::Environment;
 use std::io::Write;
 
 /// Dispatches `rtlab beam …`.
-pub fn execute(args: crate::cli::beam::BeamArgs, command_line: Vec<String>) -> Result<i32, (i32, String)> {
+pub fn execute(args: crate::cli::beam::BeamArgs, command_line: Vec<String>) -> Result<i32, Error> {
     match args.command {
         BeamCommand::Run(a) => run(a, command_line),
         BeamCommand::Sweep(a) => sweep(a, command_line),
     }
 }
 
-fn check(common: &BeamCommon) -> Result<std::path::PathBuf, (i32, String)> {
+fn check(common: &BeamCommon) -> Result<std::path::PathBuf, Error> {
     crate::load::check_safety(&common.loads, true, common.force, &crate::rt::privileges::Privileges::current())
-        .map_err(|e| (2, e))?;
-    beam::find_erl(common.erl.as_deref()).map_err(|e| (if common.erl.is_some() { 2 } else { 1 }, e))
+        .map_err(Error::Usage)?;
+    beam::find_erl(common.erl.as_deref()).map_err(|e| {
+        if common.erl.is_some() {
+            Error::Usage(e)
+        } else {
+            Error::Runtime(e)
+        }
+    })
 }
 
 fn plan(common: &BeamCommon, erl: std::path::PathBuf, workers: usize) -> Plan {
@@ -52,7 +59,7 @@ pub fn measure(
     environment: Environment,
     signals: &Signals,
     keep_samples: bool,
-) -> Result<Measured, (i32, String)> {
+) -> Result<Measured, Error> {
     let mut running: Option<LoadSet> = None;
     let mut load_error = None;
     let outcome = beam::run(plan, &signals.stop, keep_samples, || {
@@ -65,9 +72,9 @@ pub fn measure(
     });
     let os_loads = running.take().map(LoadSet::stop).unwrap_or_default();
     if let Some(e) = load_error {
-        return Err((1, e));
+        return Err(Error::Runtime(e));
     }
-    let outcome = outcome.map_err(|e| (1, e))?;
+    let outcome = outcome.map_err(Error::Runtime)?;
     let period_ns = plan.period_ms as i64 * 1_000_000;
     let end_reason = if outcome.failure.is_some() {
         EndReason::Failed
@@ -150,14 +157,14 @@ fn samples_bytes(records: &[(i64, i64)], period_ns: i64, start: &Option<String>)
     out
 }
 
-fn run(args: BeamRunArgs, command_line: Vec<String>) -> Result<i32, (i32, String)> {
+fn run(args: BeamRunArgs, command_line: Vec<String>) -> Result<i32, Error> {
     for (flag, p) in [("--json", &args.json), ("--samples", &args.samples)] {
         if let Some(p) = p {
-            crate::cli::run::check_writable_target(p, flag).map_err(|e| (2, e.0))?;
+            crate::cli::run::check_writable_target(p, flag).map_err(|e| Error::Usage(e.0))?;
         }
     }
     let erl = check(&args.common)?;
-    let signals = Signals::install().map_err(|e| (1, format!("cannot install signal handlers: {e}")))?;
+    let signals = Signals::install().map_err(|e| Error::Runtime(format!("cannot install signal handlers: {e}")))?;
     let plan = plan(&args.common, erl, args.workers);
     eprintln!(
         "Erlang VM probe: {} every {} ms for {:.1} s, {} worker(s) at priority {}, probe at {}",
@@ -171,12 +178,14 @@ fn run(args: BeamRunArgs, command_line: Vec<String>) -> Result<i32, (i32, String
     let (result, failure, records) =
         measure(&plan, &args.common.loads, command_line, Environment::capture(), &signals, args.samples.is_some())?;
     if let Some(path) = &args.json {
-        let bytes = Json.serialize(&result).map_err(|e| (1, e))?;
-        write_output(path, &bytes).map_err(|e| (1, format!("cannot write --json {}: {e}", path.display())))?;
+        let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
+        write_output(path, &bytes)
+            .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", path.display())))?;
     }
     if let Some(path) = &args.samples {
         let bytes = samples_bytes(&records, plan.period_ms as i64 * 1_000_000, &result.start_time);
-        write_output(path, &bytes).map_err(|e| (1, format!("cannot write --samples {}: {e}", path.display())))?;
+        write_output(path, &bytes)
+            .map_err(|e| Error::Runtime(format!("cannot write --samples {}: {e}", path.display())))?;
     }
     let version = result.runtime.as_ref().and_then(|rt| rt.version.clone());
     let header = format!("{}\n", version.as_deref().unwrap_or("Erlang VM (version not reported)"));
@@ -185,7 +194,7 @@ fn run(args: BeamRunArgs, command_line: Vec<String>) -> Result<i32, (i32, String
     if let Some(f) = failure {
         let kept =
             args.json.as_ref().map(|p| format!("; the results so far are in {}", p.display())).unwrap_or_default();
-        return Err((1, format!("{f}{kept}")));
+        return Err(Error::Runtime(format!("{f}{kept}")));
     }
     Ok(result.exit_code())
 }
@@ -206,13 +215,13 @@ fn input_options(a: &BeamSweepArgs) -> String {
     )
 }
 
-fn sweep(args: BeamSweepArgs, command_line: Vec<String>) -> Result<i32, (i32, String)> {
+fn sweep(args: BeamSweepArgs, command_line: Vec<String>) -> Result<i32, Error> {
     let erl = check(&args.common)?;
     let points_dir = args.out.join("points");
     std::fs::create_dir_all(&points_dir).map_err(|e| {
-        (2, format!("--out {}: cannot create it ({e}); choose a writable directory", args.out.display()))
+        Error::Usage(format!("--out {}: cannot create it ({e}); choose a writable directory", args.out.display()))
     })?;
-    let signals = Signals::install().map_err(|e| (1, format!("cannot install signal handlers: {e}")))?;
+    let signals = Signals::install().map_err(|e| Error::Runtime(format!("cannot install signal handlers: {e}")))?;
     let environment = Environment::capture();
     let axis = vec!["workers".to_string()];
     let mut done: Vec<(Point, RunResult)> = Vec::new();
@@ -232,15 +241,16 @@ fn sweep(args: BeamSweepArgs, command_line: Vec<String>) -> Result<i32, (i32, St
         let (result, failure, _) =
             measure(&plan, &args.common.loads, command_line.clone(), environment.clone(), &signals, false)?;
         let file = points_dir.join(format!("{}.json", point.label()));
-        let bytes = Json.serialize(&result).map_err(|e| (1, e))?;
-        write_output(&file, &bytes).map_err(|e| (1, format!("cannot write {}: {e}", file.display())))?;
+        let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
+        write_output(&file, &bytes).map_err(|e| Error::Runtime(format!("cannot write {}: {e}", file.display())))?;
         if failure.is_some() || result.end_reason == EndReason::Signal {
             crate::commands::sweep::write_summaries(&args.out, &axis, &done, &environment, &command_line, total)?;
             let why = failure.unwrap_or_else(|| "interrupted".into());
-            return Err((
-                1,
-                format!("point {} ({w} workers): {why}; the finished points are in {}", index + 1, args.out.display()),
-            ));
+            return Err(Error::Runtime(format!(
+                "point {} ({w} workers): {why}; the finished points are in {}",
+                index + 1,
+                args.out.display()
+            )));
         }
         if index == 0 {
             let rt = result.runtime.clone().unwrap_or_default();

@@ -1,4 +1,5 @@
 //! `rtlab load` and the hidden `rtlab load-worker`.
+use crate::error::Error;
 
 use crate::cli::load::LoadArgs;
 use crate::export::write_output;
@@ -32,13 +33,13 @@ pub fn table(results: &[LoadResult]) -> String {
 }
 
 /// Runs the loads alone for the duration (or until SIGINT/SIGTERM) and prints their throughput.
-pub fn execute(args: LoadArgs) -> Result<i32, (i32, String)> {
-    check_safety(&args.specs, true, args.force, &Privileges::current()).map_err(|e| (2, e))?;
+pub fn execute(args: LoadArgs) -> Result<i32, Error> {
+    check_safety(&args.specs, true, args.force, &Privileges::current()).map_err(Error::Usage)?;
     if let Some(p) = &args.json {
-        crate::cli::run::check_writable_target(p, "--json").map_err(|e| (2, e.0))?;
+        crate::cli::run::check_writable_target(p, "--json").map_err(|e| Error::Usage(e.0))?;
     }
-    let signals = Signals::install().map_err(|e| (1, format!("cannot install signal handlers: {e}")))?;
-    let set = LoadSet::start(&args.specs).map_err(|e| (1, e))?;
+    let signals = Signals::install().map_err(|e| Error::Runtime(format!("cannot install signal handlers: {e}")))?;
+    let set = LoadSet::start(&args.specs).map_err(Error::Runtime)?;
     let end = Instant::now() + args.duration;
     while Instant::now() < end && !signals.stop.load(Relaxed) {
         std::thread::sleep(end.saturating_duration_since(Instant::now()).min(Duration::from_millis(50)));
@@ -46,9 +47,9 @@ pub fn execute(args: LoadArgs) -> Result<i32, (i32, String)> {
     let results = set.stop();
     if let Some(p) = &args.json {
         let doc = serde_json::json!({ "schema": "rtlab.load/1", "tool_version": env!("CARGO_PKG_VERSION"), "loads": results });
-        let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| (1, e.to_string()))?;
+        let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Runtime(e.to_string()))?;
         bytes.push(b'\n');
-        write_output(p, &bytes).map_err(|e| (1, format!("cannot write --json {}: {e}", p.display())))?;
+        write_output(p, &bytes).map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", p.display())))?;
     }
     let failed: Vec<&LoadResult> = results.iter().filter(|r| r.failed).collect();
     let text = table(&results);
@@ -58,14 +59,14 @@ pub fn execute(args: LoadArgs) -> Result<i32, (i32, String)> {
         print!("{text}");
     }
     if let Some(f) = failed.first() {
-        return Err((1, format!("load '{}' failed: {}", f.spec, f.warnings.join("; "))));
+        return Err(Error::Runtime(format!("load '{}' failed: {}", f.spec, f.warnings.join("; "))));
     }
     Ok(0)
 }
 
 /// `rtlab load-worker SPEC`: one worker of a `mode=process` load.
-pub fn worker(spec: &str) -> Result<i32, (i32, String)> {
-    let spec = spec.parse().map_err(|e| (2, e))?;
-    crate::load::worker_main(&spec).map_err(|e| (1, e))?;
+pub fn worker(spec: &str) -> Result<i32, Error> {
+    let spec = spec.parse().map_err(Error::Usage)?;
+    crate::load::worker_main(&spec).map_err(Error::Runtime)?;
     Ok(0)
 }

@@ -1,31 +1,32 @@
 //! `rtlab report` and `rtlab compare`.
+use crate::error::Error;
 
 use crate::cli::report::{CompareArgs, ReportArgs};
 use crate::export::write_output;
 use crate::plot::inputs::By;
 use crate::report::{self, compare, Block};
 
-fn written(path: &std::path::Path, bytes: &[u8]) -> Result<(), (i32, String)> {
-    write_output(path, bytes).map_err(|e| (1, format!("cannot write {}: {e}", path.display())))
+fn written(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
+    write_output(path, bytes).map_err(|e| Error::Runtime(format!("cannot write {}: {e}", path.display())))
 }
 
 /// `rtlab report`.
-pub fn report(args: ReportArgs) -> Result<i32, (i32, String)> {
+pub fn report(args: ReportArgs) -> Result<i32, Error> {
     let ext = args.output.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     let markdown = match ext.as_deref() {
         Some("html" | "htm") => false,
         Some("md" | "markdown") => true,
         _ => {
-            return Err((
-                2,
-                format!("-o {}: a report is FILE.html or FILE.md; name it e.g. report.html", args.output.display()),
-            ))
+            return Err(Error::Usage(format!(
+                "-o {}: a report is FILE.html or FILE.md; name it e.g. report.html",
+                args.output.display()
+            )))
         }
     };
     let ins: Vec<&std::path::Path> = args.inputs.iter().map(std::path::PathBuf::as_path).collect();
-    crate::export::check_outputs(&[("-o".into(), &args.output)], &ins).map_err(|e| (2, e))?;
+    crate::export::check_outputs(&[("-o".into(), &args.output)], &ins).map_err(Error::Usage)?;
     let inputs = crate::commands::plot::load_inputs(&args.inputs, args.unit)?;
-    let blocks = report::build(&inputs).map_err(|e| (1, e))?;
+    let blocks = report::build(&inputs).map_err(Error::Runtime)?;
     if markdown {
         let stem = args.output.file_stem().map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
         let dir = args.output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
@@ -33,7 +34,7 @@ pub fn report(args: ReportArgs) -> Result<i32, (i32, String)> {
         let pictures: Vec<std::path::PathBuf> = files.iter().map(|(name, _)| dir.join(name)).collect();
         let mut outs: Vec<(String, &std::path::Path)> = vec![("-o".into(), &args.output)];
         outs.extend(pictures.iter().map(|p| ("a picture of the report".to_string(), p.as_path())));
-        crate::export::check_outputs(&outs, &ins).map_err(|e| (2, e))?;
+        crate::export::check_outputs(&outs, &ins).map_err(Error::Usage)?;
         for (name, bytes) in &files {
             written(&dir.join(name), bytes)?;
         }
@@ -49,12 +50,12 @@ pub fn report(args: ReportArgs) -> Result<i32, (i32, String)> {
 
 /// `rtlab compare`: tables on stdout, optionally the tails as a picture; exit code 3 on a
 /// regression beyond `--fail-if-worse`.
-pub fn compare(args: CompareArgs) -> Result<i32, (i32, String)> {
+pub fn compare(args: CompareArgs) -> Result<i32, Error> {
     let format = match &args.output {
         Some(o) => {
-            let f = crate::plot::Format::of(o).map_err(|e| (2, format!("-o {e}")))?;
+            let f = crate::plot::Format::of(o).map_err(|e| Error::Usage(format!("-o {e}")))?;
             let ins: Vec<&std::path::Path> = args.inputs.iter().map(std::path::PathBuf::as_path).collect();
-            crate::export::check_outputs(&[("-o".into(), o)], &ins).map_err(|e| (2, e))?;
+            crate::export::check_outputs(&[("-o".into(), o)], &ins).map_err(Error::Usage)?;
             Some(f)
         }
         None => None,
@@ -62,7 +63,7 @@ pub fn compare(args: CompareArgs) -> Result<i32, (i32, String)> {
     let inputs = crate::commands::plot::load_inputs(&args.inputs, args.unit)?;
     let runs = compare::runs(&inputs);
     if runs.len() < 2 {
-        return Err((2, "compare needs at least two runs; give two result files".into()));
+        return Err(Error::Usage("compare needs at least two runs; give two result files".into()));
     }
     let c = compare::compare(&runs);
     let max_sections = if args.all_threads || c.sections.len() <= 9 { usize::MAX } else { 1 };
@@ -85,12 +86,12 @@ pub fn compare(args: CompareArgs) -> Result<i32, (i32, String)> {
             None,
             Some("Latency tails compared"),
         )?;
-        let bytes = crate::plot::encode(&svg, format).map_err(|e| (1, e))?;
+        let bytes = crate::plot::encode(&svg, format).map_err(Error::Runtime)?;
         written(out, &bytes)?;
         eprintln!("{} written", out.display());
     }
     if let Some(pct) = args.fail_if_worse {
-        let worse = compare::regressions(&c, args.percentile, pct).map_err(|e| (2, e))?;
+        let worse = compare::regressions(&c, args.percentile, pct).map_err(Error::Usage)?;
         let name = args.percentile.name();
         if worse.is_empty() {
             println!("PASS: no run is more than {pct}% worse than {} on {name}", c.names[0]);

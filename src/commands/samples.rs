@@ -1,4 +1,5 @@
 //! `rtlab run --samples FILE` (the writer) and `rtlab samples FILE` (the reader).
+use crate::error::Error;
 
 use crate::export::samples::{self, Header, Record, ThreadInfo, Trailer};
 use crate::measure::engine::{Observer, ThreadStatus};
@@ -114,15 +115,16 @@ impl Observer for SamplesWriter {
 
 /// `rtlab samples FILE`: a summary, or with `--csv` every record as CSV (to stdout or `-o`);
 /// the file is streamed, so memory does not grow with it.
-pub fn execute(args: crate::cli::samples::SamplesArgs) -> Result<i32, (i32, String)> {
+pub fn execute(args: crate::cli::samples::SamplesArgs) -> Result<i32, Error> {
     let file = &args.file;
     let target = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     if args.csv {
-        crate::cli::run::check_writable_target(&target, "-o").map_err(|e| (2, e.0))?;
-        crate::export::check_distinct(&[("-o".into(), &target)], &[("input".into(), file)]).map_err(|e| (2, e))?;
+        crate::cli::run::check_writable_target(&target, "-o").map_err(|e| Error::Usage(e.0))?;
+        crate::export::check_distinct(&[("-o".into(), &target)], &[("input".into(), file)]).map_err(Error::Usage)?;
     }
-    let mut reader = crate::import::input::open_samples(file).map_err(|e| (2, format!("{}: {e}", file.display())))?;
-    let bad = |e: String| (2, format!("{}: {e}", file.display()));
+    let mut reader =
+        crate::import::input::open_samples(file).map_err(|e| Error::Usage(format!("{}: {e}", file.display())))?;
+    let bad = |e: String| Error::Usage(format!("{}: {e}", file.display()));
     if args.csv {
         let mut failure = None;
         let written = crate::export::stream_output(&target, |out| {
@@ -147,7 +149,7 @@ pub fn execute(args: crate::cli::samples::SamplesArgs) -> Result<i32, (i32, Stri
         if let Some(e) = failure {
             return Err(bad(e));
         }
-        written.map_err(|e| (1, format!("cannot write {}: {e}", target.display())))?;
+        written.map_err(|e| Error::Runtime(format!("cannot write {}: {e}", target.display())))?;
         return Ok(0);
     }
     let header = reader.header().clone();

@@ -1,4 +1,5 @@
 //! `rtlab sweep`.
+use crate::error::Error;
 
 use crate::cli::sweep::SweepArgs;
 use crate::cli::UsageError;
@@ -12,12 +13,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering::Relaxed;
 
-fn usage(m: impl Into<String>) -> (i32, String) {
-    (2, UsageError(m.into()).0)
+fn usage(m: impl Into<String>) -> Error {
+    Error::Usage(UsageError(m.into()).0)
 }
 
 /// Runs the sweep; exit 0 (also when interrupted: what was done is kept), 2 for bad usage.
-pub fn execute(args: SweepArgs, command_line: Vec<String>) -> Result<i32, (i32, String)> {
+pub fn execute(args: SweepArgs, command_line: Vec<String>) -> Result<i32, Error> {
     if args.run.duration.is_none() && args.run.loops.is_none() {
         return Err(usage("every sweep point needs a length: give -D (e.g. -D 5s) or -l"));
     }
@@ -75,7 +76,7 @@ pub fn execute(args: SweepArgs, command_line: Vec<String>) -> Result<i32, (i32, 
     }
     eprintln!("{header}");
 
-    let signals = Signals::install().map_err(|e| (1, format!("cannot install signal handlers: {e}")))?;
+    let signals = Signals::install().map_err(|e| Error::Runtime(format!("cannot install signal handlers: {e}")))?;
     let bar = ProgressBar::new(points.len() as u64);
     if std::io::stderr().is_terminal() {
         bar.set_style(
@@ -108,10 +109,10 @@ pub fn execute(args: SweepArgs, command_line: Vec<String>) -> Result<i32, (i32, 
             }
         }
         bar.set_message(axes_text.clone());
-        let result =
-            measure(opts, command_line.clone(), environment.clone(), &mut Silent, &signals).map_err(|e| (1, e.0))?;
+        let result = measure(opts, command_line.clone(), environment.clone(), &mut Silent, &signals)
+            .map_err(|e| Error::Runtime(e.0))?;
         let bytes = crate::export::json::Json.serialize_result(&result)?;
-        write_output(&file, &bytes).map_err(|e| (1, format!("cannot write {}: {e}", file.display())))?;
+        write_output(&file, &bytes).map_err(|e| Error::Runtime(format!("cannot write {}: {e}", file.display())))?;
         let cut = result.end_reason == crate::measure::engine::EndReason::Signal;
         if plain {
             let max = result.all.stats.max_ns.map_or("-".into(), |m| format!("{:.3} ms", m as f64 / 1e6));
@@ -157,11 +158,11 @@ pub fn write_summaries(
     environment: &Environment,
     command_line: &[String],
     planned: usize,
-) -> Result<(), (i32, String)> {
+) -> Result<(), Error> {
     let rows: Vec<(&Point, &RunResult)> = done.iter().map(|(p, r)| (p, r)).collect();
     let csv_path = out.join("sweep.csv");
     write_output(&csv_path, csv(axis_names, &rows).as_bytes())
-        .map_err(|e| (1, format!("cannot write {}: {e}", csv_path.display())))?;
+        .map_err(|e| Error::Runtime(format!("cannot write {}: {e}", csv_path.display())))?;
     let doc = SweepResult {
         schema: SCHEMA.into(),
         tool: Tool::this(),
@@ -170,10 +171,10 @@ pub fn write_summaries(
         points: done.iter().map(|(p, r)| SweepResult::entry(p, r)).collect(),
         planned,
     };
-    let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| (1, e.to_string()))?;
+    let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Runtime(e.to_string()))?;
     bytes.push(b'\n');
     let json_path = out.join("sweep.json");
-    write_output(&json_path, &bytes).map_err(|e| (1, format!("cannot write {}: {e}", json_path.display())))
+    write_output(&json_path, &bytes).map_err(|e| Error::Runtime(format!("cannot write {}: {e}", json_path.display())))
 }
 
 /// The settings of a configuration that decide what is measured (what was obtained, such as
@@ -197,7 +198,7 @@ fn check_resumable(
     out: &std::path::Path,
     points: &[Point],
     plans: &[crate::cli::run::RunOptions],
-) -> Result<(), (i32, String)> {
+) -> Result<(), Error> {
     for (p, opts) in points.iter().zip(plans) {
         let file = out.join("points").join(format!("{}.json", p.label()));
         let Ok(text) = std::fs::read_to_string(&file) else { continue };

@@ -8,9 +8,9 @@ use crate::result::RunResult;
 pub struct Json;
 
 impl Json {
-    /// The bytes of a result, with the error as a runtime failure (exit 1).
-    pub fn serialize_result(&self, result: &RunResult) -> Result<Vec<u8>, (i32, String)> {
-        self.serialize(result).map_err(|e| (1, e))
+    /// The bytes of a result, with the error as a runtime failure.
+    pub fn serialize_result(&self, result: &RunResult) -> Result<Vec<u8>, crate::error::Error> {
+        self.serialize(result).map_err(crate::error::Error::Runtime)
     }
 }
 
