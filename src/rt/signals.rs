@@ -29,13 +29,10 @@ fn sigset(signals: &[i32]) -> libc::sigset_t {
     set
 }
 
-/// Blocks `signals` in the calling thread, so that they go to other threads (or wait for
-/// `sigwait`). Measuring threads block the control signals so Ctrl-C never lands in the
-/// middle of a sample.
-pub fn block_in_current_thread(signals: &[i32]) -> io::Result<()> {
+fn change_mask(how: libc::c_int, signals: &[i32]) -> io::Result<()> {
     let set = sigset(signals);
     // SAFETY: `set` is an initialised sigset_t; the old mask is not needed.
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    let rc = unsafe { libc::pthread_sigmask(how, &set, std::ptr::null_mut()) };
     if rc == 0 {
         Ok(())
     } else {
@@ -43,17 +40,17 @@ pub fn block_in_current_thread(signals: &[i32]) -> io::Result<()> {
     }
 }
 
+/// Blocks `signals` in the calling thread, so that they go to other threads (or wait for
+/// `sigwait`). Measuring threads block the control signals so Ctrl-C never lands in the
+/// middle of a sample.
+pub fn block_in_current_thread(signals: &[i32]) -> io::Result<()> {
+    change_mask(libc::SIG_BLOCK, signals)
+}
+
 /// Unblocks `signals` in the calling thread (a parent may have started rtlab with them
 /// blocked); one that is pending is delivered at once.
 pub fn unblock_in_current_thread(signals: &[i32]) -> io::Result<()> {
-    let set = sigset(signals);
-    // SAFETY: `set` is an initialised sigset_t; the old mask is not needed.
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(rc))
-    }
+    change_mask(libc::SIG_UNBLOCK, signals)
 }
 
 /// The signal that wakes a measuring thread out of its sleep when the run stops (installed
