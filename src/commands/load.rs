@@ -36,7 +36,7 @@ pub fn table(results: &[LoadResult]) -> String {
 pub fn execute(args: LoadArgs) -> Result<i32, Error> {
     check_safety(&args.specs, true, args.force, &Privileges::current()).map_err(Error::Usage)?;
     if let Some(p) = &args.json {
-        crate::cli::run::check_writable_target(p, "--json").map_err(|e| Error::Usage(e.0))?;
+        crate::export::check_outputs(&[("--json".into(), p)], &[]).map_err(Error::Usage)?;
     }
     let signals = Signals::install().map_err(|e| Error::Runtime(format!("cannot install signal handlers: {e}")))?;
     let set = LoadSet::start(&args.specs).map_err(Error::Runtime)?;

@@ -119,8 +119,7 @@ pub fn execute(args: crate::cli::samples::SamplesArgs) -> Result<i32, Error> {
     let file = &args.file;
     let target = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     if args.csv {
-        crate::cli::run::check_writable_target(&target, "-o").map_err(|e| Error::Usage(e.0))?;
-        crate::export::check_distinct(&[("-o".into(), &target)], &[("input".into(), file)]).map_err(Error::Usage)?;
+        crate::export::check_outputs(&[("-o".into(), &target)], &[file]).map_err(Error::Usage)?;
     }
     let mut reader =
         crate::import::input::open_samples(file).map_err(|e| Error::Usage(format!("{}: {e}", file.display())))?;

@@ -142,7 +142,7 @@ pub fn check_outputs(outputs: &[(String, &Path)], inputs: &[&Path]) -> Result<()
             owned.push(p.to_path_buf());
         }
     }
-    let inputs: Vec<(String, &Path)> = owned.iter().map(|p| ("input".to_string(), p.as_path())).collect();
+    let inputs: Vec<&Path> = owned.iter().map(PathBuf::as_path).collect();
     check_distinct(outputs, &inputs)
 }
 
@@ -166,18 +166,15 @@ impl FileId {
     }
 }
 
-/// Refuses an output that is one of the inputs or another output (stdout `-` excepted): each
-/// pair is `(what, path)`, e.g. `("--json", p)`; the error names both.
-pub fn check_distinct(outputs: &[(String, &Path)], inputs: &[(String, &Path)]) -> Result<(), String> {
-    let files = |v: &[(String, &Path)]| -> Vec<(String, PathBuf, FileId)> {
-        v.iter()
-            .filter(|(_, p)| p.as_os_str() != "-")
-            .map(|(w, p)| (w.clone(), p.to_path_buf(), FileId::of(p)))
-            .collect()
-    };
-    let (outs, ins) = (files(outputs), files(inputs));
+/// Refuses an output that is one of the inputs or another output (stdout `-` excepted):
+/// outputs are `(option, path)`, e.g. `("--json", p)`; the error names both files.
+pub fn check_distinct(outputs: &[(String, &Path)], inputs: &[&Path]) -> Result<(), String> {
+    let outs: Vec<(&String, &Path, FileId)> =
+        outputs.iter().filter(|(_, p)| p.as_os_str() != "-").map(|(w, p)| (w, *p, FileId::of(p))).collect();
+    let ins: Vec<(&Path, FileId)> =
+        inputs.iter().filter(|p| p.as_os_str() != "-").map(|p| (*p, FileId::of(p))).collect();
     for (i, (what, path, id)) in outs.iter().enumerate() {
-        if let Some((_, ip, _)) = ins.iter().find(|(_, _, other)| id.same(other)) {
+        if let Some((ip, _)) = ins.iter().find(|(_, other)| id.same(other)) {
             return Err(format!(
                 "{what} {} is the input {}: writing it would destroy that input; choose another output file",
                 path.display(),
@@ -289,19 +286,16 @@ mod tests {
         let a = dir.path().join("a.json");
         std::fs::write(&a, "{}").unwrap();
         let dotted = dir.path().join(".").join("a.json");
-        let e = check_distinct(&[("-o".into(), &dotted)], &[("input".into(), &a)]).unwrap_err();
+        let e = check_distinct(&[("-o".into(), &dotted)], &[a.as_path()]).unwrap_err();
         assert!(e.contains("would destroy that input"), "{e}");
         let link = dir.path().join("hard.json");
         std::fs::hard_link(&a, &link).unwrap();
-        assert!(
-            check_distinct(&[("-o".into(), &link)], &[("input".into(), &a)]).is_err(),
-            "a hard link is the same file"
-        );
+        assert!(check_distinct(&[("-o".into(), &link)], &[a.as_path()]).is_err(), "a hard link is the same file");
         let x = dir.path().join("x");
         let e = check_distinct(&[("--json".into(), &x), ("--samples".into(), &x)], &[]).unwrap_err();
         assert!(e.contains("--samples") && e.contains("--json"), "{e}");
         let other = dir.path().join("b.json");
-        assert!(check_distinct(&[("-o".into(), &other), ("--x".into(), Path::new("-"))], &[("in".into(), &a)]).is_ok());
+        assert!(check_distinct(&[("-o".into(), &other), ("--x".into(), Path::new("-"))], &[a.as_path()]).is_ok());
         let dash = Path::new("-");
         assert!(check_distinct(&[("-o".into(), dash), ("--json".into(), dash)], &[]).is_ok());
     }

@@ -1,7 +1,7 @@
 //! Any input of `plot`, `report` and `compare`: a RunResult, a sweep (its directory or its
 //! `sweep.json`), a samples file, or cyclictest output — each read into RunResults.
 
-use super::{import_file, ImportError, Unit};
+use super::{import_text, ImportError, Unit};
 use crate::export::samples::{Reader, Record};
 use crate::measure::histogram::Layout;
 use crate::measure::stats::{Live, Recorder};
@@ -86,7 +86,7 @@ pub fn load(path: &Path, unit: Option<Unit>) -> Result<Input, ImportError> {
         let (sweep, points) = read_sweep(&sweep_file, &text)?;
         return Ok(Input { path: path.into(), name, content: Content::Sweep(Box::new(sweep), points), samples: None });
     }
-    let result = import_file(&sweep_file, unit)?;
+    let result = import_text(&sweep_file, &text, unit)?;
     Ok(Input { path: path.into(), name, content: Content::Run(Box::new(result)), samples: None })
 }
 

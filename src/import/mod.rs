@@ -390,17 +390,23 @@ pub fn import_file(path: &Path, unit: Option<Unit>) -> Result<RunResult, ImportE
             },
         )
     })?;
+    import_text(path, &text, unit)
+}
+
+/// Imports `text`, already read from `path`: a RunResult, cyclictest JSON or cyclictest text.
+pub fn import_text(path: &Path, text: &str, unit: Option<Unit>) -> Result<RunResult, ImportError> {
+    let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
     if text.bytes().all(|b| b.is_ascii_whitespace()) {
         return Err(err(None, "the file is empty; give a cyclictest --json file, -h/-H histogram or -q output".into()));
     }
     if text.trim_start().starts_with('{') {
         if text.contains("\"schema\": \"rtlab.run/1\"") || text.contains("\"schema\":\"rtlab.run/1\"") {
-            return serde_json::from_str(&text)
+            return serde_json::from_str(text)
                 .map_err(|e| err(Some(e.line()), format!("not a valid rtlab.run/1 file: {e}")));
         }
-        return cyclictest_json::parse(path, &text);
+        return cyclictest_json::parse(path, text);
     }
-    cyclictest_text::parse(path, &text, unit)
+    cyclictest_text::parse(path, text, unit)
 }
 
 #[cfg(test)]

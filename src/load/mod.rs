@@ -11,7 +11,7 @@ use crate::rt::affinity::{self, CpuSet};
 use crate::rt::clock::{self, ClockId};
 use crate::rt::privileges::Privileges;
 use crate::rt::process::{self, SpawnOptions};
-use crate::rt::sched::{self, SchedParams};
+use crate::rt::sched;
 use crate::rt::signals;
 use serde::{Deserialize, Serialize};
 pub use spec::{sched_text, Kind, LoadSched, LoadSpec};
@@ -274,22 +274,13 @@ fn apply_sched(spec: &LoadSpec, report: &Report) {
     }
     if let Err(e) = sched::set_current_thread(&spec.sched.params()) {
         let why = if crate::rt::not_permitted(&e) { Privileges::current().explain_rt_denied() } else { e.to_string() };
-        let got = sched::current_thread().map_or_else(|_| "other".into(), |p| params_text(&p));
+        let got = sched::current_thread().map_or_else(|_| "other".into(), |p| p.label());
         report.downgraded(got, why);
     }
     if spec.sched.nice != 0 {
         if let Err(e) = process::set_thread_nice(spec.sched.nice) {
             report.warn(format!("could not set nice {} ({e})", spec.sched.nice));
         }
-    }
-}
-
-/// `fifo:49`, `rr:10`, `other`, `batch`, `idle`: how scheduling is written in load results.
-fn params_text(p: &SchedParams) -> String {
-    if p.policy.is_realtime_priority() {
-        format!("{}:{}", p.policy, p.priority)
-    } else {
-        p.policy.to_string()
     }
 }
 
@@ -439,14 +430,21 @@ impl LoadSet {
             let known_cpu = !matches!(r.spec.kind, Kind::Command { .. }) && r.spec.workers > 0;
             let asked = sched_text(r.spec.sched);
             let downgrade = r.report.downgrade.lock().ok().and_then(|d| d.clone());
-            let mut warnings = r.report.warnings.lock().map(|w| w.clone()).unwrap_or_default();
             let failures = r.report.failures.lock().map(|f| f.clone()).unwrap_or_default();
+            // The downgrade first, then what the workers said, then their failures.
+            let mut warnings: Vec<String> =
+                downgrade.iter().map(|(got, why)| format!("could not get {asked}, ran as {got}: {why}")).collect();
+            warnings.extend(r.report.warnings.lock().map(|w| w.clone()).unwrap_or_default());
             warnings.extend(failures.iter().cloned());
+            let (policy, downgrade_why) = match downgrade {
+                Some((got, why)) => (got, Some(why)),
+                None => (asked.clone(), None),
+            };
             results.push(LoadResult {
                 spec: r.spec.text.clone(),
                 kind: kind.into(),
                 workers: r.spec.workers,
-                policy: downgrade.as_ref().map_or_else(|| asked.clone(), |(got, _)| got.clone()),
+                policy,
                 policy_requested: asked,
                 unit: unit.into(),
                 ops,
@@ -456,13 +454,8 @@ impl LoadSet {
                 utilization: (known_cpu && elapsed > 0.0).then(|| cpu_s / elapsed / r.spec.workers as f64),
                 warnings,
                 failed: !failures.is_empty(),
-                downgrade_why: None,
+                downgrade_why,
             });
-            if let (Some((_, why)), Some(last)) = (downgrade, results.last_mut()) {
-                last.warnings
-                    .insert(0, format!("could not get {}, ran as {}: {why}", last.policy_requested, last.policy));
-                last.downgrade_why = Some(why);
-            }
         }
         results
     }

@@ -85,11 +85,7 @@ impl fmt::Display for LoadSched {
 
 /// `other`, `batch`, `idle`, `fifo:N` or `rr:N`.
 pub fn sched_text(s: LoadSched) -> String {
-    if s.is_realtime() {
-        format!("{}:{}", s.policy, s.priority)
-    } else {
-        s.policy.to_string()
-    }
+    s.params().label()
 }
 
 /// Parses `other`, `batch`, `idle`, `fifo:N`, `rr:N`.

@@ -17,7 +17,7 @@ use crate::rt::sched::{self, Policy, SchedParams};
 use crate::rt::signals::{self, PosixTimer};
 use crate::rt::thread as rtthread;
 use crate::rt::tracefs::Tracefs;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -342,8 +342,7 @@ impl Gate {
 struct Shared {
     gate: Gate,
     stop: AtomicBool,
-    done: AtomicUsize,
-    /// Per thread: it has left its loop (it needs no more wake signals).
+    /// Per thread: it has left its loop (the run may end; it needs no more wake signals).
     finished: Vec<AtomicBool>,
     tracefs: Option<Tracefs>,
     tracemark_written: AtomicBool,
@@ -381,7 +380,6 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let shared = Arc::new(Shared {
         gate: Gate { state: Mutex::new(GateState::Closed), cv: Condvar::new() },
         stop: AtomicBool::new(false),
-        done: AtomicUsize::new(0),
         finished: plan.threads.iter().map(|_| AtomicBool::new(false)).collect(),
         tracefs,
         tracemark_written: AtomicBool::new(false),
@@ -497,10 +495,14 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     }
     let start_wall = SystemTime::now();
     let started = Instant::now();
-    let clock_at_start = crate::rt::clock::now(plan.clock.id());
     // With an aligned start the schedule begins up to 2 s after the release: -D counts from there.
-    let schedule_delay = Duration::from_nanos((shared.align_base.load(Relaxed) - clock_at_start).max(0) as u64);
-    let schedule_delay = if plan.align.is_some() { schedule_delay } else { Duration::ZERO };
+    let schedule_delay = match plan.align {
+        Some(_) => {
+            let ahead = shared.align_base.load(Relaxed) - crate::rt::clock::now(plan.clock.id());
+            Duration::from_nanos(ahead.max(0) as u64)
+        }
+        None => Duration::ZERO,
+    };
     let schedule_start = started + schedule_delay;
     // Sample times count from the schedule's start, and so does the result's start time.
     let start_wall = start_wall + schedule_delay;
@@ -512,7 +514,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let mut next_checkpoint = plan.checkpoint.map(|c| started + c);
     let end_reason = loop {
         let now = Instant::now();
-        if shared.done.load(Relaxed) == n {
+        if shared.finished.iter().all(|f| f.load(Relaxed)) {
             // A -b hit is told by the threads' break_hit below; `stop` alone may be cyclictest's
             // -l reached by the first thread.
             break EndReason::Loops;
@@ -806,9 +808,8 @@ impl ThreadCtx {
         if self.shared.stop_when_first_done && summary.cycles >= loops {
             self.shared.stop.store(true, Relaxed);
         }
-        self.shared.finished[tp.index].store(true, Relaxed);
         signals::interrupt_sleeps_on(None);
-        self.shared.done.fetch_add(1, Relaxed);
+        self.shared.finished[tp.index].store(true, Relaxed);
         ThreadOutcome {
             plan: tp.clone(),
             sched: sched_now,
@@ -859,10 +860,7 @@ fn measure<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, stop: &
 fn apply_sched(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<Warning>) {
     let asked = tp.sched;
     let Err(e) = sched::set_current_thread(&asked) else { return };
-    let label = |p: &SchedParams| match p.policy {
-        Policy::Fifo | Policy::Rr => format!("{}:{}", p.policy, p.priority),
-        other => other.to_string(),
-    };
+    let label = SchedParams::label;
     let why = match () {
         _ if crate::rt::not_permitted(&e) => privileges.explain_rt_denied(),
         _ if crate::rt::busy(&e) && asked.policy == Policy::Deadline => format!(

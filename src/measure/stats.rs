@@ -47,8 +47,8 @@ struct Published {
     sum_hi: AtomicU64,
     sq_lo: AtomicU64,
     sq_hi: AtomicU64,
-    /// Σx² as f64 bits once the exact sum overflowed; `u64::MAX` before.
-    sq_f64: AtomicU64,
+    /// Carries of Σx² out of 128 bits.
+    sq_wraps: AtomicU64,
     negative: AtomicU64,
     max: AtomicI64,
     max_at_cycle: AtomicU64,
@@ -79,7 +79,7 @@ impl Live {
     pub fn checkpoint(&self) -> Option<Summary> {
         let p = &self.published;
         let mut tries = 0;
-        let (cycles, sum, sq, sq_f64, negative, max, at_cycle, at_ns) = loop {
+        let (cycles, sum, sq, sq_wraps, negative, max, at_cycle, at_ns) = loop {
             tries += 1;
             if tries > CHECKPOINT_TRIES {
                 return None;
@@ -93,7 +93,7 @@ impl Live {
                 p.cycles.load(Relaxed),
                 ((p.sum_hi.load(Relaxed) as u128) << 64 | p.sum_lo.load(Relaxed) as u128) as i128,
                 (p.sq_hi.load(Relaxed) as u128) << 64 | p.sq_lo.load(Relaxed) as u128,
-                p.sq_f64.load(Relaxed),
+                p.sq_wraps.load(Relaxed),
                 p.negative.load(Relaxed),
                 p.max.load(Relaxed),
                 p.max_at_cycle.load(Relaxed),
@@ -116,7 +116,7 @@ impl Live {
             max_at_thread: None,
             sum_ns: sum,
             sum_sq_ns2: sq,
-            sum_sq_overflow: (sq_f64 != u64::MAX && cycles > 0).then(|| f64::from_bits(sq_f64)),
+            sum_sq_overflow: sum_sq_beyond_128_bits(sq_wraps, sq),
             sum_us_truncated: None,
             over: ExceedLog::off(),
             outliers: ExceedLog::off(),
@@ -233,6 +233,12 @@ pub fn cyclictest_us(intended_ns: i64, now_ns: i64) -> i64 {
         + (now_ns.rem_euclid(S) - intended_ns.rem_euclid(S)) / 1000
 }
 
+/// Σx² in floating point from its carries out of 128 bits and the low 128 bits, when it
+/// did not fit (`None` when it did: then the u128 is exact).
+fn sum_sq_beyond_128_bits(wraps: u64, low: u128) -> Option<f64> {
+    (wraps > 0).then(|| wraps as f64 * 2f64.powi(128) + low as f64)
+}
+
 /// Where the code of the (cold, out-of-line) checkpoint publication lies, to lock it in memory.
 pub fn publish_code_address() -> usize {
     Recorder::publish as *const () as usize
@@ -244,7 +250,6 @@ pub struct Recorder<'a> {
     live: &'a Live,
     sum: i128,
     sum_sq: u128,
-    sum_us: i64,
     /// Carries of Σx² out of 128 bits (latencies of years).
     sum_sq_wraps: u64,
     negative: u64,
@@ -275,7 +280,6 @@ impl<'a> Recorder<'a> {
             live,
             sum: 0,
             sum_sq: 0,
-            sum_us: 0,
             sum_sq_wraps: 0,
             negative: 0,
             max_at_cycle: 0,
@@ -323,16 +327,10 @@ impl<'a> Recorder<'a> {
         }
     }
 
-    /// Σx² in floating point when it no longer fits 128 bits.
-    fn sum_sq_overflow(&self) -> Option<f64> {
-        (self.sum_sq_wraps > 0).then(|| self.sum_sq_wraps as f64 * 2f64.powi(128) + self.sum_sq as f64)
-    }
-
     /// Adds one sample's latency as cyclictest computes it (see [`cyclictest_us`]); the loop
     /// calls it right after [`Recorder::record`].
     #[inline(always)]
     pub fn record_cyclictest_us(&mut self, us: i64) {
-        self.sum_us += us;
         let l = &self.live.sum_us;
         l.store(l.load(Relaxed).wrapping_add(us), Relaxed);
     }
@@ -361,7 +359,7 @@ impl<'a> Recorder<'a> {
         p.sum_hi.store(((self.sum as u128) >> 64) as u64, Relaxed);
         p.sq_lo.store(self.sum_sq as u64, Relaxed);
         p.sq_hi.store((self.sum_sq >> 64) as u64, Relaxed);
-        p.sq_f64.store(self.sum_sq_overflow().map_or(u64::MAX, f64::to_bits), Relaxed);
+        p.sq_wraps.store(self.sum_sq_wraps, Relaxed);
         p.negative.store(self.negative, Relaxed);
         p.max.store(self.live.max.load(Relaxed), Relaxed);
         p.max_at_cycle.store(self.max_at_cycle, Relaxed);
@@ -384,8 +382,8 @@ impl<'a> Recorder<'a> {
             max_at_thread: None,
             sum_ns: self.sum,
             sum_sq_ns2: self.sum_sq,
-            sum_sq_overflow: self.sum_sq_overflow(),
-            sum_us_truncated: Some(self.sum_us),
+            sum_sq_overflow: sum_sq_beyond_128_bits(self.sum_sq_wraps, self.sum_sq),
+            sum_us_truncated: Some(l.sum_us.load(Relaxed)),
             over: self.over.clone(),
             outliers: self.outliers.clone(),
             counts: l.hist.snapshot(),

@@ -112,6 +112,15 @@ pub struct SchedParams {
 }
 
 impl SchedParams {
+    /// How results write it: `fifo:95`, `rr:10`, `other`, `batch`, `idle`, `deadline`.
+    pub fn label(&self) -> String {
+        if self.policy.is_realtime_priority() {
+            format!("{}:{}", self.policy, self.priority)
+        } else {
+            self.policy.to_string()
+        }
+    }
+
     /// Parameters for a policy with a static priority and no deadline parameters.
     pub fn simple(policy: Policy, priority: u32) -> Self {
         SchedParams { policy, priority, nice: 0, runtime_ns: 0, deadline_ns: 0, period_ns: 0 }
