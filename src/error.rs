@@ -30,12 +30,6 @@ impl From<crate::cli::UsageError> for Error {
     }
 }
 
-impl From<crate::commands::run::RunError> for Error {
-    fn from(e: crate::commands::run::RunError) -> Self {
-        Error::Runtime(e.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,11 +17,13 @@ pub mod load;
 pub mod measure;
 pub mod output;
 pub mod plot;
+pub mod probes;
 pub mod report;
 pub mod result;
 #[allow(unsafe_code)]
 pub mod rt;
-pub mod runtime;
+pub mod session;
 pub mod sweep;
 pub mod sysinfo;
 pub mod timefmt;
+pub mod units;

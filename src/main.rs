@@ -2,11 +2,12 @@
 //! (0 ok · 1 runtime failure · 2 bad usage · 3 latency threshold exceeded).
 
 use clap::Parser;
+use rtlab::cli::beam::BeamCommand;
 use rtlab::cli::cyclictest::CyclictestArgs;
 use rtlab::cli::{clap_error, Cli, Command};
 use rtlab::commands;
 use rtlab::error::Error;
-use rtlab::measure::engine::Signals;
+use rtlab::session::Signals;
 
 /// `rtlab cyclictest ARGS…`, or rtlab invoked through a link named `cyclictest`.
 fn cyclictest_args(args: &[String]) -> Option<Vec<String>> {
@@ -30,8 +31,7 @@ fn cyclictest(args: Vec<String>, command_line: Vec<String>) -> Result<i32, Error
             }
         }
     };
-    let opts = parsed.into_options()?;
-    commands::cyclictest::execute(opts, command_line).map_err(Error::from)
+    commands::cyclictest::execute(&parsed.into_options()?, command_line)
 }
 
 fn run(args: Vec<String>, signals: &Signals) -> Result<i32, Error> {
@@ -59,21 +59,18 @@ fn run(args: Vec<String>, signals: &Signals) -> Result<i32, Error> {
         signals.exit_on_signal();
     }
     match cli.command {
-        Command::Run(a) => {
-            let opts = a.into_options()?;
-            if opts.tokio.is_some() {
-                return commands::run::execute_tokio(opts, args).map_err(Error::from);
-            }
-            commands::run::execute(opts, args).map_err(Error::from)
-        }
+        Command::Run(a) => commands::run::execute(&a.into_options()?, args),
         Command::Import(a) => commands::import::import(a),
         Command::Load(a) => commands::load::execute(a),
         Command::Samples(a) => commands::samples::execute(a),
         Command::Plot(a) => commands::plot::execute(a),
         Command::Report(a) => commands::report::report(a),
         Command::Compare(a) => commands::report::compare(a),
-        Command::Beam(a) => commands::beam::execute(a, args),
-        Command::Sweep(a) => commands::sweep::execute(*a, args),
+        Command::Beam(a) => match a.command {
+            BeamCommand::Run(r) => commands::run::execute(&r.into_options()?, args),
+            BeamCommand::Sweep(s) => commands::sweep::execute(&s.into_options()?, args),
+        },
+        Command::Sweep(a) => commands::sweep::execute(&a.into_options()?, args),
         Command::LoadWorker { spec } => commands::load::worker(&spec),
         Command::Show(a) => commands::import::show(a),
         Command::Cyclictest { args: rest } => {

@@ -80,6 +80,9 @@ pub struct Axes {
     pub methods: Option<Vec<Method>>,
     /// Load workers (innermost).
     pub workers: Option<Vec<usize>>,
+    /// The workers axis counts CPU-bound workers inside the probe's runtime (BEAM processes,
+    /// tokio tasks), not the first load's.
+    pub workers_in_runtime: bool,
 }
 
 /// One point of the grid.
@@ -95,7 +98,7 @@ pub struct Point {
     pub probe: Option<(Policy, Option<u32>)>,
     /// Method, when swept.
     pub method: Option<Method>,
-    /// Load workers (the first load's).
+    /// Workers: the first load's, or the runtime's own with `Axes::workers_in_runtime`.
     pub workers: usize,
 }
 
@@ -125,7 +128,9 @@ pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> 
             "the axes make {size} points, more than {MAX_POINTS}; sweep fewer values (each point runs for its own -D)"
         ));
     }
-    let needs_load = axes.workers.is_some() || axes.load_kinds.is_some() || axes.load_policies.is_some();
+    let needs_load = (axes.workers.is_some() && !axes.workers_in_runtime)
+        || axes.load_kinds.is_some()
+        || axes.load_policies.is_some();
     let template: Vec<LoadSpec> =
         if template.is_empty() && needs_load { vec!["cpu".parse().expect("a valid spec")] } else { template.to_vec() };
     let one = |v: Option<Vec<String>>| v.unwrap_or_else(|| vec![String::new()]);
@@ -162,10 +167,15 @@ pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> 
                             labels.push(("method".to_string(), m.name().to_string()));
                         }
                         if let Some(w) = w {
-                            loads[0] = loads[0].with_workers(*w);
+                            if !axes.workers_in_runtime {
+                                loads[0] = loads[0].with_workers(*w);
+                            }
                             labels.push(("workers".to_string(), w.to_string()));
                         }
-                        let workers = loads.first().map_or(0, |l| l.workers);
+                        let workers = match (w, axes.workers_in_runtime) {
+                            (Some(w), true) => *w,
+                            _ => loads.first().map_or(0, |l| l.workers),
+                        };
                         points.push(Point {
                             index: points.len(),
                             axes: labels,

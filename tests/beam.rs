@@ -3,26 +3,10 @@
 
 mod common;
 
-use common::{assert_valid_run_result, read_json, rtlab, rtlab_path};
-use std::path::{Path, PathBuf};
+use common::{assert_valid_run_result, fake_erl, read_json, real_erl, rtlab, rtlab_path};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// A stand-in `erl` that ignores the VM and prints `body` (a shell snippet; `$w` is the worker
-/// count rtlab asked for) after the probe's greeting.
-fn fake_erl(dir: &Path, name: &str, body: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let p = dir.join(name);
-    let script = format!(
-        "#!/bin/sh\nexpr=$(printf '%s\\n' \"$@\" | grep rtlab_probe:main)\n\
-         w=$(printf '%s' \"$expr\" | sed -n 's/.*rtlab_probe:main([^,]*, *[0-9]*, *[0-9]*, *\\([0-9]*\\),.*/\\1/p')\n\
-         echo 'V Erlang/OTP 99 [fake]'\necho 'A fake-arch'\necho 'C 99 2 2 2 unbound'\n\
-         if [ \"$w\" = 0 ]; then echo 'P normal none'; else echo 'P normal normal'; fi\necho 'T 0'\n{body}\n"
-    );
-    std::fs::write(&p, script).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    p
-}
 
 const FOUR: &str =
     "for i in 1 2 3 4; do echo \"S $(( (w+1)*i*1000 )) $((i*1000000)) 0\"; done\necho \"E 4 $((w*1000))\"";
@@ -144,14 +128,6 @@ fn without_erl_the_error_says_how_to_get_one() {
         let o = rtlab().args(["beam", "run"]).args(&bad).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{bad:?}");
     }
-}
-
-fn real_erl() -> PathBuf {
-    ["/usr/bin/erl", "/usr/local/bin/erl"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .expect("erl is not installed: apt-get install erlang-nox (.ci/run does)")
 }
 
 #[test]
@@ -304,7 +280,7 @@ fn the_erlang_probe_counts_missed_periods_by_rtlabs_one_rule_and_stamps_receive_
     let erl = real_erl();
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("rtlab_probe.erl");
-    let source = include_str!("../src/runtime/rtlab_probe.erl");
+    let source = include_str!("../src/probes/rtlab_probe.erl");
     std::fs::write(&src, source).unwrap();
     let p = 1_000_000i64;
     let cases = [(-5, 0), (0, 0), (p, 0), (p + 1, 1), (2 * p - 1, 1), (2 * p, 1), (2 * p + 1, 2)];

@@ -89,10 +89,9 @@ fn options_for_os_threads_are_refused_with_tokio_and_tokio_options_need_it() {
     for bad in [
         vec!["run", "--runtime", "tokio", "-t", "2", "-l", "5"],
         vec!["run", "--runtime", "tokio", "--policy", "fifo", "-l", "5"],
-        vec!["run", "--runtime", "tokio", "--samples", "x.smp", "-l", "5"],
         vec!["run", "--tokio-hogs", "1", "-l", "5"],
         vec!["run", "--runtime", "tokio", "--tokio-flavor", "current-thread", "--tokio-workers", "2", "-l", "5"],
-        vec!["sweep", "--runtime", "tokio", "--out", "/tmp/never", "-l", "5"],
+        vec!["sweep", "--runtime", "tokio", "--methods", "abs,rel", "--out", "/tmp/never", "-l", "5"],
     ] {
         let out = rtlab().args(&bad).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{bad:?}");

@@ -1,7 +1,7 @@
 //! `rtlab beam run` and `rtlab beam sweep`.
 
 use crate::cli::parse;
-use crate::runtime::beam::{Method, Priority};
+use crate::probes::beam::{Method, Priority};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -35,7 +35,8 @@ fn period_ms(s: &str) -> Result<u32, String> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VmArgs(pub Vec<String>);
 
-fn vm_args(s: &str) -> Result<VmArgs, String> {
+/// Parses `--vm-args`, refusing the flags rtlab sets itself.
+pub fn vm_args(s: &str) -> Result<VmArgs, String> {
     let v: Vec<String> = s.split_whitespace().map(String::from).collect();
     if let Some(bad) =
         v.iter().find(|a| ["-eval", "-s", "-run", "-noshell", "-noinput", "-extra"].contains(&a.as_str()))
@@ -127,4 +128,77 @@ pub struct BeamSweepArgs {
     /// Directory for sweep.csv, sweep.json and points/
     #[arg(long = "out", value_name = "DIR", required = true)]
     pub out: PathBuf,
+}
+
+/// `rtlab run`'s arguments at their defaults, to be filled from an alias.
+#[derive(clap::Parser)]
+struct Defaults {
+    #[command(flatten)]
+    run: super::run::RunArgs,
+}
+
+impl BeamCommon {
+    /// These options as `rtlab run --runtime beam` arguments.
+    fn run_args(&self, workers: usize) -> super::run::RunArgs {
+        use clap::Parser;
+        let mut a = Defaults::parse_from(["run"]).run;
+        a.runtime.runtime = super::run::RuntimeKind::Beam;
+        a.runtime.erl = self.erl.clone();
+        a.runtime.beam_method = Some(self.method);
+        a.runtime.beam_workers = Some(workers);
+        a.runtime.beam_probe_priority = Some(self.probe_priority);
+        a.runtime.beam_worker_priority = Some(self.worker_priority);
+        a.runtime.vm_args = self.vm_args.clone();
+        a.interval = i64::from(self.period) * 1_000_000;
+        a.duration = Some(self.duration);
+        a.loads = self.loads.clone();
+        a.force = self.force;
+        a.max_latency = self.max_latency;
+        a
+    }
+}
+
+impl BeamRunArgs {
+    /// `rtlab beam run` is `rtlab run --runtime beam` with the Erlang options named as
+    /// RealtimeTests names them.
+    pub fn into_options(self) -> Result<super::run::RunOptions, super::UsageError> {
+        let mut a = self.common.run_args(self.workers);
+        a.json = self.json;
+        a.samples = self.samples;
+        a.into_options()
+    }
+}
+
+impl BeamSweepArgs {
+    /// `rtlab beam sweep` is `rtlab sweep --runtime beam --workers COUNTS` with RealtimeTests'
+    /// printout on stdout.
+    pub fn into_options(self) -> Result<super::sweep::SweepOptions, super::UsageError> {
+        let c = &self.common;
+        let input_options = format!(
+            "[workers: {:?}, duration_ms: {}, period_ms: {}, method: {}, cpu_process_flags: [priority: :{}], probe_flags: [priority: :{}], vm_args: {:?}, os_loads: {:?}]",
+            self.workers.0,
+            c.duration.as_millis(),
+            c.period,
+            c.method.name(),
+            c.worker_priority.atom(),
+            c.probe_priority.atom(),
+            c.vm_args.clone().unwrap_or_default().0,
+            c.loads.iter().map(|l| l.text.as_str()).collect::<Vec<_>>()
+        );
+        let mut run = c.run_args(0);
+        run.runtime.beam_workers = None;
+        let sweep = super::sweep::SweepArgs {
+            out: self.out,
+            workers: Some(self.workers),
+            load_kinds: None,
+            load_policies: None,
+            probe_policies: None,
+            methods: None,
+            resume: false,
+            run,
+        };
+        let mut opts = sweep.into_options()?;
+        opts.printout = super::sweep::Printout::RealtimeTests(input_options);
+        Ok(opts)
+    }
 }

@@ -4,11 +4,13 @@
 use super::parse;
 use super::run::check_online;
 use super::UsageError;
-use crate::measure::engine::{Align, Plan, ThreadPlan};
 use crate::measure::histogram::Layout;
 use crate::measure::probe::{ClockKind, Method};
+use crate::probes::os_thread::{self, Align};
+use crate::probes::{ProbeSpec, ThreadPlan};
 use crate::rt::affinity::{self, CpuSet};
 use crate::rt::sched::{Policy, SchedParams};
+use crate::session::Plan;
 use clap::{ArgAction, Parser};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -439,22 +441,16 @@ impl CyclictestArgs {
         // cyclictest compares whole microseconds: "diff > US" means latency >= (US + 1) µs.
         let above_us = |us: i64| (us + 1) * 1000 - 1;
         let loops = self.loops.filter(|l| *l > 0);
-        let plan = Plan {
+        let os = os_thread::Plan {
             threads,
             method,
             clock: self.clock.unwrap_or(ClockKind::Monotonic),
-            loops,
-            duration: self.duration,
-            layout,
             mlockall: self.mlockall,
             dma_latency_us: (!self.laptop && !self.default_system).then_some(self.latency),
-            max_latency_ns: self.spike.map(above_us),
             breaktrace_ns: self.breaktrace.map(above_us),
             tracemark: self.tracemark,
             main_affinity: self.main_affinity.clone(),
-            strict: false,
             simulate: self.simulate.clone(),
-            refresh: Duration::from_millis(10),
             stop_when_first_done: loops.is_some(),
             align: match (self.aligned, self.secaligned) {
                 (Some(o), _) => Some(Align::Threads { offset_ns: o.unwrap_or(0) * 1000 }),
@@ -463,11 +459,18 @@ impl CyclictestArgs {
             },
             // Histogram overflows: latency >= size µs; cyclictest keeps as many as the size.
             outliers: histogram_us.map(|h| (h * 1000 - 1, h as usize)),
-            sample_ring: self.verbose.then_some(1 << 16),
             over_capacity: self.spike_nodes.min(1 << 20) as usize,
-            checkpoint: None,
             cyclictest_avg: true,
         };
+        let mut plan = Plan {
+            loops,
+            duration: self.duration,
+            max_latency_ns: self.spike.map(above_us),
+            refresh: Duration::from_millis(10),
+            sample_ring: self.verbose.then_some(1 << 16),
+            ..Plan::new(ProbeSpec::Os(os.clone()), layout)
+        };
+        plan.config = Some(crate::session::os_config(&os, &plan));
         Ok(CyclictestOptions { plan, histogram_us, histofall, policy, notices, args: self })
     }
 }

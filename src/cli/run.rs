@@ -2,14 +2,15 @@
 
 use super::parse::{self, Warmup};
 use super::UsageError;
-use crate::measure::engine::{Plan, ThreadPlan};
 use crate::measure::histogram::Layout;
 use crate::measure::probe::{ClockKind, Method};
 use crate::measure::simulate::Simulation;
-use crate::output::units::Unit;
+use crate::probes::{os_thread, ProbeSpec, ThreadPlan};
 use crate::result::{Config, DeadlineParams};
 use crate::rt::affinity::{self, CpuSet};
 use crate::rt::sched::{Policy, SchedParams};
+use crate::session::Plan;
+use crate::units::Unit;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -187,25 +188,17 @@ pub struct RunArgs {
     pub simulate: Option<Simulation>,
 }
 
-/// A validated `run`: the engine's plan, the configuration to record, and output choices.
+/// A validated `run`: the session's plan and the output choices.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// What the engine runs.
+    /// What to measure and what to record (probe, length, loads, `--samples`, configuration).
     pub plan: Plan,
-    /// The configuration as it goes into the result.
-    pub config: Config,
     /// `--json` target.
     pub json: Option<PathBuf>,
     /// Display unit.
     pub unit: Unit,
     /// `-q`.
     pub quiet: bool,
-    /// Background loads.
-    pub loads: Vec<crate::load::LoadSpec>,
-    /// `--samples` target.
-    pub samples: Option<PathBuf>,
-    /// `--runtime tokio`: the tokio probe instead of OS threads.
-    pub tokio: Option<crate::runtime::tokio_probe::Plan>,
 }
 
 /// Where the periodic task runs.
@@ -215,6 +208,8 @@ pub enum RuntimeKind {
     Os,
     /// A task in a tokio runtime (timer wheel of 1 ms granularity)
     Tokio,
+    /// A process in the Erlang VM (erl; timers of 1 ms granularity)
+    Beam,
 }
 
 /// `--runtime` and the tokio probe's options.
@@ -226,7 +221,7 @@ pub struct RuntimeArgs {
 
     /// tokio runtime flavor
     #[arg(long, value_enum, default_value = "multi-thread")]
-    pub tokio_flavor: crate::runtime::tokio_probe::Flavor,
+    pub tokio_flavor: crate::probes::tokio_task::Flavor,
 
     /// tokio worker threads (multi-thread) [default: one per online CPU]
     #[arg(long, value_name = "N", value_parser = parse::thread_count)]
@@ -234,11 +229,11 @@ pub struct RuntimeArgs {
 
     /// How the tokio task waits
     #[arg(long, value_enum, default_value = "sleep-until")]
-    pub tokio_wait: crate::runtime::tokio_probe::Wait,
+    pub tokio_wait: crate::probes::tokio_task::Wait,
 
     /// With --tokio-wait interval: what a late tick does [default: burst]
     #[arg(long, value_enum)]
-    pub missed_tick: Option<crate::runtime::tokio_probe::MissedTick>,
+    pub missed_tick: Option<crate::probes::tokio_task::MissedTick>,
 
     /// tokio tasks that compute without ever yielding (they hold a worker thread)
     #[arg(long, value_name = "N", default_value = "0")]
@@ -247,6 +242,30 @@ pub struct RuntimeArgs {
     /// spawn_blocking tasks that compute (on tokio's blocking pool)
     #[arg(long, value_name = "N", default_value = "0")]
     pub tokio_blocking: usize,
+
+    /// The Erlang VM to run with --runtime beam [default: erl on PATH]
+    #[arg(long, value_name = "PATH")]
+    pub erl: Option<PathBuf>,
+
+    /// How the Erlang process waits [default: send-interval]
+    #[arg(long, value_enum)]
+    pub beam_method: Option<crate::probes::beam::Method>,
+
+    /// CPU-bound Erlang processes competing with the measuring one
+    #[arg(long, value_name = "N")]
+    pub beam_workers: Option<usize>,
+
+    /// Priority of the measuring Erlang process [default: normal]
+    #[arg(long, value_enum)]
+    pub beam_probe_priority: Option<crate::probes::beam::Priority>,
+
+    /// Priority of the CPU-bound Erlang processes [default: normal]
+    #[arg(long, value_enum)]
+    pub beam_worker_priority: Option<crate::probes::beam::Priority>,
+
+    /// Flags for the VM, e.g. "+S 2 +sbwt none +sbt db" (recorded in the result)
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true, value_parser = super::beam::vm_args)]
+    pub vm_args: Option<super::beam::VmArgs>,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -257,7 +276,7 @@ impl RunArgs {
     /// Validates the arguments against each other and against this machine.
     pub fn into_options(self) -> Result<RunOptions, UsageError> {
         let online = affinity::online_cpus();
-        let tokio = self.tokio_plan(&online)?;
+        let runtime_probe = self.runtime_probe(&online)?;
         let policy = self.policy.unwrap_or(Policy::Fifo);
         let sim = self.simulate.is_some();
 
@@ -412,53 +431,58 @@ impl RunArgs {
 
         let mlockall = !self.no_mlockall || self.mlockall;
         let dma_latency_us = (!self.no_dma_latency).then_some(self.dma_latency);
-        let plan = Plan {
+        let os = os_thread::Plan {
             threads,
             method: self.method,
             clock: self.clock,
-            loops: self.loops,
-            duration: self.duration,
-            layout,
             mlockall,
             dma_latency_us,
-            max_latency_ns: self.max_latency,
             breaktrace_ns: self.breaktrace,
             tracemark: self.tracemark,
             main_affinity: self.main_affinity,
-            strict: self.strict,
             simulate: self.simulate,
-            refresh: crate::measure::engine::REFRESH,
             stop_when_first_done: false,
             align: None,
             outliers: None,
-            sample_ring: self.samples.is_some().then_some(1 << 16),
             over_capacity: 1,
+            cyclictest_avg: false,
+        };
+        let mut plan = Plan {
+            loops: self.loops,
+            duration: self.duration,
+            max_latency_ns: self.max_latency,
+            strict: self.strict,
             checkpoint: match (&self.json, self.no_checkpoint) {
                 (Some(p), false) if p.as_os_str() != "-" => Some(self.checkpoint),
                 _ => None,
             },
-            cyclictest_avg: false,
+            sample_ring: self.samples.is_some().then_some(crate::session::SAMPLE_RING),
+            loads: self.loads,
+            samples: self.samples,
+            ..Plan::new(ProbeSpec::Os(os), layout)
         };
-        let config = Config {
-            warmup_cycles: match self.warmup {
-                Some(Warmup::Cycles(c)) => Some(c),
-                _ => None,
-            },
-            warmup_ns: match self.warmup {
-                Some(Warmup::Time(t)) => Some(t),
-                _ => None,
-            },
-            ..Config::from_plan(&plan)
-        };
+        match runtime_probe {
+            Some(probe) => plan.probe = probe,
+            None => {
+                let os = plan.os().expect("an OS plan");
+                plan.config = Some(Config {
+                    warmup_cycles: match self.warmup {
+                        Some(Warmup::Cycles(c)) => Some(c),
+                        _ => None,
+                    },
+                    warmup_ns: match self.warmup {
+                        Some(Warmup::Time(t)) => Some(t),
+                        _ => None,
+                    },
+                    ..crate::session::os_config(os, &plan)
+                })
+            }
+        }
         Ok(RunOptions {
             plan,
-            config,
             json: self.json,
             unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
             quiet: self.quiet,
-            loads: self.loads,
-            samples: self.samples,
-            tokio,
         })
     }
 
@@ -475,20 +499,39 @@ impl RunArgs {
         crate::export::check_outputs(&outputs, &[]).map_err(usage)
     }
 
-    /// The tokio probe's plan with `--runtime tokio`; the options that only apply to OS
-    /// threads are refused.
-    fn tokio_plan(&self, online: &CpuSet) -> Result<Option<crate::runtime::tokio_probe::Plan>, UsageError> {
-        use crate::runtime::tokio_probe::{Flavor, Plan};
+    /// The probe of `--runtime tokio|beam` (`None` for OS threads); the options that only
+    /// apply to OS threads, or to another runtime, are refused.
+    fn runtime_probe(&self, online: &CpuSet) -> Result<Option<ProbeSpec>, UsageError> {
+        use crate::probes::tokio_task::{Flavor, MissedTick, Wait};
         let r = &self.runtime;
-        if r.runtime == RuntimeKind::Os {
-            let tokio_given =
-                r.tokio_workers.is_some() || r.tokio_hogs > 0 || r.tokio_blocking > 0 || r.missed_tick.is_some();
-            return if tokio_given {
-                Err(usage("--tokio-workers/--tokio-hogs/--tokio-blocking/--missed-tick need --runtime tokio"))
-            } else {
-                Ok(None)
-            };
+        let tokio_given = [
+            ("--tokio-workers", r.tokio_workers.is_some()),
+            ("--tokio-hogs", r.tokio_hogs > 0),
+            ("--tokio-blocking", r.tokio_blocking > 0),
+            ("--missed-tick", r.missed_tick.is_some()),
+        ];
+        let beam_given = [
+            ("--erl", r.erl.is_some()),
+            ("--beam-method", r.beam_method.is_some()),
+            ("--beam-workers", r.beam_workers.is_some()),
+            ("--beam-probe-priority", r.beam_probe_priority.is_some()),
+            ("--beam-worker-priority", r.beam_worker_priority.is_some()),
+            ("--vm-args", r.vm_args.is_some()),
+        ];
+        let refuse = |given: &[(&str, bool)], needs: &str| match given.iter().find(|(_, g)| *g) {
+            Some((flag, _)) => Err(usage(format!("{flag} needs --runtime {needs}"))),
+            None => Ok(()),
+        };
+        if r.runtime != RuntimeKind::Tokio {
+            refuse(&tokio_given, "tokio")?;
         }
+        if r.runtime != RuntimeKind::Beam {
+            refuse(&beam_given, "beam")?;
+        }
+        if r.runtime == RuntimeKind::Os {
+            return Ok(None);
+        }
+        let name = if r.runtime == RuntimeKind::Tokio { "tokio" } else { "beam" };
         let os_only = [
             ("-t", self.threads.is_some()),
             ("-a", self.affinity.is_some()),
@@ -498,41 +541,63 @@ impl RunArgs {
             ("--dl-runtime", self.dl_runtime.is_some()),
             ("--warm-up", self.warmup.is_some()),
             ("-b", self.breaktrace.is_some()),
-            ("--samples", self.samples.is_some()),
             ("--simulate", self.simulate.is_some()),
         ];
         if let Some((flag, _)) = os_only.iter().find(|(_, given)| *given) {
             return Err(usage(format!(
-                "{flag} does not apply to --runtime tokio (one task in a tokio runtime, its threads SCHED_OTHER like any application); drop it"
+                "{flag} does not apply to --runtime {name} (one task in a runtime, its threads SCHED_OTHER like any application); drop it"
             )));
         }
+        if r.runtime == RuntimeKind::Beam {
+            return self.beam_probe().map(Some);
+        }
         let workers = r.tokio_workers.map_or(online.len().max(1), |w| w as usize);
-        if r.missed_tick.is_some() && r.tokio_wait != crate::runtime::tokio_probe::Wait::Interval {
+        if r.missed_tick.is_some() && r.tokio_wait != Wait::Interval {
             return Err(usage("--missed-tick applies to --tokio-wait interval only (sleep-until has no ticks); add --tokio-wait interval or drop it"));
         }
-        if r.runtime_workers_for_current_thread() {
+        if r.tokio_workers.is_some() && r.tokio_flavor == Flavor::CurrentThread {
             return Err(usage("--tokio-workers applies to --tokio-flavor multi-thread only"));
         }
-        Ok(Some(Plan {
+        Ok(Some(ProbeSpec::Tokio(crate::probes::tokio_task::Plan {
             flavor: r.tokio_flavor,
             workers: if r.tokio_flavor == Flavor::CurrentThread { 1 } else { workers },
             wait: r.tokio_wait,
-            missed_tick: r.missed_tick.unwrap_or(crate::runtime::tokio_probe::MissedTick::Burst),
+            missed_tick: r.missed_tick.unwrap_or(MissedTick::Burst),
             interval_ns: self.interval,
-            loops: self.loops,
-            duration: self.duration,
             hogs: r.tokio_hogs,
             blocking: r.tokio_blocking,
-            threshold_ns: self.max_latency,
-            layout: crate::measure::histogram::Layout::new(self.bucket_size as u64, self.range as u64)
-                .map_err(usage)?,
-        }))
+        })))
     }
-}
 
-impl RuntimeArgs {
-    fn runtime_workers_for_current_thread(&self) -> bool {
-        self.tokio_workers.is_some() && self.tokio_flavor == crate::runtime::tokio_probe::Flavor::CurrentThread
+    /// The Erlang VM probe of `--runtime beam`: a whole-millisecond period and a duration
+    /// (the VM ends itself after it).
+    fn beam_probe(&self) -> Result<ProbeSpec, UsageError> {
+        use crate::probes::beam::{self, Method, Priority};
+        let r = &self.runtime;
+        if self.interval % 1_000_000 != 0 || !(1_000_000..=60_000_000_000).contains(&self.interval) {
+            return Err(usage(format!(
+                "-i {} µs: the Erlang VM's timers count whole milliseconds from 1 to 60000; give e.g. -i 1ms",
+                self.interval as f64 / 1000.0
+            )));
+        }
+        if self.loops.is_some() {
+            return Err(usage("-l does not apply to --runtime beam (the VM measures for a time); give -D instead"));
+        }
+        let Some(duration) = self.duration else {
+            return Err(usage("--runtime beam needs -D (the VM measures for a time), e.g. -D 5s"));
+        };
+        // A wrong --erl is bad usage; no erl on PATH is this machine's lack, told when the probe starts.
+        let erl = r.erl.as_deref().map(|p| beam::find_erl(Some(p))).transpose().map_err(usage)?;
+        Ok(ProbeSpec::Beam(beam::Plan {
+            erl,
+            method: r.beam_method.unwrap_or(Method::SendInterval),
+            period_ms: (self.interval / 1_000_000) as u32,
+            duration,
+            workers: r.beam_workers.unwrap_or(0),
+            worker_priority: r.beam_worker_priority.unwrap_or(Priority::Normal),
+            probe_priority: r.beam_probe_priority.unwrap_or(Priority::Normal),
+            vm_args: r.vm_args.clone().unwrap_or_default().0,
+        }))
     }
 }
 

@@ -1,9 +1,12 @@
 //! `rtlab sweep`: a grid of runs.
 
-use super::run::RunArgs;
+use super::run::{RunArgs, RunOptions, RuntimeKind};
+use super::UsageError;
 use crate::load::LoadSched;
 use crate::measure::probe::Method;
+use crate::result::RunResult;
 use crate::rt::sched::Policy;
+use crate::sweep::{expand, Axes, Point};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -87,4 +90,155 @@ pub struct SweepArgs {
     /// The options of every point (see `rtlab run --help`)
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// What a sweep prints on stdout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Printout {
+    /// sweep.csv at the end (`rtlab sweep`).
+    Csv,
+    /// RealtimeTests' printout, row by row (`rtlab beam sweep`): `System:`, `Architecture:`,
+    /// `Input options:` (this line), then the CSV header and one row per point as it finishes.
+    RealtimeTests(String),
+}
+
+/// A validated sweep: every point's options, checked before the first one runs.
+#[derive(Clone, Debug)]
+pub struct SweepOptions {
+    /// Directory for sweep.csv, sweep.json and points/.
+    pub out: PathBuf,
+    /// Keep the points already in `out`.
+    pub resume: bool,
+    /// The points with their options, in order.
+    pub points: Vec<(Point, RunOptions)>,
+    /// Names of the swept axes, outermost first.
+    pub axis_names: Vec<String>,
+    /// Each point's length, when it is a time.
+    pub duration: Option<std::time::Duration>,
+    /// What goes to stdout.
+    pub printout: Printout,
+}
+
+fn usage(m: impl Into<String>) -> UsageError {
+    UsageError(m.into())
+}
+
+impl SweepArgs {
+    /// Validates the sweep: its length, its axes against the runtime, every point's options,
+    /// and with `--resume` that the points already in DIR were measured the same way.
+    pub fn into_options(self) -> Result<SweepOptions, UsageError> {
+        if self.run.duration.is_none() && self.run.loops.is_none() {
+            return Err(usage("every sweep point needs a length: give -D (e.g. -D 5s) or -l"));
+        }
+        if self.run.json.is_some() {
+            return Err(usage("--json does not apply to a sweep; every result goes into --out DIR"));
+        }
+        let runtime = self.run.runtime.runtime;
+        if runtime != RuntimeKind::Os {
+            let name = if runtime == RuntimeKind::Tokio { "tokio" } else { "beam" };
+            for (flag, given) in
+                [("--probe-policy", self.probe_policies.is_some()), ("--methods", self.methods.is_some())]
+            {
+                if given {
+                    return Err(usage(format!(
+                        "{flag} sweeps OS threads' scheduling and sleep method; with --runtime {name} the probe runs on the runtime's own SCHED_OTHER threads; drop {flag}"
+                    )));
+                }
+            }
+            let own = if runtime == RuntimeKind::Tokio { "--tokio-hogs" } else { "--beam-workers" };
+            let own_given = self.run.runtime.tokio_hogs > 0 || self.run.runtime.beam_workers.is_some();
+            if self.workers.is_some() && own_given {
+                return Err(usage(format!("--workers sweeps {own} with --runtime {name}; drop {own}")));
+            }
+        }
+        let axes = Axes {
+            load_kinds: self.load_kinds.as_ref().map(|l| l.0.clone()),
+            load_policies: self.load_policies.as_ref().map(|l| l.0.clone()),
+            probe_policies: self.probe_policies.as_ref().map(|l| l.0.clone()),
+            methods: self.methods.as_ref().map(|l| l.0.clone()),
+            workers: self.workers.as_ref().map(|c| c.0.clone()),
+            workers_in_runtime: runtime != RuntimeKind::Os,
+        };
+        let points = expand(&axes, &self.run.loads).map_err(usage)?;
+        let mut planned = Vec::with_capacity(points.len());
+        for p in points {
+            let mut a = self.run.clone();
+            a.loads = p.loads.clone();
+            if let Some((policy, prio)) = p.probe {
+                a.policy = Some(policy);
+                a.priority = prio;
+            }
+            if let Some(m) = p.method {
+                a.method = m;
+            }
+            if axes.workers.is_some() {
+                match runtime {
+                    RuntimeKind::Tokio => a.runtime.tokio_hogs = p.workers,
+                    RuntimeKind::Beam => a.runtime.beam_workers = Some(p.workers),
+                    RuntimeKind::Os => {}
+                }
+            }
+            let opts = a.into_options().map_err(|e| usage(format!("point {} ({}): {}", p.index, p.label(), e.0)))?;
+            planned.push((p, opts));
+        }
+        if self.resume {
+            check_resumable(&self.out, &planned)?;
+        }
+        let axis_names =
+            planned.first().map(|(p, _)| p.axes.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+        Ok(SweepOptions {
+            out: self.out,
+            resume: self.resume,
+            points: planned,
+            axis_names,
+            duration: self.run.duration,
+            printout: Printout::Csv,
+        })
+    }
+}
+
+/// The settings of a configuration that decide what is measured (what was obtained, such as
+/// `degraded`, is left out), flattened for comparison.
+fn asked_settings(config: &crate::result::Config, loads: &[String]) -> Vec<(String, String)> {
+    let mut v = serde_json::to_value(config).unwrap_or_default();
+    let mut out = Vec::new();
+    if let Some(o) = v.as_object_mut() {
+        for k in ["mlockall_obtained", "dma_latency_held", "degraded"] {
+            o.remove(k);
+        }
+        out.extend(o.iter().map(|(k, v)| (k.clone(), v.to_string())));
+    }
+    out.push(("loads".into(), loads.join(" + ")));
+    out
+}
+
+/// With `--resume`, refuses (exit 2) to add points to a sweep measured with other options:
+/// every point already in DIR must have been measured as this sweep would measure it.
+fn check_resumable(out: &std::path::Path, planned: &[(Point, RunOptions)]) -> Result<(), UsageError> {
+    for (p, opts) in planned {
+        let file = out.join("points").join(format!("{}.json", p.label()));
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let Ok(recorded) = serde_json::from_str::<RunResult>(&text) else { continue };
+        let (Some(config), Some(now_config)) = (&recorded.config, &opts.plan.config) else { continue };
+        // A simulated point runs no load: there is nothing recorded to compare them with.
+        let specs = |v: Vec<String>| if recorded.simulated { Vec::new() } else { v };
+        let then = asked_settings(config, &specs(recorded.loads.iter().map(|l| l.spec.clone()).collect()));
+        let now = asked_settings(now_config, &specs(opts.plan.loads.iter().map(|l| l.text.clone()).collect()));
+        let differences: Vec<String> = now
+            .iter()
+            .filter_map(|(k, v)| {
+                let old = then.iter().find(|(k2, _)| k2 == k).map_or("(none)", |(_, v)| v.as_str());
+                (old != v).then(|| format!("{k} {old} → {v}"))
+            })
+            .collect();
+        if !differences.is_empty() {
+            return Err(usage(format!(
+                "--resume: {} was measured with other options (point {}: {}); resume with the same options, or give a new --out",
+                out.display(),
+                p.label(),
+                differences.join(", ")
+            )));
+        }
+    }
+    Ok(())
 }

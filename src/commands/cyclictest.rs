@@ -1,16 +1,16 @@
 //! `rtlab cyclictest`: cyclictest's behaviour and outputs on rtlab's engine.
 
-use super::run::RunError;
 use crate::cli::cyclictest::{CompatVersion, CyclictestOptions};
+use crate::error::Error;
 use crate::export::cyclictest_json::{CyclictestJson, Version};
 use crate::export::{json::Json, write_output, Exporter};
-use crate::measure::engine::{self, Signals};
 use crate::output::cyclictest::{self as fmt, CyclictestView, ThreadHist, ViewMode};
-use crate::result::{Config, Provenance, RunResult};
+use crate::result::RunResult;
 use crate::rt::affinity::{self, CpuSet};
 use crate::rt::clock;
 use crate::rt::cpuidle::IdleLimit;
 use crate::rt::msr::SmiCounter;
+use crate::session::{self, Provenance, Signals};
 use crate::sysinfo::Environment;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -18,15 +18,17 @@ use std::sync::{Arc, Mutex};
 
 /// Runs cyclictest's measurement and prints its outputs; returns the exit code (3 when a
 /// `-b` threshold was hit, else 0).
-pub fn execute(opts: CyclictestOptions, command_line: Vec<String>) -> Result<i32, RunError> {
+pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i32, Error> {
     let CyclictestOptions { plan, args, histogram_us, histofall, policy, notices } = opts;
+    let (histogram_us, histofall, policy) = (*histogram_us, *histofall, *policy);
+    let os = plan.os().ok_or_else(|| Error::Runtime("internal: cyclictest measures OS threads".into()))?;
     let nsecs = args.nsecs;
     let mut err = std::io::stderr();
-    for n in &notices {
+    for n in notices {
         let _ = writeln!(err, "{n}");
     }
     if args.dbg {
-        for t in &plan.threads {
+        for t in &os.threads {
             let _ = writeln!(
                 err,
                 "# rtlab: thread {} cpu {} policy {}:{} interval {} us method {:?} clock {:?}",
@@ -35,13 +37,13 @@ pub fn execute(opts: CyclictestOptions, command_line: Vec<String>) -> Result<i32
                 t.sched.policy,
                 t.sched.priority,
                 t.interval_ns / 1000,
-                plan.method,
-                plan.clock
+                os.method,
+                os.clock
             );
         }
     }
     if args.resolution {
-        let id = plan.clock.id();
+        let id = os.clock.id();
         if let (Some(reported), Some(measured)) = (clock::resolution(id), clock::measured_resolution(id, 100_000)) {
             if args.verbose || measured > reported {
                 let _ = writeln!(err, "WARN: reported clock resolution: {reported} nsec");
@@ -49,19 +51,19 @@ pub fn execute(opts: CyclictestOptions, command_line: Vec<String>) -> Result<i32
             }
         }
     }
-    let used_cpus = CpuSet::from_cpus(plan.threads.iter().filter_map(|t| t.cpu));
+    let used_cpus = CpuSet::from_cpus(os.threads.iter().filter_map(|t| t.cpu));
     let _idle = match args.deepest_idle_state {
         Some(n) => {
             let cpus = if used_cpus.is_empty() { affinity::online_cpus() } else { used_cpus.clone() };
-            Some(IdleLimit::apply(&cpus, n).map_err(RunError)?)
+            Some(IdleLimit::apply(&cpus, n).map_err(Error::Runtime)?)
         }
         None => None,
     };
-    let smi_cpus: Vec<Option<usize>> = plan.threads.iter().map(|t| t.cpu).collect();
+    let smi_cpus: Vec<Option<usize>> = os.threads.iter().map(|t| t.cpu).collect();
     let smi_start: Option<Vec<u64>> =
         args.smi.then(|| smi_cpus.iter().map(|c| c.and_then(|c| SmiCounter::read(c).ok()).unwrap_or(0)).collect());
 
-    let signals = Signals::install().map_err(|e| RunError(format!("cannot install signal handlers: {e}")))?;
+    let signals = Signals::install().map_err(|e| Error::Runtime(format!("cannot install signal handlers: {e}")))?;
     let environment = Environment::capture();
     let mode = ViewMode {
         quiet: args.quiet,
@@ -79,14 +81,12 @@ pub fn execute(opts: CyclictestOptions, command_line: Vec<String>) -> Result<i32
     view.smi_base = smi_start.clone().map(|start| smi_cpus.iter().copied().zip(start).collect());
     let fifo = args.fifo.as_ref().map(|p| FifoServer::start(p.clone(), Arc::clone(&view.latest))).transpose()?;
 
-    let out = engine::run(&plan, &mut view, &signals).map_err(|e| RunError(e.to_string()))?;
+    let out = session::run(plan, &mut view, &signals).map_err(|e| Error::Runtime(e.to_string()))?;
     if let Some(f) = fifo {
         f.stop();
     }
 
-    let simulated = plan.simulate.is_some();
-    let config = Config::from_plan(&plan);
-    let result = RunResult::build(Provenance { command_line, environment, config, simulated }, &out);
+    let result = RunResult::build(out.record(session::base_record(plan, Provenance { command_line, environment })));
     let broke = out.break_hit.is_some();
     if let Some(path) = &args.json {
         let exporter = CyclictestJson {
@@ -98,13 +98,14 @@ pub fn execute(opts: CyclictestOptions, command_line: Vec<String>) -> Result<i32
             histogram_us,
             return_code: 0,
         };
-        let bytes = exporter.serialize(&result).map_err(RunError)?;
-        write_output(path, &bytes).map_err(|e| RunError(format!("cannot write --json {}: {e}", path.display())))?;
+        let bytes = exporter.serialize(&result).map_err(Error::Runtime)?;
+        write_output(path, &bytes)
+            .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", path.display())))?;
     }
     if let Some(path) = &args.rtlab_json {
-        let bytes = Json.serialize(&result).map_err(RunError)?;
+        let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
         write_output(path, &bytes)
-            .map_err(|e| RunError(format!("cannot write --rtlab-json {}: {e}", path.display())))?;
+            .map_err(|e| Error::Runtime(format!("cannot write --rtlab-json {}: {e}", path.display())))?;
     }
 
     let mut text = String::new();
@@ -132,7 +133,7 @@ pub fn execute(opts: CyclictestOptions, command_line: Vec<String>) -> Result<i32
         let block = fmt::histogram_block(&hists, histofall, layout);
         match &args.histfile {
             Some(p) => write_output(p, block.as_bytes())
-                .map_err(|e| RunError(format!("cannot write --histfile {}: {e}", p.display())))?,
+                .map_err(|e| Error::Runtime(format!("cannot write --histfile {}: {e}", p.display())))?,
             None => text += &block,
         }
     }
@@ -169,8 +170,9 @@ struct FifoServer {
 }
 
 impl FifoServer {
-    fn start(path: std::path::PathBuf, latest: Arc<Mutex<String>>) -> Result<FifoServer, RunError> {
-        crate::rt::fifo::make(&path).map_err(|e| RunError(format!("cannot create fifo {}: {e}", path.display())))?;
+    fn start(path: std::path::PathBuf, latest: Arc<Mutex<String>>) -> Result<FifoServer, Error> {
+        crate::rt::fifo::make(&path)
+            .map_err(|e| Error::Runtime(format!("cannot create fifo {}: {e}", path.display())))?;
         let stop = Arc::new(AtomicBool::new(false));
         let (s, p) = (Arc::clone(&stop), path.clone());
         let handle = std::thread::spawn(move || {

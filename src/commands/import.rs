@@ -6,7 +6,7 @@ use crate::cli::UsageError;
 use crate::export::{json::Json, write_output, Exporter};
 use crate::import::import_file;
 use crate::output::table;
-use crate::output::units::Unit;
+use crate::units::Unit;
 use std::io::Write;
 
 /// Imports every file; malformed input is a usage error (exit 2) naming the file and line.

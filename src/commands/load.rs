@@ -4,33 +4,10 @@ use crate::error::Error;
 use crate::cli::load::LoadArgs;
 use crate::export::write_output;
 use crate::load::{check_safety, LoadResult, LoadSet};
-use crate::measure::engine::Signals;
-use crate::output::units::si;
 use crate::rt::privileges::Privileges;
-use std::fmt::Write as _;
+use crate::session::Signals;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
-
-/// The throughput table.
-pub fn table(results: &[LoadResult]) -> String {
-    let mut s = format!("{:<40} {:>7} {:>10} {:>24} {:>11}\n", "load", "workers", "policy", "throughput", "cpu/worker");
-    for r in results {
-        let util = r.utilization.map_or("-".into(), |u| format!("{:.0} %", u * 100.0));
-        let _ = writeln!(
-            s,
-            "{:<40} {:>7} {:>10} {:>24} {:>11}",
-            r.spec,
-            r.workers,
-            r.policy,
-            format!("{} {}/s", si(r.rate_per_s), r.unit),
-            util
-        );
-        for w in &r.warnings {
-            let _ = writeln!(s, "warning: load '{}': {w}", r.spec);
-        }
-    }
-    s
-}
 
 /// Runs the loads alone for the duration (or until SIGINT/SIGTERM) and prints their throughput.
 pub fn execute(args: LoadArgs) -> Result<i32, Error> {
@@ -52,7 +29,7 @@ pub fn execute(args: LoadArgs) -> Result<i32, Error> {
         write_output(p, &bytes).map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", p.display())))?;
     }
     let failed: Vec<&LoadResult> = results.iter().filter(|r| r.failed).collect();
-    let text = table(&results);
+    let text = crate::output::table::loads(&results);
     if args.json.as_ref().is_some_and(|p| p.as_os_str() == "-") {
         eprint!("{text}");
     } else {

@@ -1,6 +1,5 @@
 //! What each subcommand does, wired from the layers below.
 
-pub mod beam;
 pub mod cyclictest;
 pub mod import;
 pub mod load;

@@ -3,7 +3,7 @@
 //! ```text
 //! "RTLSMP01"  magic, 8 bytes
 //! u32 LE      length of the header
-//! header      JSON: {"schema": "rtlab.samples/1", "clock", "start_time", "threads": [{thread, cpu, interval_ns}]}
+//! header      JSON: {"schema": "rtlab.samples/1", "clock", "start_time", "threads": [{thread, cpu, interval_ns, identity?}]}
 //! records     26 bytes each, little-endian: u16 thread, u64 cycle, i64 wake_ns, i64 latency_ns
 //!             (wake_ns: wake time since the thread's schedule started)
 //! end record  thread 0xFFFF, cycle = length of the trailer, then zeros
@@ -42,6 +42,9 @@ pub struct ThreadInfo {
     pub cpu: Option<usize>,
     /// Period (ns).
     pub interval_ns: i64,
+    /// A runtime probe's identity (`tokio task 1`, `erlang process <0.85.0>`); absent for OS threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 /// The header.
@@ -249,7 +252,7 @@ mod tests {
             schema: "rtlab.samples/1".into(),
             clock: "monotonic".into(),
             start_time: "2026-11-22T00:00:00Z".into(),
-            threads: vec![ThreadInfo { thread: 0, cpu: Some(0), interval_ns: 1000 }],
+            threads: vec![ThreadInfo { thread: 0, cpu: Some(0), interval_ns: 1000, identity: None }],
         }
     }
 

@@ -5,7 +5,8 @@ use super::{import_text, ImportError, Unit};
 use crate::export::samples::{Reader, Record};
 use crate::measure::histogram::Layout;
 use crate::measure::stats::{Live, Recorder};
-use crate::result::{ProbeFigures, ProbeRun, RunResult, Source};
+use crate::result::build::{ProbeFigures, ProbeRun};
+use crate::result::{RunResult, Source};
 use crate::sweep::{SweepPoint, SweepResult};
 use std::path::{Path, PathBuf};
 
@@ -138,16 +139,24 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             thread: t.thread,
             cpu: t.cpu,
             interval_ns: t.interval_ns,
-            summary: r.finish(),
+            summary: {
+                let mut s = r.finish();
+                // A samples file holds no deadline/wakeup pairs to truncate as cyclictest does.
+                s.sum_us_truncated = None;
+                s
+            },
             drift_ns: None,
             samples_lost: lost.as_ref().and_then(|l| l.get(t.thread).copied()),
+            obtained: None,
+            break_hit: None,
         })
         .collect();
-    let mut r = RunResult::from_probes(ProbeRun {
+    let mut r = RunResult::build(ProbeRun {
         probes,
         start,
+        end: None,
         duration_s: Some(last_wake.max(0) as f64 / 1e9),
-        end_reason: crate::measure::engine::EndReason::Unknown,
+        end_reason: crate::result::EndReason::Unknown,
         missed_known: false,
         command_line: vec![],
         environment: crate::sysinfo::Environment::unknown(),
@@ -159,6 +168,11 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             unit: "ns".into(),
         }),
         threshold_ns: None,
+        config: None,
+        warnings: Vec::new(),
+        simulated: false,
+        tracemark_written: false,
+        runtime: None,
     });
     r.start_time = Some(header.start_time);
     Ok(r)

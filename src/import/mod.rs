@@ -7,8 +7,8 @@ pub mod cyclictest_json;
 pub mod cyclictest_text;
 pub mod input;
 
-use crate::measure::engine::EndReason;
 use crate::measure::histogram::{nearest_rank_edge, PERCENTILES};
+use crate::result::EndReason;
 use crate::result::{
     AllResult, Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Tool, Unbinned, Verdict,
 };

@@ -1,7 +1,6 @@
 //! Measuring: the probe loop, its histogram and statistics, the simulation, and the engine
 //! that runs threads of probes.
 
-pub mod engine;
 pub mod histogram;
 pub mod probe;
 pub mod ring;

@@ -2,10 +2,11 @@
 //! `-v` samples, the SIGUSR1 block, the `-h/-H` histogram (2.10 and 2.4 layouts), spikes and
 //! the `-b` footer.
 
-use crate::measure::engine::{Observer, ThreadOutcome, ThreadStatus};
 use crate::measure::ring::Sample;
 use crate::measure::stats::LiveSnapshot;
+use crate::probes::{ThreadOutcome, ThreadStatus};
 use crate::rt::sched::Policy;
+use crate::session::Observer;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::time::Duration;
@@ -494,7 +495,7 @@ mod tests {
 
     fn status() -> ThreadStatus {
         let sched = crate::rt::sched::SchedParams::simple(Policy::Fifo, 80);
-        ThreadStatus { index: 0, cpu: Some(0), sched, interval_ns: 1_000_000, tid: 42 }
+        ThreadStatus { index: 0, cpu: Some(0), sched, interval_ns: 1_000_000, tid: 42, identity: None }
     }
 
     fn snap(max: i64) -> LiveSnapshot {

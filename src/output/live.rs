@@ -2,9 +2,10 @@
 //! second, and prints it to stderr on SIGUSR1.
 
 use super::table;
-use super::units::Unit;
-use crate::measure::engine::{Observer, ThreadStatus};
 use crate::measure::stats::LiveSnapshot;
+use crate::probes::ThreadStatus;
+use crate::session::Observer;
+use crate::units::Unit;
 use std::io::Write;
 use std::time::Duration;
 
@@ -14,16 +15,24 @@ pub struct LiveView {
     draw: bool,
     unit: Unit,
     lines: usize,
+    /// Printed to stderr when the probes start (what a runtime probe runs).
+    pub intro: Option<String>,
 }
 
 impl LiveView {
     /// A live view; `draw` is true when stdout is a terminal and `-q` was not given.
     pub fn new(draw: bool, unit: Unit) -> LiveView {
-        LiveView { draw, unit, lines: 0 }
+        LiveView { draw, unit, lines: 0, intro: None }
     }
 }
 
 impl Observer for LiveView {
+    fn started(&mut self, _: &[ThreadStatus], _: Option<i32>) {
+        if let Some(text) = self.intro.take() {
+            eprintln!("{text}");
+        }
+    }
+
     fn tick(&mut self, threads: &[ThreadStatus], live: &[LiveSnapshot], elapsed: Duration) {
         if !self.draw {
             return;

@@ -3,5 +3,3 @@
 pub mod cyclictest;
 pub mod live;
 pub mod table;
-pub mod units;
-pub mod warnings;

@@ -1,10 +1,13 @@
 //! The summary table (after a run, and from any RunResult) and the live table.
 
-use super::units::Unit;
-use crate::measure::engine::ThreadStatus;
+use crate::load::LoadResult;
 use crate::measure::stats::LiveSnapshot;
+use crate::probes::ThreadStatus;
 use crate::result::{RunResult, Stats};
 use crate::rt::sched::{Policy, SchedParams};
+use crate::units::si;
+use crate::units::Unit;
+use std::fmt::Write as _;
 
 fn policy_label(policy: Option<Policy>, priority: Option<u32>) -> String {
     match (policy, priority) {
@@ -114,6 +117,42 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The loads' throughput table.
+pub fn loads(results: &[LoadResult]) -> String {
+    let mut s = format!("{:<40} {:>7} {:>10} {:>24} {:>11}\n", "load", "workers", "policy", "throughput", "cpu/worker");
+    for r in results {
+        let util = r.utilization.map_or("-".into(), |u| format!("{:.0} %", u * 100.0));
+        let _ = writeln!(
+            s,
+            "{:<40} {:>7} {:>10} {:>24} {:>11}",
+            r.spec,
+            r.workers,
+            r.policy,
+            format!("{} {}/s", si(r.rate_per_s), r.unit),
+            util
+        );
+        for w in &r.warnings {
+            let _ = writeln!(s, "warning: load '{}': {w}", r.spec);
+        }
+    }
+    s
+}
+
+/// The summary table and the loads' table, after `header`: on stderr when the result itself
+/// goes to stdout.
+pub fn print_summary(result: &RunResult, unit: Unit, header: &str, to_stderr: bool) {
+    use std::io::Write;
+    let mut text = header.to_string() + &summary(result, unit);
+    if !result.loads.is_empty() {
+        text += &loads(&result.loads);
+    }
+    if to_stderr {
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    } else {
+        let _ = std::io::stdout().write_all(text.as_bytes());
+    }
 }
 
 /// The live table: cur, min, avg, max, p99 and missed per thread.

@@ -314,7 +314,7 @@ mod tests {
         assert_eq!(log_bottom(0.0), 0.1);
         assert_eq!(log_label(&0.1), "0.1");
         assert_eq!(log_label(&1000.0), "1000");
-        use crate::output::units::si;
+        use crate::units::si;
         assert_eq!(
             (si(950.0), si(12_500.0), si(1.38e9), si(0.5)),
             ("950".into(), "12.5 k".into(), "1.38 G".into(), "0.50".into())

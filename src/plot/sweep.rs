@@ -120,7 +120,7 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
             chart
                 .configure_secondary_axes()
                 .y_desc(format!("Load throughput ({}/s)", s.throughput_unit.as_deref().unwrap_or("ops")))
-                .y_label_formatter(&|v| crate::output::units::si(*v))
+                .y_label_formatter(&|v| crate::units::si(*v))
                 .label_style((FAMILY, 15))
                 .axis_desc_style((FAMILY, 16))
                 .draw()

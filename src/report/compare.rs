@@ -337,7 +337,7 @@ mod tests {
 
     fn run(samples: &[i64]) -> RunResult {
         let s = Summary::from_samples(Layout::DEFAULT, samples);
-        let stats = crate::result::stats_of(&s, std::time::UNIX_EPOCH);
+        let stats = crate::result::build::stats_of(&s, std::time::UNIX_EPOCH);
         let mut r: RunResult = serde_json::from_str(include_str!("../../tests/fixtures/minimal-run.json")).unwrap();
         r.all.stats = stats.clone();
         r.threads[0].stats = stats;

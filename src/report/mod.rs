@@ -186,7 +186,7 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
                         l.spec.clone(),
                         l.workers.to_string(),
                         l.policy.clone(),
-                        crate::output::units::si(l.rate_per_s),
+                        crate::units::si(l.rate_per_s),
                         l.unit.clone(),
                         l.utilization.map_or("-".into(), |u| format!("{:.0} %", u * 100.0)),
                     ]
@@ -260,10 +260,7 @@ fn sweep_blocks(input: &Input, index: usize, out: &mut Vec<Block>) -> Result<(),
                 row.push(latency_cell(m, s));
             }
             row.push(
-                p.result
-                    .loads
-                    .first()
-                    .map_or("-".into(), |l| format!("{} {}", crate::output::units::si(l.rate_per_s), l.unit)),
+                p.result.loads.first().map_or("-".into(), |l| format!("{} {}", crate::units::si(l.rate_per_s), l.unit)),
             );
             row.push(match p.result.verdict.status {
                 VerdictStatus::Pass => "pass".into(),

@@ -85,3 +85,28 @@ pub fn is_root() -> bool {
         .and_then(|v| v.split_whitespace().nth(1).map(|s| s == "0"))
         .unwrap_or(false)
 }
+
+/// A stand-in `erl` that ignores the VM and prints `body` (a shell snippet; `$w` is the worker
+/// count rtlab asked for) after the probe's greeting.
+pub fn fake_erl(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    let script = format!(
+        "#!/bin/sh\nexpr=$(printf '%s\\n' \"$@\" | grep rtlab_probe:main)\n\
+         w=$(printf '%s' \"$expr\" | sed -n 's/.*rtlab_probe:main([^,]*, *[0-9]*, *[0-9]*, *\\([0-9]*\\),.*/\\1/p')\n\
+         echo 'V Erlang/OTP 99 [fake]'\necho 'A fake-arch'\necho 'C 99 2 2 2 unbound'\n\
+         if [ \"$w\" = 0 ]; then echo 'P normal none'; else echo 'P normal normal'; fi\necho 'T 0'\n{body}\n"
+    );
+    std::fs::write(&p, script).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// Debian's `erl` (erlang-nox, installed by .ci/run); the test fails loudly without it.
+pub fn real_erl() -> PathBuf {
+    ["/usr/bin/erl", "/usr/local/bin/erl"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("erl is not installed: apt-get install erlang-nox (.ci/run does)")
+}

@@ -1,4 +1,6 @@
-//! Unit formatting for tables and messages.
+//! The one unit formatter: latencies in µs or ns, counts with SI prefixes, counted nouns.
+//! Every table, message, plot label and report formats through here (times of day and
+//! durations: `timefmt`).
 
 /// How latencies are shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +61,15 @@ pub fn si(v: f64) -> String {
     format!("{x:.digits$}{suffix}")
 }
 
+/// `n` and the noun, plural when `n` is not 1: `1 worker thread`, `2 worker threads`.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +80,12 @@ mod tests {
         assert_eq!(Unit::Nanos.fmt(12_345), "12345");
         assert_eq!(Unit::Micros.fmt_opt(None), "-");
         assert_eq!(Unit::Micros.fmt_f(2_050.0), "2.0");
+    }
+
+    #[test]
+    fn counted_nouns_are_plural_unless_there_is_one() {
+        assert_eq!(count(1, "thread"), "1 thread");
+        assert_eq!(count(0, "thread"), "0 threads");
+        assert_eq!(count(2, "worker thread"), "2 worker threads");
     }
 }

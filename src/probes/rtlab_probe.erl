@@ -4,11 +4,12 @@
 %% against the ideal schedule of its method, to fd 1 as text lines (batched, through a port,
 %% not the I/O server); CPU-bound processes (RealtimeTests' Leibniz pi loop) compete with it.
 %%
-%% Protocol (one record per line; rtlab parses it in src/runtime/beam.rs):
+%% Protocol (one record per line; rtlab parses it in src/probes/beam.rs):
 %%   V <erlang:system_info(system_version)>
 %%   A <system architecture>
 %%   C <otp release> <schedulers> <schedulers online> <dirty cpu schedulers> <bind type>
 %%   P <measuring process priority> <worker priority | none>   (read back from the processes)
+%%   I <the measuring process's pid>
 %%   T <start, erlang:monotonic_time(nanosecond)>
 %%   S <latency ns> <wake time since start ns> <missed periods>
 %%   E <samples> <pi terms computed by all workers>
@@ -62,6 +63,7 @@ mono() -> erlang:monotonic_time(nanosecond).
 
 probe(Parent, Out, Method, PeriodMs, DurationMs) ->
     P = PeriodMs * 1000000,
+    line(Out, ["I ", pid_to_list(self())]),
     Start = mono(),
     line(Out, io_lib:format("T ~b", [Start])),
     End = Start + DurationMs * 1000000,

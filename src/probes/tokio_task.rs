@@ -3,12 +3,17 @@
 //! Load inside the runtime: tasks that compute without ever yielding (they hold a worker
 //! thread), and `spawn_blocking` work — the two classic async pitfalls.
 
-use crate::measure::histogram::Layout;
-use crate::measure::probe::missed_periods;
-use crate::measure::stats::{Live, Recorder, Summary};
+use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
+use crate::load::LoadResult;
+use crate::measure::probe::{missed_periods, LoopOutcome};
+use crate::measure::ring::SampleRing;
+use crate::measure::stats::{ExceedLog, Live, Recorder, Summary};
+use crate::result::warning::Warning;
+use crate::result::Runtime;
+use crate::rt::sched::SchedParams;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The tokio version rtlab is built with.
 pub const VERSION: &str = env!("RTLAB_TOKIO_VERSION");
@@ -151,18 +156,40 @@ pub struct Plan {
     pub missed_tick: MissedTick,
     /// Period (ns).
     pub interval_ns: i64,
-    /// Samples to take, if limited.
-    pub loops: Option<u64>,
-    /// Length, if limited.
-    pub duration: Option<Duration>,
     /// Tasks that compute without yielding.
     pub hogs: usize,
     /// `spawn_blocking` tasks that compute.
     pub blocking: usize,
-    /// `--max-latency`.
-    pub threshold_ns: Option<i64>,
-    /// Histogram layout.
-    pub layout: Layout,
+}
+
+impl Plan {
+    /// What runs, in a line.
+    pub fn describe(&self) -> String {
+        format!(
+            "tokio {} runtime ({}), a task with {} every {}; tokio's timer wheel has 1 ms granularity",
+            self.flavor.name(),
+            crate::units::count(self.workers as u64, "worker thread"),
+            self.wait.name(),
+            crate::timefmt::duration_text(self.interval_ns)
+        )
+    }
+
+    fn runtime(&self) -> Runtime {
+        Runtime {
+            kind: "tokio".into(),
+            method: self.wait.name().into(),
+            period_ns: self.interval_ns,
+            timer_granularity_ns: 1_000_000,
+            version: Some(format!("tokio {VERSION}")),
+            architecture: Some(std::env::consts::ARCH.into()),
+            schedulers: Some(self.workers),
+            flavor: Some(self.flavor.name().into()),
+            missed_tick_behavior: (self.wait == Wait::Interval).then(|| self.missed_tick.name().into()),
+            workers: self.hogs,
+            blocking_tasks: self.blocking,
+            ..Runtime::default()
+        }
+    }
 }
 
 /// What a run measured.
@@ -170,12 +197,6 @@ pub struct Plan {
 pub struct Outcome {
     /// The periodic task's statistics.
     pub summary: Summary,
-    /// Wall-clock start.
-    pub start: std::time::SystemTime,
-    /// Seconds it ran.
-    pub elapsed_s: f64,
-    /// Ended by Ctrl-C.
-    pub interrupted: bool,
     /// Leibniz terms computed by the hog tasks and by the blocking tasks.
     pub terms: (u64, u64),
     /// Last wakeup minus the ideal schedule (ns).
@@ -206,9 +227,24 @@ fn nanos(d: Duration) -> i64 {
     i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
 }
 
-/// Builds the runtime, starts the load tasks and the periodic task, and returns when the
-/// task has its samples, the time is up, or `stop` is set.
-pub fn run(plan: &Plan, stop: Arc<AtomicBool>, on_start: impl FnOnce()) -> Result<Outcome, String> {
+/// Where the periodic task records, and when it ends.
+pub struct Target {
+    /// Its statistics.
+    pub live: Arc<Live>,
+    /// Every sample, with `--samples`.
+    pub ring: Option<Arc<SampleRing>>,
+    /// Samples to take, if limited.
+    pub loops: Option<u64>,
+    /// The verdict's threshold (ns).
+    pub threshold_ns: Option<i64>,
+    /// Set to end the run (the task, the hogs and the blocking tasks stop).
+    pub done: Arc<AtomicBool>,
+}
+
+/// Builds the runtime, starts the load tasks and the periodic task, calls `on_start` with the
+/// task's identity once its schedule is anchored, and returns when the task has its samples
+/// or `done` is set.
+pub fn run(plan: &Plan, target: Target, on_start: impl FnOnce(String)) -> Result<Outcome, String> {
     let rt = match plan.flavor {
         Flavor::CurrentThread => tokio::runtime::Builder::new_current_thread().enable_time().build(),
         Flavor::MultiThread => {
@@ -216,27 +252,11 @@ pub fn run(plan: &Plan, stop: Arc<AtomicBool>, on_start: impl FnOnce()) -> Resul
         }
     }
     .map_err(|e| format!("cannot start the tokio runtime: {e}"))?;
-    let done = Arc::new(AtomicBool::new(false));
+    let done = target.done;
     let hog_terms = Arc::new(AtomicU64::new(0));
     let blocking_terms = Arc::new(AtomicU64::new(0));
-    // The stop condition lives outside the runtime: a hog on a current-thread runtime never
-    // lets the periodic task (or anything else in it) run.
-    let watcher = {
-        let (done, stop) = (done.clone(), stop.clone());
-        let deadline = plan.duration.map(|d| Instant::now() + d);
-        std::thread::spawn(move || {
-            while !done.load(Relaxed) {
-                if stop.load(Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
-                    done.store(true, Relaxed);
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })
-    };
-    let wall = std::time::SystemTime::now();
-    let started = Instant::now();
-    on_start();
     let p = plan.clone();
+    let (live, ring, loops, threshold) = (target.live, target.ring, target.loops, target.threshold_ns);
     let result = rt.block_on(async {
         for _ in 0..p.blocking {
             let (done, terms) = (done.clone(), blocking_terms.clone());
@@ -246,14 +266,13 @@ pub fn run(plan: &Plan, stop: Arc<AtomicBool>, on_start: impl FnOnce()) -> Resul
             let (done, terms) = (done.clone(), hog_terms.clone());
             tokio::spawn(async move { compute(&done, &terms) });
         }
-        let probe_done = done.clone();
         // The schedule is anchored before the task first runs: a task that cannot run at
         // first (a hog holds its thread) sees that as lateness.
         let start = Instant::now();
+        let period = Duration::from_nanos(p.interval_ns as u64);
+        let probe_done = done.clone();
         let probe = tokio::spawn(async move {
-            let live = Live::new(p.layout);
-            let mut rec = Recorder::new(&live, p.threshold_ns);
-            let period = Duration::from_nanos(p.interval_ns as u64);
+            let mut rec = Recorder::with_logs(&live, ExceedLog::new(threshold, 1), ExceedLog::off(), ring.as_deref());
             let mut next = start + period;
             let mut interval = tokio::time::interval_at((start + period).into(), period);
             interval.set_missed_tick_behavior(p.missed_tick.to_tokio());
@@ -276,33 +295,150 @@ pub fn run(plan: &Plan, stop: Arc<AtomicBool>, on_start: impl FnOnce()) -> Resul
                 }
                 rec.record(tick.latency_ns, now_ns, tick.missed);
                 n += 1;
-                if probe_done.load(Relaxed) || p.loops.is_some_and(|l| n >= l) {
+                if probe_done.load(Relaxed) || loops.is_some_and(|l| n >= l) {
                     break;
                 }
             }
             probe_done.store(true, Relaxed);
-            let drift = Some(schedule.drift_ns());
-            (rec.finish(), drift)
+            let mut summary = rec.finish();
+            // No deadline/wakeup pairs to truncate as cyclictest does.
+            summary.sum_us_truncated = None;
+            (summary, Some(schedule.drift_ns()))
         });
+        on_start(format!("tokio task {}", probe.id()));
         probe.await
     });
     done.store(true, Relaxed);
-    let _ = watcher.join();
     drop(rt);
     let (summary, drift_ns) = result.map_err(|e| format!("the tokio probe task failed: {e}"))?;
-    Ok(Outcome {
-        summary,
-        start: wall,
-        elapsed_s: started.elapsed().as_secs_f64(),
-        interrupted: stop.load(Relaxed),
-        terms: (hog_terms.load(Relaxed), blocking_terms.load(Relaxed)),
-        drift_ns,
-    })
+    Ok(Outcome { summary, terms: (hog_terms.load(Relaxed), blocking_terms.load(Relaxed)), drift_ns })
+}
+
+/// The tokio probe in the pipeline: the runtime runs on a thread of its own.
+pub struct TokioProbe {
+    plan: Plan,
+    done: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Result<Outcome, String>>>,
+    start: Option<Instant>,
+}
+
+impl TokioProbe {
+    /// A probe for `plan`, not started.
+    pub fn new(plan: Plan) -> TokioProbe {
+        TokioProbe { plan, done: Arc::new(AtomicBool::new(false)), handle: None, start: None }
+    }
+}
+
+impl Probe for TokioProbe {
+    fn slots(&self) -> usize {
+        1
+    }
+
+    fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
+        let (tx, rx) = std::sync::mpsc::channel::<(String, i32)>();
+        let plan = self.plan.clone();
+        let live = Arc::clone(&sinks.lives[0]);
+        let ring = sinks.rings[0].clone();
+        let (loops, threshold_ns, done) = (sinks.loops, sinks.max_latency_ns, Arc::clone(&self.done));
+        let handle = std::thread::Builder::new()
+            .name("rtlab-tokio".into())
+            .spawn(move || {
+                let target = Target { live, ring, loops, threshold_ns, done };
+                run(&plan, target, |identity| {
+                    let _ = tx.send((identity, crate::rt::thread::tid()));
+                })
+            })
+            .map_err(|e| ProbeError::Start(format!("cannot start the tokio runtime's thread: {e}")))?;
+        let wall = SystemTime::now();
+        let now = Instant::now();
+        let (identity, tid) = match rx.recv() {
+            Ok(v) => v,
+            Err(_) => {
+                let why = handle.join().map_or_else(|_| "it panicked".into(), |r| r.err().unwrap_or_default());
+                return Err(ProbeError::Start(why));
+            }
+        };
+        self.handle = Some(handle);
+        self.start = Some(now);
+        Ok(Started {
+            slots: vec![ThreadStatus {
+                index: 0,
+                cpu: None,
+                sched: SchedParams::simple(crate::rt::sched::Policy::Other, 0),
+                interval_ns: self.plan.interval_ns,
+                tid,
+                identity: Some(identity),
+            }],
+            warnings: Vec::new(),
+            dma_latency_us: None,
+            mlocked: false,
+            start: wall,
+            schedule_start: now,
+            own_duration: false,
+            runtime: Some(self.plan.runtime()),
+        })
+    }
+
+    fn finished(&mut self) -> bool {
+        self.handle.as_ref().is_none_or(|h| h.is_finished())
+    }
+
+    fn stop(&mut self) {
+        self.done.store(true, Relaxed);
+    }
+
+    fn join(self: Box<Self>) -> Finished {
+        let plan = &self.plan;
+        let elapsed = self.start.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let outcome = match self.handle.map(|h| h.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err("the tokio probe's thread panicked".into()),
+            None => Err("the tokio probe never started".into()),
+        };
+        let mut fin = Finished {
+            runtime: Some(plan.runtime()),
+            warnings: vec![Warning::TimerGranularity { runtime: "tokio".into(), granularity_ns: 1_000_000 }],
+            ..Finished::default()
+        };
+        let o = match outcome {
+            Ok(o) => o,
+            Err(why) => {
+                fin.failure = Some(why.clone());
+                fin.warnings.push(Warning::RuntimeFailed { why });
+                return fin;
+            }
+        };
+        let in_runtime = |kind: &str, n: usize, terms: u64, policy: &str| {
+            LoadResult::in_runtime(format!("{kind}:workers={n}"), kind, n, policy.into(), terms, elapsed)
+        };
+        if plan.hogs > 0 {
+            let where_ = if plan.flavor == Flavor::CurrentThread { "tokio current-thread" } else { "tokio worker" };
+            fin.loads.push(in_runtime("tokio-hog", plan.hogs, o.terms.0, where_));
+        }
+        if plan.blocking > 0 {
+            fin.loads.push(in_runtime("tokio-blocking", plan.blocking, o.terms.1, "tokio blocking pool"));
+        }
+        fin.slots.push(ThreadOutcome {
+            plan: ThreadPlan::runtime_slot(plan.interval_ns),
+            sched: None,
+            cpus_allowed: None,
+            last_cpu: None,
+            timer_slack_ns: None,
+            outcome: LoopOutcome { iterations: o.summary.cycles, drift_ns: 0, break_hit: None, start_ns: 0 },
+            drift_ns: o.drift_ns,
+            summary: o.summary,
+            tid: 0,
+            samples_lost: 0,
+            warnings: Vec::new(),
+        });
+        fin
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::histogram::Layout;
 
     const MS: i64 = 1_000_000;
 
@@ -351,26 +487,18 @@ mod tests {
     }
 
     fn plan(flavor: Flavor, wait: Wait) -> Plan {
-        Plan {
-            flavor,
-            workers: 2,
-            wait,
-            missed_tick: MissedTick::Burst,
-            interval_ns: 1_000_000,
-            loops: Some(50),
-            duration: None,
-            hogs: 0,
-            blocking: 0,
-            threshold_ns: None,
-            layout: Layout::DEFAULT,
-        }
+        Plan { flavor, workers: 2, wait, missed_tick: MissedTick::Burst, interval_ns: 1_000_000, hogs: 0, blocking: 0 }
+    }
+
+    fn target(loops: Option<u64>, done: Arc<AtomicBool>) -> Target {
+        Target { live: Arc::new(Live::new(Layout::DEFAULT)), ring: None, loops, threshold_ns: None, done }
     }
 
     #[test]
     fn the_periodic_task_takes_its_samples_in_both_runtime_kinds_and_both_waits() {
         for flavor in [Flavor::CurrentThread, Flavor::MultiThread] {
             for wait in [Wait::SleepUntil, Wait::Interval] {
-                let o = run(&plan(flavor, wait), Arc::new(AtomicBool::new(false)), || {}).unwrap();
+                let o = run(&plan(flavor, wait), target(Some(50), Arc::new(AtomicBool::new(false))), |_| {}).unwrap();
                 assert_eq!(o.summary.cycles, 50, "{flavor:?} {wait:?}");
                 assert!(o.summary.min_ns.unwrap() >= 0, "tokio never wakes before the deadline");
             }
@@ -380,11 +508,19 @@ mod tests {
     #[test]
     fn a_hog_on_a_current_thread_runtime_starves_the_task_until_the_time_is_up() {
         let mut p = plan(Flavor::CurrentThread, Wait::SleepUntil);
-        p.loops = None;
-        p.duration = Some(Duration::from_millis(300));
         p.hogs = 1;
-        let o = run(&p, Arc::new(AtomicBool::new(false)), || {}).unwrap();
-        // The hog holds the only thread until the watcher ends the run: the task wakes once,
+        // The pipeline ends the run after its duration by setting `done` (here, 300 ms).
+        let done = Arc::new(AtomicBool::new(false));
+        let timer = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                done.store(true, Relaxed);
+            })
+        };
+        let o = run(&p, target(None, done), |_| {}).unwrap();
+        let _ = timer.join();
+        // The hog holds the only thread until the run is ended: the task wakes once,
         // when the hog has stopped, having missed the periods in between.
         assert_eq!(o.summary.cycles, 1);
         assert!(o.summary.missed >= 100, "{} missed", o.summary.missed);

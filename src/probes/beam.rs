@@ -2,13 +2,17 @@
 //! rtlab, `rtlab_probe.erl`) in it, and reads the samples the VM streams back on a pipe. The
 //! statistics, histogram and RunResult are built here exactly as for OS threads.
 
-use crate::measure::histogram::Layout;
-use crate::measure::stats::{Live, Recorder, Summary};
+use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
+use crate::load::LoadResult;
+use crate::measure::probe::LoopOutcome;
+use crate::measure::stats::{ExceedLog, Recorder, Summary};
+use crate::result::warning::Warning;
+use crate::result::{EndReason, Runtime};
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::mpsc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// The probe's Erlang source.
@@ -88,6 +92,8 @@ pub enum Msg {
         /// Workers.
         workers: Option<String>,
     },
+    /// The measuring process's pid (`<0.85.0>`).
+    Identity(String),
     /// The probe started (VM monotonic ns).
     Start(i64),
     /// One sample.
@@ -144,6 +150,9 @@ pub fn parse_line(line: &str) -> Result<Msg, String> {
             }
             Ok(Msg::Priorities { probe: probe.to_string(), workers: (*workers != "none").then(|| workers.to_string()) })
         }
+        "I" if rest.starts_with('<') && rest.ends_with('>') && !rest.contains(' ') => {
+            Ok(Msg::Identity(rest.to_string()))
+        }
         "T" => Ok(Msg::Start(nums(1)?[0])),
         "S" => {
             let v = nums(3)?;
@@ -166,13 +175,13 @@ pub fn parse_line(line: &str) -> Result<Msg, String> {
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Plan {
-    /// The `erl` program.
-    pub erl: PathBuf,
+    /// The `erl` program (`None`: erl on PATH, found when the probe starts).
+    pub erl: Option<PathBuf>,
     /// Waiting method.
     pub method: Method,
     /// Period in ms (BEAM timers are millisecond-granular).
     pub period_ms: u32,
-    /// Length of the measurement.
+    /// Length of the measurement (the VM ends itself after it).
     pub duration: Duration,
     /// CPU-bound worker processes.
     pub workers: usize,
@@ -182,9 +191,46 @@ pub struct Plan {
     pub probe_priority: Priority,
     /// Flags for the VM (`+S 2`, `+sbwt none`, …).
     pub vm_args: Vec<String>,
-    /// `--max-latency`.
-    pub threshold_ns: Option<i64>,
 }
+
+impl Plan {
+    /// What runs, in a line.
+    pub fn describe(&self) -> String {
+        format!(
+            "Erlang VM probe: {} every {} ms for {:.1} s, {} at priority {}, probe at {}",
+            self.method.name(),
+            self.period_ms,
+            self.duration.as_secs_f64(),
+            crate::units::count(self.workers as u64, "worker"),
+            self.worker_priority.atom(),
+            self.probe_priority.atom()
+        )
+    }
+
+    fn runtime(&self, info: &VmInfo) -> Runtime {
+        Runtime {
+            kind: "beam".into(),
+            method: self.method.name().into(),
+            period_ns: self.period_ms as i64 * 1_000_000,
+            timer_granularity_ns: 1_000_000,
+            version: info.version.clone(),
+            architecture: info.architecture.clone(),
+            schedulers: info.schedulers,
+            schedulers_online: info.online,
+            scheduler_bind_type: info.bind.clone(),
+            vm_args: self.vm_args.clone(),
+            probe_priority: info.probe_priority.clone(),
+            workers: self.workers,
+            worker_priority: info.worker_priority.clone(),
+            ..Runtime::default()
+        }
+    }
+}
+
+/// How long the VM may take to start its probe.
+const START_LIMIT: Duration = Duration::from_secs(60);
+/// How long after its duration the VM may take to finish before it is killed.
+const END_GRACE: Duration = Duration::from_secs(15);
 
 /// What the VM said of itself.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -205,6 +251,8 @@ pub struct VmInfo {
     pub probe_priority: Option<String>,
     /// Workers' priority.
     pub worker_priority: Option<String>,
+    /// The measuring process's pid.
+    pub probe_pid: Option<String>,
 }
 
 /// Folds the protocol into statistics; also checks its order and counts.
@@ -245,6 +293,7 @@ impl Session {
                 self.info.probe_priority = Some(probe);
                 self.info.worker_priority = workers;
             }
+            Msg::Identity(pid) => self.info.probe_pid = Some(pid),
             Msg::Start(_) => self.started = true,
             Msg::Sample { latency_ns, at_ns, missed } => {
                 if !self.started {
@@ -280,28 +329,6 @@ impl Session {
     pub fn records(&self) -> &[(i64, i64)] {
         &self.records
     }
-}
-
-/// How a run ended.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    /// Statistics of the measuring process.
-    pub summary: Summary,
-    /// What the VM said.
-    pub info: VmInfo,
-    /// Pi terms computed by the workers (when the VM finished).
-    pub terms: Option<u64>,
-    /// Wall-clock start of the probe.
-    pub start: std::time::SystemTime,
-    /// Seconds the probe ran.
-    pub elapsed_s: f64,
-    /// Ended by a signal (Ctrl-C).
-    pub interrupted: bool,
-    /// Set when the VM failed mid-run (crashed, was killed, broke the protocol): the results
-    /// so far are kept.
-    pub failure: Option<String>,
-    /// `(at, latency)` samples when asked.
-    pub records: Vec<(i64, i64)>,
 }
 
 /// The `erl` to run: `--erl PATH`, else `erl` on PATH; the error says how to get one.
@@ -340,131 +367,280 @@ fn eval_expr(source: &Path, plan: &Plan) -> String {
     )
 }
 
-/// Runs the VM and the probe; `on_start` is called once the probe has started (to start OS
-/// loads). The VM is killed (its whole process group) on `stop`, on a protocol error, when it
-/// stops answering, and if rtlab dies.
-pub fn run(plan: &Plan, stop: &AtomicBool, keep: bool, mut on_start: impl FnMut()) -> Result<Outcome, String> {
-    // An unpredictable directory of its own (0700): nothing planted in /tmp is written through.
-    let cleanup = tempfile::Builder::new()
-        .prefix("rtlab-beam-")
-        .tempdir()
-        .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let dir = cleanup.path().to_path_buf();
-    let source = dir.join("rtlab_probe.erl");
-    std::fs::write(&source, PROBE_SOURCE).map_err(|e| format!("cannot write {}: {e}", source.display()))?;
-    let mut cmd = Command::new(&plan.erl);
-    cmd.args(&plan.vm_args)
-        .args(["-noshell", "-noinput", "-eval", &eval_expr(&source, plan)])
-        .env("ERL_CRASH_DUMP_SECONDS", "0")
-        .current_dir(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = crate::rt::process::spawn(&mut cmd, &Default::default())
-        .map_err(|e| format!("cannot start {}: {e}", plan.erl.display()))?;
-    let pgid = child.id();
-    let stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    let (tx, rx) = mpsc::channel::<std::io::Result<String>>();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::with_capacity(1 << 16, stdout).lines() {
-            if tx.send(line).is_err() {
-                break;
-            }
+/// What the reader of the VM's stream ends with.
+struct Fed {
+    session: Session,
+    summary: Summary,
+    /// `Some("")`: the stream ended before the probe did; `Some(why)`: it was broken.
+    failure: Option<String>,
+}
+
+/// The Erlang VM probe in the pipeline: rtlab starts `erl`, a reader thread folds the VM's
+/// stream into the slot's statistics (and samples ring) as it arrives. The VM is killed (its
+/// whole process group) on a stop, on a protocol error, when it stops answering, and if rtlab dies.
+pub struct BeamProbe {
+    plan: Plan,
+    child: Option<std::process::Child>,
+    pgid: u32,
+    reader: Option<std::thread::JoinHandle<Fed>>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    dir: Option<tempfile::TempDir>,
+    started: Option<Instant>,
+    interrupted: bool,
+    hung: Option<String>,
+}
+
+impl BeamProbe {
+    /// A probe for `plan`, not started.
+    pub fn new(plan: Plan) -> BeamProbe {
+        BeamProbe {
+            plan,
+            child: None,
+            pgid: 0,
+            reader: None,
+            stderr: None,
+            dir: None,
+            started: None,
+            interrupted: false,
+            hung: None,
         }
-    });
-    let err_text = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.by_ref().take(64 << 10).read_to_string(&mut s);
-        s
-    });
-    let mut session = Session::new(keep);
-    let live = Live::new(Layout::DEFAULT);
-    let summary: Summary;
-    let failure;
-    let mut interrupted = false;
-    let launched = Instant::now();
-    let mut started_at: Option<(Instant, std::time::SystemTime)> = None;
-    {
-        let mut rec = Recorder::new(&live, plan.threshold_ns);
-        loop {
-            if stop.load(Relaxed) {
-                interrupted = true;
-                failure = None;
-                break;
-            }
-            let limit = match started_at {
-                None => Duration::from_secs(60),
-                Some(_) => plan.duration + Duration::from_secs(15),
-            };
-            let since = started_at.map_or(launched, |s| s.0);
-            if since.elapsed() > limit {
-                failure = Some(format!(
-                    "the Erlang VM stopped answering ({} s without finishing); it was killed",
-                    limit.as_secs()
-                ));
-                break;
-            }
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(Ok(line)) => {
-                    let was_started = session.started();
-                    if let Err(e) = session.feed(&mut rec, &line) {
-                        failure = Some(e);
+    }
+
+    fn kill(&self) {
+        if self.pgid != 0 {
+            let _ = crate::rt::process::kill_group(self.pgid, crate::rt::signals::SIGKILL);
+        }
+    }
+
+    /// Ends a start that failed: kills the VM and says why, with what it said.
+    fn abandon(&mut self, why: String) -> ProbeError {
+        self.kill();
+        let fed = self.reader.take().and_then(|h| h.join().ok());
+        let status = self.child.as_mut().and_then(|c| c.wait().ok());
+        let said = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        let why = match (why.is_empty(), fed.and_then(|f| f.failure)) {
+            (false, _) => why,
+            (true, Some(f)) if !f.is_empty() => f,
+            _ => format!(
+                "the Erlang VM exited ({}) before its probe started",
+                status.map_or("an unknown status".into(), describe_status)
+            ),
+        };
+        ProbeError::Start(format!("{why}{}", last_words(&said)))
+    }
+}
+
+/// `; it said: …` with the last line the VM wrote on stderr, if any.
+fn last_words(stderr: &str) -> String {
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    if last.is_empty() {
+        String::new()
+    } else {
+        format!("; it said: {}", crate::plot::clip(last, 200))
+    }
+}
+
+impl Probe for BeamProbe {
+    fn slots(&self) -> usize {
+        1
+    }
+
+    fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
+        let plan = &self.plan;
+        // An unpredictable directory of its own (0700): nothing planted in /tmp is written through.
+        let dir = tempfile::Builder::new()
+            .prefix("rtlab-beam-")
+            .tempdir()
+            .map_err(|e| ProbeError::Start(format!("cannot create a temporary directory: {e}")))?;
+        let source = dir.path().join("rtlab_probe.erl");
+        std::fs::write(&source, PROBE_SOURCE)
+            .map_err(|e| ProbeError::Start(format!("cannot write {}: {e}", source.display())))?;
+        let erl = find_erl(plan.erl.as_deref()).map_err(ProbeError::Start)?;
+        let mut cmd = Command::new(&erl);
+        cmd.args(&plan.vm_args)
+            .args(["-noshell", "-noinput", "-eval", &eval_expr(&source, plan)])
+            .env("ERL_CRASH_DUMP_SECONDS", "0")
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = crate::rt::process::spawn(&mut cmd, &Default::default())
+            .map_err(|e| ProbeError::Start(format!("cannot start {}: {e}", erl.display())))?;
+        self.dir = Some(dir);
+        self.pgid = child.id();
+        let stdout = child.stdout.take().expect("piped");
+        let mut stderr = child.stderr.take().expect("piped");
+        self.child = Some(child);
+        self.stderr = Some(std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.by_ref().take(64 << 10).read_to_string(&mut s);
+            s
+        }));
+        let (tx, rx) = mpsc::channel::<(Instant, std::time::SystemTime, VmInfo)>();
+        let (live, ring, threshold, pgid) =
+            (Arc::clone(&sinks.lives[0]), sinks.rings[0].clone(), sinks.max_latency_ns, self.pgid);
+        self.reader = Some(std::thread::spawn(move || {
+            let mut session = Session::new(false);
+            let mut rec = Recorder::with_logs(&live, ExceedLog::new(threshold, 1), ExceedLog::off(), ring.as_deref());
+            let mut failure = Some(String::new());
+            for line in std::io::BufReader::with_capacity(1 << 16, stdout).lines() {
+                let line = match line {
+                    Ok(l) => l,
+                    Err(e) => {
+                        failure = Some(format!("cannot read from the Erlang VM: {e}"));
                         break;
                     }
-                    if !was_started && session.started() {
-                        started_at = Some((Instant::now(), std::time::SystemTime::now()));
-                        on_start();
-                    }
-                    if session.end.is_some() {
-                        failure = None;
-                        break;
-                    }
-                }
-                Ok(Err(e)) => {
-                    failure = Some(format!("cannot read from the Erlang VM: {e}"));
+                };
+                let was_started = session.started();
+                if let Err(e) = session.feed(&mut rec, &line) {
+                    failure = Some(e);
+                    let _ = crate::rt::process::kill_group(pgid, crate::rt::signals::SIGKILL);
                     break;
+                }
+                if !was_started && session.started() {
+                    let _ = tx.send((Instant::now(), std::time::SystemTime::now(), session.info.clone()));
+                }
+                if session.end.is_some() {
+                    failure = None;
+                    break;
+                }
+            }
+            let mut summary = rec.finish();
+            // No deadline/wakeup pairs to truncate as cyclictest does.
+            summary.sum_us_truncated = None;
+            Fed { session, summary, failure }
+        }));
+        let deadline = Instant::now() + START_LIMIT;
+        let (at, wall, info) = loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(v) => break v,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(self.abandon(String::new())),
+                Err(mpsc::RecvTimeoutError::Timeout) if sinks.interrupt.load(Relaxed) => {
+                    // Ctrl-C while the VM starts: nothing was measured; the run ends at once.
+                    self.interrupted = true;
+                    self.kill();
+                    break (Instant::now(), std::time::SystemTime::now(), VmInfo::default());
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                    return Err(self.abandon(format!(
+                        "the Erlang VM did not start its probe within {} s; it was killed",
+                        START_LIMIT.as_secs()
+                    )))
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    failure = Some(String::new());
-                    break;
-                }
             }
-        }
-        summary = rec.finish();
+        };
+        self.started = Some(at);
+        Ok(Started {
+            slots: vec![ThreadStatus {
+                index: 0,
+                cpu: None,
+                sched: crate::rt::sched::SchedParams::simple(crate::rt::sched::Policy::Other, 0),
+                interval_ns: plan.period_ms as i64 * 1_000_000,
+                tid: self.pgid as i32,
+                identity: Some(format!("erlang process {}", info.probe_pid.as_deref().unwrap_or("(pid not reported)"))),
+            }],
+            warnings: Vec::new(),
+            dma_latency_us: None,
+            mlocked: false,
+            start: wall,
+            schedule_start: at,
+            own_duration: true,
+            runtime: Some(plan.runtime(&info)),
+        })
     }
-    let finished = session.end.is_some();
-    if !finished {
-        let _ = crate::rt::process::kill_group(pgid, crate::rt::signals::SIGKILL);
-    }
-    let status = child.wait().ok();
-    let stderr_text = err_text.join().unwrap_or_default();
-    let failure = match failure {
-        Some(msg) => {
-            let last = stderr_text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-            let how = status.map_or("an unknown status".into(), describe_status);
-            let what = if msg.is_empty() { format!("the Erlang VM exited ({how})") } else { msg };
-            Some(format!(
-                "{what} after {} samples{}",
-                session.samples(),
-                if last.is_empty() { String::new() } else { format!("; it said: {}", crate::plot::clip(&last, 200)) }
-            ))
+
+    fn finished(&mut self) -> bool {
+        if self.reader.as_ref().is_none_or(|h| h.is_finished()) {
+            return true;
         }
-        None => None,
-    };
-    drop(cleanup);
-    let (t0, wall) = started_at.unwrap_or((launched, std::time::SystemTime::now()));
-    Ok(Outcome {
-        summary,
-        info: session.info.clone(),
-        terms: session.end.map(|e| e.1),
-        start: wall,
-        elapsed_s: t0.elapsed().as_secs_f64().min(plan.duration.as_secs_f64() + 1.0),
-        interrupted,
-        failure,
-        records: std::mem::take(&mut session.records),
-    })
+        let limit = self.plan.duration + END_GRACE;
+        if self.hung.is_none() && self.started.is_some_and(|s| s.elapsed() > limit) {
+            self.hung = Some(format!(
+                "the Erlang VM stopped answering ({} s without finishing); it was killed",
+                limit.as_secs()
+            ));
+            self.kill();
+        }
+        false
+    }
+
+    fn stop(&mut self) {
+        if self.reader.as_ref().is_some_and(|h| !h.is_finished()) {
+            self.interrupted = true;
+            self.kill();
+        }
+    }
+
+    fn join(mut self: Box<Self>) -> Finished {
+        let fed = self.reader.take().and_then(|h| h.join().ok());
+        if fed.as_ref().is_none_or(|f| f.session.end.is_none()) {
+            self.kill();
+        }
+        let status = self.child.as_mut().and_then(|c| c.wait().ok());
+        let said = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        drop(self.dir.take());
+        let plan = &self.plan;
+        let Some(fed) = fed else {
+            let why = "the reader of the Erlang VM's stream panicked".to_string();
+            return Finished {
+                failure: Some(why.clone()),
+                warnings: vec![Warning::RuntimeFailed { why }],
+                ..Finished::default()
+            };
+        };
+        let failure = match (self.hung.take(), fed.failure, self.interrupted) {
+            (Some(h), _, _) => Some(h),
+            (None, _, true) => None,
+            (None, Some(msg), false) => {
+                let how = status.map_or("an unknown status".into(), describe_status);
+                let what = if msg.is_empty() { format!("the Erlang VM exited ({how})") } else { msg };
+                Some(format!("{what} after {} samples{}", fed.session.samples(), last_words(&said)))
+            }
+            (None, None, false) => None,
+        };
+        let mut fin = Finished {
+            runtime: Some(plan.runtime(&fed.session.info)),
+            warnings: vec![Warning::TimerGranularity { runtime: "The Erlang VM".into(), granularity_ns: 1_000_000 }],
+            end_reason: Some(if self.interrupted { EndReason::Signal } else { EndReason::Duration }),
+            ..Finished::default()
+        };
+        if plan.workers > 0 {
+            let terms = fed.session.end.map(|e| e.1);
+            let elapsed =
+                self.started.map_or(0.0, |s| s.elapsed().as_secs_f64().min(plan.duration.as_secs_f64() + 1.0));
+            let mut l = LoadResult::in_runtime(
+                format!("beam-pi:workers={},priority={}", plan.workers, plan.worker_priority.atom()),
+                "beam-pi",
+                plan.workers,
+                format!("erlang:{}", plan.worker_priority.atom()),
+                terms.unwrap_or(0),
+                elapsed,
+            );
+            if terms.is_none() {
+                l.warnings.push("the VM did not finish: the workers' count is unknown".into());
+            }
+            fin.loads.push(l);
+        }
+        if let Some(f) = &failure {
+            fin.warnings.push(Warning::RuntimeFailed { why: f.clone() });
+        }
+        fin.failure = failure;
+        fin.slots.push(ThreadOutcome {
+            plan: ThreadPlan::runtime_slot(plan.period_ms as i64 * 1_000_000),
+            sched: None,
+            cpus_allowed: None,
+            last_cpu: None,
+            timer_slack_ns: None,
+            outcome: LoopOutcome { iterations: fed.summary.cycles, drift_ns: 0, break_hit: None, start_ns: 0 },
+            drift_ns: None,
+            summary: fed.summary,
+            tid: self.pgid as i32,
+            samples_lost: 0,
+            warnings: Vec::new(),
+        });
+        fin
+    }
 }
 
 fn describe_status(s: std::process::ExitStatus) -> String {
@@ -479,6 +655,8 @@ fn describe_status(s: std::process::ExitStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::histogram::Layout;
+    use crate::measure::stats::Live;
 
     #[test]
     fn every_record_of_the_protocol_parses() {

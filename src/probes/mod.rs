@@ -1,0 +1,240 @@
+//! Probes: what measures. Every probe — OS threads (the hot loop, or its simulation), a task in
+//! a tokio runtime, a process in the Erlang VM — implements [`Probe`]: it is started with one
+//! [`Live`] (and, with `--samples`, one [`SampleRing`]) per slot, records every wakeup into
+//! them through a [`crate::measure::stats::Recorder`], and is stopped and joined by the one
+//! pipeline in [`crate::session`], which gives every probe the same loads, live view, samples
+//! file, checkpoints, stop conditions, verdict and RunResult.
+//!
+//! Adding a probe: one file here implementing [`Probe`], and one arm in [`ProbeSpec`].
+
+pub mod beam;
+pub mod os_thread;
+pub mod tokio_task;
+
+use crate::load::LoadResult;
+use crate::measure::probe::LoopOutcome;
+use crate::measure::ring::SampleRing;
+use crate::measure::stats::{Exceedance, Live, Summary};
+use crate::result::warning::Warning;
+use crate::result::{EndReason, Runtime};
+use crate::rt::affinity::CpuSet;
+use crate::rt::sched::SchedParams;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Which probe a run measures with (chosen once, from `--runtime`).
+#[derive(Clone, Debug)]
+pub enum ProbeSpec {
+    /// Periodic OS threads (cyclictest's method), or their simulation.
+    Os(os_thread::Plan),
+    /// A periodic task in a tokio runtime.
+    Tokio(tokio_task::Plan),
+    /// A periodic process in the Erlang VM.
+    Beam(beam::Plan),
+}
+
+impl ProbeSpec {
+    /// A probe ready to start.
+    pub fn create(&self) -> Box<dyn Probe> {
+        match self {
+            ProbeSpec::Os(p) => Box::new(os_thread::OsThreads::new(p.clone())),
+            ProbeSpec::Tokio(p) => Box::new(tokio_task::TokioProbe::new(p.clone())),
+            ProbeSpec::Beam(p) => Box::new(beam::BeamProbe::new(p.clone())),
+        }
+    }
+
+    /// The runtime's name as `--runtime` spells it.
+    pub fn runtime(&self) -> &'static str {
+        match self {
+            ProbeSpec::Os(_) => "os",
+            ProbeSpec::Tokio(_) => "tokio",
+            ProbeSpec::Beam(_) => "beam",
+        }
+    }
+
+    /// True when the samples are simulated, not measured on this machine.
+    pub fn simulated(&self) -> bool {
+        matches!(self, ProbeSpec::Os(p) if p.simulate.is_some())
+    }
+
+    /// The slots (threads, tasks, processes) as planned.
+    pub fn slots(&self) -> Vec<ThreadPlan> {
+        match self {
+            ProbeSpec::Os(p) => p.threads.clone(),
+            ProbeSpec::Tokio(p) => vec![ThreadPlan::runtime_slot(p.interval_ns)],
+            ProbeSpec::Beam(p) => vec![ThreadPlan::runtime_slot(p.period_ms as i64 * 1_000_000)],
+        }
+    }
+
+    /// The line that says what runs, for the terminal (`None` for OS threads, whose table says it).
+    pub fn describe(&self) -> Option<String> {
+        match self {
+            ProbeSpec::Os(_) => None,
+            ProbeSpec::Tokio(p) => Some(p.describe()),
+            ProbeSpec::Beam(p) => Some(p.describe()),
+        }
+    }
+}
+
+/// One measuring slot as planned: an OS thread, or the one task/process of a runtime probe.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadPlan {
+    /// Index (0-based).
+    pub index: usize,
+    /// CPU to pin to, or `None` to leave the thread free.
+    pub cpu: Option<usize>,
+    /// Scheduling asked for.
+    pub sched: SchedParams,
+    /// Period (ns).
+    pub interval_ns: i64,
+    /// Periods to discard before recording.
+    pub warmup_cycles: u64,
+}
+
+impl ThreadPlan {
+    /// The single slot of a runtime probe: unpinned, scheduled by the runtime on its SCHED_OTHER threads.
+    pub fn runtime_slot(interval_ns: i64) -> ThreadPlan {
+        ThreadPlan {
+            index: 0,
+            cpu: None,
+            sched: SchedParams::simple(crate::rt::sched::Policy::Other, 0),
+            interval_ns,
+            warmup_cycles: 0,
+        }
+    }
+}
+
+/// What the pipeline hands a probe at its start.
+#[derive(Clone, Debug)]
+pub struct Sinks {
+    /// One per slot: where the slot publishes its statistics (the live view and checkpoints read them).
+    pub lives: Vec<Arc<Live>>,
+    /// One per slot with `--samples`: where every sample goes.
+    pub rings: Vec<Option<Arc<SampleRing>>>,
+    /// Set by the pipeline to end the run; a probe may set it too (a `--breaktrace` hit).
+    pub stop: Arc<AtomicBool>,
+    /// Set by SIGINT/SIGTERM: a probe whose setup takes long gives up when it is set.
+    pub interrupt: Arc<AtomicBool>,
+    /// Samples per slot (`None`: until stopped).
+    pub loops: Option<u64>,
+    /// Run length (`None`: until stopped).
+    pub duration: Option<Duration>,
+    /// Count samples above this (ns): the verdict's threshold.
+    pub max_latency_ns: Option<i64>,
+    /// Any downgrade is an error.
+    pub strict: bool,
+}
+
+/// What a slot obtained during setup (for the display and the samples file).
+#[derive(Clone, Debug)]
+pub struct ThreadStatus {
+    /// Index.
+    pub index: usize,
+    /// CPU pinned to, if any.
+    pub cpu: Option<usize>,
+    /// Scheduling in force.
+    pub sched: SchedParams,
+    /// Period (ns).
+    pub interval_ns: i64,
+    /// Kernel thread id (a runtime probe: the id of the thread or process that hosts it).
+    pub tid: i32,
+    /// A runtime probe's own identity (`tokio task 1`, `erlang process <0.85.0>`); `None` for OS threads.
+    pub identity: Option<String>,
+}
+
+/// A started probe.
+#[derive(Debug)]
+pub struct Started {
+    /// What each slot obtained.
+    pub slots: Vec<ThreadStatus>,
+    /// Downgrades and failures of the setup.
+    pub warnings: Vec<Warning>,
+    /// The PM QoS request held, in µs.
+    pub dma_latency_us: Option<i32>,
+    /// mlockall succeeded.
+    pub mlocked: bool,
+    /// Wall-clock start of the schedule (sample times count from it).
+    pub start: SystemTime,
+    /// The same instant on the monotonic clock (`--duration` counts from it).
+    pub schedule_start: Instant,
+    /// The probe ends itself at `--duration` (the simulation, the Erlang VM): the pipeline
+    /// does not cut it.
+    pub own_duration: bool,
+    /// What the runtime says of itself so far (for checkpoints).
+    pub runtime: Option<Runtime>,
+}
+
+/// What one slot obtained and measured.
+#[derive(Clone, Debug)]
+pub struct ThreadOutcome {
+    /// The plan.
+    pub plan: ThreadPlan,
+    /// Scheduling in force (read back with `sched_getattr`); `None` for a runtime probe,
+    /// scheduled by its runtime.
+    pub sched: Option<SchedParams>,
+    /// CPUs the thread was allowed to run on (read back).
+    pub cpus_allowed: Option<CpuSet>,
+    /// CPU it ran on last.
+    pub last_cpu: Option<usize>,
+    /// Timer slack in force (ns).
+    pub timer_slack_ns: Option<u64>,
+    /// Statistics.
+    pub summary: Summary,
+    /// Loop details (iterations, break, schedule start).
+    pub outcome: LoopOutcome,
+    /// Last wakeup minus the ideal schedule (ns), when known.
+    pub drift_ns: Option<i64>,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Samples the samples-file reader lost because it fell behind the ring.
+    pub samples_lost: u64,
+    /// What went wrong while measuring (e.g. the POSIX timer could not be armed).
+    pub warnings: Vec<Warning>,
+}
+
+/// A joined probe.
+#[derive(Debug, Default)]
+pub struct Finished {
+    /// Per slot.
+    pub slots: Vec<ThreadOutcome>,
+    /// Warnings that arose while measuring or at the end.
+    pub warnings: Vec<Warning>,
+    /// A `--breaktrace` hit: slot and sample.
+    pub break_hit: Option<(usize, Exceedance)>,
+    /// A trace marker was written for it.
+    pub tracemark_written: bool,
+    /// The probe's runtime failed mid-run (the results are partial): why.
+    pub failure: Option<String>,
+    /// The probe knows why it ended better than the pipeline (the VM ended at its duration).
+    pub end_reason: Option<EndReason>,
+    /// What the runtime says of itself.
+    pub runtime: Option<Runtime>,
+    /// Loads that ran inside the runtime (BEAM worker processes, tokio tasks).
+    pub loads: Vec<LoadResult>,
+}
+
+/// A probe that cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// `--strict` and something was downgraded.
+    #[error("--strict: {0}")]
+    Strict(String),
+    /// Anything else that keeps the probe from measuring (the message says what and the fix).
+    #[error("{0}")]
+    Start(String),
+}
+
+/// A way of measuring wakeup latency.
+pub trait Probe {
+    /// Slots it measures (threads, tasks, processes); the pipeline makes one [`Live`] each.
+    fn slots(&self) -> usize;
+    /// Sets up and releases the slots; returns once they measure.
+    fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError>;
+    /// True once every slot has left its loop by itself (loops done, the VM ended, a break).
+    fn finished(&mut self) -> bool;
+    /// The run ends (`sinks.stop` is set): make every slot notice now (wake it, stop the VM).
+    fn stop(&mut self);
+    /// Waits for the slots and returns what they measured.
+    fn join(self: Box<Self>) -> Finished;
+}

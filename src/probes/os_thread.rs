@@ -1,0 +1,597 @@
+//! The OS-thread probe: sets the process up (mlockall, PM QoS), starts one measuring thread
+//! per [`ThreadPlan`] (affinity, policy and timer slack applied inside the thread), releases
+//! them together, and collects what each thread actually obtained and measured. The loop each
+//! thread runs is [`crate::measure::probe::run_loop`]; with `--simulate` the same threads run
+//! it on a simulated clock ([`crate::measure::simulate`]).
+
+use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
+use crate::measure::probe::{self, ClockKind, LoopOutcome, LoopParams, Method, Waiter};
+use crate::measure::ring::SampleRing;
+use crate::measure::simulate::{SimWaiter, Simulation};
+use crate::measure::stats::{ExceedLog, Exceedance, Live, Recorder};
+use crate::result::warning::Warning;
+use crate::rt::affinity::{self, CpuSet};
+use crate::rt::memory;
+use crate::rt::pm_qos::DmaLatencyGuard;
+use crate::rt::privileges::Privileges;
+use crate::rt::sched::{self, Policy, SchedParams};
+use crate::rt::signals::{self, PosixTimer};
+use crate::rt::thread as rtthread;
+use crate::rt::tracefs::Tracefs;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Stack size of a measuring thread; all of it is locked by mlockall.
+const STACK_BYTES: usize = 256 * 1024;
+/// Stack prefaulted before the first sample.
+const PREFAULT_BYTES: usize = 128 * 1024;
+/// How long probe threads may take to set up before the run is abandoned.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the OS-thread probe runs.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The threads.
+    pub threads: Vec<ThreadPlan>,
+    /// Sleep method.
+    pub method: Method,
+    /// Clock.
+    pub clock: ClockKind,
+    /// Lock memory.
+    pub mlockall: bool,
+    /// Hold `/dev/cpu_dma_latency` at this many µs.
+    pub dma_latency_us: Option<i32>,
+    /// Stop at the first sample above this (ns).
+    pub breaktrace_ns: Option<i64>,
+    /// On a breaktrace hit, write a marker to tracefs and stop tracing.
+    pub tracemark: bool,
+    /// Pin the reporting (main) thread here.
+    pub main_affinity: Option<CpuSet>,
+    /// Run a simulated probe instead of sleeping.
+    pub simulate: Option<Simulation>,
+    /// End the whole run when the first thread has recorded its loops (cyclictest's `-l`).
+    pub stop_when_first_done: bool,
+    /// Start every thread's schedule at a common, aligned time.
+    pub align: Option<Align>,
+    /// Log samples above this threshold (ns), keeping the first `capacity`.
+    pub outliers: Option<(i64, usize)>,
+    /// How many samples above the verdict's threshold each thread keeps (1 for the verdict;
+    /// more for cyclictest's `--spike` list).
+    pub over_capacity: usize,
+    /// Also sum every latency as cyclictest computes it (`rtlab cyclictest` prints its Avg).
+    pub cyclictest_avg: bool,
+}
+
+/// Aligned thread starts (cyclictest `-A`/`--secaligned`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    /// All threads start at a common time, thread i offset by i·offset.
+    Threads {
+        /// Offset between threads (ns).
+        offset_ns: i64,
+    },
+    /// All threads start at the next full second of the clock plus an offset.
+    Second {
+        /// Offset after the second (ns).
+        offset_ns: i64,
+    },
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum GateState {
+    Closed,
+    Go,
+    Abort,
+}
+
+/// The start line: threads wait here after setup and leave together.
+struct Gate {
+    state: Mutex<GateState>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) -> GateState {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while *s == GateState::Closed {
+            s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        *s
+    }
+    fn open(&self, to: GateState) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = to;
+        self.cv.notify_all();
+    }
+}
+
+struct Shared {
+    gate: Gate,
+    stop: Arc<AtomicBool>,
+    /// Per thread: it has left its loop (the run may end; it needs no more wake signals).
+    finished: Vec<AtomicBool>,
+    tracefs: Option<Tracefs>,
+    tracemark_written: AtomicBool,
+    stop_when_first_done: bool,
+    align_base: std::sync::atomic::AtomicI64,
+}
+
+struct Setup {
+    status: ThreadStatus,
+    warnings: Vec<Warning>,
+}
+
+/// The OS-thread probe, from its plan to its joined threads.
+pub struct OsThreads {
+    plan: Plan,
+    shared: Option<Arc<Shared>>,
+    handles: Vec<std::thread::JoinHandle<ThreadOutcome>>,
+    statuses: Vec<ThreadStatus>,
+    dma: Option<DmaLatencyGuard>,
+}
+
+impl OsThreads {
+    /// A probe for `plan`, not started.
+    pub fn new(plan: Plan) -> OsThreads {
+        OsThreads { plan, shared: None, handles: Vec::new(), statuses: Vec::new(), dma: None }
+    }
+
+    fn abort(&mut self) {
+        if let Some(s) = &self.shared {
+            s.gate.open(GateState::Abort);
+        }
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Probe for OsThreads {
+    fn slots(&self) -> usize {
+        self.plan.threads.len()
+    }
+
+    fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
+        let plan = &self.plan.clone();
+        let sim = plan.simulate.is_some();
+        let privileges = Privileges::current();
+        let mut warnings = Vec::new();
+        // A stop wakes the probes out of their sleep: without this, `-i 1h` would end an hour late.
+        signals::install_wake_handler()
+            .map_err(|e| ProbeError::Start(format!("cannot install the handler that wakes probes on a stop: {e}")))?;
+        if let (Some(us), false) = (plan.dma_latency_us, sim) {
+            match DmaLatencyGuard::acquire(us) {
+                Ok(g) => self.dma = Some(g),
+                Err(e) => warnings.push(Warning::DmaLatencyFailed { latency_us: us, why: e.to_string() }),
+            }
+        }
+        // The marker is real even in simulation, so that --tracemark can be tested deterministically.
+        let tracefs = if plan.tracemark {
+            Tracefs::open().map_err(|why| warnings.push(Warning::TracemarkUnavailable { why })).ok()
+        } else {
+            None
+        };
+        let shared = Arc::new(Shared {
+            gate: Gate { state: Mutex::new(GateState::Closed), cv: Condvar::new() },
+            stop: Arc::clone(&sinks.stop),
+            finished: plan.threads.iter().map(|_| AtomicBool::new(false)).collect(),
+            tracefs,
+            tracemark_written: AtomicBool::new(false),
+            stop_when_first_done: plan.stop_when_first_done,
+            align_base: std::sync::atomic::AtomicI64::new(0),
+        });
+        self.shared = Some(Arc::clone(&shared));
+        let (tx, rx) = std::sync::mpsc::channel::<Setup>();
+        for tp in &plan.threads {
+            let ctx = ThreadCtx {
+                tp: tp.clone(),
+                method: plan.method,
+                clock: plan.clock,
+                loops: match (&plan.simulate, sinks.duration) {
+                    // A simulated run of a duration records the periods that fit in it.
+                    (Some(_), Some(d)) => {
+                        sinks.loops.unwrap_or(u64::MAX).min(d.as_nanos() as u64 / tp.interval_ns as u64)
+                    }
+                    _ => sinks.loops.unwrap_or(u64::MAX),
+                },
+                max_latency_ns: sinks.max_latency_ns,
+                break_ns: plan.breaktrace_ns.unwrap_or(i64::MAX),
+                simulate: plan.simulate.clone(),
+                privileges: privileges.clone(),
+                live: Arc::clone(&sinks.lives[tp.index]),
+                ring: sinks.rings[tp.index].clone(),
+                outliers: plan.outliers,
+                over_capacity: plan.over_capacity,
+                align: plan.align,
+                cyclictest_avg: plan.cyclictest_avg,
+                shared: Arc::clone(&shared),
+                tx: tx.clone(),
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("rtlab-probe-{}", tp.index))
+                .stack_size(STACK_BYTES)
+                .spawn(move || ctx.run());
+            match h {
+                Ok(h) => self.handles.push(h),
+                Err(e) => {
+                    self.abort();
+                    return Err(ProbeError::Start(format!("could not start measuring thread {}: {e}", tp.index)));
+                }
+            }
+        }
+        drop(tx);
+
+        // A probe that cannot even finish its setup is starved by something at a higher RT
+        // priority; waiting forever would hang rtlab.
+        let mut statuses: Vec<ThreadStatus> = Vec::with_capacity(plan.threads.len());
+        let setup_deadline = Instant::now() + SETUP_TIMEOUT;
+        while statuses.len() < plan.threads.len() {
+            match rx.recv_timeout(setup_deadline.saturating_duration_since(Instant::now())) {
+                Ok(s) => {
+                    statuses.push(s.status);
+                    warnings.extend(s.warnings);
+                }
+                Err(_) => {
+                    shared.gate.open(GateState::Abort);
+                    // Threads still in setup will see the abort when they get a CPU; they are not joined.
+                    self.handles.clear();
+                    return Err(ProbeError::Start(format!(
+                        "{} measuring threads did not get a CPU within 10 s to set up: a task at a higher RT priority \
+                         is using every CPU they may run on; stop it or give the probe a higher priority (-p)",
+                        plan.threads.len() - statuses.len()
+                    )));
+                }
+            }
+        }
+        statuses.sort_by_key(|s| s.index);
+
+        // Lock memory once every thread has mapped and touched its stack, histogram and ring, so
+        // that everything the measuring loops use is locked. MCL_FUTURE only when locking is not
+        // limited: under a finite RLIMIT_MEMLOCK it would make later allocations fail.
+        let mut mlocked = false;
+        if plan.mlockall && !sim {
+            let unlimited = privileges.cap_ipc_lock || privileges.rlimit_memlock_bytes.is_none();
+            match memory::lock_all(unlimited) {
+                Ok(()) => mlocked = true,
+                Err(e) => {
+                    warnings.push(Warning::MlockFailed { why: format!("{e}; {}", privileges.explain_mlock_denied()) })
+                }
+            }
+        }
+        if let (Some(cpus), false) = (&plan.main_affinity, sim) {
+            if let Err(e) = affinity::set_current_thread(cpus) {
+                warnings.push(Warning::MainAffinityFailed { cpus: cpus.to_string(), why: e.to_string() });
+            }
+        }
+        if sinks.strict {
+            let downgrades: Vec<String> = warnings.iter().filter(|w| w.is_downgrade()).map(Warning::message).collect();
+            if !downgrades.is_empty() {
+                self.abort();
+                return Err(ProbeError::Strict(downgrades.join(" ")));
+            }
+        }
+        if let Some(a) = plan.align {
+            let now = crate::rt::clock::now(plan.clock.id());
+            let base = match a {
+                Align::Threads { .. } => now,
+                // The next full second, or the one after when this one is nearly over (cyclictest).
+                Align::Second { .. } => {
+                    (now / 1_000_000_000 + if now % 1_000_000_000 > 900_000_000 { 2 } else { 1 }) * 1_000_000_000
+                }
+            };
+            shared.align_base.store(base, Relaxed);
+        }
+        let start_wall = SystemTime::now();
+        let started = Instant::now();
+        // With an aligned start the schedule begins up to 2 s after the release: -D counts from there.
+        let schedule_delay = match plan.align {
+            Some(_) => {
+                let ahead = shared.align_base.load(Relaxed) - crate::rt::clock::now(plan.clock.id());
+                Duration::from_nanos(ahead.max(0) as u64)
+            }
+            None => Duration::ZERO,
+        };
+        shared.gate.open(GateState::Go);
+        self.statuses = statuses.clone();
+        Ok(Started {
+            slots: statuses,
+            warnings,
+            dma_latency_us: self.dma.as_ref().map(|g| g.latency_us),
+            mlocked,
+            // Sample times count from the schedule's start, and so does the result's start time.
+            start: start_wall + schedule_delay,
+            schedule_start: started + schedule_delay,
+            own_duration: sim,
+            runtime: None,
+        })
+    }
+
+    fn finished(&mut self) -> bool {
+        self.shared.as_ref().is_some_and(|s| s.finished.iter().all(|f| f.load(Relaxed)))
+    }
+
+    fn stop(&mut self) {
+        if let (Some(shared), false) = (&self.shared, self.plan.simulate.is_some()) {
+            wake_until_finished(shared, &self.statuses);
+        }
+    }
+
+    fn join(self: Box<Self>) -> Finished {
+        let mut fin = Finished::default();
+        for h in self.handles {
+            // A measuring thread does not panic; if one did, its samples are lost and the run fails loudly.
+            let t = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            if let Some(b) = t.outcome.break_hit {
+                if fin.break_hit.is_none_or(|(_, old)| b.at_ns < old.at_ns) {
+                    fin.break_hit = Some((t.plan.index, b));
+                }
+            }
+            fin.warnings.extend(t.warnings.iter().cloned());
+            fin.slots.push(t);
+        }
+        fin.tracemark_written = self.shared.as_ref().is_some_and(|s| s.tracemark_written.load(Relaxed));
+        // The PM QoS request is held until every thread has been joined.
+        drop(self.dma);
+        fin
+    }
+}
+
+/// Wakes every probe that is still sleeping until it has left its loop. A signal may land
+/// just before a probe goes to sleep, so it is sent again every 5 ms; `--method sleep`
+/// (Rust's `std::thread::sleep`, which resumes after signals) still sleeps out its period.
+fn wake_until_finished(shared: &Shared, statuses: &[ThreadStatus]) {
+    loop {
+        let mut waiting = false;
+        for s in statuses {
+            if !shared.finished[s.index].load(Relaxed) {
+                waiting = true;
+                let _ = signals::wake_thread(s.tid);
+            }
+        }
+        if !waiting {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+struct ThreadCtx {
+    tp: ThreadPlan,
+    method: Method,
+    clock: ClockKind,
+    loops: u64,
+    max_latency_ns: Option<i64>,
+    break_ns: i64,
+    simulate: Option<Simulation>,
+    privileges: Privileges,
+    live: Arc<Live>,
+    ring: Option<Arc<SampleRing>>,
+    outliers: Option<(i64, usize)>,
+    over_capacity: usize,
+    align: Option<Align>,
+    cyclictest_avg: bool,
+    shared: Arc<Shared>,
+    tx: std::sync::mpsc::Sender<Setup>,
+}
+
+impl ThreadCtx {
+    fn run(self) -> ThreadOutcome {
+        let tp = &self.tp;
+        let mut warnings = Vec::new();
+        let sim = self.simulate.as_ref().map(|s| s.source(tp.index));
+        let mut timer = None;
+        let sched_now = if sim.is_some() {
+            tp.sched
+        } else {
+            // Control signals go to the reporting thread, never into a sample.
+            let _ = signals::block_in_current_thread(&[
+                signals::SIGINT,
+                signals::SIGTERM,
+                signals::SIGUSR1,
+                signals::SIGHUP,
+            ]);
+            if let Some(cpu) = tp.cpu {
+                if let Err(e) = affinity::set_current_thread(&CpuSet::from_cpus([cpu])) {
+                    warnings.push(Warning::AffinityFailed { thread: tp.index, cpu, why: e.to_string() });
+                }
+            }
+            if let Err(e) = rtthread::set_timer_slack(1) {
+                warnings.push(Warning::TimerSlackFailed { thread: tp.index, why: e.to_string() });
+            }
+            apply_sched(tp, &self.privileges, &mut warnings);
+            if self.method == Method::PosixTimer {
+                let _ = signals::block_in_current_thread(&[signals::TIMER_SIGNAL]);
+                match PosixTimer::for_current_thread(self.clock.id()) {
+                    Ok(t) => timer = Some(t),
+                    Err(e) => warnings.push(Warning::MethodDowngraded {
+                        thread: tp.index,
+                        asked: Method::PosixTimer.name().into(),
+                        got: Method::Abs.name().into(),
+                        why: format!("timer_create failed ({e})"),
+                    }),
+                }
+            }
+            // The stop wakes this thread out of its sleep (a signal without SA_RESTART).
+            let _ = signals::unblock_in_current_thread(&[signals::WAKE_SIGNAL]);
+            signals::interrupt_sleeps_on(Some(self.shared.stop.as_ref()));
+            memory::prefault_stack(PREFAULT_BYTES);
+            self.live.hist.prefault();
+            if let Some(r) = &self.ring {
+                r.prefault();
+            }
+            // The measuring code itself must be in RAM before the first sample: memory is
+            // locked on fault, so load and lock the loop and the libc calls it makes.
+            if let Err(e) = lock_hot_code(self.method) {
+                warnings.push(Warning::MlockFailed { why: format!("locking the measuring code: {e}") });
+            }
+            sched::current_thread().unwrap_or(tp.sched)
+        };
+        // Every log the loop writes is allocated and touched here, before the start: nothing
+        // faults in once measuring.
+        let outliers = self.outliers.map_or_else(ExceedLog::off, |(t, cap)| ExceedLog::new(Some(t), cap));
+        let mut rec = Recorder::with_logs(
+            &self.live,
+            ExceedLog::new(self.max_latency_ns, self.over_capacity),
+            outliers,
+            self.ring.as_deref(),
+        );
+        rec.prefault();
+        let tid = rtthread::tid();
+        let status = ThreadStatus {
+            index: tp.index,
+            cpu: tp.cpu,
+            sched: sched_now,
+            interval_ns: tp.interval_ns,
+            tid,
+            identity: None,
+        };
+        let _ = self.tx.send(Setup { status, warnings });
+
+        let loops = match &sim {
+            Some(s) => s.len().map_or(self.loops, |n| n.saturating_sub(tp.warmup_cycles).min(self.loops)),
+            None => self.loops,
+        };
+        let mut params = LoopParams {
+            interval_ns: tp.interval_ns,
+            loops,
+            warmup_cycles: tp.warmup_cycles,
+            break_ns: self.break_ns,
+            start_at: None,
+            cyclictest_us: self.cyclictest_avg,
+        };
+        let mut late_warnings = Vec::new();
+        let outcome = if self.shared.gate.wait() == GateState::Abort {
+            LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }
+        } else {
+            if let (Some(a), true, None) = (self.align, self.method.is_absolute(), &sim) {
+                let base = self.shared.align_base.load(Relaxed);
+                params.start_at = Some(match a {
+                    Align::Threads { offset_ns } => base + offset_ns * tp.index as i64,
+                    Align::Second { offset_ns } => base + offset_ns,
+                });
+            }
+            let stop = &self.shared.stop;
+            let clock = self.clock.id();
+            match (sim, self.method) {
+                (Some(src), m) if m.is_absolute() => measure(&mut SimWaiter::<true>::new(src), &params, &mut rec, stop),
+                (Some(src), _) => measure(&mut SimWaiter::<false>::new(src), &params, &mut rec, stop),
+                (None, Method::Abs) => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
+                (None, Method::Rel) => measure(&mut probe::RelSleep(clock), &params, &mut rec, stop),
+                (None, Method::Nanosleep) => measure(&mut probe::NanoSleep(clock), &params, &mut rec, stop),
+                (None, Method::Sleep) => measure(&mut probe::StdSleep(clock), &params, &mut rec, stop),
+                (None, Method::PosixTimer) => match timer.take() {
+                    Some(timer) => {
+                        let mut w = probe::TimerWait { clock, timer, failed: None };
+                        let out = measure(&mut w, &params, &mut rec, stop);
+                        late_warnings.extend(w.failed.map(|why| Warning::MethodDowngraded {
+                            thread: tp.index,
+                            asked: Method::PosixTimer.name().into(),
+                            got: Method::Abs.name().into(),
+                            why,
+                        }));
+                        out
+                    }
+                    None => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
+                },
+            }
+        };
+        if outcome.break_hit.is_some() {
+            self.shared.stop.store(true, Relaxed);
+            if let Some(t) = &self.shared.tracefs {
+                let b = outcome.break_hit.unwrap_or(Exceedance { cycle: 0, at_ns: 0, latency_ns: 0 });
+                let marked = t
+                    .mark(&format!(
+                        "rtlab: hit latency threshold ({} ns > {} ns) on thread {}",
+                        b.latency_ns, self.break_ns, tp.index
+                    ))
+                    .and_then(|_| t.stop());
+                if marked.is_ok() {
+                    self.shared.tracemark_written.store(true, Relaxed);
+                }
+            }
+        }
+        let mut summary = rec.finish();
+        if !self.cyclictest_avg {
+            summary.sum_us_truncated = None;
+        }
+        if self.shared.stop_when_first_done && summary.cycles >= loops {
+            self.shared.stop.store(true, Relaxed);
+        }
+        signals::interrupt_sleeps_on(None);
+        self.shared.finished[tp.index].store(true, Relaxed);
+        ThreadOutcome {
+            plan: tp.clone(),
+            sched: Some(sched_now),
+            cpus_allowed: Some(if self.simulate.is_some() {
+                tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default()
+            } else {
+                affinity::current_thread().unwrap_or_default()
+            }),
+            last_cpu: if self.simulate.is_some() { tp.cpu } else { affinity::current_cpu() },
+            timer_slack_ns: if self.simulate.is_some() { Some(1) } else { rtthread::timer_slack() },
+            summary,
+            drift_ns: (outcome.iterations > 0).then_some(outcome.drift_ns),
+            outcome,
+            tid,
+            samples_lost: 0,
+            warnings: late_warnings,
+        }
+    }
+}
+
+/// Locks the code a measuring loop of `method` runs: the loop (with its inlined bookkeeping)
+/// and the libc functions it calls. Pages are locked around each entry point, generously
+/// (16 KiB before, 48 KiB after), as a function's exact extent is not known.
+fn lock_hot_code(method: Method) -> std::io::Result<()> {
+    let loop_fn = match method {
+        Method::Abs => probe::run_loop::<probe::AbsSleep> as *const () as usize,
+        Method::Rel => probe::run_loop::<probe::RelSleep> as *const () as usize,
+        Method::Nanosleep => probe::run_loop::<probe::NanoSleep> as *const () as usize,
+        Method::Sleep => probe::run_loop::<probe::StdSleep> as *const () as usize,
+        Method::PosixTimer => probe::run_loop::<probe::TimerWait> as *const () as usize,
+    };
+    memory::lock_code_at(loop_fn, 16 << 10, 48 << 10)?;
+    memory::lock_code_at(measure::<probe::AbsSleep> as *const () as usize, 4 << 10, 12 << 10)?;
+    // The seqlock publication is cold and not inlined: it may lie outside the loop's pages.
+    memory::lock_code_at(crate::measure::stats::publish_code_address(), 4 << 10, 12 << 10)?;
+    memory::lock_sleep_calls()?;
+    if method == Method::Sleep {
+        memory::lock_code_at(std::thread::sleep as *const () as usize, 4 << 10, 12 << 10)?;
+    }
+    Ok(())
+}
+
+fn measure<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, stop: &AtomicBool) -> LoopOutcome {
+    probe::run_loop(w, p, rec, stop)
+}
+
+/// Applies the thread's policy; on refusal, falls back to the best allowed (an RT priority
+/// clamped to RLIMIT_RTPRIO, else SCHED_OTHER) and says why.
+fn apply_sched(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<Warning>) {
+    let asked = tp.sched;
+    let Err(e) = sched::set_current_thread(&asked) else { return };
+    let label = SchedParams::label;
+    let why = match () {
+        _ if crate::rt::not_permitted(&e) => privileges.explain_rt_denied(),
+        _ if crate::rt::busy(&e) && asked.policy == Policy::Deadline => format!(
+            "SCHED_DEADLINE admission control refused runtime {} ns per period {} ns (the CPUs' deadline bandwidth \
+             is used up); fix: lower --dl-runtime or use fewer threads",
+            asked.runtime_ns, asked.period_ns
+        ),
+        _ => e.to_string(),
+    };
+    let mut fallback = SchedParams::simple(Policy::Other, 0);
+    if asked.policy.is_realtime_priority()
+        && privileges.rlimit_rtprio > 0
+        && u64::from(asked.priority) > privileges.rlimit_rtprio
+    {
+        let clamped = SchedParams::simple(asked.policy, privileges.rlimit_rtprio as u32);
+        if sched::set_current_thread(&clamped).is_ok() {
+            fallback = clamped;
+        }
+    }
+    if fallback.policy == Policy::Other {
+        let _ = sched::set_current_thread(&fallback);
+    }
+    warnings.push(Warning::PolicyDowngraded { thread: tp.index, asked: label(&asked), got: label(&fallback), why });
+}

@@ -1,0 +1,226 @@
+//! The one RunResult builder: every result — a run of any probe, a checkpoint, a samples file
+//! read back — is built here from per-probe [`Summary`]s, so the statistics, the aggregate,
+//! the standard warnings and the verdict are computed one way.
+
+use super::verdict::{verdict, VerdictInput};
+use super::warning::{Warning, WarningRecord};
+use super::{
+    AllResult, Bucket, Config, DeadlineParams, EndReason, HistogramRecord, RunResult, Runtime, Source, Stats,
+    ThreadResult, Tool, SCHEMA,
+};
+use crate::measure::histogram::Layout;
+use crate::measure::stats::{Exceedance, Summary};
+use crate::rt::affinity::CpuSet;
+use crate::rt::sched::{Policy, SchedParams};
+use crate::sysinfo::Environment;
+use crate::timefmt::rfc3339;
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+/// What an OS thread obtained (read back from the kernel); runtime probes and files have none.
+#[derive(Clone, Debug)]
+pub struct Obtained {
+    /// Scheduling in force.
+    pub sched: SchedParams,
+    /// CPUs it was allowed to run on.
+    pub cpus_allowed: CpuSet,
+    /// CPU it ran on last.
+    pub last_cpu: Option<usize>,
+    /// Timer slack in force (ns).
+    pub timer_slack_ns: Option<u64>,
+}
+
+/// One probe's figures.
+#[derive(Clone, Debug)]
+pub struct ProbeFigures {
+    /// Index.
+    pub thread: usize,
+    /// Pinned CPU.
+    pub cpu: Option<usize>,
+    /// Period (ns).
+    pub interval_ns: i64,
+    /// Statistics.
+    pub summary: Summary,
+    /// Drift against the ideal schedule, when known.
+    pub drift_ns: Option<i64>,
+    /// Samples a samples file could not keep.
+    pub samples_lost: Option<u64>,
+    /// What the thread obtained, for OS threads.
+    pub obtained: Option<Obtained>,
+    /// The sample that crossed `--breaktrace`, if any.
+    pub break_hit: Option<Exceedance>,
+}
+
+/// Everything a RunResult is built from.
+#[derive(Clone, Debug)]
+pub struct ProbeRun {
+    /// The probes.
+    pub probes: Vec<ProbeFigures>,
+    /// When they started (`None`: a file that does not say).
+    pub start: Option<SystemTime>,
+    /// When they ended, when known exactly.
+    pub end: Option<SystemTime>,
+    /// How long they ran (s), when `end` is not known.
+    pub duration_s: Option<f64>,
+    /// Why they stopped.
+    pub end_reason: EndReason,
+    /// False when missed periods cannot be known (samples files).
+    pub missed_known: bool,
+    /// argv.
+    pub command_line: Vec<String>,
+    /// The machine.
+    pub environment: Environment,
+    /// Where the data came from, when it was read from a file.
+    pub source: Option<Source>,
+    /// The verdict's threshold (ns).
+    pub threshold_ns: Option<i64>,
+    /// The configuration as asked and obtained (`degraded` is set here), for OS threads.
+    pub config: Option<Config>,
+    /// Warnings known before the figures (setup, the probe's own), in the order they arose.
+    pub warnings: Vec<Warning>,
+    /// Simulated samples.
+    pub simulated: bool,
+    /// A trace marker was written for a `--breaktrace` hit.
+    pub tracemark_written: bool,
+    /// The runtime the probe ran in.
+    pub runtime: Option<Runtime>,
+}
+
+impl RunResult {
+    /// Builds a result: per-probe and aggregate statistics, the warnings every result carries
+    /// (missed periods, negative latencies, no samples, an inexact stdev), and the verdict.
+    pub fn build(p: ProbeRun) -> RunResult {
+        let at = p.start.unwrap_or(std::time::UNIX_EPOCH);
+        let layout = p.probes.first().map_or(Layout::DEFAULT, |t| t.summary.counts.layout());
+        let mut all = Summary::empty(layout);
+        for t in &p.probes {
+            all.merge(&t.summary, t.thread);
+        }
+        let known = |mut st: Stats| {
+            if !p.missed_known {
+                st.missed = None;
+            }
+            if p.start.is_none() {
+                st.max_at_time = None;
+            }
+            st
+        };
+        let threads: Vec<ThreadResult> = p
+            .probes
+            .iter()
+            .map(|t| {
+                let o = t.obtained.as_ref();
+                ThreadResult {
+                    thread: t.thread,
+                    cpu: t.cpu,
+                    cpus_allowed: o.map(|o| o.cpus_allowed.to_string()),
+                    last_cpu: o.and_then(|o| o.last_cpu),
+                    policy: o.map(|o| o.sched.policy),
+                    priority: o.map(|o| o.sched.priority),
+                    deadline: o.and_then(|o| deadline_of(&o.sched)),
+                    interval_ns: Some(t.interval_ns),
+                    timer_slack_ns: o.and_then(|o| o.timer_slack_ns),
+                    drift_ns: t.drift_ns,
+                    samples_lost: t.samples_lost,
+                    stats: known(stats_of(&t.summary, at)),
+                }
+            })
+            .collect();
+        let mut warnings = p.warnings;
+        if p.missed_known && all.missed > 0 {
+            warnings.push(Warning::MissedPeriods { count: all.missed });
+        }
+        if all.negative > 0 {
+            warnings.push(Warning::NegativeLatencies { count: all.negative });
+        }
+        if all.cycles == 0 {
+            warnings.push(Warning::NoSamples);
+        }
+        if all.sum_sq_overflow.is_some() {
+            warnings.push(Warning::StdevInexact);
+        }
+        let config = p.config.map(|mut c| {
+            c.degraded = warnings.iter().any(Warning::is_downgrade);
+            c
+        });
+        let cpus = CpuSet::from_cpus(p.probes.iter().filter_map(|t| t.cpu));
+        let inputs: Vec<VerdictInput> = p.probes.iter().map(|t| (t.thread, t.cpu, &t.summary, t.break_hit)).collect();
+        let end = p.end.or_else(|| p.start.zip(p.duration_s).map(|(s, d)| s + Duration::from_secs_f64(d.max(0.0))));
+        let duration_s = match (p.start, p.end) {
+            (Some(s), Some(e)) => Some(e.duration_since(s).unwrap_or_default().as_secs_f64()),
+            _ => p.duration_s,
+        };
+        RunResult {
+            schema: SCHEMA.into(),
+            tool: Tool::this(),
+            command_line: p.command_line,
+            start_time: p.start.map(rfc3339),
+            end_time: end.map(rfc3339),
+            duration_s,
+            end_reason: p.end_reason,
+            simulated: p.simulated,
+            source: p.source,
+            environment: p.environment,
+            config,
+            all: AllResult {
+                threads: threads.len(),
+                policy: match common(&threads, |t| t.policy) {
+                    Some(Some(Some(p))) => Some(p.to_string()),
+                    Some(None) => Some("mixed".into()),
+                    _ => None,
+                },
+                priority: common(&threads, |t| t.priority).flatten().flatten(),
+                cpu: (!cpus.is_empty()).then(|| cpus.to_string()),
+                max_at_thread: all.max_at_thread,
+                stats: known(stats_of(&all, at)),
+            },
+            verdict: verdict(&inputs, p.threshold_ns, at, p.tracemark_written),
+            threads,
+            loads: Vec::new(),
+            warnings: warnings.into_iter().map(WarningRecord::from).collect(),
+            runtime: p.runtime,
+        }
+    }
+}
+
+/// A summary's statistics as stored; `start` dates the maximum.
+pub fn stats_of(s: &Summary, start: SystemTime) -> Stats {
+    Stats {
+        cycles: s.cycles,
+        missed: Some(s.missed),
+        negative: Some(s.negative),
+        min_ns: s.min_ns,
+        max_ns: s.max_ns,
+        max_at_cycle: s.max_at_cycle,
+        max_at_ns: s.max_at_ns,
+        max_at_time: s.max_at_ns.map(|ns| rfc3339(start + Duration::from_nanos(ns.max(0) as u64))),
+        mean_ns: s.mean_ns(),
+        mean_us_truncated: s.sum_us_truncated.filter(|_| s.cycles > 0).map(|u| u as f64 / s.cycles as f64),
+        stdev_ns: s.stdev_ns(),
+        percentiles_ns: s.percentiles(),
+        percentiles_above_ns: BTreeMap::new(),
+        over_threshold: s.over.count,
+        histogram: Some(HistogramRecord {
+            bucket_ns: s.counts.layout().bucket_ns,
+            range_ns: s.counts.layout().range_ns,
+            buckets: s.counts.nonzero().map(|(lo_ns, hi_ns, count)| Bucket { lo_ns, hi_ns, count }).collect(),
+            unbinned: None,
+        }),
+    }
+}
+
+/// The SCHED_DEADLINE parameters of `p`, when it is SCHED_DEADLINE.
+pub fn deadline_of(p: &SchedParams) -> Option<DeadlineParams> {
+    (p.policy == Policy::Deadline).then_some(DeadlineParams {
+        runtime_ns: p.runtime_ns,
+        deadline_ns: p.deadline_ns,
+        period_ns: p.period_ns,
+    })
+}
+
+/// `Some(Some(v))` when every thread has `v`, `Some(None)` when they differ, `None` when
+/// there is no thread.
+fn common<T: PartialEq + Copy>(threads: &[ThreadResult], f: impl Fn(&ThreadResult) -> T) -> Option<Option<T>> {
+    let first = f(threads.first()?);
+    Some(threads.iter().all(|t| f(t) == first).then_some(first))
+}

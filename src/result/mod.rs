@@ -1,0 +1,386 @@
+//! RunResult: the data model every output reads (schema `rtlab.run/1`, documented in
+//! `docs/rtlab.run.schema.json`): the types here, the one builder in [`build`], the verdict in
+//! [`verdict`], the warnings in [`warning`].
+
+pub mod build;
+pub mod verdict;
+pub mod warning;
+
+use crate::rt::sched::Policy;
+use crate::sysinfo::Environment;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+pub use verdict::{Exceeded, Verdict, VerdictStatus};
+use warning::{Warning, WarningRecord};
+
+/// The schema identifier written into every result file.
+pub const SCHEMA: &str = "rtlab.run/1";
+
+/// One measurement run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The tool that wrote the file.
+    pub tool: Tool,
+    /// argv of the run.
+    pub command_line: Vec<String>,
+    /// When the threads were released (RFC 3339, UTC); `null` when an imported file lacks it.
+    pub start_time: Option<String>,
+    /// When the threads were joined (RFC 3339, UTC).
+    pub end_time: Option<String>,
+    /// Wall-clock length of the run (s).
+    pub duration_s: Option<f64>,
+    /// Why the run ended.
+    pub end_reason: EndReason,
+    /// True when the samples came from the simulation mode, not from this machine.
+    pub simulated: bool,
+    /// Where the data came from when it was imported (`null` for rtlab's own runs).
+    pub source: Option<Source>,
+    /// The machine.
+    pub environment: Environment,
+    /// The configuration as applied (`null` for imported data, whose configuration is not known).
+    pub config: Option<Config>,
+    /// Per measuring thread.
+    pub threads: Vec<ThreadResult>,
+    /// All threads together.
+    pub all: AllResult,
+    /// Background loads and the throughput each achieved during the run.
+    #[serde(default)]
+    pub loads: Vec<crate::load::LoadResult>,
+    /// Warnings (downgrades, missed periods, clock steps…).
+    pub warnings: Vec<WarningRecord>,
+    /// Pass/fail against `--max-latency`/`--breaktrace`.
+    pub verdict: Verdict,
+    /// The language runtime the probe ran in (`rtlab beam`, `rtlab run --runtime tokio`) and
+    /// what it reported of itself; absent for OS-thread probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+}
+
+/// A language runtime's probe: what was asked and what the runtime says of itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Runtime {
+    /// `beam` or `tokio`.
+    pub kind: String,
+    /// The waiting method (`send-interval`, `abs-timer`, `receive-after`; `sleep-until`,
+    /// `interval`).
+    pub method: String,
+    /// Period (ns).
+    pub period_ns: i64,
+    /// The granularity of the runtime's timers (ns): both BEAM and tokio round to 1 ms.
+    pub timer_granularity_ns: i64,
+    /// The runtime's version line (`Erlang/OTP 25 [erts-13.1.5] …`, `tokio 1.48`).
+    pub version: Option<String>,
+    /// The runtime's architecture (`x86_64-pc-linux-gnu`).
+    pub architecture: Option<String>,
+    /// Schedulers (BEAM) or worker threads (tokio multi-thread).
+    pub schedulers: Option<usize>,
+    /// Schedulers online (BEAM).
+    pub schedulers_online: Option<usize>,
+    /// Scheduler binding (BEAM `+sbt`), as the VM reports it.
+    pub scheduler_bind_type: Option<String>,
+    /// Flags given to the VM, in order.
+    pub vm_args: Vec<String>,
+    /// tokio: `current-thread` or `multi-thread`.
+    pub flavor: Option<String>,
+    /// tokio `interval`: the missed-tick behaviour (`burst`, `delay`, `skip`).
+    pub missed_tick_behavior: Option<String>,
+    /// The measuring process's priority as the VM reports it (BEAM).
+    pub probe_priority: Option<String>,
+    /// CPU-bound workers inside the runtime (BEAM processes, tokio tasks that never yield).
+    pub workers: usize,
+    /// Their priority as the VM reports it (BEAM).
+    pub worker_priority: Option<String>,
+    /// `spawn_blocking` tasks doing CPU-bound work (tokio).
+    pub blocking_tasks: usize,
+}
+
+/// The origin of imported data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// `cyclictest-json`, `cyclictest-histogram` or `cyclictest-quiet`.
+    pub format: String,
+    /// The file it was read from.
+    pub file: String,
+    /// The writer's version, when the file says (`2.10`, `2.40`).
+    pub tool_version: Option<String>,
+    /// The writer's command line, when the file says.
+    pub command_line: Option<String>,
+    /// The unit of the file's figures: `us` or `ns`.
+    pub unit: String,
+}
+
+/// Name and version of the writer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    /// `rtlab`.
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+}
+
+impl Tool {
+    /// This build of rtlab.
+    pub fn this() -> Tool {
+        Tool { name: "rtlab".into(), version: env!("CARGO_PKG_VERSION").into() }
+    }
+}
+
+/// SCHED_DEADLINE parameters (ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadlineParams {
+    /// Runtime.
+    pub runtime_ns: u64,
+    /// Relative deadline.
+    pub deadline_ns: u64,
+    /// Period.
+    pub period_ns: u64,
+}
+
+/// What the run was asked to do, and what the process obtained.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// Sleep method (`abs`, `rel`, `nanosleep`, `sleep`, `posix-timer`).
+    pub method: crate::measure::probe::Method,
+    /// Clock (`monotonic`, `realtime`).
+    pub clock: crate::measure::probe::ClockKind,
+    /// Measuring threads.
+    pub threads: usize,
+    /// Base interval (ns).
+    pub interval_ns: i64,
+    /// Interval added per thread (ns).
+    pub distance_ns: i64,
+    /// Samples per thread, if limited.
+    pub loops: Option<u64>,
+    /// Run length (s), if limited.
+    pub duration_s: Option<f64>,
+    /// Warm-up periods discarded per thread, if given as cycles.
+    pub warmup_cycles: Option<u64>,
+    /// Warm-up time discarded (ns), if given as time.
+    pub warmup_ns: Option<i64>,
+    /// Policy asked.
+    pub policy: Policy,
+    /// Priority asked (of thread 0 with `--priospread`).
+    pub priority: u32,
+    /// Priorities decrease by one per thread.
+    pub priospread: bool,
+    /// SCHED_DEADLINE parameters asked.
+    pub deadline: Option<DeadlineParams>,
+    /// CPUs the threads were placed on (round robin), `null` when not pinned.
+    pub affinity: Option<String>,
+    /// CPUs of the reporting thread.
+    pub main_affinity: Option<String>,
+    /// mlockall asked.
+    pub mlockall: bool,
+    /// mlockall obtained.
+    pub mlockall_obtained: bool,
+    /// `/dev/cpu_dma_latency` value asked (µs), `null` with `--no-dma-latency`.
+    pub dma_latency_us: Option<i32>,
+    /// The PM QoS request was held for the run.
+    pub dma_latency_held: bool,
+    /// Timer slack asked for measuring threads (ns).
+    pub timer_slack_ns: u64,
+    /// Histogram bucket width (ns).
+    pub bucket_ns: u64,
+    /// End of the linear histogram region (ns).
+    pub range_ns: u64,
+    /// `--max-latency` (ns).
+    pub max_latency_ns: Option<i64>,
+    /// `--breaktrace` (ns).
+    pub breaktrace_ns: Option<i64>,
+    /// `--tracemark`.
+    pub tracemark: bool,
+    /// `--strict`.
+    pub strict: bool,
+    /// True when something was obtained below what was asked (see warnings).
+    pub degraded: bool,
+}
+
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// Every thread recorded its `--loops`.
+    Loops,
+    /// `--duration` elapsed.
+    Duration,
+    /// SIGINT or SIGTERM.
+    Signal,
+    /// A sample crossed `--breaktrace`.
+    Breaktrace,
+    /// Not known (imported data).
+    Unknown,
+    /// Not ended: a checkpoint written while the run goes on.
+    Checkpoint,
+    /// The probe's runtime failed mid-run (the results are partial).
+    Failed,
+}
+
+/// A histogram as stored: its layout and the non-empty buckets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistogramRecord {
+    /// Linear bucket width (ns).
+    pub bucket_ns: u64,
+    /// End of the linear region (ns); beyond it buckets are 1/32 of an octave wide.
+    pub range_ns: u64,
+    /// Non-empty buckets, ascending.
+    pub buckets: Vec<Bucket>,
+    /// Samples outside the buckets whose values are unknown (imported cyclictest overflows);
+    /// `null` for rtlab's own histograms, which keep every sample.
+    pub unbinned: Option<Unbinned>,
+}
+
+/// Samples known only to be at least some value (cyclictest's histogram overflows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unbinned {
+    /// How many.
+    pub count: u64,
+    /// Every one of them is at least this (ns).
+    pub at_least_ns: u64,
+}
+
+/// One histogram bucket: samples with `lo_ns ≤ latency < hi_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bucket {
+    /// Lower edge (ns, inclusive).
+    pub lo_ns: u64,
+    /// Upper edge (ns, exclusive).
+    pub hi_ns: u64,
+    /// Samples.
+    pub count: u64,
+}
+
+/// Statistics shared by threads and the aggregate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Samples recorded.
+    pub cycles: u64,
+    /// Periods missed (wakeups more than one interval late); `null` when not known (imports).
+    pub missed: Option<u64>,
+    /// Samples with negative latency (clock steps); `null` when not known.
+    pub negative: Option<u64>,
+    /// Minimum latency (ns).
+    pub min_ns: Option<i64>,
+    /// Maximum latency (ns).
+    pub max_ns: Option<i64>,
+    /// Cycle (0-based, after warm-up) of the maximum.
+    pub max_at_cycle: Option<u64>,
+    /// Time of the maximum since the thread started (ns).
+    pub max_at_ns: Option<i64>,
+    /// Wall-clock time of the maximum (RFC 3339).
+    pub max_at_time: Option<String>,
+    /// Exact mean (ns).
+    pub mean_ns: Option<f64>,
+    /// Mean of the per-sample latencies truncated to whole µs the way cyclictest computes
+    /// them (what `rtlab cyclictest` prints as `Avg`); absent where not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_us_truncated: Option<f64>,
+    /// True population standard deviation (ns).
+    pub stdev_ns: Option<f64>,
+    /// Percentiles (ns): upper bounds at most one bucket above the true value; `null` when
+    /// there is no histogram or the percentile lies above its range.
+    pub percentiles_ns: BTreeMap<String, Option<i64>>,
+    /// Percentiles that lie among unbinned samples: only a lower bound (ns) is known.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub percentiles_above_ns: BTreeMap<String, i64>,
+    /// Samples above `--max-latency`.
+    pub over_threshold: u64,
+    /// The histogram (`null` when the source had none).
+    pub histogram: Option<HistogramRecord>,
+}
+
+/// One measuring thread.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThreadResult {
+    /// Index.
+    pub thread: usize,
+    /// CPU the thread was pinned to (`null` = not pinned).
+    pub cpu: Option<usize>,
+    /// CPUs it was allowed on, as read back.
+    pub cpus_allowed: Option<String>,
+    /// CPU it ran on last.
+    pub last_cpu: Option<usize>,
+    /// Policy in force (read back).
+    pub policy: Option<Policy>,
+    /// Priority in force (read back).
+    pub priority: Option<u32>,
+    /// SCHED_DEADLINE parameters in force.
+    pub deadline: Option<DeadlineParams>,
+    /// Interval (ns).
+    pub interval_ns: Option<i64>,
+    /// Timer slack in force (ns).
+    pub timer_slack_ns: Option<u64>,
+    /// Last wakeup minus the ideal absolute schedule (ns): bounded for absolute methods,
+    /// accumulating for relative ones.
+    pub drift_ns: Option<i64>,
+    /// Samples the `--samples` writer could not keep (`null` without `--samples`).
+    #[serde(default)]
+    pub samples_lost: Option<u64>,
+    /// Statistics.
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+/// All threads together.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AllResult {
+    /// Number of threads merged.
+    pub threads: usize,
+    /// Policy of the threads, or `mixed` (`null` when not known).
+    pub policy: Option<String>,
+    /// Priority if all threads had the same.
+    pub priority: Option<u32>,
+    /// The CPUs the threads were pinned to (list format), `null` if none was pinned.
+    pub cpu: Option<String>,
+    /// Thread that had the maximum.
+    pub max_at_thread: Option<usize>,
+    /// Statistics.
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+impl RunResult {
+    /// Adds the loads' results, with a warning for each load that could not get its
+    /// scheduling (the result is then degraded) and for each load that failed.
+    pub fn attach_loads(&mut self, loads: Vec<crate::load::LoadResult>) {
+        for l in &loads {
+            if l.policy != l.policy_requested && !l.policy_requested.is_empty() {
+                let why = l.downgrade_why.clone().unwrap_or_else(|| "the kernel refused it".into());
+                self.warnings.push(
+                    Warning::LoadPolicyDowngraded {
+                        load: l.spec.clone(),
+                        asked: l.policy_requested.clone(),
+                        got: l.policy.clone(),
+                        why,
+                    }
+                    .into(),
+                );
+                if let Some(c) = self.config.as_mut() {
+                    c.degraded = true;
+                }
+            }
+            if l.failed {
+                let why = l.warnings.iter().filter(|w| !w.starts_with("could not get ")).cloned().collect::<Vec<_>>();
+                self.warnings.push(Warning::LoadFailed { load: l.spec.clone(), why: why.join("; ") }.into());
+            }
+        }
+        self.loads.extend(loads);
+    }
+
+    /// The exit code the run ends with: 1 when an output or a load failed (the rest was
+    /// written), 3 when the verdict failed, else 0.
+    pub fn exit_code(&self) -> i32 {
+        let failed = self
+            .warnings
+            .iter()
+            .any(|w| matches!(w.warning, Warning::OutputFailed { .. } | Warning::LoadFailed { .. }));
+        if failed {
+            1
+        } else if self.verdict.status == VerdictStatus::Fail {
+            3
+        } else {
+            0
+        }
+    }
+}

@@ -1,0 +1,530 @@
+//! The one pipeline: any probe ([`crate::probes`]) with the same loads, observers (live view,
+//! samples file, checkpoints, progress), stop conditions (`--loops`, `--duration`, signals, a
+//! break), and one RunResult builder. `rtlab run`, `rtlab sweep` and `rtlab cyclictest` all
+//! measure through [`run`] (the latter two without loads or files: [`measure`] adds them).
+
+pub mod observers;
+pub mod signals;
+
+use crate::load::LoadSpec;
+use crate::measure::histogram::Layout;
+use crate::measure::ring::{Cursor, Sample, SampleRing};
+use crate::measure::stats::{Exceedance, Live, LiveSnapshot, Summary};
+use crate::probes::{os_thread, Finished, ProbeError, ProbeSpec, Sinks, Started, ThreadOutcome, ThreadStatus};
+use crate::result::build::{Obtained, ProbeFigures, ProbeRun};
+use crate::result::warning::Warning;
+use crate::result::{Config, EndReason, RunResult, Runtime};
+use crate::rt::affinity::CpuSet;
+use crate::rt::sched::Policy;
+use crate::sysinfo::Environment;
+pub use signals::Signals;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How often the pipeline checks stop conditions and signals (it wakes exactly at the end of
+/// a `--duration` when that is sooner).
+const POLL: Duration = Duration::from_millis(50);
+/// How often `rtlab run`'s live display is refreshed.
+pub const REFRESH: Duration = Duration::from_secs(1);
+/// Samples a slot's ring holds for the `--samples` writer.
+pub const SAMPLE_RING: usize = 1 << 16;
+
+/// Everything a measurement needs: the probe, how long, what to record, and around it.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The probe.
+    pub probe: ProbeSpec,
+    /// Samples per slot (`None`: until stopped).
+    pub loops: Option<u64>,
+    /// Run length (`None`: until stopped).
+    pub duration: Option<Duration>,
+    /// Histogram layout.
+    pub layout: Layout,
+    /// The verdict's threshold: count samples above this (ns).
+    pub max_latency_ns: Option<i64>,
+    /// Any downgrade is an error.
+    pub strict: bool,
+    /// How often the observer's `tick` is called.
+    pub refresh: Duration,
+    /// Hand the observer a checkpoint this often.
+    pub checkpoint: Option<Duration>,
+    /// Stream every sample through a ring of this capacity to the observer (`--samples`, `-v`).
+    pub sample_ring: Option<usize>,
+    /// Background loads outside the probe.
+    pub loads: Vec<LoadSpec>,
+    /// `--samples` target.
+    pub samples: Option<PathBuf>,
+    /// The configuration to record (OS threads; `None` for runtime probes).
+    pub config: Option<Config>,
+}
+
+impl Plan {
+    /// A plan for `probe` with the defaults of `rtlab run`: no limit, no threshold, no files.
+    pub fn new(probe: ProbeSpec, layout: Layout) -> Plan {
+        Plan {
+            probe,
+            loops: None,
+            duration: None,
+            layout,
+            max_latency_ns: None,
+            strict: false,
+            refresh: REFRESH,
+            checkpoint: None,
+            sample_ring: None,
+            loads: Vec::new(),
+            samples: None,
+            config: None,
+        }
+    }
+
+    /// The OS-thread plan, if the probe is OS threads.
+    pub fn os(&self) -> Option<&os_thread::Plan> {
+        match &self.probe {
+            ProbeSpec::Os(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The verdict's threshold: `--max-latency`, else `--breaktrace`.
+    pub fn threshold_ns(&self) -> Option<i64> {
+        self.max_latency_ns.or(self.os().and_then(|o| o.breaktrace_ns))
+    }
+}
+
+/// The configuration an OS-thread plan describes, as asked (the `*_obtained`/`held` fields are
+/// filled from the run; warm-up is the caller's to fill).
+pub fn os_config(os: &os_thread::Plan, plan: &Plan) -> Config {
+    let t0 = os.threads.first();
+    let sched = t0.map(|t| t.sched);
+    let pinned = CpuSet::from_cpus(os.threads.iter().filter_map(|t| t.cpu));
+    Config {
+        method: os.method,
+        clock: os.clock,
+        threads: os.threads.len(),
+        interval_ns: t0.map_or(0, |t| t.interval_ns),
+        distance_ns: os.threads.get(1).zip(t0).map_or(0, |(b, a)| b.interval_ns - a.interval_ns),
+        loops: plan.loops,
+        duration_s: plan.duration.map(|d| d.as_secs_f64()),
+        warmup_cycles: None,
+        warmup_ns: None,
+        policy: sched.map_or(Policy::Other, |s| s.policy),
+        priority: sched.map_or(0, |s| s.priority),
+        priospread: os.threads.get(1).zip(t0).is_some_and(|(b, a)| b.sched.priority < a.sched.priority),
+        deadline: sched.as_ref().and_then(crate::result::build::deadline_of),
+        affinity: (!pinned.is_empty()).then(|| pinned.to_string()),
+        main_affinity: os.main_affinity.as_ref().map(|c| c.to_string()),
+        mlockall: os.mlockall,
+        mlockall_obtained: false,
+        dma_latency_us: os.dma_latency_us,
+        dma_latency_held: false,
+        timer_slack_ns: 1,
+        bucket_ns: plan.layout.bucket_ns,
+        range_ns: plan.layout.range_ns,
+        max_latency_ns: plan.max_latency_ns,
+        breaktrace_ns: os.breaktrace_ns,
+        tracemark: os.tracemark,
+        strict: plan.strict,
+        degraded: false,
+    }
+}
+
+/// Receives the pipeline's lifecycle events (the live view, the loads, the samples file, the
+/// checkpoints, cyclictest's display: each implements only what it needs).
+pub trait Observer {
+    /// Probes are released; `threads` are what they obtained; `dma_latency_us` is the PM QoS
+    /// request held, if any.
+    fn started(&mut self, _threads: &[ThreadStatus], _dma_latency_us: Option<i32>) {}
+    /// About once a second while measuring.
+    fn tick(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot], _elapsed: Duration) {}
+    /// SIGUSR1: print the current table (to stderr).
+    fn status_requested(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot], _elapsed: Duration) {}
+    /// The run is ending and the probes are told to stop; anything that could keep them from
+    /// running (a higher-priority load) must stop now, before they are joined.
+    fn stopping(&mut self) {}
+    /// A checkpoint of the running measurement (every `Plan::checkpoint`): statistics as of
+    /// the probes' last publication, end reason `Checkpoint`.
+    fn checkpoint(&mut self, _partial: &Output) {}
+    /// Samples streamed from slot `thread`'s ring (only with `Plan::sample_ring`).
+    fn samples(&mut self, _thread: usize, _samples: &[Sample]) {}
+    /// Probes are joined; `live` holds their final values.
+    fn finished(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot]) {}
+}
+
+/// Every event to every observer, in order.
+pub struct Fanout<'a>(pub Vec<&'a mut dyn Observer>);
+
+impl Observer for Fanout<'_> {
+    fn started(&mut self, t: &[ThreadStatus], dma: Option<i32>) {
+        self.0.iter_mut().for_each(|o| o.started(t, dma));
+    }
+    fn tick(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot], e: Duration) {
+        self.0.iter_mut().for_each(|o| o.tick(t, l, e));
+    }
+    fn status_requested(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot], e: Duration) {
+        self.0.iter_mut().for_each(|o| o.status_requested(t, l, e));
+    }
+    fn stopping(&mut self) {
+        self.0.iter_mut().for_each(|o| o.stopping());
+    }
+    fn checkpoint(&mut self, partial: &Output) {
+        self.0.iter_mut().for_each(|o| o.checkpoint(partial));
+    }
+    fn samples(&mut self, thread: usize, s: &[Sample]) {
+        self.0.iter_mut().for_each(|o| o.samples(thread, s));
+    }
+    fn finished(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot]) {
+        self.0.iter_mut().for_each(|o| o.finished(t, l));
+    }
+}
+
+/// An observer that shows nothing.
+#[derive(Debug, Default)]
+pub struct Silent;
+impl Observer for Silent {}
+
+/// What a run measured, before it is turned into a RunResult.
+#[derive(Debug)]
+pub struct Output {
+    /// Per slot.
+    pub threads: Vec<ThreadOutcome>,
+    /// Wall-clock start (schedule start).
+    pub start: SystemTime,
+    /// Wall-clock end (probes joined).
+    pub end: SystemTime,
+    /// Why it ended.
+    pub end_reason: EndReason,
+    /// mlockall succeeded.
+    pub mlocked: bool,
+    /// The PM QoS request held, in µs.
+    pub dma_latency_held: Option<i32>,
+    /// Warnings in the order they arose.
+    pub warnings: Vec<Warning>,
+    /// The breaktrace event: slot index and sample.
+    pub break_hit: Option<(usize, Exceedance)>,
+    /// Whether a trace marker was written for it.
+    pub tracemark_written: bool,
+    /// The probe's runtime failed mid-run: why (the results are partial).
+    pub failure: Option<String>,
+    /// What the runtime says of itself.
+    pub runtime: Option<Runtime>,
+    /// Loads that ran inside the runtime.
+    pub runtime_loads: Vec<crate::load::LoadResult>,
+}
+
+impl Output {
+    /// The builder's input: `base` (command line, environment, configuration, threshold)
+    /// completed with what this run measured.
+    pub fn record(&self, base: ProbeRun) -> ProbeRun {
+        let config = base.config.map(|mut c| {
+            c.mlockall_obtained = self.mlocked;
+            c.dma_latency_held = self.dma_latency_held.is_some();
+            c
+        });
+        ProbeRun {
+            probes: self
+                .threads
+                .iter()
+                .map(|t| ProbeFigures {
+                    thread: t.plan.index,
+                    cpu: t.plan.cpu,
+                    interval_ns: t.plan.interval_ns,
+                    summary: t.summary.clone(),
+                    drift_ns: t.drift_ns,
+                    samples_lost: None,
+                    obtained: t.sched.map(|sched| Obtained {
+                        sched,
+                        cpus_allowed: t.cpus_allowed.clone().unwrap_or_default(),
+                        last_cpu: t.last_cpu,
+                        timer_slack_ns: t.timer_slack_ns,
+                    }),
+                    break_hit: t.outcome.break_hit,
+                })
+                .collect(),
+            start: Some(self.start),
+            end: Some(self.end),
+            duration_s: None,
+            end_reason: self.end_reason,
+            warnings: self.warnings.clone(),
+            tracemark_written: self.tracemark_written,
+            runtime: self.runtime.clone(),
+            config,
+            ..base
+        }
+    }
+}
+
+/// Errors that end a run before it measures.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The probe could not start.
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    /// The loads could not start.
+    #[error("{0}")]
+    Load(String),
+}
+
+/// What a result needs that the pipeline does not know.
+#[derive(Clone, Debug)]
+pub struct Provenance {
+    /// argv.
+    pub command_line: Vec<String>,
+    /// The machine.
+    pub environment: Environment,
+}
+
+/// The builder's input for `plan` before anything is measured.
+pub fn base_record(plan: &Plan, provenance: Provenance) -> ProbeRun {
+    ProbeRun {
+        probes: Vec::new(),
+        start: None,
+        end: None,
+        duration_s: None,
+        end_reason: EndReason::Unknown,
+        missed_known: true,
+        command_line: provenance.command_line,
+        environment: provenance.environment,
+        source: None,
+        threshold_ns: plan.threshold_ns(),
+        config: plan.config.clone(),
+        warnings: Vec::new(),
+        simulated: plan.probe.simulated(),
+        tracemark_written: false,
+        runtime: None,
+    }
+}
+
+/// Runs `plan`'s probe, reporting to `observer`, stopping on `signals`; no loads and no files
+/// (see [`measure`]).
+pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Result<Output, SessionError> {
+    let mut probe = plan.probe.create();
+    let n = probe.slots();
+    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::new(plan.layout))).collect();
+    let rings: Vec<Option<Arc<SampleRing>>> =
+        (0..n).map(|_| plan.sample_ring.map(|c| Arc::new(SampleRing::new(c)))).collect();
+    let mut cursors = vec![Cursor::default(); n];
+    let stop = Arc::new(AtomicBool::new(false));
+    let sinks = Sinks {
+        lives: lives.clone(),
+        rings: rings.clone(),
+        stop: Arc::clone(&stop),
+        interrupt: Arc::clone(&signals.stop),
+        loops: plan.loops,
+        duration: plan.duration,
+        max_latency_ns: plan.max_latency_ns,
+        strict: plan.strict,
+    };
+    let Started {
+        slots: statuses,
+        mut warnings,
+        dma_latency_us,
+        mlocked,
+        start,
+        schedule_start,
+        own_duration,
+        runtime,
+    } = probe.start(&sinks)?;
+    observer.started(&statuses, dma_latency_us);
+    let started = Instant::now();
+    let mut next_refresh = started + plan.refresh;
+    let mut next_checkpoint = plan.checkpoint.map(|c| started + c);
+    let end_reason = loop {
+        let now = Instant::now();
+        if probe.finished() {
+            // A -b hit is told by the slots' break_hit below; `stop` alone may be cyclictest's
+            // -l reached by the first thread.
+            break EndReason::Loops;
+        }
+        if signals.stop.load(Relaxed) {
+            break EndReason::Signal;
+        }
+        if stop.load(Relaxed) {
+            // A load that could not start, or a probe that asked for the end.
+            break EndReason::Signal;
+        }
+        if plan.duration.is_some_and(|d| now >= schedule_start + d) && !own_duration {
+            break EndReason::Duration;
+        }
+        if signals.status.swap(false, Relaxed) {
+            let snaps: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
+            observer.status_requested(&statuses, &snaps, now - started);
+        }
+        drain_rings(&rings, &mut cursors, observer);
+        if let (Some(at), Some(every)) = (next_checkpoint, plan.checkpoint) {
+            if now >= at {
+                // A probe preempted in the middle of publishing (by a load above it) makes its
+                // figures unreadable for a while: this checkpoint is skipped, the next one comes.
+                let summaries: Option<Vec<Summary>> = lives.iter().map(|l| l.checkpoint()).collect();
+                if let Some(summaries) = summaries {
+                    let partial = Output {
+                        threads: checkpoint_slots(&plan.probe, &statuses, summaries),
+                        start,
+                        end: SystemTime::now(),
+                        end_reason: EndReason::Checkpoint,
+                        mlocked,
+                        dma_latency_held: dma_latency_us,
+                        warnings: warnings.clone(),
+                        break_hit: None,
+                        tracemark_written: false,
+                        failure: None,
+                        runtime: runtime.clone(),
+                        runtime_loads: Vec::new(),
+                    };
+                    observer.checkpoint(&partial);
+                }
+                next_checkpoint = Some(at + every);
+            }
+        }
+        if now >= next_refresh {
+            let snaps: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
+            observer.tick(&statuses, &snaps, now - started);
+            next_refresh = (next_refresh + plan.refresh).max(now);
+        }
+        let mut wake = (now + POLL).min(next_refresh);
+        if let (Some(d), false) = (plan.duration, own_duration) {
+            wake = wake.min(schedule_start + d);
+        }
+        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+    };
+    stop.store(true, Relaxed);
+    observer.stopping();
+    probe.stop();
+    let Finished {
+        slots: mut threads,
+        warnings: late,
+        break_hit,
+        tracemark_written,
+        failure,
+        end_reason: told,
+        runtime: rt,
+        loads,
+    } = probe.join();
+    warnings.extend(late);
+    let end = SystemTime::now();
+    drain_rings(&rings, &mut cursors, observer);
+    for (t, c) in threads.iter_mut().zip(&cursors) {
+        t.samples_lost = c.lost;
+    }
+    let finals: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
+    observer.finished(&statuses, &finals);
+    let end_reason = if failure.is_some() {
+        EndReason::Failed
+    } else if break_hit.is_some() {
+        EndReason::Breaktrace
+    } else if end_reason == EndReason::Loops {
+        told.unwrap_or(EndReason::Loops)
+    } else {
+        end_reason
+    };
+    Ok(Output {
+        threads,
+        start,
+        end,
+        end_reason,
+        mlocked,
+        dma_latency_held: dma_latency_us,
+        warnings,
+        break_hit,
+        tracemark_written,
+        failure,
+        runtime: rt.or(runtime),
+        runtime_loads: loads,
+    })
+}
+
+/// The slots of a checkpoint: their plan and setup, with the statistics published so far.
+fn checkpoint_slots(probe: &ProbeSpec, statuses: &[ThreadStatus], summaries: Vec<Summary>) -> Vec<ThreadOutcome> {
+    let os = matches!(probe, ProbeSpec::Os(_));
+    statuses
+        .iter()
+        .zip(summaries)
+        .zip(probe.slots())
+        .map(|((s, summary), tp)| ThreadOutcome {
+            sched: os.then_some(s.sched),
+            cpus_allowed: os.then(|| tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default()),
+            plan: tp,
+            last_cpu: None,
+            timer_slack_ns: None,
+            summary,
+            outcome: crate::measure::probe::LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 },
+            drift_ns: None,
+            tid: s.tid,
+            samples_lost: 0,
+            warnings: Vec::new(),
+        })
+        .collect()
+}
+
+fn drain_rings(rings: &[Option<Arc<SampleRing>>], cursors: &mut [Cursor], observer: &mut dyn Observer) {
+    for (i, (ring, cursor)) in rings.iter().zip(cursors.iter_mut()).enumerate() {
+        if let Some(r) = ring {
+            let mut batch = Vec::new();
+            r.drain(cursor, |s| batch.push(s));
+            if !batch.is_empty() {
+                observer.samples(i, &batch);
+            }
+        }
+    }
+}
+
+/// A measurement with everything around it: the loads, the `--samples` file, the `--json`
+/// checkpoints (to `checkpoints`), and the RunResult. `observer` receives the events too.
+pub fn measure(
+    plan: &Plan,
+    provenance: Provenance,
+    checkpoints: Option<&std::path::Path>,
+    observer: &mut dyn Observer,
+    signals: &Signals,
+) -> Result<(RunResult, Option<String>), SessionError> {
+    let simulated = plan.probe.simulated();
+    let base = base_record(plan, provenance);
+    // Simulated probes get no real load: their samples would not depend on it.
+    let specs = if simulated { Vec::new() } else { plan.loads.clone() };
+    let mut loads = observers::Loads::new(specs, Arc::clone(&signals.stop));
+    let clock = match plan.os() {
+        Some(o) if o.clock == crate::measure::probe::ClockKind::Realtime => "realtime",
+        _ => "monotonic",
+    };
+    let mut writer = plan.samples.as_ref().map(|p| observers::SamplesWriter::new(p, clock));
+    let mut ckpt = match (checkpoints, plan.checkpoint) {
+        (Some(path), Some(_)) => Some(observers::Checkpoints::new(path.to_path_buf(), base.clone())),
+        _ => None,
+    };
+    let out = {
+        let mut all: Vec<&mut dyn Observer> = vec![observer, &mut loads];
+        if let Some(w) = writer.as_mut() {
+            all.push(w);
+        }
+        if let Some(c) = ckpt.as_mut() {
+            all.push(c);
+        }
+        run(plan, &mut Fanout(all), signals)
+    };
+    loads.stopping();
+    if let Some(e) = loads.error.take() {
+        return Err(SessionError::Load(e));
+    }
+    let out = out?;
+    let mut result = RunResult::build(out.record(base));
+    result.loads.extend(out.runtime_loads.iter().cloned());
+    result.attach_loads(std::mem::take(&mut loads.results));
+    if let (Some(w), Some(path)) = (writer, &plan.samples) {
+        let lost: Vec<u64> = out.threads.iter().map(|t| t.samples_lost).collect();
+        // A full disk costs the samples file, never the --json result or the summary.
+        if let Err(why) = w.finish(lost.clone()) {
+            let w = Warning::OutputFailed { output: format!("--samples {}", path.display()), why };
+            result.warnings.push(w.into());
+        }
+        for (t, l) in result.threads.iter_mut().zip(&lost) {
+            t.samples_lost = Some(*l);
+        }
+        let total: u64 = lost.iter().sum();
+        if total > 0 {
+            let w = Warning::SamplesLost { count: total, file: path.display().to_string() };
+            result.warnings.push(w.into());
+        }
+    }
+    Ok((result, out.failure))
+}

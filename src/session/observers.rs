@@ -1,0 +1,193 @@
+//! The observers every run gets: the loads (started with the probes, stopped the moment they
+//! are told to stop), the `--samples` file, and the `--json` checkpoints.
+
+use super::{Observer, Output};
+use crate::export::samples::{self, Header, Record, ThreadInfo, Trailer};
+use crate::export::{json::Json, write_output, Exporter};
+use crate::load::{LoadResult, LoadSet, LoadSpec};
+use crate::measure::ring::Sample;
+use crate::measure::stats::LiveSnapshot;
+use crate::probes::ThreadStatus;
+use crate::result::build::ProbeRun;
+use crate::result::RunResult;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Starts the loads when the probes are released and stops them the moment the probes are told
+/// to stop: a load above the probes' priority would otherwise keep them from ever seeing the
+/// stop flag (or from setting up, had the loads started first).
+pub struct Loads {
+    specs: Vec<LoadSpec>,
+    running: Option<LoadSet>,
+    /// What the loads did (after the stop).
+    pub results: Vec<LoadResult>,
+    /// Why the loads could not start, if they could not.
+    pub error: Option<String>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Loads {
+    /// Loads of `specs`; a failure to start them sets `stop` (the run ends).
+    pub fn new(specs: Vec<LoadSpec>, stop: Arc<AtomicBool>) -> Loads {
+        Loads { specs, running: None, results: Vec::new(), error: None, stop }
+    }
+}
+
+impl Observer for Loads {
+    fn started(&mut self, _: &[ThreadStatus], _: Option<i32>) {
+        if self.specs.is_empty() {
+            return;
+        }
+        match LoadSet::start(&self.specs) {
+            Ok(set) => self.running = Some(set),
+            Err(e) => {
+                self.error = Some(e);
+                self.stop.store(true, Relaxed);
+            }
+        }
+    }
+    fn stopping(&mut self) {
+        if let Some(set) = self.running.take() {
+            self.results = set.stop();
+        }
+    }
+}
+
+/// Writes every checkpoint to the `--json` file, atomically (the final result replaces it).
+pub struct Checkpoints {
+    path: PathBuf,
+    base: ProbeRun,
+    warned: bool,
+}
+
+impl Checkpoints {
+    /// Checkpoints into `path`; `base` holds what the pipeline does not know (command line,
+    /// environment, configuration).
+    pub fn new(path: PathBuf, base: ProbeRun) -> Checkpoints {
+        Checkpoints { path, base, warned: false }
+    }
+}
+
+impl Observer for Checkpoints {
+    fn checkpoint(&mut self, partial: &Output) {
+        let r = RunResult::build(partial.record(self.base.clone()));
+        let written = Json.serialize(&r).map_err(std::io::Error::other).and_then(|b| write_output(&self.path, &b));
+        if let (Err(e), false) = (written, self.warned) {
+            eprintln!("rtlab: warning: cannot write a checkpoint to {}: {e}", self.path.display());
+            self.warned = true;
+        }
+    }
+}
+
+/// Streams every sample from the engine's rings into a samples file (SCHED_OTHER, on the
+/// reporting thread). The file is made through an unpredictable temporary file and moved
+/// into place with its header as soon as the probes start, then flushed every second and
+/// synced at every checkpoint: a crash (SIGKILL, a second Ctrl-C) leaves a valid file, without
+/// its end record, holding everything up to the last flush.
+pub struct SamplesWriter {
+    path: PathBuf,
+    clock: String,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    buf: Vec<u8>,
+    records: u64,
+    error: Option<String>,
+}
+
+impl SamplesWriter {
+    /// A writer to `path`.
+    pub fn new(path: &Path, clock: &str) -> SamplesWriter {
+        SamplesWriter {
+            path: path.to_path_buf(),
+            clock: clock.into(),
+            file: None,
+            buf: Vec::with_capacity(1 << 16),
+            records: 0,
+            error: None,
+        }
+    }
+
+    fn fail(&mut self, e: impl std::fmt::Display) {
+        if self.error.is_none() {
+            self.error = Some(format!("cannot write --samples {}: {e}", self.path.display()));
+        }
+        self.file = None;
+    }
+
+    fn flush(&mut self, sync: bool) {
+        if let Some(f) = self.file.as_mut() {
+            let done = f.flush().and_then(|_| if sync { f.get_ref().sync_data() } else { Ok(()) });
+            if let Err(e) = done {
+                self.fail(e);
+            }
+        }
+    }
+
+    fn create(&mut self, header: &Header) -> std::io::Result<()> {
+        let mut tmp = crate::export::temp_beside(&self.path)?;
+        tmp.write_all(&samples::header_bytes(header))?;
+        let file = tmp.persist(&self.path).map_err(|e| e.error)?;
+        self.file = Some(std::io::BufWriter::with_capacity(1 << 20, file));
+        Ok(())
+    }
+
+    /// Writes the trailer with the per-thread loss counts and syncs the file; returns the
+    /// records written, or why the file is incomplete.
+    pub fn finish(mut self, lost: Vec<u64>) -> Result<u64, String> {
+        if let Some(f) = self.file.as_mut() {
+            let done = f
+                .write_all(&samples::trailer_bytes(&Trailer { records: self.records, lost }))
+                .and_then(|_| f.flush())
+                .and_then(|_| f.get_ref().sync_all());
+            if let Err(e) = done {
+                self.fail(e);
+            }
+        }
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(self.records),
+        }
+    }
+}
+
+impl Observer for SamplesWriter {
+    fn started(&mut self, threads: &[ThreadStatus], _: Option<i32>) {
+        let header = Header {
+            schema: "rtlab.samples/1".into(),
+            clock: self.clock.clone(),
+            start_time: crate::timefmt::rfc3339(std::time::SystemTime::now()),
+            threads: threads
+                .iter()
+                .map(|t| ThreadInfo {
+                    thread: t.index,
+                    cpu: t.cpu,
+                    interval_ns: t.interval_ns,
+                    identity: t.identity.clone(),
+                })
+                .collect(),
+        };
+        if let Err(e) = self.create(&header) {
+            self.fail(e);
+        }
+    }
+    fn tick(&mut self, _: &[ThreadStatus], _: &[LiveSnapshot], _: std::time::Duration) {
+        self.flush(false);
+    }
+    fn checkpoint(&mut self, _: &Output) {
+        self.flush(true);
+    }
+    fn samples(&mut self, thread: usize, batch: &[Sample]) {
+        if let Some(f) = self.file.as_mut() {
+            self.buf.clear();
+            for s in batch {
+                let r = Record { thread: thread as u16, cycle: s.cycle, wake_ns: s.at_ns, latency_ns: s.latency_ns };
+                samples::push_record(&mut self.buf, &r);
+            }
+            match f.write_all(&self.buf) {
+                Ok(()) => self.records += batch.len() as u64,
+                Err(e) => self.fail(e),
+            }
+        }
+    }
+}
