@@ -24,8 +24,14 @@ impl Error {
     }
 }
 
-impl From<crate::cli::UsageError> for Error {
-    fn from(e: crate::cli::UsageError) -> Self {
+/// A usage error found while validating arguments: one sentence naming the bad value and the
+/// fix (exit code 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+impl From<UsageError> for Error {
+    fn from(e: UsageError) -> Self {
         Error::Usage(e.0)
     }
 }
@@ -38,6 +44,6 @@ mod tests {
     fn usage_errors_exit_2_and_runtime_errors_exit_1() {
         assert_eq!(Error::Usage("x".into()).exit_code(), 2);
         assert_eq!(Error::Runtime("x".into()).exit_code(), 1);
-        assert_eq!(Error::from(crate::cli::UsageError("bad".into())).to_string(), "bad");
+        assert_eq!(Error::from(UsageError("bad".into())).to_string(), "bad");
     }
 }

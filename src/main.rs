@@ -6,6 +6,14 @@ use rtlab::cli::beam::BeamCommand;
 use rtlab::cli::cyclictest::CyclictestArgs;
 use rtlab::cli::{clap_error, Cli, Command};
 use rtlab::commands;
+use rtlab::commands::cyclictest::CyclictestOptions;
+use rtlab::commands::import::{ImportOptions, ShowOptions};
+use rtlab::commands::load::LoadOptions;
+use rtlab::commands::plot::PlotOptions;
+use rtlab::commands::report::{CompareOptions, ReportOptions};
+use rtlab::commands::run::RunOptions;
+use rtlab::commands::samples::SamplesOptions;
+use rtlab::commands::sweep::SweepOptions;
 use rtlab::error::Error;
 use rtlab::session::Signals;
 
@@ -31,7 +39,7 @@ fn cyclictest(args: Vec<String>, command_line: Vec<String>) -> Result<i32, Error
             }
         }
     };
-    commands::cyclictest::execute(&parsed.into_options()?, command_line)
+    commands::cyclictest::execute(&CyclictestOptions::from_cli(parsed)?, command_line)
 }
 
 fn run(args: Vec<String>, signals: &Signals) -> Result<i32, Error> {
@@ -59,20 +67,20 @@ fn run(args: Vec<String>, signals: &Signals) -> Result<i32, Error> {
         signals.exit_on_signal();
     }
     match cli.command {
-        Command::Run(a) => commands::run::execute(&a.into_options()?, args),
-        Command::Import(a) => commands::import::import(a),
-        Command::Load(a) => commands::load::execute(a),
-        Command::Samples(a) => commands::samples::execute(a),
-        Command::Plot(a) => commands::plot::execute(a),
-        Command::Report(a) => commands::report::report(a),
-        Command::Compare(a) => commands::report::compare(a),
+        Command::Run(a) => commands::run::execute(&RunOptions::from_cli(*a)?, args),
+        Command::Import(a) => commands::import::import(&ImportOptions::from_cli(a)?),
+        Command::Load(a) => commands::load::execute(&LoadOptions::from_cli(a)?),
+        Command::Samples(a) => commands::samples::execute(&SamplesOptions::from_cli(a)?),
+        Command::Plot(a) => commands::plot::execute(&PlotOptions::from_cli(a)?),
+        Command::Report(a) => commands::report::report(&ReportOptions::from_cli(a)?),
+        Command::Compare(a) => commands::report::compare(&CompareOptions::from_cli(a)?),
         Command::Beam(a) => match a.command {
-            BeamCommand::Run(r) => commands::run::execute(&r.into_options()?, args),
-            BeamCommand::Sweep(s) => commands::sweep::execute(&s.into_options()?, args),
+            BeamCommand::Run(r) => commands::run::execute(&RunOptions::from_beam(r)?, args),
+            BeamCommand::Sweep(s) => commands::sweep::execute(&SweepOptions::from_beam(s)?, args),
         },
-        Command::Sweep(a) => commands::sweep::execute(&a.into_options()?, args),
+        Command::Sweep(a) => commands::sweep::execute(&SweepOptions::from_cli(*a)?, args),
         Command::LoadWorker { spec } => commands::load::worker(&spec),
-        Command::Show(a) => commands::import::show(a),
+        Command::Show(a) => commands::import::show(&ShowOptions::from_cli(a)?),
         Command::Cyclictest { args: rest } => {
             let mut ct = vec!["cyclictest".to_string()];
             ct.extend(rest);

@@ -70,6 +70,15 @@ pub fn count(n: u64, noun: &str) -> String {
     }
 }
 
+/// `s` cut to `n` characters with an ellipsis.
+pub fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n.saturating_sub(1)).collect::<String>() + "…"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

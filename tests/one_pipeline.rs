@@ -324,3 +324,24 @@ fn a_tokio_run_writes_checkpoints_of_its_json_while_it_measures() {
     assert_eq!(v["end_reason"], "duration");
     assert!(v["all"]["cycles"].as_u64() > checkpoint["all"]["cycles"].as_u64());
 }
+
+#[test]
+fn a_runtime_sweep_resumes_only_with_the_same_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sw");
+    let sweep = |interval: &str| {
+        rtlab()
+            .args(["sweep", "--runtime", "tokio", "--workers", "0", "-l", "5", "-i", interval, "--resume", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    assert!(sweep("2ms").status.success());
+    let again = sweep("2ms");
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("kept from"), "the done point is kept");
+    let other = sweep("3ms");
+    assert_eq!(other.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(err.contains("another probe") && err.contains("3000000 ns"), "{err}");
+}

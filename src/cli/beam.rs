@@ -158,21 +158,20 @@ impl BeamCommon {
     }
 }
 
-impl BeamRunArgs {
+impl crate::commands::run::RunOptions {
     /// `rtlab beam run` is `rtlab run --runtime beam` with the Erlang options named as
     /// RealtimeTests names them.
-    pub fn into_options(self) -> Result<super::run::RunOptions, super::UsageError> {
-        let mut a = self.common.run_args(self.workers);
-        a.json = self.json;
-        a.samples = self.samples;
-        a.into_options()
+    pub fn from_beam(b: BeamRunArgs) -> Result<crate::commands::run::RunOptions, super::UsageError> {
+        let mut a = b.common.run_args(b.workers);
+        a.json = b.json;
+        a.samples = b.samples;
+        crate::commands::run::RunOptions::from_cli(a)
     }
 }
 
 impl BeamSweepArgs {
-    /// `rtlab beam sweep` is `rtlab sweep --runtime beam --workers COUNTS` with RealtimeTests'
-    /// printout on stdout.
-    pub fn into_options(self) -> Result<super::sweep::SweepOptions, super::UsageError> {
+    /// The sweep this alias stands for (see [`crate::commands::sweep::SweepOptions::from_beam`]).
+    pub(super) fn into_sweep(self) -> Result<crate::commands::sweep::SweepOptions, super::UsageError> {
         let c = &self.common;
         let input_options = format!(
             "[workers: {:?}, duration_ms: {}, period_ms: {}, method: {}, cpu_process_flags: [priority: :{}], probe_flags: [priority: :{}], vm_args: {:?}, os_loads: {:?}]",
@@ -197,8 +196,8 @@ impl BeamSweepArgs {
             resume: false,
             run,
         };
-        let mut opts = sweep.into_options()?;
-        opts.printout = super::sweep::Printout::RealtimeTests(input_options);
+        let mut opts = crate::commands::sweep::SweepOptions::from_cli(sweep)?;
+        opts.printout = crate::commands::sweep::Printout::RealtimeTests(input_options);
         Ok(opts)
     }
 }

@@ -4,6 +4,7 @@
 use super::parse;
 use super::run::check_online;
 use super::UsageError;
+use crate::commands::cyclictest::{Compat, CyclictestOptions, Outputs};
 use crate::measure::histogram::Layout;
 use crate::measure::probe::{ClockKind, Method};
 use crate::probes::os_thread::{self, Align};
@@ -265,23 +266,6 @@ fn idle_state(s: &str) -> Result<i32, String> {
     })
 }
 
-/// Options the cyclictest front-end resolved from the arguments.
-#[derive(Debug, Clone)]
-pub struct CyclictestOptions {
-    /// What the engine runs.
-    pub plan: Plan,
-    /// The arguments as given.
-    pub args: CyclictestArgs,
-    /// Histogram size in µs (`-h`/`-H`), if any.
-    pub histogram_us: Option<i64>,
-    /// `-H`: summary column.
-    pub histofall: bool,
-    /// The policy cyclictest's header names (`fifo`, `other`, …).
-    pub policy: Policy,
-    /// Messages cyclictest prints to stderr while parsing (e.g. defaulting a priority).
-    pub notices: Vec<String>,
-}
-
 /// Removed or never-existing cyclictest options people still pass, with what replaced them.
 pub fn removed_option_hint(arg: &str) -> Option<&'static str> {
     Some(match arg {
@@ -296,9 +280,15 @@ pub fn removed_option_hint(arg: &str) -> Option<&'static str> {
     })
 }
 
-impl CyclictestArgs {
+impl CyclictestOptions {
     /// Resolves cyclictest's defaults and checks the values against each other and this machine.
-    pub fn into_options(self) -> Result<CyclictestOptions, UsageError> {
+    pub fn from_cli(args: CyclictestArgs) -> Result<CyclictestOptions, UsageError> {
+        args.validate()
+    }
+}
+
+impl CyclictestArgs {
+    fn validate(self) -> Result<CyclictestOptions, UsageError> {
         let usage = |m: String| UsageError(m);
         let online = affinity::online_cpus();
         let mut notices = Vec::new();
@@ -471,6 +461,27 @@ impl CyclictestArgs {
             ..Plan::new(ProbeSpec::Os(os.clone()), layout)
         };
         plan.config = Some(crate::session::os_config(&os, &plan));
-        Ok(CyclictestOptions { plan, histogram_us, histofall, policy, notices, args: self })
+        let args = Outputs {
+            quiet: self.quiet,
+            verbose: self.verbose,
+            nsecs: self.nsecs,
+            refresh_on_max: self.refresh_on_max,
+            oscope: self.oscope,
+            dbg: self.dbg,
+            resolution: self.resolution,
+            smi: self.smi,
+            deepest_idle_state: self.deepest_idle_state,
+            fifo: self.fifo.clone(),
+            histfile: self.histfile.clone(),
+            json: self.json.clone(),
+            rtlab_json: self.rtlab_json.clone(),
+            compat: match self.compat {
+                CompatVersion::V2_10 => Compat::V2_10,
+                CompatVersion::V2_4 => Compat::V2_4,
+            },
+            spike: self.spike.is_some(),
+            breaktrace: self.breaktrace.is_some(),
+        };
+        Ok(CyclictestOptions { plan, histogram_us, histofall, policy, notices, args })
     }
 }

@@ -1,5 +1,6 @@
 //! `rtlab import` and `rtlab show`.
 
+use crate::commands::import::{ImportOptions, ShowOptions};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -53,5 +54,42 @@ impl FileUnit {
             FileUnit::Us => crate::import::Unit::Micros,
             FileUnit::Ns => crate::import::Unit::Nanos,
         }
+    }
+}
+
+impl ImportOptions {
+    /// Validates the arguments: one target per input (a directory for several), each writable
+    /// and none an input.
+    pub fn from_cli(a: ImportArgs) -> Result<ImportOptions, super::UsageError> {
+        let to_dir = a.output.is_dir();
+        if a.files.len() > 1 && !to_dir {
+            return Err(super::UsageError(format!(
+                "-o {}: with {} input files, -o must be an existing directory (one NAME.json per input)",
+                a.output.display(),
+                a.files.len()
+            )));
+        }
+        let target_of = |file: &std::path::Path| {
+            if to_dir {
+                let stem = file.file_stem().map_or_else(|| "import".into(), |s| s.to_string_lossy().into_owned());
+                a.output.join(format!("{stem}.json"))
+            } else {
+                a.output.clone()
+            }
+        };
+        let files: Vec<(PathBuf, PathBuf)> = a.files.iter().map(|f| (f.clone(), target_of(f))).collect();
+        let outputs: Vec<(String, &std::path::Path)> =
+            files.iter().map(|(f, t)| (format!("-o (for {})", f.display()), t.as_path())).collect();
+        let inputs: Vec<&std::path::Path> = a.files.iter().map(PathBuf::as_path).collect();
+        crate::export::check_outputs(&outputs, &inputs).map_err(super::UsageError)?;
+        Ok(ImportOptions { files, unit: a.unit.map(|u| u.to_unit()) })
+    }
+}
+
+impl ShowOptions {
+    /// The arguments as options (nothing to check before reading the file).
+    pub fn from_cli(a: ShowArgs) -> Result<ShowOptions, super::UsageError> {
+        let unit = if a.nsecs { crate::units::Unit::Nanos } else { crate::units::Unit::Micros };
+        Ok(ShowOptions { file: a.file, unit, file_unit: a.unit.map(|u| u.to_unit()) })
     }
 }

@@ -1,5 +1,6 @@
 //! `rtlab load`: run background loads alone and report their throughput.
 
+use crate::commands::load::LoadOptions;
 use crate::load::LoadSpec;
 use clap::Args;
 use std::path::PathBuf;
@@ -33,4 +34,16 @@ pub struct LoadArgs {
 /// Parses a load SPEC (for clap).
 pub fn parse_spec(s: &str) -> Result<LoadSpec, String> {
     s.parse()
+}
+
+impl LoadOptions {
+    /// Validates the arguments: the loads are safe to run here, the output may be written.
+    pub fn from_cli(a: LoadArgs) -> Result<LoadOptions, super::UsageError> {
+        crate::load::check_safety(&a.specs, true, a.force, &crate::rt::privileges::Privileges::current())
+            .map_err(super::UsageError)?;
+        if let Some(p) = &a.json {
+            crate::export::check_outputs(&[("--json".into(), p)], &[]).map_err(super::UsageError)?;
+        }
+        Ok(LoadOptions { specs: a.specs, duration: a.duration, json: a.json })
+    }
 }

@@ -13,10 +13,7 @@ pub mod sweep;
 
 use clap::{Parser, Subcommand};
 
-/// A usage error: one sentence naming the bad value and the fix (exit code 2).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub use crate::error::UsageError;
 
 /// rtlab: a real-time latency lab for Linux.
 #[derive(Parser, Debug)]

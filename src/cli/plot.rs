@@ -1,5 +1,6 @@
 //! `rtlab plot`.
 
+use crate::commands::plot::PlotOptions;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -36,4 +37,23 @@ pub struct PlotArgs {
     /// Unit of text files' figures when it cannot be seen (-h/-H output of `cyclictest -N`)
     #[arg(long, value_enum)]
     pub unit: Option<crate::cli::import::FileUnit>,
+}
+
+impl PlotOptions {
+    /// Validates the arguments: the picture's format and that it may be written.
+    pub fn from_cli(a: PlotArgs) -> Result<PlotOptions, super::UsageError> {
+        let format = crate::plot::Format::of(&a.output).map_err(|e| super::UsageError(format!("-o {e}")))?;
+        let ins: Vec<&std::path::Path> = a.inputs.iter().map(PathBuf::as_path).collect();
+        crate::export::check_outputs(&[("-o".into(), &a.output)], &ins).map_err(super::UsageError)?;
+        Ok(PlotOptions {
+            format,
+            kind: a.kind,
+            by: a.by,
+            threshold: a.threshold,
+            title: a.title,
+            unit: a.unit.map(|u| u.to_unit()),
+            inputs: a.inputs,
+            output: a.output,
+        })
+    }
 }

@@ -1,5 +1,6 @@
 //! `rtlab report` and `rtlab compare`.
 
+use crate::commands::report::{CompareOptions, ReportOptions};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -63,4 +64,47 @@ fn parse_pct(s: &str) -> Result<f64, String> {
 
 fn parse_metric(s: &str) -> Result<crate::report::compare::Metric, String> {
     crate::report::compare::Metric::parse(s)
+}
+
+impl ReportOptions {
+    /// Validates the arguments: the report's kind from its extension, and that it may be written.
+    pub fn from_cli(a: ReportArgs) -> Result<ReportOptions, super::UsageError> {
+        let ext = a.output.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+        let markdown = match ext.as_deref() {
+            Some("html" | "htm") => false,
+            Some("md" | "markdown") => true,
+            _ => {
+                return Err(super::UsageError(format!(
+                    "-o {}: a report is FILE.html or FILE.md; name it e.g. report.html",
+                    a.output.display()
+                )))
+            }
+        };
+        let ins: Vec<&std::path::Path> = a.inputs.iter().map(PathBuf::as_path).collect();
+        crate::export::check_outputs(&[("-o".into(), &a.output)], &ins).map_err(super::UsageError)?;
+        Ok(ReportOptions { markdown, unit: a.unit.map(|u| u.to_unit()), inputs: a.inputs, output: a.output })
+    }
+}
+
+impl CompareOptions {
+    /// Validates the arguments: the picture's format and that it may be written.
+    pub fn from_cli(a: CompareArgs) -> Result<CompareOptions, super::UsageError> {
+        let output = match a.output {
+            Some(o) => {
+                let f = crate::plot::Format::of(&o).map_err(|e| super::UsageError(format!("-o {e}")))?;
+                let ins: Vec<&std::path::Path> = a.inputs.iter().map(PathBuf::as_path).collect();
+                crate::export::check_outputs(&[("-o".into(), &o)], &ins).map_err(super::UsageError)?;
+                Some((o, f))
+            }
+            None => None,
+        };
+        Ok(CompareOptions {
+            output,
+            fail_if_worse: a.fail_if_worse,
+            percentile: a.percentile,
+            all_threads: a.all_threads,
+            unit: a.unit.map(|u| u.to_unit()),
+            inputs: a.inputs,
+        })
+    }
 }

@@ -2,6 +2,7 @@
 
 use super::parse::{self, Warmup};
 use super::UsageError;
+use crate::commands::run::RunOptions;
 use crate::measure::histogram::Layout;
 use crate::measure::probe::{ClockKind, Method};
 use crate::measure::simulate::Simulation;
@@ -188,17 +189,11 @@ pub struct RunArgs {
     pub simulate: Option<Simulation>,
 }
 
-/// A validated `run`: the session's plan and the output choices.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// What to measure and what to record (probe, length, loads, `--samples`, configuration).
-    pub plan: Plan,
-    /// `--json` target.
-    pub json: Option<PathBuf>,
-    /// Display unit.
-    pub unit: Unit,
-    /// `-q`.
-    pub quiet: bool,
+impl RunOptions {
+    /// Validates `rtlab run`'s arguments against each other and against this machine.
+    pub fn from_cli(args: RunArgs) -> Result<RunOptions, UsageError> {
+        args.validate()
+    }
 }
 
 /// Where the periodic task runs.
@@ -273,8 +268,7 @@ fn usage(msg: impl Into<String>) -> UsageError {
 }
 
 impl RunArgs {
-    /// Validates the arguments against each other and against this machine.
-    pub fn into_options(self) -> Result<RunOptions, UsageError> {
+    fn validate(self) -> Result<RunOptions, UsageError> {
         let online = affinity::online_cpus();
         let runtime_probe = self.runtime_probe(&online)?;
         let policy = self.policy.unwrap_or(Policy::Fifo);

@@ -1,5 +1,6 @@
 //! `rtlab samples`.
 
+use crate::commands::samples::SamplesOptions;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -17,4 +18,15 @@ pub struct SamplesArgs {
     /// Write the CSV here instead of stdout
     #[arg(short = 'o', long = "output", value_name = "OUT", requires = "csv")]
     pub output: Option<PathBuf>,
+}
+
+impl SamplesOptions {
+    /// Validates the arguments: the CSV target may be written and is not the input.
+    pub fn from_cli(a: SamplesArgs) -> Result<SamplesOptions, super::UsageError> {
+        let target = a.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+        if a.csv {
+            crate::export::check_outputs(&[("-o".into(), &target)], &[&a.file]).map_err(super::UsageError)?;
+        }
+        Ok(SamplesOptions { csv: a.csv.then_some(target), file: a.file })
+    }
 }

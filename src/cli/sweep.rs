@@ -1,7 +1,9 @@
 //! `rtlab sweep`: a grid of runs.
 
-use super::run::{RunArgs, RunOptions, RuntimeKind};
+use super::run::{RunArgs, RuntimeKind};
 use super::UsageError;
+use crate::commands::run::RunOptions;
+use crate::commands::sweep::{Printout, SweepOptions};
 use crate::load::LoadSched;
 use crate::measure::probe::Method;
 use crate::result::RunResult;
@@ -92,31 +94,18 @@ pub struct SweepArgs {
     pub run: RunArgs,
 }
 
-/// What a sweep prints on stdout.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Printout {
-    /// sweep.csv at the end (`rtlab sweep`).
-    Csv,
-    /// RealtimeTests' printout, row by row (`rtlab beam sweep`): `System:`, `Architecture:`,
-    /// `Input options:` (this line), then the CSV header and one row per point as it finishes.
-    RealtimeTests(String),
-}
+impl SweepOptions {
+    /// Validates the sweep: its length, its axes against the runtime, every point's options,
+    /// and with `--resume` that the points already in DIR were measured the same way.
+    pub fn from_cli(args: SweepArgs) -> Result<SweepOptions, UsageError> {
+        args.validate()
+    }
 
-/// A validated sweep: every point's options, checked before the first one runs.
-#[derive(Clone, Debug)]
-pub struct SweepOptions {
-    /// Directory for sweep.csv, sweep.json and points/.
-    pub out: PathBuf,
-    /// Keep the points already in `out`.
-    pub resume: bool,
-    /// The points with their options, in order.
-    pub points: Vec<(Point, RunOptions)>,
-    /// Names of the swept axes, outermost first.
-    pub axis_names: Vec<String>,
-    /// Each point's length, when it is a time.
-    pub duration: Option<std::time::Duration>,
-    /// What goes to stdout.
-    pub printout: Printout,
+    /// `rtlab beam sweep`: `rtlab sweep --runtime beam --workers COUNTS` with RealtimeTests'
+    /// printout on stdout.
+    pub fn from_beam(args: super::beam::BeamSweepArgs) -> Result<SweepOptions, UsageError> {
+        args.into_sweep()
+    }
 }
 
 fn usage(m: impl Into<String>) -> UsageError {
@@ -124,9 +113,7 @@ fn usage(m: impl Into<String>) -> UsageError {
 }
 
 impl SweepArgs {
-    /// Validates the sweep: its length, its axes against the runtime, every point's options,
-    /// and with `--resume` that the points already in DIR were measured the same way.
-    pub fn into_options(self) -> Result<SweepOptions, UsageError> {
+    fn validate(self) -> Result<SweepOptions, UsageError> {
         if self.run.duration.is_none() && self.run.loops.is_none() {
             return Err(usage("every sweep point needs a length: give -D (e.g. -D 5s) or -l"));
         }
@@ -178,8 +165,9 @@ impl SweepArgs {
                     RuntimeKind::Os => {}
                 }
             }
-            let opts = a.into_options().map_err(|e| usage(format!("point {} ({}): {}", p.index, p.label(), e.0)))?;
-            planned.push((p, opts));
+            let opts =
+                RunOptions::from_cli(a).map_err(|e| usage(format!("point {} ({}): {}", p.index, p.label(), e.0)))?;
+            planned.push((p, opts.plan));
         }
         if self.resume {
             check_resumable(&self.out, &planned)?;
@@ -214,16 +202,31 @@ fn asked_settings(config: &crate::result::Config, loads: &[String]) -> Vec<(Stri
 
 /// With `--resume`, refuses (exit 2) to add points to a sweep measured with other options:
 /// every point already in DIR must have been measured as this sweep would measure it.
-fn check_resumable(out: &std::path::Path, planned: &[(Point, RunOptions)]) -> Result<(), UsageError> {
-    for (p, opts) in planned {
+fn check_resumable(out: &std::path::Path, planned: &[(Point, crate::session::Plan)]) -> Result<(), UsageError> {
+    for (p, plan) in planned {
         let file = out.join("points").join(format!("{}.json", p.label()));
         let Ok(text) = std::fs::read_to_string(&file) else { continue };
         let Ok(recorded) = serde_json::from_str::<RunResult>(&text) else { continue };
-        let (Some(config), Some(now_config)) = (&recorded.config, &opts.plan.config) else { continue };
+        let then_runtime =
+            recorded.runtime.as_ref().map(|r| (r.kind.as_str(), r.method.as_str(), r.period_ns, r.workers));
+        let now_runtime = plan.probe.runtime_settings();
+        if then_runtime != now_runtime {
+            let show = |r: Option<(&str, &str, i64, usize)>| {
+                r.map_or("OS threads".to_string(), |(k, m, p, w)| format!("{k} {m} every {p} ns with {w} workers"))
+            };
+            return Err(usage(format!(
+                "--resume: {} was measured with another probe (point {}: {} → {}); resume with the same options, or give a new --out",
+                out.display(),
+                p.label(),
+                show(then_runtime),
+                show(now_runtime)
+            )));
+        }
+        let (Some(config), Some(now_config)) = (&recorded.config, &plan.config) else { continue };
         // A simulated point runs no load: there is nothing recorded to compare them with.
         let specs = |v: Vec<String>| if recorded.simulated { Vec::new() } else { v };
         let then = asked_settings(config, &specs(recorded.loads.iter().map(|l| l.spec.clone()).collect()));
-        let now = asked_settings(now_config, &specs(opts.plan.loads.iter().map(|l| l.text.clone()).collect()));
+        let now = asked_settings(now_config, &specs(plan.loads.iter().map(|l| l.text.clone()).collect()));
         let differences: Vec<String> = now
             .iter()
             .filter_map(|(k, v)| {

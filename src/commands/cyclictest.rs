@@ -1,6 +1,5 @@
 //! `rtlab cyclictest`: cyclictest's behaviour and outputs on rtlab's engine.
 
-use crate::cli::cyclictest::{CompatVersion, CyclictestOptions};
 use crate::error::Error;
 use crate::export::cyclictest_json::{CyclictestJson, Version};
 use crate::export::{json::Json, write_output, Exporter};
@@ -13,8 +12,72 @@ use crate::rt::msr::SmiCounter;
 use crate::session::{self, Provenance, Signals};
 use crate::sysinfo::Environment;
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
+
+/// A validated `rtlab cyclictest`: the session's plan and cyclictest's outputs.
+#[derive(Debug, Clone)]
+pub struct CyclictestOptions {
+    /// What the session runs.
+    pub plan: session::Plan,
+    /// What to show and write.
+    pub args: Outputs,
+    /// Histogram size in µs (`-h`/`-H`), if any.
+    pub histogram_us: Option<i64>,
+    /// `-H`: summary column.
+    pub histofall: bool,
+    /// The policy cyclictest's header names (`fifo`, `other`, …).
+    pub policy: crate::rt::sched::Policy,
+    /// Messages cyclictest prints to stderr while parsing (e.g. defaulting a priority).
+    pub notices: Vec<String>,
+}
+
+/// Which cyclictest's output layout to reproduce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compat {
+    /// rt-tests 2.10 (current).
+    V2_10,
+    /// rt-tests 2.4.
+    V2_4,
+}
+
+/// cyclictest's display and file options, resolved.
+#[derive(Debug, Clone)]
+pub struct Outputs {
+    /// `-q`: only the final table.
+    pub quiet: bool,
+    /// `-v`: every sample.
+    pub verbose: bool,
+    /// `-N`: nanoseconds.
+    pub nsecs: bool,
+    /// `-r`: redraw only when a maximum changes.
+    pub refresh_on_max: bool,
+    /// `-o`: oscilloscope reduction.
+    pub oscope: Option<u64>,
+    /// `-D`-style debug lines of the plan.
+    pub dbg: bool,
+    /// `-R`: report the clock's resolution.
+    pub resolution: bool,
+    /// `--smi`: count SMIs.
+    pub smi: bool,
+    /// `--deepest-idle-state`.
+    pub deepest_idle_state: Option<i32>,
+    /// `-F`: a named pipe serving the current lines.
+    pub fifo: Option<PathBuf>,
+    /// `--histfile`.
+    pub histfile: Option<PathBuf>,
+    /// `--json`: cyclictest's JSON.
+    pub json: Option<PathBuf>,
+    /// `--rtlab-json`: the RunResult.
+    pub rtlab_json: Option<PathBuf>,
+    /// `--compat`.
+    pub compat: Compat,
+    /// `--spike` was given: print the spike list.
+    pub spike: bool,
+    /// `-b` was given: print the break footer.
+    pub breaktrace: bool,
+}
 
 /// Runs cyclictest's measurement and prints its outputs; returns the exit code (3 when a
 /// `-b` threshold was hit, else 0).
@@ -91,8 +154,8 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
     if let Some(path) = &args.json {
         let exporter = CyclictestJson {
             version: match args.compat {
-                CompatVersion::V2_10 => Version::V2_10,
-                CompatVersion::V2_4 => Version::V2_4,
+                Compat::V2_10 => Version::V2_10,
+                Compat::V2_4 => Version::V2_4,
             },
             nsecs,
             histogram_us,
@@ -109,7 +172,7 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
     }
 
     let mut text = String::new();
-    if args.spike.is_some() {
+    if args.spike {
         let mut spikes: Vec<(usize, i64, i64)> =
             out.threads
                 .iter()
@@ -127,8 +190,8 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
         let hists: Vec<ThreadHist> =
             out.threads.iter().map(|t| ThreadHist::from_outcome(t, size as usize, nsecs)).collect();
         let layout = match args.compat {
-            CompatVersion::V2_10 => fmt::Layout::V2_10,
-            CompatVersion::V2_4 => fmt::Layout::V2_4,
+            Compat::V2_10 => fmt::Layout::V2_10,
+            Compat::V2_4 => fmt::Layout::V2_4,
         };
         let block = fmt::histogram_block(&hists, histofall, layout);
         match &args.histfile {
@@ -137,7 +200,7 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
             None => text += &block,
         }
     }
-    if args.breaktrace.is_some() {
+    if args.breaktrace {
         let tids: Vec<i32> = out.threads.iter().map(|t| t.tid).collect();
         let hit = out.break_hit.map(|(i, e)| (out.threads[i].tid, fmt::unit(e.latency_ns, nsecs)));
         text += &fmt::break_footer(&tids, hit);

@@ -1,20 +1,27 @@
 //! `rtlab load` and the hidden `rtlab load-worker`.
 use crate::error::Error;
+use crate::load::LoadSpec;
+use std::path::PathBuf;
 
-use crate::cli::load::LoadArgs;
 use crate::export::write_output;
-use crate::load::{check_safety, LoadResult, LoadSet};
-use crate::rt::privileges::Privileges;
+use crate::load::{LoadResult, LoadSet};
 use crate::session::Signals;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+/// A validated `rtlab load`.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// The loads.
+    pub specs: Vec<LoadSpec>,
+    /// How long they run.
+    pub duration: std::time::Duration,
+    /// Where their results go.
+    pub json: Option<PathBuf>,
+}
+
 /// Runs the loads alone for the duration (or until SIGINT/SIGTERM) and prints their throughput.
-pub fn execute(args: LoadArgs) -> Result<i32, Error> {
-    check_safety(&args.specs, true, args.force, &Privileges::current()).map_err(Error::Usage)?;
-    if let Some(p) = &args.json {
-        crate::export::check_outputs(&[("--json".into(), p)], &[]).map_err(Error::Usage)?;
-    }
+pub fn execute(args: &LoadOptions) -> Result<i32, Error> {
     let signals = Signals::install().map_err(|e| Error::Runtime(format!("cannot install signal handlers: {e}")))?;
     let set = LoadSet::start(&args.specs).map_err(Error::Runtime)?;
     let end = Instant::now() + args.duration;

@@ -1,8 +1,9 @@
 //! `rtlab report` and `rtlab compare`.
 use crate::error::Error;
+use std::path::PathBuf;
 
-use crate::cli::report::{CompareArgs, ReportArgs};
 use crate::export::write_output;
+use crate::import::input;
 use crate::plot::inputs::By;
 use crate::report::{self, compare, Block};
 
@@ -10,22 +11,41 @@ fn written(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
     write_output(path, bytes).map_err(|e| Error::Runtime(format!("cannot write {}: {e}", path.display())))
 }
 
+/// A validated `rtlab compare`.
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
+    /// The inputs (the first is the baseline).
+    pub inputs: Vec<PathBuf>,
+    /// The picture of the tails, and its format.
+    pub output: Option<(PathBuf, crate::plot::Format)>,
+    /// Fail (exit 3) when a run is this much worse (%).
+    pub fail_if_worse: Option<f64>,
+    /// The figure compared.
+    pub percentile: crate::report::compare::Metric,
+    /// Every thread's section, however many.
+    pub all_threads: bool,
+    /// The unit of text inputs.
+    pub unit: Option<crate::import::Unit>,
+}
+
+/// A validated `rtlab report`.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// The inputs.
+    pub inputs: Vec<PathBuf>,
+    /// The report to write.
+    pub output: PathBuf,
+    /// Markdown (with pictures beside it) rather than self-contained HTML.
+    pub markdown: bool,
+    /// The unit of text inputs.
+    pub unit: Option<crate::import::Unit>,
+}
+
 /// `rtlab report`.
-pub fn report(args: ReportArgs) -> Result<i32, Error> {
-    let ext = args.output.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
-    let markdown = match ext.as_deref() {
-        Some("html" | "htm") => false,
-        Some("md" | "markdown") => true,
-        _ => {
-            return Err(Error::Usage(format!(
-                "-o {}: a report is FILE.html or FILE.md; name it e.g. report.html",
-                args.output.display()
-            )))
-        }
-    };
+pub fn report(args: &ReportOptions) -> Result<i32, Error> {
+    let markdown = args.markdown;
     let ins: Vec<&std::path::Path> = args.inputs.iter().map(std::path::PathBuf::as_path).collect();
-    crate::export::check_outputs(&[("-o".into(), &args.output)], &ins).map_err(Error::Usage)?;
-    let inputs = crate::commands::plot::load_inputs(&args.inputs, args.unit)?;
+    let inputs = input::load_all(&args.inputs, args.unit).map_err(|e| Error::Usage(e.to_string()))?;
     let blocks = report::build(&inputs).map_err(Error::Runtime)?;
     if markdown {
         let stem = args.output.file_stem().map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
@@ -50,17 +70,8 @@ pub fn report(args: ReportArgs) -> Result<i32, Error> {
 
 /// `rtlab compare`: tables on stdout, optionally the tails as a picture; exit code 3 on a
 /// regression beyond `--fail-if-worse`.
-pub fn compare(args: CompareArgs) -> Result<i32, Error> {
-    let format = match &args.output {
-        Some(o) => {
-            let f = crate::plot::Format::of(o).map_err(|e| Error::Usage(format!("-o {e}")))?;
-            let ins: Vec<&std::path::Path> = args.inputs.iter().map(std::path::PathBuf::as_path).collect();
-            crate::export::check_outputs(&[("-o".into(), o)], &ins).map_err(Error::Usage)?;
-            Some(f)
-        }
-        None => None,
-    };
-    let inputs = crate::commands::plot::load_inputs(&args.inputs, args.unit)?;
+pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
+    let inputs = input::load_all(&args.inputs, args.unit).map_err(|e| Error::Usage(e.to_string()))?;
     let runs = compare::runs(&inputs);
     if runs.len() < 2 {
         return Err(Error::Usage("compare needs at least two runs; give two result files".into()));
@@ -78,15 +89,15 @@ pub fn compare(args: CompareArgs) -> Result<i32, Error> {
         }
     }
     print!("{text}");
-    if let (Some(out), Some(format)) = (&args.output, format) {
-        let svg = crate::commands::plot::svg(
+    if let Some((out, format)) = &args.output {
+        let svg = crate::plot::inputs::render(
             crate::plot::inputs::Kind::Cdf,
             &inputs,
             Some(By::Input),
             None,
             Some("Latency tails compared"),
         )?;
-        let bytes = crate::plot::encode(&svg, format).map_err(Error::Runtime)?;
+        let bytes = crate::plot::encode(&svg, *format).map_err(Error::Runtime)?;
         written(out, &bytes)?;
         eprintln!("{} written", out.display());
     }

@@ -1,14 +1,28 @@
 //! `rtlab run` (and its alias `rtlab beam run`): any probe through the one pipeline, then
 //! `--json` and the summary.
 
-use crate::cli::run::RunOptions;
 use crate::error::Error;
 use crate::export::{json::Json, write_output, Exporter};
 use crate::output::live::LiveView;
 use crate::output::table;
 use crate::session::{self, Provenance, Signals};
 use crate::sysinfo::Environment;
+use crate::units::Unit;
 use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// A validated `run`: the session's plan and the output choices.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// What to measure and what to record (probe, length, loads, `--samples`, configuration).
+    pub plan: session::Plan,
+    /// `--json` target.
+    pub json: Option<PathBuf>,
+    /// Display unit.
+    pub unit: Unit,
+    /// `-q`.
+    pub quiet: bool,
+}
 
 /// Runs the measurement and writes every output; returns the exit code (0, 3 when the
 /// verdict failed, 1 when an output or a load failed).

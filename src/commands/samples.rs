@@ -1,23 +1,28 @@
 //! `rtlab samples FILE`: the samples file read back (its writer is `session::observers::SamplesWriter`).
 use crate::error::Error;
+use std::path::PathBuf;
 
 use crate::export::samples;
-use std::path::PathBuf;
+
+/// A validated `rtlab samples`.
+#[derive(Debug, Clone)]
+pub struct SamplesOptions {
+    /// The samples file.
+    pub file: PathBuf,
+    /// Write every record as CSV to this target (`-` for stdout); `None`: the summary.
+    pub csv: Option<PathBuf>,
+}
 
 /// `rtlab samples FILE`: a summary, or with `--csv` every record as CSV (to stdout or `-o`);
 /// the file is streamed, so memory does not grow with it.
-pub fn execute(args: crate::cli::samples::SamplesArgs) -> Result<i32, Error> {
-    let file = &args.file;
-    let target = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
-    if args.csv {
-        crate::export::check_outputs(&[("-o".into(), &target)], &[file]).map_err(Error::Usage)?;
-    }
+pub fn execute(opts: &SamplesOptions) -> Result<i32, Error> {
+    let file = &opts.file;
     let mut reader =
         crate::import::input::open_samples(file).map_err(|e| Error::Usage(format!("{}: {e}", file.display())))?;
     let bad = |e: String| Error::Usage(format!("{}: {e}", file.display()));
-    if args.csv {
+    if let Some(target) = &opts.csv {
         let mut failure = None;
-        let written = crate::export::stream_output(&target, |out| {
+        let written = crate::export::stream_output(target, |out| {
             let mut buf = Vec::with_capacity(1 << 16);
             buf.extend_from_slice(samples::CSV_HEADER);
             loop {

@@ -1,7 +1,6 @@
 //! `rtlab sweep` (and its alias `rtlab beam sweep`): every point through the one pipeline,
 //! each result written as soon as it exists.
 
-use crate::cli::sweep::{Printout, SweepOptions};
 use crate::error::Error;
 use crate::export::write_output;
 use crate::result::{EndReason, RunResult, Tool};
@@ -10,7 +9,35 @@ use crate::sweep::{csv, Point, SweepResult, SCHEMA};
 use crate::sysinfo::Environment;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
+
+/// What a sweep prints on stdout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Printout {
+    /// sweep.csv at the end (`rtlab sweep`).
+    Csv,
+    /// RealtimeTests' printout, row by row (`rtlab beam sweep`): `System:`, `Architecture:`,
+    /// `Input options:` (this line), then the CSV header and one row per point as it finishes.
+    RealtimeTests(String),
+}
+
+/// A validated sweep: every point's options, checked before the first one runs.
+#[derive(Clone, Debug)]
+pub struct SweepOptions {
+    /// Directory for sweep.csv, sweep.json and points/.
+    pub out: PathBuf,
+    /// Keep the points already in `out`.
+    pub resume: bool,
+    /// The points with their options, in order.
+    pub points: Vec<(Point, session::Plan)>,
+    /// Names of the swept axes, outermost first.
+    pub axis_names: Vec<String>,
+    /// Each point's length, when it is a time.
+    pub duration: Option<std::time::Duration>,
+    /// What goes to stdout.
+    pub printout: Printout,
+}
 
 /// Runs the sweep; exit 0 (also when interrupted: what was done is kept), 1 when a point's
 /// runtime failed (the finished points are kept).
@@ -53,7 +80,7 @@ pub fn execute(opts: &SweepOptions, command_line: Vec<String>) -> Result<i32, Er
     let mut done: Vec<(Point, RunResult)> = Vec::new();
     let mut interrupted = false;
     let mut stdout = std::io::stdout();
-    for (p, run) in &opts.points {
+    for (p, plan) in &opts.points {
         let file = points_dir.join(format!("{}.json", p.label()));
         let axes_text: String = p.axes.iter().map(|(k, v)| format!("{k}={v} ")).collect();
         if opts.resume {
@@ -71,11 +98,11 @@ pub fn execute(opts: &SweepOptions, command_line: Vec<String>) -> Result<i32, Er
             }
         }
         bar.set_message(axes_text.clone());
-        if let (Printout::RealtimeTests(_), Some(intro)) = (&opts.printout, run.plan.probe.describe()) {
+        if let (Printout::RealtimeTests(_), Some(intro)) = (&opts.printout, plan.probe.describe()) {
             eprintln!("point {}/{total}: {intro}", p.index + 1);
         }
         let provenance = Provenance { command_line: command_line.clone(), environment: environment.clone() };
-        let (result, failure) = session::measure(&run.plan, provenance, None, &mut Silent, &signals)
+        let (result, failure) = session::measure(plan, provenance, None, &mut Silent, &signals)
             .map_err(|e| Error::Runtime(e.to_string()))?;
         let bytes = crate::export::json::Json.serialize_result(&result)?;
         write_output(&file, &bytes).map_err(|e| Error::Runtime(format!("cannot write {}: {e}", file.display())))?;

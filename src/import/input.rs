@@ -60,6 +60,11 @@ fn name_of(path: &Path) -> String {
     p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
+/// Reads every input, in order; the first that cannot be read is the error.
+pub fn load_all(paths: &[std::path::PathBuf], unit: Option<Unit>) -> Result<Vec<Input>, ImportError> {
+    paths.iter().map(|p| load(p, unit)).collect()
+}
+
 /// Reads any input; errors name the file and what is wrong (exit code 2 for the caller).
 pub fn load(path: &Path, unit: Option<Unit>) -> Result<Input, ImportError> {
     let name = name_of(path);

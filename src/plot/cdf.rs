@@ -2,8 +2,9 @@
 //! p99, p99.9, p99.99 and p99.999 are equally spaced; one curve per thread or per input, the
 //! reported percentiles marked on it.
 
-use super::{at_least, clip, color, draw, err, log_bottom, log_label, log_top, Caption};
+use super::{at_least, color, draw, err, log_bottom, log_label, log_top, Caption};
 use crate::result::Stats;
+use crate::units::clip;
 use plotters::prelude::*;
 
 /// One curve.

@@ -1,8 +1,9 @@
 //! The OSADL-style latency histogram: latency (µs, linear) across, samples (log) up, one line
 //! per thread or input, each thread's maximum marked.
 
-use super::{at_least, clip, color, draw, err, log_label, log_top, Caption, FAMILY};
+use super::{at_least, color, draw, err, log_label, log_top, Caption, FAMILY};
 use crate::result::{Stats, Unbinned};
+use crate::units::clip;
 use plotters::prelude::*;
 
 /// One line of the histogram.

@@ -35,6 +35,15 @@ pub enum RenderError {
     Draw(String),
 }
 
+impl From<RenderError> for crate::error::Error {
+    fn from(e: RenderError) -> Self {
+        match e {
+            RenderError::Unfit(m) => crate::error::Error::Usage(m),
+            RenderError::Draw(m) => crate::error::Error::Runtime(m),
+        }
+    }
+}
+
 /// Draws the SVG of `kind` for `inputs`; `title` replaces the default title.
 pub fn render(
     kind: Kind,

@@ -12,6 +12,7 @@ pub mod sweep;
 pub mod timeseries;
 
 use crate::result::RunResult;
+use crate::units::clip;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -139,15 +140,6 @@ pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTran
         .border_style(RGBColor(180, 180, 180))
         .draw()
         .map_err(err)
-}
-
-/// `s` cut to `n` characters with an ellipsis.
-pub fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        s.chars().take(n.saturating_sub(1)).collect::<String>() + "…"
-    }
 }
 
 fn options() -> resvg::usvg::Options<'static> {

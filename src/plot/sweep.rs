@@ -1,8 +1,9 @@
 //! The sweep picture: latency percentiles (p50, p99, p99.9, max; µs, log, left axis) against
 //! the swept axis, and the load's throughput on the right axis — real-time against real-fast.
 
-use super::{at_least, clip, color, draw, err, log_bottom, log_label, log_top, Caption, FAMILY};
+use super::{at_least, color, draw, err, log_bottom, log_label, log_top, Caption, FAMILY};
 use crate::result::RunResult;
+use crate::units::clip;
 use plotters::prelude::*;
 
 /// The latency figures of one point (ns) and its load's throughput.

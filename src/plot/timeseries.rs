@@ -2,7 +2,8 @@
 //! each keeping its minimum and maximum, so a million samples cost a few kilobytes and no
 //! spike is averaged away: the upper line is the largest sample of each column.
 
-use super::{at_least, clip, color, draw, err, log_bottom, log_label, log_top, us_text, Caption, FAMILY};
+use super::{at_least, color, draw, err, log_bottom, log_label, log_top, us_text, Caption, FAMILY};
+use crate::units::clip;
 use plotters::prelude::*;
 
 /// Bins per picture (about one per pixel column of the chart).

@@ -116,7 +116,7 @@ pub enum Msg {
 
 /// Parses one line of the probe's protocol; errors quote the line.
 pub fn parse_line(line: &str) -> Result<Msg, String> {
-    let bad = || format!("unexpected line from the Erlang probe: '{}'", crate::plot::clip(line, 80));
+    let bad = || format!("unexpected line from the Erlang probe: '{}'", crate::units::clip(line, 80));
     let (tag, rest) = line.split_once(' ').ok_or_else(bad)?;
     let nums = |n: usize| -> Result<Vec<i64>, String> {
         let v: Vec<i64> = rest.split(' ').map(|x| x.parse::<i64>()).collect::<Result<_, _>>().map_err(|_| bad())?;
@@ -278,7 +278,7 @@ impl Session {
     pub fn feed(&mut self, rec: &mut Recorder, line: &str) -> Result<(), String> {
         let msg = parse_line(line)?;
         if self.end.is_some() {
-            return Err(format!("the Erlang probe wrote after its end: '{}'", crate::plot::clip(line, 80)));
+            return Err(format!("the Erlang probe wrote after its end: '{}'", crate::units::clip(line, 80)));
         }
         match msg {
             Msg::Version(v) => self.info.version = Some(v),
@@ -436,7 +436,7 @@ fn last_words(stderr: &str) -> String {
     if last.is_empty() {
         String::new()
     } else {
-        format!("; it said: {}", crate::plot::clip(last, 200))
+        format!("; it said: {}", crate::units::clip(last, 200))
     }
 }
 

@@ -58,6 +58,16 @@ impl ProbeSpec {
         matches!(self, ProbeSpec::Os(p) if p.simulate.is_some())
     }
 
+    /// A runtime probe's settings as its result records them (`runtime.kind`, `method`,
+    /// `period_ns`, `workers`); `None` for OS threads, whose settings are the configuration.
+    pub fn runtime_settings(&self) -> Option<(&'static str, &'static str, i64, usize)> {
+        match self {
+            ProbeSpec::Os(_) => None,
+            ProbeSpec::Tokio(p) => Some(("tokio", p.wait.name(), p.interval_ns, p.hogs)),
+            ProbeSpec::Beam(p) => Some(("beam", p.method.name(), p.period_ms as i64 * 1_000_000, p.workers)),
+        }
+    }
+
     /// The slots (threads, tasks, processes) as planned.
     pub fn slots(&self) -> Vec<ThreadPlan> {
         match self {
