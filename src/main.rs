@@ -13,6 +13,7 @@ use rtlab::commands::plot::PlotOptions;
 use rtlab::commands::report::{CompareOptions, ReportOptions};
 use rtlab::commands::run::RunOptions;
 use rtlab::commands::samples::SamplesOptions;
+use rtlab::commands::schema::SchemaOptions;
 use rtlab::commands::sweep::SweepOptions;
 use rtlab::error::Error;
 use rtlab::session::Signals;
@@ -80,6 +81,7 @@ fn run(args: Vec<String>, signals: &Signals) -> Result<i32, Error> {
         },
         Command::Sweep(a) => commands::sweep::execute(&SweepOptions::from_cli(*a)?, args),
         Command::LoadWorker { spec } => commands::load::worker(&spec),
+        Command::Schema(a) => commands::schema::execute(&SchemaOptions::from_cli(a)?),
         Command::Show(a) => commands::import::show(&ShowOptions::from_cli(a)?),
         Command::Cyclictest { args: rest } => {
             let mut ct = vec!["cyclictest".to_string()];

@@ -193,7 +193,7 @@ pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> 
 }
 
 /// A point as stored in `sweep.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepPoint {
     /// Position.
     pub index: usize,
@@ -206,7 +206,7 @@ pub struct SweepPoint {
 }
 
 /// `sweep.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepResult {
     /// [`SCHEMA`].
     pub schema: String,

@@ -5,7 +5,7 @@ use crate::rt::privileges::Privileges;
 use serde::{Deserialize, Serialize};
 
 /// The machine and kernel a run measured.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
     /// Host name.
     pub hostname: Option<String>,

@@ -9,6 +9,7 @@ pub mod plot;
 pub mod report;
 pub mod run;
 pub mod samples;
+pub mod schema;
 pub mod sweep;
 
 use clap::{Parser, Subcommand};
@@ -55,6 +56,8 @@ pub enum Command {
     Compare(report::CompareArgs),
     /// Measure the Erlang VM's scheduler (a real erl; RealtimeTests done right).
     Beam(beam::BeamArgs),
+    /// Print the JSON Schema of a file rtlab writes (run, sweep, load, samples-header/-trailer).
+    Schema(schema::SchemaArgs),
     /// One worker of a `mode=process` load (internal).
     #[command(name = "load-worker", hide = true)]
     LoadWorker {

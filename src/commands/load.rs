@@ -30,7 +30,11 @@ pub fn execute(args: &LoadOptions) -> Result<i32, Error> {
     }
     let results = set.stop();
     if let Some(p) = &args.json {
-        let doc = serde_json::json!({ "schema": "rtlab.load/1", "tool_version": env!("CARGO_PKG_VERSION"), "loads": results });
+        let doc = crate::load::LoadReport {
+            loads: results.clone(),
+            schema: "rtlab.load/1".into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+        };
         let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Runtime(e.to_string()))?;
         bytes.push(b'\n');
         write_output(p, &bytes).map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", p.display())))?;

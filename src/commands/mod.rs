@@ -7,4 +7,5 @@ pub mod plot;
 pub mod report;
 pub mod run;
 pub mod samples;
+pub mod schema;
 pub mod sweep;

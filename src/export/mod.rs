@@ -5,6 +5,7 @@
 pub mod cyclictest_json;
 pub mod json;
 pub mod samples;
+pub mod schema;
 
 use crate::result::RunResult;
 use std::io::Write;

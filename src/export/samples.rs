@@ -21,7 +21,7 @@ pub const RECORD: usize = 26;
 const END: u16 = 0xFFFF;
 
 /// One sample as stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Record {
     /// Thread index.
     pub thread: u16,
@@ -34,7 +34,7 @@ pub struct Record {
 }
 
 /// The header's thread entry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThreadInfo {
     /// Index.
     pub thread: usize,
@@ -48,7 +48,7 @@ pub struct ThreadInfo {
 }
 
 /// The header.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Header {
     /// `rtlab.samples/1`.
     pub schema: String,
@@ -61,7 +61,7 @@ pub struct Header {
 }
 
 /// The trailer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Trailer {
     /// Records written.
     pub records: u64,

@@ -22,8 +22,19 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// `rtlab load --json` (schema `rtlab.load/1`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LoadReport {
+    /// Each load and what it achieved.
+    pub loads: Vec<LoadResult>,
+    /// Always `rtlab.load/1`.
+    pub schema: String,
+    /// The rtlab version that wrote it.
+    pub tool_version: String,
+}
+
 /// What a load achieved.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoadResult {
     /// The spec as written.
     pub spec: String,
@@ -229,7 +240,7 @@ struct ProcessWorker {
 }
 
 /// The final line of a `load-worker`: its work up to the end of the measured window.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 struct WorkerReport {
     ops: u64,
     cpu_s: f64,

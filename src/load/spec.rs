@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 /// What a load does.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Kind {
     /// Busy computation: the Leibniz series for π in floating point (RealtimeTests' pi loop)
@@ -49,7 +49,7 @@ pub enum Kind {
 }
 
 /// A load's scheduling: `other` with a nice value, `batch`, `idle`, `fifo:N`, `rr:N`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoadSched {
     /// Policy.
     pub policy: Policy,
@@ -112,7 +112,7 @@ pub fn parse_sched(s: &str) -> Result<LoadSched, String> {
 }
 
 /// One load: what it does, how many workers, how they are scheduled and where.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoadSpec {
     /// What it does.
     #[serde(flatten)]

@@ -44,7 +44,7 @@ pub fn nearest_rank_edge(buckets: impl IntoIterator<Item = (u64, u64)>, total: u
 }
 
 /// The shape of a histogram: bucket width and the end of the linear region.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Layout {
     /// Width of a linear bucket in ns.
     pub bucket_ns: u64,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// How the probe sleeps until its next period.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// `clock_nanosleep(TIMER_ABSTIME)` until the next deadline (the right way; default).
@@ -45,7 +45,7 @@ impl Method {
 }
 
 /// The clock the probe reads and sleeps on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ClockKind {
     /// CLOCK_MONOTONIC (default).

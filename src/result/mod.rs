@@ -1,6 +1,6 @@
 //! RunResult: the data model every output reads (schema `rtlab.run/1`, documented in
-//! `docs/rtlab.run.schema.json`): the types here, the one builder in [`build`], the verdict in
-//! [`verdict`], the warnings in [`warning`].
+//! `docs/schemas/run.schema.json`, generated from these types): the types here, the one
+//! builder in [`build`], the verdict in [`verdict`], the warnings in [`warning`].
 
 pub mod build;
 pub mod verdict;
@@ -17,7 +17,7 @@ use warning::{Warning, WarningRecord};
 pub const SCHEMA: &str = "rtlab.run/1";
 
 /// One measurement run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunResult {
     /// Always [`SCHEMA`].
     pub schema: String,
@@ -59,7 +59,7 @@ pub struct RunResult {
 }
 
 /// A language runtime's probe: what was asked and what the runtime says of itself.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Runtime {
     /// `beam` or `tokio`.
     pub kind: String,
@@ -97,7 +97,7 @@ pub struct Runtime {
 }
 
 /// The origin of imported data.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Source {
     /// `cyclictest-json`, `cyclictest-histogram` or `cyclictest-quiet`.
     pub format: String,
@@ -112,7 +112,7 @@ pub struct Source {
 }
 
 /// Name and version of the writer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tool {
     /// `rtlab`.
     pub name: String,
@@ -128,7 +128,7 @@ impl Tool {
 }
 
 /// SCHED_DEADLINE parameters (ns).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeadlineParams {
     /// Runtime.
     pub runtime_ns: u64,
@@ -139,7 +139,7 @@ pub struct DeadlineParams {
 }
 
 /// What the run was asked to do, and what the process obtained.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Config {
     /// Sleep method (`abs`, `rel`, `nanosleep`, `sleep`, `posix-timer`).
     pub method: crate::measure::probe::Method,
@@ -198,7 +198,7 @@ pub struct Config {
 }
 
 /// Why a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EndReason {
     /// Every thread recorded its `--loops`.
@@ -218,7 +218,7 @@ pub enum EndReason {
 }
 
 /// A histogram as stored: its layout and the non-empty buckets.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HistogramRecord {
     /// Linear bucket width (ns).
     pub bucket_ns: u64,
@@ -232,7 +232,7 @@ pub struct HistogramRecord {
 }
 
 /// Samples known only to be at least some value (cyclictest's histogram overflows).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Unbinned {
     /// How many.
     pub count: u64,
@@ -241,7 +241,7 @@ pub struct Unbinned {
 }
 
 /// One histogram bucket: samples with `lo_ns ≤ latency < hi_ns`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bucket {
     /// Lower edge (ns, inclusive).
     pub lo_ns: u64,
@@ -252,7 +252,7 @@ pub struct Bucket {
 }
 
 /// Statistics shared by threads and the aggregate.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     /// Samples recorded.
     pub cycles: u64,
@@ -291,7 +291,7 @@ pub struct Stats {
 }
 
 /// One measuring thread.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThreadResult {
     /// Index.
     pub thread: usize,
@@ -323,7 +323,7 @@ pub struct ThreadResult {
 }
 
 /// All threads together.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AllResult {
     /// Number of threads merged.
     pub threads: usize,

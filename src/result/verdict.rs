@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime};
 
 /// Verdict status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictStatus {
     /// Every sample was within the threshold.
@@ -19,7 +19,7 @@ pub enum VerdictStatus {
 }
 
 /// A thread's samples above the threshold.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Exceeded {
     /// Thread.
     pub thread: usize,
@@ -42,7 +42,7 @@ pub struct Exceeded {
 }
 
 /// Pass/fail against the thresholds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
     /// Status.
     pub status: VerdictStatus,

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// Something that made the measurement differ from what was asked, or that makes its
 /// figures less trustworthy.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Warning {
     /// A thread could not get the asked policy/priority and runs with another.
@@ -219,7 +219,7 @@ impl Warning {
 }
 
 /// A warning as stored in a result file: its kind, details and sentence.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WarningRecord {
     /// The warning.
     #[serde(flatten)]

@@ -10,7 +10,7 @@ const CAP_IPC_LOCK: u32 = 14;
 
 /// The privileges that decide whether real-time scheduling, memory locking and the PM QoS
 /// request are allowed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Privileges {
     /// Effective user id.
     pub euid: u32,

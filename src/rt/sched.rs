@@ -7,7 +7,7 @@ use std::io;
 use std::str::FromStr;
 
 /// A Linux scheduling policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
     /// SCHED_OTHER (CFS/EEVDF), the default time-sharing policy.
@@ -95,7 +95,7 @@ impl FromStr for Policy {
 }
 
 /// What a thread asks the scheduler for (or what `sched_getattr` says it has).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SchedParams {
     /// The policy.
     pub policy: Policy,

@@ -15,9 +15,9 @@ pub fn rtlab_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("rtlab")
 }
 
-/// Validates `instance` against docs/rtlab.run.schema.json, listing every violation.
+/// Validates `instance` against docs/schemas/run.schema.json (generated from the types), listing every violation.
 pub fn assert_valid_run_result(instance: &Value) {
-    let schema: Value = serde_json::from_str(include_str!("../../docs/rtlab.run.schema.json")).unwrap();
+    let schema: Value = serde_json::from_str(include_str!("../../docs/schemas/run.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("the schema itself is valid");
     let errors: Vec<String> =
         validator.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path)).collect();
