@@ -7,6 +7,7 @@ use rtlab::cli::cyclictest::CyclictestArgs;
 use rtlab::cli::{clap_error, Cli, Command};
 use rtlab::commands;
 use rtlab::commands::cyclictest::CyclictestOptions;
+use rtlab::commands::export::ExportOptions;
 use rtlab::commands::import::{ImportOptions, ShowOptions};
 use rtlab::commands::load::LoadOptions;
 use rtlab::commands::plot::PlotOptions;
@@ -81,6 +82,7 @@ fn run(args: Vec<String>, signals: &Signals) -> Result<i32, Error> {
         },
         Command::Sweep(a) => commands::sweep::execute(&SweepOptions::from_cli(*a)?, args),
         Command::LoadWorker { spec } => commands::load::worker(&spec),
+        Command::Export(a) => commands::export::execute(&ExportOptions::from_cli(a)?),
         Command::Schema(a) => commands::schema::execute(&SchemaOptions::from_cli(a)?),
         Command::Show(a) => commands::import::show(&ShowOptions::from_cli(a)?),
         Command::Cyclictest { args: rest } => {

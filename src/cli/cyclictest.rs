@@ -450,7 +450,7 @@ impl CyclictestArgs {
             // Histogram overflows: latency >= size µs; cyclictest keeps as many as the size.
             outliers: histogram_us.map(|h| (h * 1000 - 1, h as usize)),
             over_capacity: self.spike_nodes.min(1 << 20) as usize,
-            cyclictest_avg: true,
+            cyclictest_compat: true,
         };
         let mut plan = Plan {
             loops,

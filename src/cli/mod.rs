@@ -2,6 +2,7 @@
 
 pub mod beam;
 pub mod cyclictest;
+pub mod export;
 pub mod import;
 pub mod load;
 pub mod parse;
@@ -56,6 +57,8 @@ pub enum Command {
     Compare(report::CompareArgs),
     /// Measure the Erlang VM's scheduler (a real erl; RealtimeTests done right).
     Beam(beam::BeamArgs),
+    /// Write a saved result in another format (rtlab JSON; cyclictest --json, -h histogram, spikes).
+    Export(export::ExportArgs),
     /// Print the JSON Schema of a file rtlab writes (run, sweep, load, samples-header/-trailer).
     Schema(schema::SchemaArgs),
     /// One worker of a `mode=process` load (internal).

@@ -439,7 +439,7 @@ impl RunArgs {
             align: None,
             outliers: None,
             over_capacity: 1,
-            cyclictest_avg: false,
+            cyclictest_compat: false,
         };
         let mut plan = Plan {
             loops: self.loops,

@@ -2,8 +2,9 @@
 
 use crate::error::Error;
 use crate::export::cyclictest_json::{CyclictestJson, Version};
+use crate::export::cyclictest_text::{break_footer, unit, CyclictestHistogram, CyclictestSpikes, Layout};
 use crate::export::{json::Json, write_output, Exporter};
-use crate::output::cyclictest::{self as fmt, CyclictestView, ThreadHist, ViewMode};
+use crate::output::cyclictest::{CyclictestView, ViewMode};
 use crate::result::RunResult;
 use crate::rt::affinity::{self, CpuSet};
 use crate::rt::clock;
@@ -173,27 +174,14 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
 
     let mut text = String::new();
     if args.spike {
-        let mut spikes: Vec<(usize, i64, i64)> =
-            out.threads
-                .iter()
-                .flat_map(|t| {
-                    t.summary.over.entries.iter().map(move |e| {
-                        (t.plan.index, fmt::unit(e.latency_ns, nsecs), (t.outcome.start_ns + e.at_ns) / 1000)
-                    })
-                })
-                .collect();
-        spikes.sort_by_key(|s| s.2);
-        let total: u64 = out.threads.iter().map(|t| t.summary.over.count).sum();
-        text += &fmt::spikes_block(&spikes, total);
+        text += &text_of(&CyclictestSpikes { nsecs }, &result)?;
     }
     if let Some(size) = histogram_us {
-        let hists: Vec<ThreadHist> =
-            out.threads.iter().map(|t| ThreadHist::from_outcome(t, size as usize, nsecs)).collect();
         let layout = match args.compat {
-            Compat::V2_10 => fmt::Layout::V2_10,
-            Compat::V2_4 => fmt::Layout::V2_4,
+            Compat::V2_10 => Layout::V2_10,
+            Compat::V2_4 => Layout::V2_4,
         };
-        let block = fmt::histogram_block(&hists, histofall, layout);
+        let block = text_of(&CyclictestHistogram { layout, histofall, nsecs, size: size as usize }, &result)?;
         match &args.histfile {
             Some(p) => write_output(p, block.as_bytes())
                 .map_err(|e| Error::Runtime(format!("cannot write --histfile {}: {e}", p.display())))?,
@@ -202,8 +190,8 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
     }
     if args.breaktrace {
         let tids: Vec<i32> = out.threads.iter().map(|t| t.tid).collect();
-        let hit = out.break_hit.map(|(i, e)| (out.threads[i].tid, fmt::unit(e.latency_ns, nsecs)));
-        text += &fmt::break_footer(&tids, hit);
+        let hit = out.break_hit.map(|(i, e)| (out.threads[i].tid, unit(e.latency_ns, nsecs)));
+        text += &break_footer(&tids, hit);
     }
     let missed: Vec<u64> = out.threads.iter().map(|t| t.summary.missed).collect();
     if missed.iter().any(|m| *m > 0) {
@@ -223,6 +211,12 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
         );
     }
     Ok(if broke { 3 } else { 0 })
+}
+
+/// An end-of-run block as text.
+fn text_of(exporter: &dyn Exporter, result: &RunResult) -> Result<String, Error> {
+    let bytes = exporter.serialize(result).map_err(Error::Runtime)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Serves the current `T:` lines to whoever opens the named pipe (cyclictest `-F`).

@@ -1,6 +1,7 @@
 //! What each subcommand does, wired from the layers below.
 
 pub mod cyclictest;
+pub mod export;
 pub mod import;
 pub mod load;
 pub mod plot;

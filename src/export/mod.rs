@@ -3,6 +3,7 @@
 //! measured, and [`check_distinct`] keeps an output from destroying an input or another output.
 
 pub mod cyclictest_json;
+pub mod cyclictest_text;
 pub mod json;
 pub mod samples;
 pub mod schema;

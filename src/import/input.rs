@@ -154,6 +154,7 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             samples_lost: lost.as_ref().and_then(|l| l.get(t.thread).copied()),
             obtained: None,
             break_hit: None,
+            logs: None,
         })
         .collect();
     let mut r = RunResult::build(ProbeRun {

@@ -248,6 +248,7 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[Th
             drift_ns: None,
             samples_lost: None,
             stats: stats_of(f, unit),
+            logs: None,
         })
         .collect();
     let duration = match (&p.start_time, &p.end_time) {

@@ -186,6 +186,11 @@ pub struct ExceedLog {
 }
 
 impl ExceedLog {
+    /// The threshold: samples strictly above it are logged (`None`: none is).
+    pub fn threshold_ns(&self) -> Option<i64> {
+        (self.threshold_ns != i64::MAX).then_some(self.threshold_ns)
+    }
+
     /// A log of samples strictly above `threshold_ns` (`None`: never), keeping `capacity`.
     pub fn new(threshold_ns: Option<i64>, capacity: usize) -> ExceedLog {
         ExceedLog { threshold_ns: threshold_ns.unwrap_or(i64::MAX), count: 0, entries: Vec::with_capacity(capacity) }

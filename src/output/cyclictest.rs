@@ -1,24 +1,16 @@
-//! cyclictest's text formats, byte for byte: the live header and `T:` lines, the `-q` lines,
-//! `-v` samples, the SIGUSR1 block, the `-h/-H` histogram (2.10 and 2.4 layouts), spikes and
-//! the `-b` footer.
+//! cyclictest's terminal output, byte for byte: the live header and `T:` lines, the `-q`
+//! lines, `-v` samples and the SIGUSR1 block (its files and end-of-run blocks — the `-h/-H`
+//! histogram, the spikes, the `-b` footer — are exporters: `export::cyclictest_text`).
 
+use crate::export::cyclictest_text::unit;
 use crate::measure::ring::Sample;
 use crate::measure::stats::LiveSnapshot;
-use crate::probes::{ThreadOutcome, ThreadStatus};
+use crate::probes::ThreadStatus;
 use crate::rt::sched::Policy;
 use crate::session::Observer;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::time::Duration;
-
-/// Converts ns to cyclictest's unit: µs truncated toward zero, or ns with `-N`.
-pub fn unit(ns: i64, nsecs: bool) -> i64 {
-    if nsecs {
-        ns
-    } else {
-        ns / 1000
-    }
-}
 
 /// One `T:` line's values, already in cyclictest's unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,144 +266,6 @@ impl Observer for CyclictestView {
     }
 }
 
-/// Which layout to print.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
-    /// rt-tests 2.10: non-zero rows only, no `# Total:`, `# Thread N: ` + cycles joined by spaces.
-    V2_10,
-    /// rt-tests 2.4: every row, `# Total:`, `# Thread N:` + ` %05lu` per cycle.
-    V2_4,
-}
-
-/// One thread's histogram data in cyclictest's terms.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ThreadHist {
-    /// Count per 1 µs bucket, `0..size`.
-    pub buckets: Vec<u64>,
-    /// Samples at or above the size.
-    pub overflows: u64,
-    /// Cycle numbers (1-based) of the first overflows.
-    pub overflow_cycles: Vec<u64>,
-    /// Minimum, average and maximum in cyclictest's unit.
-    pub min: i64,
-    /// Average (truncated).
-    pub avg: i64,
-    /// Maximum.
-    pub max: i64,
-}
-
-impl ThreadHist {
-    /// The histogram of a finished thread, `size` buckets of 1 µs.
-    pub fn from_outcome(t: &ThreadOutcome, size: usize, nsecs: bool) -> ThreadHist {
-        let s = &t.summary;
-        let buckets: Vec<u64> = s.counts.linear().iter().take(size).copied().collect();
-        let inside: u64 = buckets.iter().sum();
-        ThreadHist {
-            overflows: s.cycles - inside,
-            overflow_cycles: s.outliers.entries.iter().map(|e| e.cycle + 1).collect(),
-            buckets,
-            min: s.min_ns.map_or(0, |v| unit(v, nsecs)),
-            avg: match (nsecs, s.sum_us_truncated) {
-                (false, Some(us)) if s.cycles > 0 => us / s.cycles as i64,
-                _ => s.mean_ns().map_or(0, |m| unit(m as i64, nsecs)),
-            },
-            max: s.max_ns.map_or(0, |v| unit(v, nsecs)),
-        }
-    }
-}
-
-/// The `-h`/`-H` histogram block, ending with its blank line.
-pub fn histogram_block(threads: &[ThreadHist], histofall: bool, layout: Layout) -> String {
-    let n = threads.len();
-    let all = histofall && n > 1;
-    let size = threads.iter().map(|t| t.buckets.len()).max().unwrap_or(0);
-    let mut s = String::from("# Histogram\n");
-    let mut totals = vec![0u64; n + 1];
-    for i in 0..size {
-        let row: Vec<u64> = threads.iter().map(|t| t.buckets.get(i).copied().unwrap_or(0)).collect();
-        let sum: u64 = row.iter().sum();
-        for (j, c) in row.iter().enumerate() {
-            totals[j] += c;
-        }
-        totals[n] += sum;
-        if layout == Layout::V2_10 && sum == 0 {
-            continue;
-        }
-        let _ = write!(s, "{i:06} ");
-        let cols: Vec<String> = row.iter().map(|c| format!("{c:06}")).collect();
-        s += &cols.join("\t");
-        if all {
-            let _ = write!(s, "\t{sum:06}");
-        }
-        s.push('\n');
-    }
-    let line = |label: &str, vals: Vec<String>| {
-        format!("# {label}:{}\n", vals.iter().map(|v| format!(" {v}")).collect::<String>())
-    };
-    if layout == Layout::V2_4 {
-        let mut t: Vec<String> = totals[..n].iter().map(|v| format!("{v:09}")).collect();
-        if all {
-            t.push(format!("{:09}", totals[n]));
-        }
-        s += &line("Total", t);
-    }
-    s += &line("Min Latencies", threads.iter().map(|t| fmt5(t.min)).collect());
-    s += &line("Avg Latencies", threads.iter().map(|t| fmt5(t.avg)).collect());
-    let mut maxes: Vec<String> = threads.iter().map(|t| fmt5(t.max)).collect();
-    if all {
-        maxes.push(fmt5(threads.iter().map(|t| t.max).max().unwrap_or(0)));
-    }
-    s += &line("Max Latencies", maxes);
-    let mut ofl: Vec<String> = threads.iter().map(|t| format!("{:05}", t.overflows)).collect();
-    if all {
-        ofl.push(format!("{:05}", threads.iter().map(|t| t.overflows).sum::<u64>()));
-    }
-    s += &line("Histogram Overflows", ofl);
-    s += "# Histogram Overflow at cycle number:\n";
-    for (i, t) in threads.iter().enumerate() {
-        let cycles: Vec<String> = t.overflow_cycles.iter().map(|c| format!("{c:05}")).collect();
-        match layout {
-            Layout::V2_10 => {
-                let _ = write!(s, "# Thread {i}: {}", cycles.join(" "));
-            }
-            Layout::V2_4 => {
-                let _ = write!(s, "# Thread {i}:{}", cycles.iter().map(|c| format!(" {c}")).collect::<String>());
-            }
-        }
-        let others = t.overflows.saturating_sub(t.overflow_cycles.len() as u64);
-        if others > 0 {
-            let _ = write!(s, " # {others:05} others");
-        }
-        s.push('\n');
-    }
-    s.push('\n');
-    s
-}
-
-/// `%05ld`: zero-padded to five, a minus sign for negative values (never wrapped).
-fn fmt5(v: i64) -> String {
-    format!("{v:05}")
-}
-
-/// The `--spike` report: every recorded spike in time order and the total.
-pub fn spikes_block(spikes: &[(usize, i64, i64)], total: u64) -> String {
-    let mut s = String::from("\n");
-    for (thread, value, ts_us) in spikes {
-        let _ = writeln!(s, "T:{thread:2} Spike:{value:8}: TS: {ts_us:12}");
-    }
-    let _ = write!(s, "spikes = {total}\n\n");
-    s
-}
-
-/// The `-b` footer: thread ids and, if the threshold was hit, which thread and value.
-pub fn break_footer(tids: &[i32], hit: Option<(i32, i64)>) -> String {
-    let mut s = format!("# Thread Ids:{}\n", tids.iter().map(|t| format!(" {t:05}")).collect::<String>());
-    if let Some((tid, value)) = hit {
-        let _ = write!(s, "# Break thread: {tid}\n# Break value: {value}\n");
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,40 +299,6 @@ mod tests {
     fn the_header_names_the_policy_and_a_forced_sched_other() {
         assert_eq!(header(Policy::Fifo, false, "1 2 3"), "policy: fifo: loadavg: 1 2 3          \n\n");
         assert_eq!(header(Policy::Other, true, "x"), "policy: other/other: loadavg: x          \n\n");
-    }
-
-    fn two() -> Vec<ThreadHist> {
-        vec![
-            ThreadHist { buckets: vec![0, 2, 0, 1], overflows: 1, overflow_cycles: vec![251], min: 1, avg: 2, max: 65 },
-            ThreadHist { buckets: vec![0, 1, 0, 0], overflows: 0, overflow_cycles: vec![], min: 1, avg: 1, max: 1 },
-        ]
-    }
-
-    #[test]
-    fn the_2_10_histogram_omits_zero_rows_and_the_total() {
-        let s = histogram_block(&two(), true, Layout::V2_10);
-        assert_eq!(
-            s,
-            "# Histogram\n000001 000002\t000001\t000003\n000003 000001\t000000\t000001\n\
-             # Min Latencies: 00001 00001\n# Avg Latencies: 00002 00001\n# Max Latencies: 00065 00001 00065\n\
-             # Histogram Overflows: 00001 00000 00001\n# Histogram Overflow at cycle number:\n\
-             # Thread 0: 00251\n# Thread 1: \n\n"
-        );
-    }
-
-    #[test]
-    fn the_2_4_histogram_prints_every_row_and_the_total() {
-        let s = histogram_block(&two(), false, Layout::V2_4);
-        assert!(s.starts_with("# Histogram\n000000 000000\t000000\n000001 000002\t000001\n000002"), "{s}");
-        assert!(s.contains("# Total: 000000003 000000001\n"), "{s}");
-        assert!(s.contains("# Max Latencies: 00065 00001\n"), "{s}");
-        assert!(s.ends_with("# Thread 0: 00251\n# Thread 1:\n\n"), "{s}");
-    }
-
-    #[test]
-    fn more_overflows_than_kept_cycles_are_counted_as_others() {
-        let t = vec![ThreadHist { buckets: vec![1], overflows: 3, overflow_cycles: vec![5], min: 0, avg: 0, max: 9 }];
-        assert!(histogram_block(&t, false, Layout::V2_10).contains("# Thread 0: 00005 # 00002 others\n"));
     }
 
     #[derive(Clone, Default)]
@@ -526,13 +346,5 @@ mod tests {
     fn refresh_on_max_redraws_only_when_a_new_maximum_appears() {
         assert_eq!(frames_after(&[9_000, 9_000, 9_000, 12_000, 12_000], false), 5);
         assert_eq!(frames_after(&[9_000, 9_000, 9_000, 12_000, 12_000], true), 2);
-    }
-
-    #[test]
-    fn the_break_footer_lists_thread_ids_and_the_hit() {
-        assert_eq!(
-            break_footer(&[23107], Some((23107, 15))),
-            "# Thread Ids: 23107\n# Break thread: 23107\n# Break value: 15\n"
-        );
     }
 }

@@ -59,8 +59,9 @@ pub struct Plan {
     /// How many samples above the verdict's threshold each thread keeps (1 for the verdict;
     /// more for cyclictest's `--spike` list).
     pub over_capacity: usize,
-    /// Also sum every latency as cyclictest computes it (`rtlab cyclictest` prints its Avg).
-    pub cyclictest_avg: bool,
+    /// cyclictest's compatibility mode (`rtlab cyclictest`): also sum every latency as
+    /// cyclictest does (its Avg), and keep the logged overflows and spikes in the result.
+    pub cyclictest_compat: bool,
 }
 
 /// Aligned thread starts (cyclictest `-A`/`--secaligned`).
@@ -203,7 +204,7 @@ impl Probe for OsThreads {
                 outliers: plan.outliers,
                 over_capacity: plan.over_capacity,
                 align: plan.align,
-                cyclictest_avg: plan.cyclictest_avg,
+                cyclictest_compat: plan.cyclictest_compat,
                 shared: Arc::clone(&shared),
                 tx: tx.clone(),
             };
@@ -369,7 +370,7 @@ struct ThreadCtx {
     outliers: Option<(i64, usize)>,
     over_capacity: usize,
     align: Option<Align>,
-    cyclictest_avg: bool,
+    cyclictest_compat: bool,
     shared: Arc<Shared>,
     tx: std::sync::mpsc::Sender<Setup>,
 }
@@ -457,7 +458,7 @@ impl ThreadCtx {
             warmup_cycles: tp.warmup_cycles,
             break_ns: self.break_ns,
             start_at: None,
-            cyclictest_us: self.cyclictest_avg,
+            cyclictest_us: self.cyclictest_compat,
         };
         let mut late_warnings = Vec::new();
         let outcome = if self.shared.gate.wait() == GateState::Abort {
@@ -511,7 +512,7 @@ impl ThreadCtx {
             }
         }
         let mut summary = rec.finish();
-        if !self.cyclictest_avg {
+        if !self.cyclictest_compat {
             summary.sum_us_truncated = None;
         }
         if self.shared.stop_when_first_done && summary.cycles >= loops {

@@ -49,6 +49,8 @@ pub struct ProbeFigures {
     pub obtained: Option<Obtained>,
     /// The sample that crossed `--breaktrace`, if any.
     pub break_hit: Option<Exceedance>,
+    /// cyclictest's logged samples, kept in the result (`rtlab cyclictest`).
+    pub logs: Option<super::SampleLogs>,
 }
 
 /// Everything a RunResult is built from.
@@ -123,6 +125,7 @@ impl RunResult {
                     drift_ns: t.drift_ns,
                     samples_lost: t.samples_lost,
                     stats: known(stats_of(&t.summary, at)),
+                    logs: t.logs.clone(),
                 }
             })
             .collect();

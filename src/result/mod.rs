@@ -320,6 +320,58 @@ pub struct ThreadResult {
     /// Statistics.
     #[serde(flatten)]
     pub stats: Stats,
+    /// Samples an `rtlab cyclictest` run logged (histogram overflows, `--spike`s); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<SampleLogs>,
+}
+
+/// The samples cyclictest's outputs list one by one, kept in the result so that its `-h`
+/// histogram and `--spike` list can be written again from a saved file (`rtlab export`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SampleLogs {
+    /// The schedule's start on the probe's clock (ns): a sample happened at `start + at_ns`.
+    pub schedule_start_ns: i64,
+    /// Samples above the `-h` histogram's last bucket (cyclictest's overflows).
+    pub overflows: SampleLog,
+    /// Samples above `--spike`.
+    pub spikes: SampleLog,
+}
+
+/// Samples above a threshold: how many, and the first of them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SampleLog {
+    /// Samples strictly above this were logged (ns); `null`: none was asked.
+    pub threshold_ns: Option<i64>,
+    /// How many samples were above it.
+    pub count: u64,
+    /// The first of them, in order (as many as the run kept).
+    pub samples: Vec<LoggedSample>,
+}
+
+/// One logged sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LoggedSample {
+    /// Cycle (0-based, after warm-up).
+    pub cycle: u64,
+    /// Wake time since the schedule's start (ns).
+    pub at_ns: i64,
+    /// Latency (ns).
+    pub latency_ns: i64,
+}
+
+impl SampleLog {
+    /// The log as stored.
+    pub fn of(log: &crate::measure::stats::ExceedLog) -> SampleLog {
+        SampleLog {
+            threshold_ns: log.threshold_ns(),
+            count: log.count,
+            samples: log
+                .entries
+                .iter()
+                .map(|e| LoggedSample { cycle: e.cycle, at_ns: e.at_ns, latency_ns: e.latency_ns })
+                .collect(),
+        }
+    }
 }
 
 /// All threads together.

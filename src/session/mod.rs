@@ -13,7 +13,7 @@ use crate::measure::stats::{Exceedance, Live, LiveSnapshot, Summary};
 use crate::probes::{os_thread, Finished, ProbeError, ProbeSpec, Sinks, Started, ThreadOutcome, ThreadStatus};
 use crate::result::build::{Obtained, ProbeFigures, ProbeRun};
 use crate::result::warning::Warning;
-use crate::result::{Config, EndReason, RunResult, Runtime};
+use crate::result::{Config, EndReason, RunResult, Runtime, SampleLog, SampleLogs};
 use crate::rt::affinity::CpuSet;
 use crate::rt::sched::Policy;
 use crate::sysinfo::Environment;
@@ -211,6 +211,8 @@ pub struct Output {
     pub runtime: Option<Runtime>,
     /// Loads that ran inside the runtime.
     pub runtime_loads: Vec<crate::load::LoadResult>,
+    /// cyclictest's compatibility mode: the result keeps the logged samples.
+    pub cyclictest_compat: bool,
 }
 
 impl Output {
@@ -240,6 +242,11 @@ impl Output {
                         timer_slack_ns: t.timer_slack_ns,
                     }),
                     break_hit: t.outcome.break_hit,
+                    logs: self.cyclictest_compat.then(|| SampleLogs {
+                        schedule_start_ns: t.outcome.start_ns,
+                        overflows: SampleLog::of(&t.summary.outliers),
+                        spikes: SampleLog::of(&t.summary.over),
+                    }),
                 })
                 .collect(),
             start: Some(self.start),
@@ -340,10 +347,6 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         if signals.stop.load(Relaxed) {
             break EndReason::Signal;
         }
-        if stop.load(Relaxed) {
-            // A load that could not start, or a probe that asked for the end.
-            break EndReason::Signal;
-        }
         if plan.duration.is_some_and(|d| now >= schedule_start + d) && !own_duration {
             break EndReason::Duration;
         }
@@ -371,6 +374,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                         failure: None,
                         runtime: runtime.clone(),
                         runtime_loads: Vec::new(),
+                        cyclictest_compat: false,
                     };
                     observer.checkpoint(&partial);
                 }
@@ -431,6 +435,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         failure,
         runtime: rt.or(runtime),
         runtime_loads: loads,
+        cyclictest_compat: plan.os().is_some_and(|o| o.cyclictest_compat),
     })
 }
 
