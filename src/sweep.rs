@@ -252,7 +252,7 @@ pub const CSV_COLUMNS: [&str; 12] = [
 ];
 
 fn ms(ns: Option<f64>) -> String {
-    ns.map_or_else(String::new, |v| format!("{:.6}", v / 1e6))
+    ns.map_or_else(String::new, |v| crate::units::ms_fixed(v, 6))
 }
 
 /// `sweep.csv`: a header, then one row per point.

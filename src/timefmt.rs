@@ -84,31 +84,9 @@ pub fn parse_rfc2822(s: &str) -> Option<SystemTime> {
     u64::try_from(secs).ok().map(|s| UNIX_EPOCH + Duration::from_secs(s))
 }
 
-/// A period as people write it: `1 ms`, `200 µs`, `1.5 s`, `750 ns`.
-pub fn duration_text(ns: i64) -> String {
-    let trim = |v: f64| {
-        let s = format!("{v:.3}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    };
-    match ns.unsigned_abs() {
-        n if n >= 1_000_000_000 => format!("{} s", trim(ns as f64 / 1e9)),
-        n if n >= 1_000_000 => format!("{} ms", trim(ns as f64 / 1e6)),
-        n if n >= 1_000 => format!("{} µs", trim(ns as f64 / 1e3)),
-        _ => format!("{ns} ns"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn periods_read_as_people_write_them() {
-        assert_eq!(duration_text(1_000_000), "1 ms");
-        assert_eq!(duration_text(200_000), "200 µs");
-        assert_eq!(duration_text(1_500_000_000), "1.5 s");
-        assert_eq!(duration_text(750), "750 ns");
-    }
 
     #[test]
     fn rfc_2822_dates_format_in_utc() {

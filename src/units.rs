@@ -61,6 +61,48 @@ pub fn si(v: f64) -> String {
     format!("{x:.digits$}{suffix}")
 }
 
+/// A period as people write it: `1 ms`, `200 µs`, `1.5 s`, `750 ns`.
+pub fn duration(ns: i64) -> String {
+    let trim = |v: f64| {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    match ns.unsigned_abs() {
+        n if n >= 1_000_000_000 => format!("{} s", trim(ns as f64 / 1e9)),
+        n if n >= 1_000_000 => format!("{} ms", trim(ns as f64 / 1e6)),
+        n if n >= 1_000 => format!("{} µs", trim(ns as f64 / 1e3)),
+        _ => format!("{ns} ns"),
+    }
+}
+
+/// Microseconds as a short label: `12.3`, `1 500`.
+pub fn us_short(ns: f64) -> String {
+    let us = ns / 1000.0;
+    if us.abs() >= 100.0 {
+        format!("{us:.0}")
+    } else if us.abs() >= 10.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.2}")
+    }
+}
+
+/// A latency with its unit for sentences: `12.3 µs`.
+pub fn us(ns: f64) -> String {
+    format!("{:.1} µs", ns / 1000.0)
+}
+
+/// A difference of latencies in µs with its sign: `+1.5`, `-0.3`.
+pub fn us_delta(ns: f64) -> String {
+    format!("{:+.1}", ns / 1000.0)
+}
+
+/// A latency in milliseconds with `decimals` places and no unit (RealtimeTests' CSV columns,
+/// progress lines): `0.002500`.
+pub fn ms_fixed(ns: f64, decimals: usize) -> String {
+    format!("{:.decimals$}", ns / 1e6)
+}
+
 /// `n` and the noun, plural when `n` is not 1: `1 worker thread`, `2 worker threads`.
 pub fn count(n: u64, noun: &str) -> String {
     if n == 1 {
@@ -89,6 +131,23 @@ mod tests {
         assert_eq!(Unit::Nanos.fmt(12_345), "12345");
         assert_eq!(Unit::Micros.fmt_opt(None), "-");
         assert_eq!(Unit::Micros.fmt_f(2_050.0), "2.0");
+    }
+
+    #[test]
+    fn periods_read_as_people_write_them() {
+        assert_eq!(duration(1_000_000), "1 ms");
+        assert_eq!(duration(200_000), "200 µs");
+        assert_eq!(duration(1_500_000_000), "1.5 s");
+        assert_eq!(duration(750), "750 ns");
+    }
+
+    #[test]
+    fn sentences_and_columns_format_latencies_one_way() {
+        assert_eq!(us(12_345.0), "12.3 µs");
+        assert_eq!(ms_fixed(2_500.0, 6), "0.002500");
+        assert_eq!(us_short(150_000.0), "150");
+        assert_eq!(us_short(12_345.0), "12.3");
+        assert_eq!(us_short(1_234.0), "1.23");
     }
 
     #[test]

@@ -109,12 +109,12 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
         } else {
             for w in &worse {
                 println!(
-                    "FAIL: {} {name} {:.1} µs is {:.1}% worse than {} ({:.1} µs), more than the {pct}% allowed",
+                    "FAIL: {} {name} {} is {:.1}% worse than {} ({}), more than the {pct}% allowed",
                     w.name,
-                    w.value / 1e3,
+                    crate::units::us(w.value),
                     w.worse_pct,
                     c.names[0],
-                    w.baseline / 1e3
+                    crate::units::us(w.baseline)
                 );
             }
             return Ok(3);

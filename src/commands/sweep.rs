@@ -108,7 +108,8 @@ pub fn execute(opts: &SweepOptions, command_line: Vec<String>) -> Result<i32, Er
         write_output(&file, &bytes).map_err(|e| Error::Runtime(format!("cannot write {}: {e}", file.display())))?;
         let cut = result.end_reason == EndReason::Signal;
         if !terminal && opts.printout == Printout::Csv {
-            let max = result.all.stats.max_ns.map_or("-".into(), |m| format!("{:.3} ms", m as f64 / 1e6));
+            let max =
+                result.all.stats.max_ns.map_or("-".into(), |m| format!("{} ms", crate::units::ms_fixed(m as f64, 3)));
             eprintln!(
                 "point {}/{total} {axes_text}: max {max}{}",
                 p.index + 1,

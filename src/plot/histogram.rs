@@ -89,7 +89,7 @@ pub fn svg(caption: &Caption, series: &[Series]) -> Result<String, String> {
             if let Some(max) = s.max_ns {
                 let x = max as f64 / 1e3;
                 let y_mark = y_top / 3f64.powi(i as i32 + 1);
-                let text = format!("max {} µs", super::us_text(max as f64));
+                let text = format!("max {} µs", crate::units::us_short(max as f64));
                 let dx = if x > x_max * 0.8 { -10 - 8 * text.chars().count() as i32 } else { 6 };
                 chart
                     .draw_series([PathElement::new(vec![(x, floor), (x, y_mark)], c.mix(0.8).stroke_width(1))])
@@ -107,7 +107,7 @@ pub fn svg(caption: &Caption, series: &[Series]) -> Result<String, String> {
                     .draw_series([EmptyElement::at((x, y))
                         + Circle::new((0, 0), 5, c.filled())
                         + Text::new(
-                            format!("{} beyond the histogram (≥ {} µs)", u.count, super::us_text(x * 1e3)),
+                            format!("{} beyond the histogram (≥ {} µs)", u.count, crate::units::us_short(x * 1e3)),
                             (-10, -20),
                             (FAMILY, 14).into_font().color(&c),
                         )])

@@ -205,10 +205,10 @@ pub fn describe(r: &RunResult) -> String {
         _ => {}
     }
     if let Some(c) = &r.config {
-        parts.push(format!("{} interval", crate::timefmt::duration_text(c.interval_ns)));
+        parts.push(format!("{} interval", crate::units::duration(c.interval_ns)));
         parts.push(format!("{} sleep", c.method.name()));
     } else if let Some(i) = r.threads.first().and_then(|t| t.interval_ns) {
-        parts.push(format!("{} interval", crate::timefmt::duration_text(i)));
+        parts.push(format!("{} interval", crate::units::duration(i)));
     }
     parts.push(format!("{} thread{}", r.threads.len(), if r.threads.len() == 1 { "" } else { "s" }));
     if let Some(d) = r.duration_s {
@@ -225,18 +225,6 @@ pub fn describe(r: &RunResult) -> String {
         parts.push("SIMULATED".into());
     }
     parts.join(" · ")
-}
-
-/// Microseconds as a short label: `12.3`, `1 500`.
-pub fn us_text(ns: f64) -> String {
-    let us = ns / 1000.0;
-    if us.abs() >= 100.0 {
-        format!("{us:.0}")
-    } else if us.abs() >= 10.0 {
-        format!("{us:.1}")
-    } else {
-        format!("{us:.2}")
-    }
 }
 
 /// A linear axis label: integers without decimals, others with as few as needed.

@@ -2,7 +2,7 @@
 //! each keeping its minimum and maximum, so a million samples cost a few kilobytes and no
 //! spike is averaged away: the upper line is the largest sample of each column.
 
-use super::{at_least, color, draw, err, log_bottom, log_label, log_top, us_text, Caption, FAMILY};
+use super::{at_least, color, draw, err, log_bottom, log_label, log_top, Caption, FAMILY};
 use crate::units::clip;
 use plotters::prelude::*;
 
@@ -125,7 +125,7 @@ pub fn svg(caption: &Caption, tracks: &[Track], t_end_ns: i64, threshold_ns: Opt
                 }
             }
             if let Some((m, at)) = t.max {
-                let text = format!("max {} µs at {:.3} s", us_text(m as f64), at as f64 / 1e9);
+                let text = format!("max {} µs at {:.3} s", crate::units::us_short(m as f64), at as f64 / 1e9);
                 let anchor_right = (at as f64 / 1e9) > x_end * 0.7;
                 let dx = if anchor_right { -8 - 8 * text.chars().count() as i32 } else { 8 };
                 chart
@@ -141,7 +141,7 @@ pub fn svg(caption: &Caption, tracks: &[Track], t_end_ns: i64, threshold_ns: Opt
             chart
                 .draw_series(DashedLineSeries::new([(0.0, y), (x_end, y)], 8, 6, red.stroke_width(2)))
                 .map_err(err)?
-                .label(format!("threshold {} µs", us_text(th as f64)))
+                .label(format!("threshold {} µs", crate::units::us_short(th as f64)))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], red.stroke_width(2)));
         }
         super::legend(&mut chart, SeriesLabelPosition::UpperRight)

@@ -170,7 +170,7 @@ impl Plan {
             self.flavor.name(),
             crate::units::count(self.workers as u64, "worker thread"),
             self.wait.name(),
-            crate::timefmt::duration_text(self.interval_ns)
+            crate::units::duration(self.interval_ns)
         )
     }
 

@@ -77,8 +77,8 @@ pub const SUMMARY_COLUMNS: [&str; 16] = [
 
 fn latency_cell(m: Metric, s: &Stats) -> String {
     match m.value(s) {
-        Some((v, false)) => format!("{:.1}", v / 1e3),
-        Some((v, true)) => format!("≥{:.1}", v / 1e3),
+        Some((v, false)) => crate::units::Unit::Micros.fmt_f(v),
+        Some((v, true)) => format!("≥{}", crate::units::Unit::Micros.fmt_f(v)),
         None => "-".into(),
     }
 }
@@ -286,7 +286,9 @@ fn sweep_blocks(input: &Input, index: usize, out: &mut Vec<Block>) -> Result<(),
 fn fmt_value(m: Metric, c: &Option<compare::Cell>) -> String {
     match c {
         None => "-".into(),
-        Some(c) if m.is_latency() => format!("{}{:.1}", if c.at_least { "≥" } else { "" }, c.value / 1e3),
+        Some(c) if m.is_latency() => {
+            format!("{}{}", if c.at_least { "≥" } else { "" }, crate::units::Unit::Micros.fmt_f(c.value))
+        }
         Some(c) => format!("{}{:.0}", if c.at_least { "≥" } else { "" }, c.value),
     }
 }
@@ -315,7 +317,7 @@ pub fn comparison_blocks(c: &Comparison, max_sections: usize) -> Vec<Block> {
                     if i > 0 {
                         row.push(r.diffs[i].map_or("-".into(), |d| {
                             if r.metric.is_latency() {
-                                format!("{:+.1}", d / 1e3)
+                                crate::units::us_delta(d)
                             } else {
                                 format!("{d:+.0}")
                             }

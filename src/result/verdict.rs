@@ -56,11 +56,6 @@ pub struct Verdict {
     pub message: String,
 }
 
-/// Formats nanoseconds as µs for messages.
-fn us(ns: i64) -> String {
-    format!("{:.1} µs", ns as f64 / 1000.0)
-}
-
 impl Verdict {
     /// No threshold was given.
     pub fn not_checked() -> Verdict {
@@ -111,7 +106,7 @@ pub fn verdict(
             threshold_ns: Some(limit),
             exceeded,
             tracemark_written,
-            message: format!("PASS: no sample exceeded {}", us(limit)),
+            message: format!("PASS: no sample exceeded {}", crate::units::us(limit as f64)),
         };
     }
     let total: u64 = exceeded.iter().map(|e| e.count).sum();
@@ -126,10 +121,10 @@ pub fn verdict(
                 e.first_cycle,
                 e.first_at_ns as f64 / 1e9,
                 rfc3339(start + Duration::from_nanos(e.first_at_ns.max(0) as u64)),
-                us(e.first_latency_ns),
-                us(e.worst_latency_ns),
+                crate::units::us(e.first_latency_ns as f64),
+                crate::units::us(e.worst_latency_ns as f64),
                 e.worst_at_cycle,
-                us(e.over_by_ns)
+                crate::units::us(e.over_by_ns as f64)
             )
         })
         .collect();
@@ -139,7 +134,7 @@ pub fn verdict(
         message: format!(
             "FAIL: {total} {} exceeded {}; {}{}",
             if total == 1 { "sample" } else { "samples" },
-            us(limit),
+            crate::units::us(limit as f64),
             parts.join("; "),
             if tracemark_written { "; trace marker written and tracing stopped" } else { "" }
         ),

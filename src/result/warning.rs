@@ -212,7 +212,7 @@ impl Warning {
             }
             Warning::TimerGranularity { runtime, granularity_ns } => format!(
                 "{runtime}'s timers have {} granularity: a wakeup is due at most that much after the requested instant, so the latencies include the runtime's rounding as well as the kernel's.",
-                crate::timefmt::duration_text(*granularity_ns)
+                crate::units::duration(*granularity_ns)
             ),
         }
     }
