@@ -7,11 +7,9 @@ pub mod cyclictest_json;
 pub mod cyclictest_text;
 pub mod input;
 
-use crate::measure::histogram::{nearest_rank_edge, PERCENTILES};
-use crate::result::EndReason;
-use crate::result::{
-    AllResult, Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Tool, Unbinned, Verdict,
-};
+use crate::measure::histogram::PERCENTILES;
+use crate::result::build::{percentiles, StatedRun};
+use crate::result::{Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Unbinned};
 use crate::sysinfo::Environment;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -92,24 +90,6 @@ pub struct ThreadFigures {
     pub range: u64,
 }
 
-fn percentiles(
-    h: &HistogramRecord,
-    cycles: u64,
-    max_ns: Option<i64>,
-) -> (BTreeMap<String, Option<i64>>, BTreeMap<String, i64>) {
-    let mut exact = BTreeMap::new();
-    let mut above = BTreeMap::new();
-    for (k, q) in PERCENTILES {
-        let edge = nearest_rank_edge(h.buckets.iter().map(|b| (b.hi_ns, b.count)), cycles, q);
-        let value = edge.map(|hi| i64::try_from(hi).unwrap_or(i64::MAX)).map(|top| max_ns.map_or(top, |m| top.min(m)));
-        if value.is_none() && cycles > 0 {
-            above.insert(k.to_string(), h.unbinned.map_or(0, |u| u.at_least_ns as i64));
-        }
-        exact.insert(k.to_string(), value);
-    }
-    (exact, above)
-}
-
 /// The statistics of one thread as a file states them.
 pub fn stats_of(f: &ThreadFigures, unit: Unit) -> Stats {
     let u = unit.ns();
@@ -151,67 +131,6 @@ pub fn stats_of(f: &ThreadFigures, unit: Unit) -> Stats {
         percentiles_above_ns,
         over_threshold: 0,
         histogram,
-    }
-}
-
-/// All threads together: counts add up, min and max combine, the mean is the
-/// cycle-weighted mean of the printed averages, histograms merge when every thread has one.
-fn all_of(threads: &[ThreadResult]) -> AllResult {
-    let stats: Vec<&Stats> = threads.iter().map(|t| &t.stats).collect();
-    let cycles: u64 = stats.iter().map(|s| s.cycles).sum();
-    let max_thread =
-        threads.iter().filter(|t| t.stats.max_ns.is_some()).max_by_key(|t| t.stats.max_ns).map(|t| t.thread);
-    let mean = if cycles > 0 && stats.iter().all(|s| s.cycles == 0 || s.mean_ns.is_some()) {
-        Some(stats.iter().map(|s| s.mean_ns.unwrap_or(0.0) * s.cycles as f64).sum::<f64>() / cycles as f64)
-    } else {
-        None
-    };
-    let histogram = if stats.iter().all(|s| s.histogram.is_some()) && !stats.is_empty() {
-        let hs: Vec<&HistogramRecord> = stats.iter().filter_map(|s| s.histogram.as_ref()).collect();
-        let mut counts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-        for b in hs.iter().flat_map(|h| h.buckets.iter()) {
-            *counts.entry((b.lo_ns, b.hi_ns)).or_default() += b.count;
-        }
-        let unbinned_count: u64 = hs.iter().filter_map(|h| h.unbinned).map(|u| u.count).sum();
-        let at_least = hs.iter().filter_map(|h| h.unbinned).map(|u| u.at_least_ns).min();
-        Some(HistogramRecord {
-            bucket_ns: hs[0].bucket_ns,
-            range_ns: hs.iter().map(|h| h.range_ns).min().unwrap_or(0),
-            buckets: counts.into_iter().map(|((lo_ns, hi_ns), count)| Bucket { lo_ns, hi_ns, count }).collect(),
-            unbinned: at_least.map(|a| Unbinned { count: unbinned_count, at_least_ns: a }),
-        })
-    } else {
-        None
-    };
-    let max_ns = stats.iter().filter_map(|s| s.max_ns).max();
-    let (percentiles_ns, percentiles_above_ns) = match &histogram {
-        Some(h) => percentiles(h, cycles, max_ns),
-        None => (PERCENTILES.iter().map(|(k, _)| (k.to_string(), None)).collect(), BTreeMap::new()),
-    };
-    let missed = stats.iter().map(|s| s.missed).sum::<Option<u64>>();
-    AllResult {
-        threads: threads.len(),
-        policy: None,
-        priority: None,
-        cpu: None,
-        max_at_thread: max_thread,
-        stats: Stats {
-            cycles,
-            missed,
-            negative: None,
-            min_ns: stats.iter().filter_map(|s| s.min_ns).min(),
-            max_ns,
-            max_at_cycle: None,
-            max_at_ns: None,
-            max_at_time: None,
-            mean_ns: mean,
-            mean_us_truncated: None,
-            stdev_ns: None,
-            percentiles_ns,
-            percentiles_above_ns,
-            over_threshold: 0,
-            histogram,
-        },
     }
 }
 
@@ -258,9 +177,8 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[Th
             .map(|d| d.as_secs_f64()),
         _ => None,
     };
-    RunResult {
-        schema: crate::result::SCHEMA.into(),
-        tool: Tool::this(),
+    RunResult::from_stated(StatedRun {
+        threads,
         command_line: p
             .command_line
             .as_deref()
@@ -269,24 +187,15 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[Th
         start_time: p.start_time,
         end_time: p.end_time,
         duration_s: duration,
-        end_reason: EndReason::Unknown,
-        simulated: false,
-        source: Some(Source {
+        source: Source {
             format: format.into(),
             file: file.display().to_string(),
             tool_version: p.tool_version,
             command_line: p.command_line,
             unit: unit.name().into(),
-        }),
+        },
         environment: p.environment.unwrap_or_else(Environment::unknown),
-        config: None,
-        all: all_of(&threads),
-        threads,
-        loads: vec![],
-        warnings: vec![],
-        verdict: Verdict::not_checked(),
-        runtime: None,
-    }
+    })
 }
 
 /// The most a text or JSON input may hold (a cyclictest `-h` file of every bucket for 4096

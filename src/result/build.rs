@@ -1,14 +1,15 @@
 //! The one RunResult builder: every result — a run of any probe, a checkpoint, a samples file
 //! read back — is built here from per-probe [`Summary`]s, so the statistics, the aggregate,
-//! the standard warnings and the verdict are computed one way.
+//! the standard warnings and the verdict are computed one way. Files of another tool
+//! (cyclictest's) state statistics instead of samples: [`RunResult::from_stated`] combines them.
 
 use super::verdict::{verdict, VerdictInput};
 use super::warning::{Warning, WarningRecord};
 use super::{
     AllResult, Bucket, Config, DeadlineParams, EndReason, HistogramRecord, RunResult, Runtime, Source, Stats,
-    ThreadResult, Tool, SCHEMA,
+    ThreadResult, Tool, Unbinned, SCHEMA,
 };
-use crate::measure::histogram::Layout;
+use crate::measure::histogram::{nearest_rank_edge, Layout, PERCENTILES};
 use crate::measure::stats::{Exceedance, Summary};
 use crate::rt::affinity::CpuSet;
 use crate::rt::sched::{Policy, SchedParams};
@@ -226,4 +227,130 @@ pub fn deadline_of(p: &SchedParams) -> Option<DeadlineParams> {
 fn common<T: PartialEq + Copy>(threads: &[ThreadResult], f: impl Fn(&ThreadResult) -> T) -> Option<Option<T>> {
     let first = f(threads.first()?);
     Some(threads.iter().all(|t| f(t) == first).then_some(first))
+}
+
+/// A run as another tool printed it (cyclictest's files): per-thread statistics stated, not
+/// samples, so the aggregate is combined from them.
+#[derive(Clone, Debug)]
+pub struct StatedRun {
+    /// The threads as stated.
+    pub threads: Vec<ThreadResult>,
+    /// The writer's command line.
+    pub command_line: Vec<String>,
+    /// Start (RFC 3339), when stated.
+    pub start_time: Option<String>,
+    /// End (RFC 3339), when stated.
+    pub end_time: Option<String>,
+    /// Length (s), when known.
+    pub duration_s: Option<f64>,
+    /// The file and its format.
+    pub source: Source,
+    /// The machine, as far as the file says.
+    pub environment: Environment,
+}
+
+impl RunResult {
+    /// Builds a result from statistics another tool printed (no verdict: no threshold was set).
+    pub fn from_stated(s: StatedRun) -> RunResult {
+        RunResult {
+            schema: SCHEMA.into(),
+            tool: Tool::this(),
+            command_line: s.command_line,
+            start_time: s.start_time,
+            end_time: s.end_time,
+            duration_s: s.duration_s,
+            end_reason: EndReason::Unknown,
+            simulated: false,
+            source: Some(s.source),
+            environment: s.environment,
+            config: None,
+            all: all_of(&s.threads),
+            threads: s.threads,
+            loads: vec![],
+            warnings: vec![],
+            verdict: super::Verdict::not_checked(),
+            runtime: None,
+        }
+    }
+}
+
+/// Percentiles from a stored histogram: exact where the nearest rank falls in a bucket,
+/// bounded ("at least") where it falls among the unbinned overflows.
+pub fn percentiles(
+    h: &HistogramRecord,
+    cycles: u64,
+    max_ns: Option<i64>,
+) -> (BTreeMap<String, Option<i64>>, BTreeMap<String, i64>) {
+    let mut exact = BTreeMap::new();
+    let mut above = BTreeMap::new();
+    for (k, q) in PERCENTILES {
+        let edge = nearest_rank_edge(h.buckets.iter().map(|b| (b.hi_ns, b.count)), cycles, q);
+        let value = edge.map(|hi| i64::try_from(hi).unwrap_or(i64::MAX)).map(|top| max_ns.map_or(top, |m| top.min(m)));
+        if value.is_none() && cycles > 0 {
+            above.insert(k.to_string(), h.unbinned.map_or(0, |u| u.at_least_ns as i64));
+        }
+        exact.insert(k.to_string(), value);
+    }
+    (exact, above)
+}
+
+/// All threads together: counts add up, min and max combine, the mean is the
+/// cycle-weighted mean of the printed averages, histograms merge when every thread has one.
+fn all_of(threads: &[ThreadResult]) -> AllResult {
+    let stats: Vec<&Stats> = threads.iter().map(|t| &t.stats).collect();
+    let cycles: u64 = stats.iter().map(|s| s.cycles).sum();
+    let max_thread =
+        threads.iter().filter(|t| t.stats.max_ns.is_some()).max_by_key(|t| t.stats.max_ns).map(|t| t.thread);
+    let mean = if cycles > 0 && stats.iter().all(|s| s.cycles == 0 || s.mean_ns.is_some()) {
+        Some(stats.iter().map(|s| s.mean_ns.unwrap_or(0.0) * s.cycles as f64).sum::<f64>() / cycles as f64)
+    } else {
+        None
+    };
+    let histogram = if stats.iter().all(|s| s.histogram.is_some()) && !stats.is_empty() {
+        let hs: Vec<&HistogramRecord> = stats.iter().filter_map(|s| s.histogram.as_ref()).collect();
+        let mut counts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        for b in hs.iter().flat_map(|h| h.buckets.iter()) {
+            *counts.entry((b.lo_ns, b.hi_ns)).or_default() += b.count;
+        }
+        let unbinned_count: u64 = hs.iter().filter_map(|h| h.unbinned).map(|u| u.count).sum();
+        let at_least = hs.iter().filter_map(|h| h.unbinned).map(|u| u.at_least_ns).min();
+        Some(HistogramRecord {
+            bucket_ns: hs[0].bucket_ns,
+            range_ns: hs.iter().map(|h| h.range_ns).min().unwrap_or(0),
+            buckets: counts.into_iter().map(|((lo_ns, hi_ns), count)| Bucket { lo_ns, hi_ns, count }).collect(),
+            unbinned: at_least.map(|a| Unbinned { count: unbinned_count, at_least_ns: a }),
+        })
+    } else {
+        None
+    };
+    let max_ns = stats.iter().filter_map(|s| s.max_ns).max();
+    let (percentiles_ns, percentiles_above_ns) = match &histogram {
+        Some(h) => percentiles(h, cycles, max_ns),
+        None => (PERCENTILES.iter().map(|(k, _)| (k.to_string(), None)).collect(), BTreeMap::new()),
+    };
+    let missed = stats.iter().map(|s| s.missed).sum::<Option<u64>>();
+    AllResult {
+        threads: threads.len(),
+        policy: None,
+        priority: None,
+        cpu: None,
+        max_at_thread: max_thread,
+        stats: Stats {
+            cycles,
+            missed,
+            negative: None,
+            min_ns: stats.iter().filter_map(|s| s.min_ns).min(),
+            max_ns,
+            max_at_cycle: None,
+            max_at_ns: None,
+            max_at_time: None,
+            mean_ns: mean,
+            mean_us_truncated: None,
+            stdev_ns: None,
+            percentiles_ns,
+            percentiles_above_ns,
+            over_threshold: 0,
+            histogram,
+        },
+    }
 }

@@ -1,15 +1,9 @@
-//! Sweeps: a grid of run configurations (load workers, load kind, load policy, probe policy,
-//! method), run one after the other with every result written as soon as it exists.
+//! The grid of a sweep: its axes parsed, and expanded into points.
 
 use crate::load::spec::{parse_sched, sched_text, LoadSched, LoadSpec};
 use crate::measure::probe::Method;
-use crate::result::RunResult;
 use crate::rt::sched::Policy;
-use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-
-/// The schema of `sweep.json`.
-pub const SCHEMA: &str = "rtlab.sweep/1";
 
 /// Most points a sweep may have.
 pub const MAX_POINTS: usize = 10_000;
@@ -190,99 +184,6 @@ pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> 
         }
     }
     Ok(points)
-}
-
-/// A point as stored in `sweep.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SweepPoint {
-    /// Position.
-    pub index: usize,
-    /// Its label (the name of its file under `points/`).
-    pub label: String,
-    /// Axis values.
-    pub axes: Vec<(String, String)>,
-    /// The run (its environment is the sweep's).
-    pub result: serde_json::Value,
-}
-
-/// `sweep.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SweepResult {
-    /// [`SCHEMA`].
-    pub schema: String,
-    /// Tool and version.
-    pub tool: crate::result::Tool,
-    /// The sweep's command line.
-    pub command_line: Vec<String>,
-    /// The machine, once for all points.
-    pub environment: crate::sysinfo::Environment,
-    /// The points done so far.
-    pub points: Vec<SweepPoint>,
-    /// Points planned.
-    pub planned: usize,
-}
-
-impl SweepResult {
-    /// A point's entry: the result without its environment, which the sweep holds once.
-    pub fn entry(point: &Point, result: &RunResult) -> SweepPoint {
-        let mut v = serde_json::to_value(result).unwrap_or_default();
-        if let Some(o) = v.as_object_mut() {
-            o.remove("environment");
-        }
-        SweepPoint { index: point.index, label: point.label(), axes: point.axes.clone(), result: v }
-    }
-}
-
-/// The columns after the axes: RealtimeTests' (with a true standard deviation), then p99,
-/// p99.9, missed periods, the first load's throughput, and the largest period drift of any
-/// thread (what relative sleeping accumulates).
-pub const CSV_COLUMNS: [&str; 12] = [
-    "cpu_workers",
-    "min_latency_ms",
-    "max_latency_ms",
-    "mean_latency_ms",
-    "stdev_latency_ms",
-    "p99_latency_ms",
-    "p99.9_latency_ms",
-    "missed",
-    "load_throughput_per_s",
-    "load_unit",
-    "load_cpu_per_worker",
-    "max_drift_ms",
-];
-
-fn ms(ns: Option<f64>) -> String {
-    ns.map_or_else(String::new, |v| crate::units::ms_fixed(v, 6))
-}
-
-/// `sweep.csv`: a header, then one row per point.
-pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
-    let mut s = axis_names.iter().filter(|a| *a != "workers").cloned().collect::<Vec<_>>();
-    s.extend(CSV_COLUMNS.iter().map(|c| c.to_string()));
-    let mut out = s.join(",") + "\n";
-    for (p, r) in rows {
-        let st = &r.all.stats;
-        let mut cols: Vec<String> = p.axes.iter().filter(|(k, _)| k != "workers").map(|(_, v)| v.clone()).collect();
-        let load = r.loads.first();
-        let pct = |k: &str| st.percentiles_ns.get(k).copied().flatten().map(|v| v as f64);
-        cols.extend([
-            p.workers.to_string(),
-            ms(st.min_ns.map(|v| v as f64)),
-            ms(st.max_ns.map(|v| v as f64)),
-            ms(st.mean_ns),
-            ms(st.stdev_ns),
-            ms(pct("99")),
-            ms(pct("99.9")),
-            st.missed.map_or_else(String::new, |m| m.to_string()),
-            load.map_or_else(String::new, |l| format!("{:.1}", l.rate_per_s)),
-            load.map_or_else(String::new, |l| l.unit.clone()),
-            load.and_then(|l| l.utilization).map_or_else(String::new, |u| format!("{u:.3}")),
-            ms(r.threads.iter().filter_map(|t| t.drift_ns).max_by_key(|d| d.abs()).map(|d| d as f64)),
-        ]);
-        out += &cols.join(",");
-        out.push('\n');
-    }
-    out
 }
 
 /// Parses a load policy list for the axis.

@@ -1,0 +1,115 @@
+//! What a measurement is asked to do: the probe, its length, what to record and what runs
+//! around it.
+
+use crate::load::LoadSpec;
+use crate::measure::histogram::Layout;
+use crate::probes::{os_thread, ProbeSpec};
+use crate::result::Config;
+use crate::rt::affinity::CpuSet;
+use crate::rt::sched::Policy;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How often `rtlab run`'s live display is refreshed.
+pub const REFRESH: Duration = Duration::from_secs(1);
+/// Samples a slot's ring holds for the `--samples` writer.
+pub const SAMPLE_RING: usize = 1 << 16;
+
+/// Everything a measurement needs: the probe, how long, what to record, and around it.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The probe.
+    pub probe: ProbeSpec,
+    /// Samples per slot (`None`: until stopped).
+    pub loops: Option<u64>,
+    /// Run length (`None`: until stopped).
+    pub duration: Option<Duration>,
+    /// Histogram layout.
+    pub layout: Layout,
+    /// The verdict's threshold: count samples above this (ns).
+    pub max_latency_ns: Option<i64>,
+    /// Any downgrade is an error.
+    pub strict: bool,
+    /// How often the observer's `tick` is called.
+    pub refresh: Duration,
+    /// Hand the observer a checkpoint this often.
+    pub checkpoint: Option<Duration>,
+    /// Stream every sample through a ring of this capacity to the observer (`--samples`, `-v`).
+    pub sample_ring: Option<usize>,
+    /// Background loads outside the probe.
+    pub loads: Vec<LoadSpec>,
+    /// `--samples` target.
+    pub samples: Option<PathBuf>,
+    /// The configuration to record (OS threads; `None` for runtime probes).
+    pub config: Option<Config>,
+}
+
+impl Plan {
+    /// A plan for `probe` with the defaults of `rtlab run`: no limit, no threshold, no files.
+    pub fn new(probe: ProbeSpec, layout: Layout) -> Plan {
+        Plan {
+            probe,
+            loops: None,
+            duration: None,
+            layout,
+            max_latency_ns: None,
+            strict: false,
+            refresh: REFRESH,
+            checkpoint: None,
+            sample_ring: None,
+            loads: Vec::new(),
+            samples: None,
+            config: None,
+        }
+    }
+
+    /// The OS-thread plan, if the probe is OS threads.
+    pub fn os(&self) -> Option<&os_thread::Plan> {
+        match &self.probe {
+            ProbeSpec::Os(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The verdict's threshold: `--max-latency`, else `--breaktrace`.
+    pub fn threshold_ns(&self) -> Option<i64> {
+        self.max_latency_ns.or(self.os().and_then(|o| o.breaktrace_ns))
+    }
+}
+
+/// The configuration an OS-thread plan describes, as asked (the `*_obtained`/`held` fields are
+/// filled from the run; warm-up is the caller's to fill).
+pub fn os_config(os: &os_thread::Plan, plan: &Plan) -> Config {
+    let t0 = os.threads.first();
+    let sched = t0.map(|t| t.sched);
+    let pinned = CpuSet::from_cpus(os.threads.iter().filter_map(|t| t.cpu));
+    Config {
+        method: os.method,
+        clock: os.clock,
+        threads: os.threads.len(),
+        interval_ns: t0.map_or(0, |t| t.interval_ns),
+        distance_ns: os.threads.get(1).zip(t0).map_or(0, |(b, a)| b.interval_ns - a.interval_ns),
+        loops: plan.loops,
+        duration_s: plan.duration.map(|d| d.as_secs_f64()),
+        warmup_cycles: None,
+        warmup_ns: None,
+        policy: sched.map_or(Policy::Other, |s| s.policy),
+        priority: sched.map_or(0, |s| s.priority),
+        priospread: os.threads.get(1).zip(t0).is_some_and(|(b, a)| b.sched.priority < a.sched.priority),
+        deadline: sched.as_ref().and_then(crate::result::build::deadline_of),
+        affinity: (!pinned.is_empty()).then(|| pinned.to_string()),
+        main_affinity: os.main_affinity.as_ref().map(|c| c.to_string()),
+        mlockall: os.mlockall,
+        mlockall_obtained: false,
+        dma_latency_us: os.dma_latency_us,
+        dma_latency_held: false,
+        timer_slack_ns: 1,
+        bucket_ns: plan.layout.bucket_ns,
+        range_ns: plan.layout.range_ns,
+        max_latency_ns: plan.max_latency_ns,
+        breaktrace_ns: os.breaktrace_ns,
+        tracemark: os.tracemark,
+        strict: plan.strict,
+        degraded: false,
+    }
+}
