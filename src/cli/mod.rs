@@ -2,6 +2,7 @@
 
 pub mod beam;
 pub mod cyclictest;
+pub mod dispatch;
 pub mod export;
 pub mod import;
 pub mod load;
@@ -103,18 +104,6 @@ pub fn clap_error(e: clap::Error, program: &str) -> Result<String, UsageError> {
             let hints = if hints.is_empty() { String::new() } else { format!(" {}", hints.join(" ")) };
             Err(UsageError(format!("{first}{hints}; see {program} --help")))
         }
-    }
-}
-
-impl Cli {
-    /// Parses `args`; a parse error becomes a one-line [`UsageError`]. Help and version are
-    /// returned as `Err(Ok(text))` to be printed with exit code 0.
-    pub fn parse_args<I, T>(args: I) -> Result<Cli, Result<String, UsageError>>
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<std::ffi::OsString> + Clone,
-    {
-        Cli::try_parse_from(args).map_err(|e| clap_error(e, "rtlab"))
     }
 }
 

@@ -1,0 +1,96 @@
+//! From argv to one command: which front door (rtlab's subcommands, or cyclictest's flags when
+//! rtlab runs as `cyclictest` or `rtlab cyclictest`), its validated options, and the command
+//! that executes them.
+
+use super::beam::BeamCommand;
+use super::cyclictest::CyclictestArgs;
+use super::{clap_error, Cli, Command};
+use crate::commands::{self, cyclictest::CyclictestOptions, export::ExportOptions, load::LoadOptions};
+use crate::commands::{import::ImportOptions, import::ShowOptions, plot::PlotOptions, run::RunOptions};
+use crate::commands::{report::CompareOptions, report::ReportOptions, samples::SamplesOptions};
+use crate::commands::{schema::SchemaOptions, sweep::SweepOptions};
+use crate::error::Error;
+use clap::Parser;
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Parsed {
+    /// Help or version text to print (exit 0).
+    Help(String),
+    /// cyclictest's flags.
+    Cyclictest(Box<CyclictestArgs>),
+    /// One of rtlab's subcommands.
+    Rtlab(Box<Command>),
+}
+
+impl Parsed {
+    /// Parses argv; a bad command line is a one-line usage error.
+    pub fn from_args(args: &[String]) -> Result<Parsed, Error> {
+        let (result, program) = match cyclictest_args(args) {
+            Some(ct) => (CyclictestArgs::try_parse_from(ct).map(|a| Parsed::Cyclictest(Box::new(a))), "cyclictest"),
+            None => (Cli::try_parse_from(args).map(|c| Parsed::Rtlab(Box::new(c.command))), "rtlab"),
+        };
+        match result {
+            Ok(p) => Ok(p),
+            Err(e) => match clap_error(e, program) {
+                Ok(help) => Ok(Parsed::Help(help)),
+                Err(usage) => Err(usage.into()),
+            },
+        }
+    }
+
+    /// True when the command measures or runs loads: a signal ends it cleanly, with its outputs.
+    pub fn stops_cleanly(&self) -> bool {
+        match self {
+            Parsed::Help(_) => false,
+            Parsed::Cyclictest(_) => true,
+            Parsed::Rtlab(c) => matches!(
+                **c,
+                Command::Run(_) | Command::Cyclictest { .. } | Command::Load(_) | Command::Sweep(_) | Command::Beam(_)
+            ),
+        }
+    }
+
+    /// Validates the options and executes the command; `command_line` is recorded in results.
+    pub fn execute(self, command_line: Vec<String>) -> Result<i32, Error> {
+        let cl = command_line;
+        match self {
+            Parsed::Help(text) => {
+                print!("{text}");
+                Ok(0)
+            }
+            Parsed::Cyclictest(a) => commands::cyclictest::execute(&CyclictestOptions::from_cli(*a)?, cl),
+            Parsed::Rtlab(c) => match *c {
+                Command::Run(a) => commands::run::execute(&RunOptions::from_cli(*a)?, cl),
+                Command::Cyclictest { args } => {
+                    let argv: Vec<String> = std::iter::once("cyclictest".to_string()).chain(args).collect();
+                    Parsed::from_args(&argv)?.execute(cl)
+                }
+                Command::Import(a) => commands::import::import(&ImportOptions::from_cli(a)?),
+                Command::Show(a) => commands::import::show(&ShowOptions::from_cli(a)?),
+                Command::Load(a) => commands::load::execute(&LoadOptions::from_cli(a)?),
+                Command::Samples(a) => commands::samples::execute(&SamplesOptions::from_cli(a)?),
+                Command::Sweep(a) => commands::sweep::execute(&SweepOptions::from_cli(*a)?, cl),
+                Command::Plot(a) => commands::plot::execute(&PlotOptions::from_cli(a)?),
+                Command::Report(a) => commands::report::report(&ReportOptions::from_cli(a)?),
+                Command::Compare(a) => commands::report::compare(&CompareOptions::from_cli(a)?),
+                Command::Beam(a) => match a.command {
+                    BeamCommand::Run(r) => commands::run::execute(&RunOptions::from_beam(r)?, cl),
+                    BeamCommand::Sweep(s) => commands::sweep::execute(&SweepOptions::from_beam(s)?, cl),
+                },
+                Command::Export(a) => commands::export::execute(&ExportOptions::from_cli(a)?),
+                Command::Schema(a) => commands::schema::execute(&SchemaOptions::from_cli(a)?),
+                Command::LoadWorker { spec } => commands::load::worker(&spec),
+            },
+        }
+    }
+}
+
+/// cyclictest's argv when rtlab runs as `cyclictest` (a link) or as `rtlab cyclictest ARGS…`.
+fn cyclictest_args(args: &[String]) -> Option<Vec<String>> {
+    let name = std::path::Path::new(args.first()?).file_name()?.to_string_lossy().into_owned();
+    if name == "cyclictest" {
+        return Some(args.to_vec());
+    }
+    (args.get(1).map(String::as_str) == Some("cyclictest")).then(|| args[1..].to_vec())
+}
