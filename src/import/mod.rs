@@ -10,7 +10,6 @@ pub mod input;
 use crate::measure::histogram::PERCENTILES;
 use crate::result::build::{percentiles, StatedRun};
 use crate::result::{Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Unbinned};
-use crate::sysinfo::Environment;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
@@ -135,19 +134,7 @@ pub fn stats_of(f: &ThreadFigures, unit: Unit) -> Stats {
 }
 
 /// What a parser found besides the threads.
-#[derive(Clone, Debug, Default)]
-pub struct Provenance {
-    /// cyclictest's command line.
-    pub command_line: Option<String>,
-    /// cyclictest's version.
-    pub tool_version: Option<String>,
-    /// Start and end (RFC 3339).
-    pub start_time: Option<String>,
-    /// End.
-    pub end_time: Option<String>,
-    /// What the file says of the machine.
-    pub environment: Option<Environment>,
-}
+pub use crate::result::build::Stated as Provenance;
 
 /// Builds a RunResult from parsed threads.
 pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[ThreadFigures]) -> RunResult {
@@ -170,32 +157,14 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[Th
             logs: None,
         })
         .collect();
-    let duration = match (&p.start_time, &p.end_time) {
-        (Some(a), Some(b)) => crate::timefmt::parse_rfc3339(a)
-            .zip(crate::timefmt::parse_rfc3339(b))
-            .and_then(|(a, b)| b.duration_since(a).ok())
-            .map(|d| d.as_secs_f64()),
-        _ => None,
+    let source = Source {
+        format: format.into(),
+        file: file.display().to_string(),
+        tool_version: p.tool_version.clone(),
+        command_line: p.command_line.clone(),
+        unit: unit.name().into(),
     };
-    RunResult::from_stated(StatedRun {
-        threads,
-        command_line: p
-            .command_line
-            .as_deref()
-            .map(|c| c.split_whitespace().map(String::from).collect())
-            .unwrap_or_default(),
-        start_time: p.start_time,
-        end_time: p.end_time,
-        duration_s: duration,
-        source: Source {
-            format: format.into(),
-            file: file.display().to_string(),
-            tool_version: p.tool_version,
-            command_line: p.command_line,
-            unit: unit.name().into(),
-        },
-        environment: p.environment.unwrap_or_else(Environment::unknown),
-    })
+    RunResult::from_stated(StatedRun { threads, stated: p, source })
 }
 
 /// The most a text or JSON input may hold (a cyclictest `-h` file of every bucket for 4096

@@ -229,40 +229,59 @@ fn common<T: PartialEq + Copy>(threads: &[ThreadResult], f: impl Fn(&ThreadResul
     Some(threads.iter().all(|t| f(t) == first).then_some(first))
 }
 
+/// What another tool's file says of its run besides the threads.
+#[derive(Clone, Debug, Default)]
+pub struct Stated {
+    /// The tool's command line.
+    pub command_line: Option<String>,
+    /// The tool's version.
+    pub tool_version: Option<String>,
+    /// Start (RFC 3339).
+    pub start_time: Option<String>,
+    /// End (RFC 3339).
+    pub end_time: Option<String>,
+    /// What the file says of the machine.
+    pub environment: Option<Environment>,
+}
+
 /// A run as another tool printed it (cyclictest's files): per-thread statistics stated, not
 /// samples, so the aggregate is combined from them.
 #[derive(Clone, Debug)]
 pub struct StatedRun {
     /// The threads as stated.
     pub threads: Vec<ThreadResult>,
-    /// The writer's command line.
-    pub command_line: Vec<String>,
-    /// Start (RFC 3339), when stated.
-    pub start_time: Option<String>,
-    /// End (RFC 3339), when stated.
-    pub end_time: Option<String>,
-    /// Length (s), when known.
-    pub duration_s: Option<f64>,
+    /// The rest the file says.
+    pub stated: Stated,
     /// The file and its format.
     pub source: Source,
-    /// The machine, as far as the file says.
-    pub environment: Environment,
 }
 
 impl RunResult {
     /// Builds a result from statistics another tool printed (no verdict: no threshold was set).
     pub fn from_stated(s: StatedRun) -> RunResult {
+        let p = s.stated;
+        let duration_s = match (&p.start_time, &p.end_time) {
+            (Some(a), Some(b)) => crate::timefmt::parse_rfc3339(a)
+                .zip(crate::timefmt::parse_rfc3339(b))
+                .and_then(|(a, b)| b.duration_since(a).ok())
+                .map(|d| d.as_secs_f64()),
+            _ => None,
+        };
         RunResult {
             schema: SCHEMA.into(),
             tool: Tool::this(),
-            command_line: s.command_line,
-            start_time: s.start_time,
-            end_time: s.end_time,
-            duration_s: s.duration_s,
+            command_line: p
+                .command_line
+                .as_deref()
+                .map(|c| c.split_whitespace().map(String::from).collect())
+                .unwrap_or_default(),
+            start_time: p.start_time,
+            end_time: p.end_time,
+            duration_s,
             end_reason: EndReason::Unknown,
             simulated: false,
             source: Some(s.source),
-            environment: s.environment,
+            environment: p.environment.unwrap_or_else(Environment::unknown),
             config: None,
             all: all_of(&s.threads),
             threads: s.threads,
