@@ -121,6 +121,11 @@ pub fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// `n` and the noun with its verb: `1 period was`, `3 periods were`.
+pub fn count_was(n: u64, noun: &str) -> String {
+    format!("{} {}", count(n, noun), if n == 1 { "was" } else { "were" })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +160,7 @@ mod tests {
         assert_eq!(count(1, "thread"), "1 thread");
         assert_eq!(count(0, "thread"), "0 threads");
         assert_eq!(count(2, "worker thread"), "2 worker threads");
+        assert_eq!(count_was(1, "period"), "1 period was");
+        assert_eq!(count_was(3, "period"), "3 periods were");
     }
 }

@@ -174,7 +174,11 @@ fn every_method_measures_in_a_real_vm_and_a_real_sweep_writes_its_rows() {
         let n = v["all"]["cycles"].as_u64().unwrap();
         assert!(n >= 1, "{m}: {n} samples");
         let o = rtlab().arg("samples").arg(&smp).output().unwrap();
-        assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("{n} samples of 1 threads")), "{m}");
+        assert!(
+            String::from_utf8_lossy(&o.stdout)
+                .contains(&format!("{n} sample{} of 1 thread,", if n == 1 { "" } else { "s" })),
+            "{m}"
+        );
     }
     let out = dir.path().join("sw");
     let o = rtlab()

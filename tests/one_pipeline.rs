@@ -345,3 +345,27 @@ fn a_runtime_sweep_resumes_only_with_the_same_probe() {
     let err = String::from_utf8_lossy(&other.stderr);
     assert!(err.contains("another probe") && err.contains("3000000 ns"), "{err}");
 }
+
+#[test]
+fn a_vm_that_dies_before_its_probe_starts_is_a_failed_run_with_a_result() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let erl = dir.path().join("erl");
+    std::fs::write(&erl, "#!/bin/sh\necho 'V Erlang/OTP 99 [fake]'\necho 'no probe here' >&2\nexit 7\n").unwrap();
+    std::fs::set_permissions(&erl, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let json = dir.path().join("r.json");
+    let o = rtlab()
+        .args(["run", "--runtime", "beam", "-i", "1ms", "-D", "1s", "--erl"])
+        .arg(&erl)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("exit code 7") && err.contains("no probe here"), "{err}");
+    let v = read_json(&json);
+    assert_valid_run_result(&v);
+    assert_eq!(v["end_reason"], "failed");
+    assert_eq!(v["all"]["cycles"], 0);
+}

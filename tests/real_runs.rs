@@ -310,8 +310,9 @@ fn an_unprivileged_run_measures_anyway_and_says_what_it_could_not_do() {
     let msg = down["message"].as_str().unwrap();
     assert!(msg.contains("fifo:95") && msg.contains("CAP_SYS_NICE") && msg.contains("fix:"), "{msg}");
     assert!(w.iter().any(|w| w["kind"] == "dma_latency_failed"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("warning: thread 0 could not get SCHED fifo:95"), "{stdout}");
+    // Warnings go to stderr, as `rtlab: warning: …`, never into the results on stdout.
+    assert!(err.contains("rtlab: warning: thread 0 could not get SCHED fifo:95"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("warning"));
 }
 
 #[test]
@@ -344,7 +345,9 @@ fn on_a_terminal_the_live_table_is_redrawn_in_place_about_once_a_second() {
 #[test]
 fn quiet_on_a_terminal_prints_only_the_summary() {
     let s = on_a_terminal("-q -t 1 -i 1ms -l 1300");
-    assert!(!s.contains("rtlab: ") && !s.contains('\x1b'), "{s:?}");
+    // No live frame (`rtlab: 1 s …`); warnings (`rtlab: warning: …`, stderr) may share the terminal.
+    let frames = s.lines().filter(|l| l.starts_with("rtlab: ") && !l.starts_with("rtlab: warning: ")).count();
+    assert!(frames == 0 && !s.contains('\x1b'), "{s:?}");
     assert!(s.contains("stdev"), "{s:?}");
 }
 

@@ -10,7 +10,7 @@ use crate::commands::{import::ImportOptions, import::ShowOptions, plot::PlotOpti
 use crate::commands::{report::CompareOptions, report::ReportOptions, samples::SamplesOptions};
 use crate::commands::{schema::SchemaOptions, sweep::SweepOptions};
 use crate::error::Error;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -27,12 +27,20 @@ impl Parsed {
     /// Parses argv; a bad command line is a one-line usage error.
     pub fn from_args(args: &[String]) -> Result<Parsed, Error> {
         let (result, program) = match cyclictest_args(args) {
-            Some(ct) => (CyclictestArgs::try_parse_from(ct).map(|a| Parsed::Cyclictest(Box::new(a))), "cyclictest"),
-            None => (Cli::try_parse_from(args).map(|c| Parsed::Rtlab(Box::new(c.command))), "rtlab"),
+            Some(ct) => {
+                // `rtlab cyclictest --help` says so in its usage; a link named cyclictest says cyclictest.
+                let name = if ct.len() < args.len() { "rtlab cyclictest" } else { "cyclictest" };
+                let parsed = CyclictestArgs::command()
+                    .bin_name(name)
+                    .try_get_matches_from(ct)
+                    .and_then(|m| CyclictestArgs::from_arg_matches(&m));
+                (parsed.map(|a| Parsed::Cyclictest(Box::new(a))), name.to_string())
+            }
+            None => (Cli::try_parse_from(args).map(|c| Parsed::Rtlab(Box::new(c.command))), help_name(args)),
         };
         match result {
             Ok(p) => Ok(p),
-            Err(e) => match clap_error(e, program) {
+            Err(e) => match clap_error(e, &program) {
                 Ok(help) => Ok(Parsed::Help(help)),
                 Err(usage) => Err(usage.into()),
             },
@@ -56,7 +64,7 @@ impl Parsed {
         let cl = command_line;
         match self {
             Parsed::Help(text) => {
-                print!("{text}");
+                crate::export::print(&text);
                 Ok(0)
             }
             Parsed::Cyclictest(a) => commands::cyclictest::execute(&CyclictestOptions::from_cli(*a)?, cl),
@@ -81,9 +89,34 @@ impl Parsed {
                 Command::Export(a) => commands::export::execute(&ExportOptions::from_cli(a)?),
                 Command::Schema(a) => commands::schema::execute(&SchemaOptions::from_cli(a)?),
                 Command::LoadWorker { spec } => commands::load::worker(&spec),
+                Command::Completions(a) => {
+                    crate::export::print(&a.script());
+                    Ok(0)
+                }
+                Command::Man(a) => {
+                    crate::export::print(&a.page()?);
+                    Ok(0)
+                }
             },
         }
     }
+}
+
+/// The command whose `--help` a usage error points to: `rtlab`, `rtlab run`, `rtlab beam sweep`.
+fn help_name(args: &[String]) -> String {
+    let root = Cli::command();
+    let mut names = vec!["rtlab".to_string()];
+    let mut at = &root;
+    for a in args.iter().skip(1) {
+        match at.find_subcommand(a) {
+            Some(sub) => {
+                names.push(a.clone());
+                at = sub;
+            }
+            None => break,
+        }
+    }
+    names.join(" ")
 }
 
 /// cyclictest's argv when rtlab runs as `cyclictest` (a link) or as `rtlab cyclictest ARGS…`.

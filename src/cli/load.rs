@@ -5,13 +5,39 @@ use crate::load::LoadSpec;
 use clap::Args;
 use std::path::PathBuf;
 
-/// Run background loads alone for a while and print the throughput each achieved.
-///
-/// SPEC is KIND[:key=value,…] with KIND cpu, messaging, memory, io or command. Common keys:
-/// workers=N, policy=other|batch|idle|fifo:N|rr:N, nice=N, cpus=CPUSET, mode=thread|process.
-/// cpu: variant=float|int. messaging (hackbench): fds=20, size=100, transport=socket|pipe
-/// (workers = groups). memory: size=64M (per worker). io: block=1M, dir=/tmp. command:
-/// cmd=… (last; the rest of the spec), restarted whenever it ends early.
+/// The grammar of a load SPEC, for `rtlab load --help` (and `--load` everywhere).
+pub const SPEC_HELP: &str = "Run background loads alone for a while and print the throughput each achieved.
+
+A load SPEC is KIND[:key=value,...] (the same SPEC as --load of run, sweep and beam):
+
+  KIND       what each worker does                          throughput counted in
+  cpu        a busy loop (Leibniz pi; variant=int: integers)  terms/s (iterations/s)
+  messaging  hackbench groups: fds senders x fds receivers    messages/s
+  memory     copies between the halves of its own buffer      bytes/s
+  io         writes and syncs blocks to a file in dir         bytes/s
+  command    runs cmd, restarted whenever it ends early       starts
+
+Keys of every kind:
+  workers=N                      workers (messaging: groups) [1]
+  policy=other|batch|idle|fifo:N|rr:N   their scheduling [other]
+  nice=N                         -20..19, with other or batch [0]
+  cpus=CPUSET                    pin the workers round robin (0, 1,3, 0-3) [none]
+  mode=thread|process            threads of rtlab, or processes of their own [thread]
+Keys of one kind:
+  cpu        variant=float|int   [float]
+  messaging  fds=N (1..1000) [20]  size=BYTES [100]  transport=socket|pipe [socket]
+  memory     size=BYTES per worker (64M, 1G) [64M]
+  io         block=BYTES [1M]  dir=PATH [/tmp]
+  command    cmd=COMMAND LINE    (last: the rest of the SPEC is the command)
+
+An RT policy on every CPU with RT throttling off would lock the machine: rtlab refuses it
+unless --force. Examples:
+  rtlab load cpu:workers=2,policy=idle -D 10s
+  rtlab load messaging:workers=4,fds=10,transport=pipe memory:size=256M -D 30s --json l.json
+  rtlab run --load cpu:workers=2,policy=fifo:50,cpus=1 -D 1m";
+
+/// Run background loads alone for a while and print the throughput each achieved (see
+/// [`SPEC_HELP`]).
 #[derive(Args, Debug, Clone)]
 pub struct LoadArgs {
     /// Loads to run, e.g. cpu:workers=2,policy=idle

@@ -3,6 +3,7 @@
 pub mod beam;
 pub mod cyclictest;
 pub mod dispatch;
+pub mod docs;
 pub mod export;
 pub mod import;
 pub mod load;
@@ -20,7 +21,16 @@ pub use crate::error::UsageError;
 
 /// rtlab: a real-time latency lab for Linux.
 #[derive(Parser, Debug)]
-#[command(name = "rtlab", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "rtlab",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Exit codes: 0 ok · 1 a runtime failure (the outputs that could be written were) · 2 bad usage \
+                  (nothing was measured) · 3 a latency threshold was exceeded (--max-latency, -b, compare --fail-if-worse).\n\
+                  Each command's own options: rtlab COMMAND --help."
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -44,7 +54,8 @@ pub enum Command {
     Import(import::ImportArgs),
     /// Print the summary table of a RunResult (or of any cyclictest output file).
     Show(import::ShowArgs),
-    /// Run background loads alone and print the throughput each achieved.
+    /// Run background loads alone and print the throughput each achieved (SPEC grammar: --help).
+    #[command(long_about = load::SPEC_HELP)]
     Load(load::LoadArgs),
     /// Read a samples file written by `rtlab run --samples` (summary, or --csv).
     Samples(samples::SamplesArgs),
@@ -62,6 +73,10 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Print the JSON Schema of a file rtlab writes (run, sweep, load, samples-header/-trailer).
     Schema(schema::SchemaArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(docs::CompletionsArgs),
+    /// Print a man page (roff) of rtlab or of one of its commands.
+    Man(docs::ManArgs),
     /// One worker of a `mode=process` load (internal).
     #[command(name = "load-worker", hide = true)]
     LoadWorker {

@@ -158,7 +158,7 @@ pub struct RunArgs {
     pub strict: bool,
 
     /// Background load beside the measurement (repeatable), e.g. cpu:workers=2,policy=idle;
-    /// see `rtlab load --help` for the SPEC syntax
+    /// every KIND and key: `rtlab load --help`
     #[arg(long = "load", value_name = "SPEC", value_parser = super::load::parse_spec)]
     pub loads: Vec<crate::load::LoadSpec>,
 

@@ -145,7 +145,9 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
     view.smi_base = smi_start.clone().map(|start| smi_cpus.iter().copied().zip(start).collect());
     let fifo = args.fifo.as_ref().map(|p| FifoServer::start(p.clone(), Arc::clone(&view.latest))).transpose()?;
 
-    let out = session::run(plan, &mut view, &signals).map_err(|e| Error::Runtime(e.to_string()))?;
+    let mut warnings = crate::output::warnings::WarningPrinter::default();
+    let out = session::run(plan, &mut session::Fanout(vec![&mut view, &mut warnings]), &signals)
+        .map_err(|e| Error::Runtime(e.to_string()))?;
     if let Some(f) = fifo {
         f.stop();
     }
@@ -200,9 +202,7 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
-    for w in &result.warnings {
-        let _ = writeln!(err, "rtlab: warning: {}", w.message);
-    }
+    warnings.rest(&result);
     for t in out.threads.iter().filter(|t| t.samples_lost > 0) {
         let _ = writeln!(
             err,

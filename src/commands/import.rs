@@ -3,9 +3,8 @@ use crate::error::Error;
 use std::path::PathBuf;
 
 use crate::export::{json::Json, write_output, Exporter};
-use crate::import::import_file;
+use crate::import::input::{self, Content};
 use crate::output::table;
-use std::io::Write;
 
 /// A validated `rtlab show`.
 #[derive(Debug, Clone)]
@@ -30,16 +29,24 @@ pub struct ImportOptions {
 /// Imports every file; malformed input is a usage error (exit 2) naming the file and line.
 pub fn import(opts: &ImportOptions) -> Result<i32, Error> {
     for (file, target) in &opts.files {
-        let result = import_file(file, opts.unit).map_err(|e| Error::Usage(e.to_string()))?;
+        let result = match input::load(file, opts.unit).map_err(|e| Error::Usage(e.to_string()))?.content {
+            Content::Run(r) => r,
+            Content::Sweep(..) => {
+                return Err(Error::Usage(format!(
+                    "{}: a sweep is already RunResults, one per point in its points/ directory; import a single run",
+                    file.display()
+                )))
+            }
+        };
         let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
         write_output(target, &bytes).map_err(|e| Error::Runtime(format!("cannot write {}: {e}", target.display())))?;
         if target.as_os_str() != "-" {
             eprintln!(
-                "{} → {} ({} threads, {} samples)",
+                "{} → {} ({}, {})",
                 file.display(),
                 target.display(),
-                result.threads.len(),
-                result.all.stats.cycles
+                crate::units::count(result.threads.len() as u64, "thread"),
+                crate::units::count(result.all.stats.cycles, "sample")
             );
         }
     }
@@ -48,7 +55,12 @@ pub fn import(opts: &ImportOptions) -> Result<i32, Error> {
 
 /// Prints the summary table of a result file.
 pub fn show(opts: &ShowOptions) -> Result<i32, Error> {
-    let result = import_file(&opts.file, opts.file_unit).map_err(|e| Error::Usage(e.to_string()))?;
-    let _ = std::io::stdout().write_all(table::summary(&result, opts.unit).as_bytes());
+    match input::load(&opts.file, opts.file_unit).map_err(|e| Error::Usage(e.to_string()))?.content {
+        Content::Run(result) => {
+            crate::export::print(&table::summary(&result, opts.unit));
+            crate::output::warnings::WarningPrinter::default().rest(&result);
+        }
+        Content::Sweep(sweep, points) => crate::export::print(&table::sweep(&sweep, &points, opts.unit)),
+    }
     Ok(0)
 }

@@ -44,7 +44,12 @@ pub fn execute(args: &LoadOptions) -> Result<i32, Error> {
     if args.json.as_ref().is_some_and(|p| p.as_os_str() == "-") {
         eprint!("{text}");
     } else {
-        print!("{text}");
+        crate::export::print(&text);
+    }
+    for r in &results {
+        for note in &r.warnings {
+            eprintln!("rtlab: warning: load '{}': {note}", r.spec);
+        }
     }
     if let Some(f) = failed.first() {
         return Err(Error::Runtime(format!("load '{}' failed: {}", f.spec, f.warnings.join("; "))));

@@ -88,7 +88,7 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
             _ => {}
         }
     }
-    print!("{text}");
+    crate::export::print(&text);
     if let Some((out, format)) = &args.output {
         let svg = crate::plot::inputs::render(
             crate::plot::inputs::Kind::Cdf,
@@ -105,17 +105,17 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
         let worse = compare::regressions(&c, args.percentile, pct).map_err(Error::Usage)?;
         let name = args.percentile.name();
         if worse.is_empty() {
-            println!("PASS: no run is more than {pct}% worse than {} on {name}", c.names[0]);
+            crate::export::print(&format!("PASS: no run is more than {pct}% worse than {} on {name}\n", c.names[0]));
         } else {
             for w in &worse {
-                println!(
-                    "FAIL: {} {name} {} is {:.1}% worse than {} ({}), more than the {pct}% allowed",
+                crate::export::print(&format!(
+                    "FAIL: {} {name} {} is {:.1}% worse than {} ({}), more than the {pct}% allowed\n",
                     w.name,
                     crate::units::us(w.value),
                     w.worse_pct,
                     c.names[0],
                     crate::units::us(w.baseline)
-                );
+                ));
             }
             return Ok(3);
         }

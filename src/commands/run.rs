@@ -5,7 +5,8 @@ use crate::error::Error;
 use crate::export::{json::Json, write_output, Exporter};
 use crate::output::live::LiveView;
 use crate::output::table;
-use crate::session::{self, Provenance, Signals};
+use crate::output::warnings::WarningPrinter;
+use crate::session::{self, Fanout, Provenance, Signals};
 use crate::sysinfo::Environment;
 use crate::units::Unit;
 use std::io::IsTerminal;
@@ -32,9 +33,17 @@ pub fn execute(opts: &RunOptions, command_line: Vec<String>) -> Result<i32, Erro
     let draw = !opts.quiet && !to_stdout && std::io::stdout().is_terminal();
     let mut view = LiveView::new(draw, opts.unit);
     view.intro = opts.plan.probe.describe().filter(|_| !opts.quiet);
+    let mut warnings = WarningPrinter::default();
     let provenance = Provenance { command_line, environment: Environment::capture() };
-    let (result, failure) = session::measure(&opts.plan, provenance, opts.json.as_deref(), &mut view, &signals)
-        .map_err(|e| Error::Runtime(e.to_string()))?;
+    let (result, failure) = session::measure(
+        &opts.plan,
+        provenance,
+        opts.json.as_deref(),
+        &mut Fanout(vec![&mut view, &mut warnings]),
+        &signals,
+    )
+    .map_err(|e| Error::Runtime(e.to_string()))?;
+    warnings.rest(&result);
     let json = opts.json.as_deref();
     let written = match json {
         Some(path) => Json
@@ -56,6 +65,7 @@ pub fn execute(opts: &RunOptions, command_line: Vec<String>) -> Result<i32, Erro
         None => String::new(),
     };
     table::print_summary(&result, opts.unit, &header, to_stdout);
+    warnings.recap(&result);
     written?;
     if let Some(f) = failure {
         let kept = json.map(|p| format!("; the results so far are in {}", p.display())).unwrap_or_default();

@@ -53,18 +53,19 @@ pub fn execute(opts: &SamplesOptions) -> Result<i32, Error> {
         counts[r.thread as usize] += 1;
     }
     let mut s = format!(
-        "{}: {} samples of {} threads, clock {}, started {}\n",
+        "{}: {} of {}, clock {}, started {}\n",
         file.display(),
-        counts.iter().sum::<u64>(),
-        header.threads.len(),
+        crate::units::count(counts.iter().sum::<u64>(), "sample"),
+        crate::units::count(header.threads.len() as u64, "thread"),
         header.clock,
         header.start_time
     );
     for (t, n) in header.threads.iter().zip(&counts) {
         let lost = reader.trailer().and_then(|tr| tr.lost.get(t.thread).copied());
         s += &format!(
-            "thread {}: {n} samples, interval {} ns, lost {}\n",
+            "thread {}: {}, interval {} ns, lost {}\n",
             t.thread,
+            crate::units::count(*n, "sample"),
             t.interval_ns,
             lost.map_or("unknown".into(), |l| l.to_string())
         );
@@ -72,6 +73,6 @@ pub fn execute(opts: &SamplesOptions) -> Result<i32, Error> {
     if reader.trailer().is_none() {
         s += "the file has no end record: the run did not finish writing it; the samples above are complete records\n";
     }
-    print!("{s}");
+    crate::export::print(&s);
     Ok(0)
 }

@@ -13,8 +13,10 @@ pub struct SchemaOptions {
 /// Prints the schema (or the list).
 pub fn execute(opts: &SchemaOptions) -> Result<i32, Error> {
     match &opts.name {
-        Some(n) => print!("{}", schema(n).ok_or_else(|| Error::Runtime(format!("cannot generate schema '{n}'")))?),
-        None => SCHEMAS.iter().for_each(|(n, d)| println!("{n:16} {d}")),
+        Some(n) => {
+            crate::export::print(&schema(n).ok_or_else(|| Error::Runtime(format!("cannot generate schema '{n}'")))?)
+        }
+        None => crate::export::print(&SCHEMAS.iter().map(|(n, d)| format!("{n:16} {d}\n")).collect::<String>()),
     }
     Ok(0)
 }

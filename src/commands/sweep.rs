@@ -71,14 +71,15 @@ pub fn execute(opts: &SweepOptions, command_line: Vec<String>) -> Result<i32, Er
     let bar = ProgressBar::new(total as u64);
     if terminal {
         bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} (ETA {eta})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
     } else {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
     let mut done: Vec<(Point, RunResult)> = Vec::new();
     let mut interrupted = false;
+    let started = std::time::Instant::now();
+    let mut measured = 0usize;
     let mut stdout = std::io::stdout();
     for (p, plan) in &opts.points {
         let file = points_dir.join(format!("{}.json", p.label()));
@@ -97,13 +98,17 @@ pub fn execute(opts: &SweepOptions, command_line: Vec<String>) -> Result<i32, Er
                 }
             }
         }
-        bar.set_message(axes_text.clone());
+        bar.set_message(format!(
+            "{axes_text}{}",
+            eta(opts, measured, started.elapsed(), total - bar.position() as usize)
+        ));
         if let (Printout::RealtimeTests(_), Some(intro)) = (&opts.printout, plan.probe.describe()) {
             eprintln!("point {}/{total}: {intro}", p.index + 1);
         }
         let provenance = Provenance { command_line: command_line.clone(), environment: environment.clone() };
         let (result, failure) = session::measure(plan, provenance, None, &mut Silent, &signals)
             .map_err(|e| Error::Runtime(e.to_string()))?;
+        measured += 1;
         let bytes = crate::export::json::Json.serialize_result(&result)?;
         write_output(&file, &bytes).map_err(|e| Error::Runtime(format!("cannot write {}: {e}", file.display())))?;
         let cut = result.end_reason == EndReason::Signal;
@@ -157,7 +162,7 @@ pub fn execute(opts: &SweepOptions, command_line: Vec<String>) -> Result<i32, Er
     write_summaries(&opts.out, &opts.axis_names, &done, &environment, &command_line, total)?;
     if opts.printout == Printout::Csv {
         let rows: Vec<(&Point, &RunResult)> = done.iter().map(|(p, r)| (p, r)).collect();
-        print!("{}", csv(&opts.axis_names, &rows));
+        crate::export::print(&csv(&opts.axis_names, &rows));
     }
     if interrupted {
         eprintln!(
@@ -167,6 +172,17 @@ pub fn execute(opts: &SweepOptions, command_line: Vec<String>) -> Result<i32, Er
         );
     }
     Ok(0)
+}
+
+/// The time left, for the progress line: the points to go times their `-D` when it is known,
+/// else times the mean time of the points measured so far (kept points take no time).
+fn eta(opts: &SweepOptions, measured: usize, elapsed: std::time::Duration, left: usize) -> String {
+    let each = match (opts.duration, measured) {
+        (Some(d), _) => d.as_secs_f64(),
+        (None, 0) => return String::new(),
+        (None, n) => elapsed.as_secs_f64() / n as f64,
+    };
+    format!("(about {} left)", crate::units::duration((each * left as f64 * 1e9) as i64))
 }
 
 /// Writes `sweep.csv` and `sweep.json` into `out` (atomically) for the points done so far.

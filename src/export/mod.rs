@@ -51,8 +51,8 @@ pub fn write_output(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub fn stream_output(path: &Path, produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
     if path.as_os_str() == "-" {
         let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-        produce(&mut out)?;
-        return out.flush();
+        // A reader that closed the pipe (`| head`) wants no more: that is not a failure.
+        return quiet_on_closed_pipe(produce(&mut out).and_then(|()| out.flush()));
     }
     refuse_special(path)?;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, temp_beside(path)?);
@@ -61,6 +61,21 @@ pub fn stream_output(path: &Path, produce: impl FnOnce(&mut dyn Write) -> std::i
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// `Ok` when the only failure is that the reader of stdout went away (EPIPE), as ripgrep does.
+pub fn quiet_on_closed_pipe(r: std::io::Result<()>) -> std::io::Result<()> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
+/// Writes `text` to stdout; a closed pipe ends nothing (see [`quiet_on_closed_pipe`]), and
+/// unlike `print!` no failure to write panics.
+pub fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = quiet_on_closed_pipe(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
 }
 
 /// An existing target that is not a regular file (a device, a FIFO, a socket) is never

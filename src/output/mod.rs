@@ -1,5 +1,6 @@
-//! Talking to people: the live terminal view, the summary table, unit formatting, warnings.
+//! Talking to people: the live terminal view, the summary table, cyclictest's live lines, warnings.
 
 pub mod cyclictest;
 pub mod live;
 pub mod table;
+pub mod warnings;

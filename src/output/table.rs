@@ -7,7 +7,29 @@ use crate::result::{RunResult, Stats};
 use crate::rt::sched::{Policy, SchedParams};
 use crate::units::si;
 use crate::units::Unit;
-use std::fmt::Write as _;
+
+/// A table sized to its content: columns as wide as their widest cell, the first `left`
+/// columns aligned left and the rest right, separated by two spaces, no borders (so tables
+/// stay easy to read, to grep and to split on whitespace).
+pub fn grid(header: &[String], rows: &[Vec<String>], left: usize) -> String {
+    use comfy_table::{CellAlignment, ContentArrangement, Table};
+    let mut t = Table::new();
+    t.load_style(comfy_table::presets::NOTHING).set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(header);
+    for r in rows {
+        t.add_row(r);
+    }
+    for (i, c) in t.column_iter_mut().enumerate() {
+        c.set_cell_alignment(if i < left { CellAlignment::Left } else { CellAlignment::Right });
+        c.set_padding((0, 2));
+    }
+    let mut out = String::new();
+    for line in t.lines() {
+        out += line.trim_end();
+        out.push('\n');
+    }
+    out
+}
 
 fn policy_label(policy: Option<Policy>, priority: Option<u32>) -> String {
     match (policy, priority) {
@@ -31,10 +53,12 @@ fn opt_count(v: Option<u64>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
-fn row(label: &str, cpu: &str, policy: &str, s: &Stats, u: Unit) -> String {
-    format!(
-        "{label:>6} {cpu:>4} {policy:>9} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}",
-        s.cycles,
+fn row(label: &str, cpu: &str, policy: &str, s: &Stats, u: Unit) -> Vec<String> {
+    vec![
+        label.to_string(),
+        cpu.to_string(),
+        policy.to_string(),
+        s.cycles.to_string(),
         opt_count(s.missed),
         u.fmt_opt(s.min_ns),
         s.mean_ns.map_or("-".into(), |m| u.fmt_f(m)),
@@ -45,10 +69,11 @@ fn row(label: &str, cpu: &str, policy: &str, s: &Stats, u: Unit) -> String {
         pct(s, "99.999", u),
         u.fmt_opt(s.max_ns),
         s.stdev_ns.map_or("-".into(), |m| u.fmt_f(m)),
-    )
+    ]
 }
 
-/// The final summary of a result: one row per thread, an ALL row, then warnings and verdict.
+/// The final summary of a result: one row per thread, an ALL row, then the verdict (warnings go
+/// to stderr: `output::warnings`).
 pub fn summary(r: &RunResult, u: Unit) -> String {
     let l = u.label();
     let mut out = String::new();
@@ -61,36 +86,41 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
             src.command_line.as_ref().map(|c| format!(": {c}")).unwrap_or_default()
         );
     }
-    out += &format!(
-        "{:>6} {:>4} {:>9} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}\n",
+    let header: Vec<String> = [
         "thread",
         "cpu",
         "policy",
         "cycles",
         "missed",
-        format!("min {l}"),
-        format!("avg {l}"),
+        &format!("min {l}"),
+        &format!("avg {l}"),
         "p50",
         "p99",
         "p99.9",
         "p99.99",
         "p99.999",
-        format!("max {l}"),
-        "stdev"
-    );
-    for t in &r.threads {
-        let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
-        out += &row(&t.thread.to_string(), &cpu, &policy_label(t.policy, t.priority), &t.stats, u);
-        out.push('\n');
-    }
+        &format!("max {l}"),
+        "stdev",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let mut rows: Vec<Vec<String>> = r
+        .threads
+        .iter()
+        .map(|t| {
+            let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
+            row(&t.thread.to_string(), &cpu, &policy_label(t.policy, t.priority), &t.stats, u)
+        })
+        .collect();
     if r.threads.len() > 1 {
         let pol = match (&r.all.policy, r.all.priority) {
             (Some(p), prio) => policy_label(p.parse().ok(), prio).replace('-', p),
             (None, _) => "-".into(),
         };
-        out += &row("ALL", "", &pol, &r.all.stats, u);
-        out.push('\n');
+        rows.push(row("ALL", "", &pol, &r.all.stats, u));
     }
+    out += &grid(&header, &rows, 0);
     if let Some(max) = r.all.stats.max_ns {
         let t = r.all.max_at_thread.unwrap_or(0);
         let at = r.all.stats.max_at_cycle.map(|c| format!(" at cycle {c}")).unwrap_or_default();
@@ -109,9 +139,6 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
             }
         }
     }
-    for w in &r.warnings {
-        out += &format!("warning: {}\n", w.message);
-    }
     if r.verdict.threshold_ns.is_some() {
         out += &r.verdict.message;
         out.push('\n');
@@ -119,25 +146,63 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
     out
 }
 
+/// A sweep: one row per point, its axes and all its threads together.
+pub fn sweep(s: &crate::sweep::SweepResult, points: &[crate::import::input::LoadedPoint], u: Unit) -> String {
+    let axes: Vec<String> =
+        points.first().map(|p| p.point.axes.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    let l = u.label();
+    let mut header = vec!["point".to_string()];
+    header.extend(axes.iter().cloned());
+    header.extend(
+        ["cycles", "missed", &format!("min {l}"), &format!("avg {l}"), "p50", "p99", "p99.9", &format!("max {l}")]
+            .iter()
+            .map(|h| h.to_string()),
+    );
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| {
+            let st = &p.result.all.stats;
+            let mut r = vec![p.point.index.to_string()];
+            r.extend(p.point.axes.iter().map(|(_, v)| v.clone()));
+            r.extend([
+                st.cycles.to_string(),
+                opt_count(st.missed),
+                u.fmt_opt(st.min_ns),
+                st.mean_ns.map_or("-".into(), |m| u.fmt_f(m)),
+                pct(st, "50", u),
+                pct(st, "99", u),
+                pct(st, "99.9", u),
+                u.fmt_opt(st.max_ns),
+            ]);
+            r
+        })
+        .collect();
+    format!(
+        "sweep: {} of {} points done ({})\n{}",
+        s.points.len(),
+        s.planned,
+        s.command_line.join(" "),
+        grid(&header, &rows, 1 + axes.len())
+    )
+}
+
 /// The loads' throughput table.
 pub fn loads(results: &[LoadResult]) -> String {
-    let mut s = format!("{:<40} {:>7} {:>10} {:>24} {:>11}\n", "load", "workers", "policy", "throughput", "cpu/worker");
-    for r in results {
-        let util = r.utilization.map_or("-".into(), |u| format!("{:.0} %", u * 100.0));
-        let _ = writeln!(
-            s,
-            "{:<40} {:>7} {:>10} {:>24} {:>11}",
-            r.spec,
-            r.workers,
-            r.policy,
-            format!("{} {}/s", si(r.rate_per_s), r.unit),
-            util
-        );
-        for w in &r.warnings {
-            let _ = writeln!(s, "warning: load '{}': {w}", r.spec);
-        }
-    }
-    s
+    let header: Vec<String> =
+        ["load", "workers", "policy", "throughput", "cpu/worker"].iter().map(|h| h.to_string()).collect();
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            vec![
+                r.spec.clone(),
+                r.workers.to_string(),
+                r.policy.clone(),
+                format!("{} {}/s", si(r.rate_per_s), r.unit),
+                r.utilization.map_or("-".into(), |u| format!("{:.0} %", u * 100.0)),
+            ]
+        })
+        .collect();
+    grid(&header, &rows, 1)
 }
 
 /// The summary table and the loads' table, after `header`: on stderr when the result itself
@@ -158,27 +223,30 @@ pub fn print_summary(result: &RunResult, unit: Unit, header: &str, to_stderr: bo
 /// The live table: cur, min, avg, max, p99 and missed per thread.
 pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u: Unit) -> String {
     let l = u.label();
-    let mut out = format!(
-        "rtlab: {elapsed_s:.0} s  ({l})\n{:>6} {:>4} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}\n",
-        "thread", "cpu", "policy", "cycles", "cur", "min", "avg", "p99", "max", "missed"
-    );
-    for (t, s) in threads.iter().zip(snaps) {
-        let has = s.cycles > 0;
-        let opt = |v: i64| if has { u.fmt(v) } else { "-".into() };
-        let SchedParams { policy, priority, .. } = t.sched;
-        out += &format!(
-            "{:>6} {:>4} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}\n",
-            t.index,
-            t.cpu.map_or("-".into(), |c| c.to_string()),
-            policy_label(Some(policy), Some(priority)),
-            s.cycles,
-            opt(s.cur),
-            opt(s.min),
-            if has { u.fmt_f(s.mean) } else { "-".into() },
-            u.fmt_opt(s.p99),
-            opt(s.max),
-            s.missed
-        );
-    }
-    out
+    let header: Vec<String> = ["thread", "cpu", "policy", "cycles", "cur", "min", "avg", "p99", "max", "missed"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    let rows: Vec<Vec<String>> = threads
+        .iter()
+        .zip(snaps)
+        .map(|(t, s)| {
+            let has = s.cycles > 0;
+            let opt = |v: i64| if has { u.fmt(v) } else { "-".into() };
+            let SchedParams { policy, priority, .. } = t.sched;
+            vec![
+                t.index.to_string(),
+                t.cpu.map_or("-".into(), |c| c.to_string()),
+                policy_label(Some(policy), Some(priority)),
+                s.cycles.to_string(),
+                opt(s.cur),
+                opt(s.min),
+                if has { u.fmt_f(s.mean) } else { "-".into() },
+                u.fmt_opt(s.p99),
+                opt(s.max),
+                s.missed.to_string(),
+            ]
+        })
+        .collect();
+    format!("rtlab: {elapsed_s:.0} s  ({l})\n{}", grid(&header, &rows, 0))
 }

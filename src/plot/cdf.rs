@@ -29,7 +29,11 @@ impl Series {
         let mut label = label;
         if let Some(u) = h.unbinned.filter(|u| u.count > 0) {
             buckets.push((u.at_least_ns, u.count));
-            label += &format!(" ({} overflows ≥ {} µs)", u.count, crate::units::us_short(u.at_least_ns as f64));
+            label += &format!(
+                " ({} ≥ {} µs)",
+                crate::units::count(u.count, "overflow"),
+                crate::units::us_short(u.at_least_ns as f64)
+            );
         }
         let mut marks: Vec<(f64, i64)> =
             s.percentiles_ns.iter().filter_map(|(k, v)| Some((k.parse::<f64>().ok()?, (*v)?))).collect();

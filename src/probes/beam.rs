@@ -43,13 +43,13 @@ impl Method {
 /// An Erlang process priority.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Priority {
-    /// low
+    /// Runs only when no normal, high or max process is ready
     Low,
-    /// normal
+    /// Every process's default
     Normal,
-    /// high
+    /// Runs before every normal and low process
     High,
-    /// max
+    /// Meant for the VM's own processes: runs before all others
     Max,
 }
 
@@ -411,23 +411,6 @@ impl BeamProbe {
             let _ = crate::rt::process::kill_group(self.pgid, crate::rt::signals::SIGKILL);
         }
     }
-
-    /// Ends a start that failed: kills the VM and says why, with what it said.
-    fn abandon(&mut self, why: String) -> ProbeError {
-        self.kill();
-        let fed = self.reader.take().and_then(|h| h.join().ok());
-        let status = self.child.as_mut().and_then(|c| c.wait().ok());
-        let said = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
-        let why = match (why.is_empty(), fed.and_then(|f| f.failure)) {
-            (false, _) => why,
-            (true, Some(f)) if !f.is_empty() => f,
-            _ => format!(
-                "the Erlang VM exited ({}) before its probe started",
-                status.map_or("an unknown status".into(), describe_status)
-            ),
-        };
-        ProbeError::Start(format!("{why}{}", last_words(&said)))
-    }
 }
 
 /// `; it said: …` with the last line the VM wrote on stderr, if any.
@@ -511,21 +494,26 @@ impl Probe for BeamProbe {
             Fed { session, summary, failure }
         }));
         let deadline = Instant::now() + START_LIMIT;
+        // A VM that dies, breaks the protocol or hangs before its probe starts is a failed run
+        // like one that does so later: the result says so, with the nothing that arrived.
+        let now = || (Instant::now(), std::time::SystemTime::now(), VmInfo::default());
         let (at, wall, info) = loop {
             match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(v) => break v,
-                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(self.abandon(String::new())),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break now(),
                 Err(mpsc::RecvTimeoutError::Timeout) if sinks.interrupt.load(Relaxed) => {
                     // Ctrl-C while the VM starts: nothing was measured; the run ends at once.
                     self.interrupted = true;
                     self.kill();
-                    break (Instant::now(), std::time::SystemTime::now(), VmInfo::default());
+                    break now();
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
-                    return Err(self.abandon(format!(
+                    self.hung = Some(format!(
                         "the Erlang VM did not start its probe within {} s; it was killed",
                         START_LIMIT.as_secs()
-                    )))
+                    ));
+                    self.kill();
+                    break now();
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
@@ -621,6 +609,9 @@ impl Probe for BeamProbe {
                 l.warnings.push("the VM did not finish: the workers' count is unknown".into());
             }
             fin.loads.push(l);
+        }
+        if let (Method::SendInterval, Some(min_ns)) = (plan.method, fed.summary.min_ns) {
+            fin.warnings.push(Warning::AnchoredSchedule { min_ns });
         }
         if let Some(f) = &failure {
             fin.warnings.push(Warning::RuntimeFailed { why: f.clone() });

@@ -130,6 +130,12 @@ pub enum Warning {
         /// Granularity (ns).
         granularity_ns: i64,
     },
+    /// Latencies are measured against a schedule anchored at the probe's start (the Erlang
+    /// VM's `send-interval`, RealtimeTests' method): the start-up is in every sample.
+    AnchoredSchedule {
+        /// The smallest latency: the constant offset the start-up adds (ns).
+        min_ns: i64,
+    },
 }
 
 impl Warning {
@@ -174,20 +180,23 @@ impl Warning {
                 )
             }
             Warning::NegativeLatencies { count } => format!(
-                "{count} samples woke before their deadline (negative latency), which means the clock stepped; \
-                 they count as 0 in the histogram. Fix: measure with --clock monotonic."
+                "{} woke before their deadline (negative latency), which means the clock stepped; \
+                 they count as 0 in the histogram. Fix: measure with --clock monotonic.",
+                crate::units::count(*count, "sample")
             ),
             Warning::MissedPeriods { count } => format!(
-                "{count} periods were missed: a wakeup came more than one interval late and the deadlines it \
-                 passed were skipped (cyclictest hides these). Fix: find the source of the spikes, or lengthen -i."
+                "{} missed: a wakeup came more than one interval late and the deadlines it passed were \
+                 skipped (cyclictest hides these). Fix: find the source of the spikes, or lengthen the period.",
+                crate::units::count_was(*count, "period")
             ),
             Warning::NoSamples => "the run ended before any sample was recorded, so there are no statistics: either it was \
                                    too short, or the probe threads never got a CPU (a load or another task at a higher RT \
                                    priority starved them). Fix: run longer, or give the probe a priority above the loads'."
                 .into(),
             Warning::SamplesLost { count, file } => format!(
-                "{count} samples could not be written to {file} because the writer fell behind (the statistics \
-                 still count them); fix: use a faster disk or a longer interval."
+                "{} could not be written to {file} because the writer fell behind (the statistics \
+                 still count them); fix: use a faster disk or a longer interval.",
+                crate::units::count(*count, "sample")
             ),
             Warning::MethodDowngraded { thread, asked, got, why } => format!(
                 "thread {thread} could not use --method {asked} ({why}) and measured with {got} instead."
@@ -213,6 +222,13 @@ impl Warning {
             Warning::TimerGranularity { runtime, granularity_ns } => format!(
                 "{runtime}'s timers have {} granularity: a wakeup is due at most that much after the requested instant, so the latencies include the runtime's rounding as well as the kernel's.",
                 crate::units::duration(*granularity_ns)
+            ),
+            Warning::AnchoredSchedule { min_ns } => format!(
+                "send-interval measures every tick against a schedule anchored when the probe started (RealtimeTests' \
+                 method), so the VM's start-up is a constant offset in every sample: the minimum, {}, is that offset, \
+                 not scheduling latency. Fix: --beam-method abs-timer (--method abs-timer with rtlab beam) measures \
+                 each wakeup against its own deadline.",
+                crate::units::us(*min_ns as f64)
             ),
         }
     }

@@ -45,6 +45,8 @@ pub trait Observer {
     fn samples(&mut self, _thread: usize, _samples: &[Sample]) {}
     /// Probes are joined; `live` holds their final values.
     fn finished(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot]) {}
+    /// A warning, as soon as it is known (the setup's before the first sample).
+    fn warning(&mut self, _warning: &Warning) {}
 }
 
 /// Every event to every observer, in order.
@@ -71,6 +73,9 @@ impl Observer for Fanout<'_> {
     }
     fn finished(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot]) {
         self.0.iter_mut().for_each(|o| o.finished(t, l));
+    }
+    fn warning(&mut self, w: &Warning) {
+        self.0.iter_mut().for_each(|o| o.warning(w));
     }
 }
 
@@ -228,6 +233,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         own_duration,
         runtime,
     } = probe.start(&sinks)?;
+    warnings.iter().for_each(|w| observer.warning(w));
     observer.started(&statuses, dma_latency_us);
     let started = Instant::now();
     let mut next_refresh = started + plan.refresh;
@@ -300,6 +306,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         runtime: rt,
         loads,
     } = probe.join();
+    late.iter().for_each(|w| observer.warning(w));
     warnings.extend(late);
     let end = SystemTime::now();
     drain_rings(&rings, &mut cursors, observer);
