@@ -43,8 +43,12 @@ fn the_tokio_probe_runs_in_both_runtime_kinds_and_writes_a_run_result() {
         assert_eq!(rt["timer_granularity_ns"], 1_000_000);
         assert!(rt["version"].as_str().unwrap().starts_with("tokio 1."));
         assert!(v["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "timer_granularity"));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(stdout.contains("1 ms granularity"), "the output says so: {stdout}");
+        // A warning, so on stderr (the results alone go to stdout).
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("rtlab: warning: tokio's timers have 1 ms granularity"),
+            "the output says so: {stderr}"
+        );
     }
     let v = read_json(&dir.path().join("1.json"));
     assert_eq!(

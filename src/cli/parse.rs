@@ -25,6 +25,8 @@ fn unit_ns(unit: &str) -> Option<f64> {
 
 /// Parses `250`, `250us`, `1.5ms`, `30s`, `2h`, `1d` into nanoseconds; a plain number is in
 /// `default` units. Rejects negatives, non-numbers, unknown units and overflow.
+// Not humantime::parse_duration: it takes whole numbers only, and cyclictest users write
+// `-i 1.5ms` and `-D 0.5s`; its unit grammar is what this follows.
 pub fn time_ns(text: &str, default: DefaultUnit) -> Result<i64, String> {
     let t = text.trim();
     let example = match default {

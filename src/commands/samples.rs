@@ -23,23 +23,18 @@ pub fn execute(opts: &SamplesOptions) -> Result<i32, Error> {
     if let Some(target) = &opts.csv {
         let mut failure = None;
         let written = crate::export::stream_output(target, |out| {
-            let mut buf = Vec::with_capacity(1 << 16);
-            buf.extend_from_slice(samples::CSV_HEADER);
+            let mut w = samples::csv_writer(out);
             loop {
                 match reader.next_record() {
-                    Ok(Some(r)) => samples::push_csv(&mut buf, &r),
+                    Ok(Some(r)) => w.serialize(r).map_err(samples::csv_io_error)?,
                     Ok(None) => break,
                     Err(e) => {
                         failure = Some(e);
                         return Err(std::io::Error::other("the input is damaged"));
                     }
                 }
-                if buf.len() >= 1 << 16 {
-                    out.write_all(&buf)?;
-                    buf.clear();
-                }
             }
-            out.write_all(&buf)
+            w.flush()
         });
         if let Some(e) = failure {
             return Err(bad(e));

@@ -225,22 +225,27 @@ pub fn parse(bytes: &[u8]) -> Result<SamplesFile, String> {
     Ok(SamplesFile { header: r.header.clone(), records, trailer: r.trailer.take() })
 }
 
-/// The records as CSV: `thread,cycle,wake_ns,latency_ns`.
-pub fn csv(f: &SamplesFile) -> Vec<u8> {
-    let mut out = Vec::with_capacity(f.records.len() * 32 + 40);
-    out.extend_from_slice(CSV_HEADER);
-    for r in &f.records {
-        push_csv(&mut out, r);
-    }
-    out
+/// A CSV writer of records (the csv crate): its first row is the header
+/// `thread,cycle,wake_ns,latency_ns`, then one row per [`Record`] given to `serialize`.
+pub fn csv_writer<W: Write>(out: W) -> csv::Writer<W> {
+    csv::WriterBuilder::new().buffer_capacity(1 << 16).from_writer(out)
 }
 
-/// The CSV header line.
-pub const CSV_HEADER: &[u8] = b"thread,cycle,wake_ns,latency_ns\n";
+/// The I/O error inside a CSV writer's error, so that a closed pipe stays a closed pipe.
+pub fn csv_io_error(e: csv::Error) -> std::io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        other => std::io::Error::other(format!("{other:?}")),
+    }
+}
 
-/// Appends one record as a CSV line.
-pub fn push_csv(out: &mut Vec<u8>, r: &Record) {
-    let _ = writeln!(out, "{},{},{},{}", r.thread, r.cycle, r.wake_ns, r.latency_ns);
+/// The records as CSV (see [`csv_writer`]).
+pub fn csv(f: &SamplesFile) -> Vec<u8> {
+    let mut w = csv_writer(Vec::with_capacity(f.records.len() * 32 + 40));
+    for r in &f.records {
+        let _ = w.serialize(r);
+    }
+    w.into_inner().unwrap_or_default()
 }
 
 #[cfg(test)]

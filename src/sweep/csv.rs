@@ -25,11 +25,13 @@ fn ms(ns: Option<f64>) -> String {
     ns.map_or_else(String::new, |v| crate::units::ms_fixed(v, 6))
 }
 
-/// `sweep.csv`: a header, then one row per point.
+/// `sweep.csv`: a header, then one row per point (written by the csv crate, which quotes a
+/// value that needs it).
 pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
-    let mut s = axis_names.iter().filter(|a| *a != "workers").cloned().collect::<Vec<_>>();
-    s.extend(CSV_COLUMNS.iter().map(|c| c.to_string()));
-    let mut out = s.join(",") + "\n";
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = axis_names.iter().filter(|a| *a != "workers").cloned().collect();
+    header.extend(CSV_COLUMNS.iter().map(|c| c.to_string()));
+    let _ = w.write_record(&header);
     for (p, r) in rows {
         let st = &r.all.stats;
         let mut cols: Vec<String> = p.axes.iter().filter(|(k, _)| k != "workers").map(|(_, v)| v.clone()).collect();
@@ -49,8 +51,7 @@ pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
             load.and_then(|l| l.utilization).map_or_else(String::new, |u| format!("{u:.3}")),
             ms(r.threads.iter().filter_map(|t| t.drift_ns).max_by_key(|d| d.abs()).map(|d| d as f64)),
         ]);
-        out += &cols.join(",");
-        out.push('\n');
+        let _ = w.write_record(&cols);
     }
-    out
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
