@@ -552,6 +552,15 @@ impl RunArgs {
         if r.tokio_workers.is_some() && r.tokio_flavor == Flavor::CurrentThread {
             return Err(usage("--tokio-workers applies to --tokio-flavor multi-thread only"));
         }
+        let threads = if r.tokio_flavor == Flavor::CurrentThread { 1 } else { workers };
+        if r.tokio_hogs >= threads && self.duration.is_none() {
+            return Err(usage(format!(
+                "--tokio-hogs {} holds every one of the runtime's {}: the probe task may never run again, so -l \
+                 alone may never end; give -D to bound the run (e.g. -D 10s)",
+                r.tokio_hogs,
+                crate::units::count(threads as u64, "worker thread")
+            )));
+        }
         Ok(Some(ProbeSpec::Tokio(crate::probes::tokio_task::Plan {
             flavor: r.tokio_flavor,
             workers: if r.tokio_flavor == Flavor::CurrentThread { 1 } else { workers },

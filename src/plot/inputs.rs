@@ -7,8 +7,10 @@ use crate::result::{RunResult, Stats, ThreadResult};
 /// The kind of picture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Kind {
-    /// Latency histogram: µs across, samples (log) up, one line per thread, max marked
+    /// Latency histogram: µs across (logarithmic, so body and tail both show), samples (log) up, one line per thread, max marked
     Histogram,
+    /// The same with a linear latency axis (OSADL's look: the tail sets the scale)
+    HistogramLinear,
     /// Tail percentiles: latency against p50 … p99.999 on a log "1 − P" axis
     Cdf,
     /// Latency over time from a samples file (rtlab run --samples), spikes visible
@@ -58,7 +60,11 @@ pub fn render(
     let drawn = match kind {
         Kind::Histogram => {
             let s = histogram_series(inputs, by).map_err(unfit)?;
-            histogram::svg(&caption(&title_or("Latency histogram"), inputs), &s)
+            histogram::svg(&caption(&title_or("Latency histogram"), inputs), &s, false)
+        }
+        Kind::HistogramLinear => {
+            let s = histogram_series(inputs, by).map_err(unfit)?;
+            histogram::svg(&caption(&title_or("Latency histogram"), inputs), &s, true)
         }
         Kind::Cdf => {
             let s = cdf_series(inputs, by).map_err(unfit)?;

@@ -263,9 +263,19 @@ pub fn log_bottom(v: f64) -> f64 {
     10f64.powf(v.log10().floor())
 }
 
-/// Labels for a log axis of µs values: `0.1`, `1`, `10`, `1000`.
+/// Labels for a log axis of µs values: `0.1`, `1`, `10`, `1000`, `10k`, `1M`.
 pub fn log_label(v: &f64) -> String {
-    if *v >= 1.0 {
+    if *v >= 10_000.0 {
+        // 10k, 100k, 1M: a label of nine digits cannot be read at a glance.
+        let (div, suffix) =
+            [(1e9, "G"), (1e6, "M"), (1e3, "k")].into_iter().find(|(d, _)| *v >= *d).unwrap_or((1.0, ""));
+        let x = v / div;
+        if (x - x.round()).abs() < 1e-9 {
+            format!("{x:.0}{suffix}")
+        } else {
+            format!("{x:.1}{suffix}")
+        }
+    } else if *v >= 1.0 {
         format!("{v:.0}")
     } else {
         let s = format!("{v:.3}");
@@ -294,6 +304,10 @@ mod tests {
         assert_eq!(log_bottom(0.0), 0.1);
         assert_eq!(log_label(&0.1), "0.1");
         assert_eq!(log_label(&1000.0), "1000");
+        assert_eq!(
+            (log_label(&10_000.0), log_label(&1e8), log_label(&2.5e6)),
+            ("10k".into(), "100M".into(), "2.5M".into())
+        );
         use crate::units::si;
         assert_eq!(
             (si(950.0), si(12_500.0), si(1.38e9), si(0.5)),

@@ -4,6 +4,7 @@
 use super::{at_least, color, draw, err, log_bottom, log_label, log_top, Caption, FAMILY};
 use crate::result::RunResult;
 use crate::units::clip;
+use plotters::coord::CoordTranslate;
 use plotters::prelude::*;
 
 /// The latency figures of one point (ns) and its load's throughput.
@@ -93,8 +94,26 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
     distinct.sort_by(f64::total_cmp);
     distinct.dedup();
     let distinct = distinct.len().max(2);
+    // Every group shows p50, p99, p99.9 and max: the group by its colour, the figure by its
+    // stroke (one group: by colour as well); the legend is drawn below the chart, never on it.
+    let mut legend: Vec<(String, RGBColor, Stroke)> = Vec::new();
+    for (gi, g) in s.groups.iter().enumerate() {
+        let prefix = if g.label.is_empty() { String::new() } else { format!("{} ", g.label) };
+        for (mi, name) in METRICS.iter().enumerate() {
+            let c = if many { color(gi) } else { color(mi) };
+            legend.push((clip(&format!("{prefix}{name}"), 40), c, Stroke::of_metric(mi)));
+        }
+        if has_tp {
+            let c = if many { color(gi) } else { RGBColor(60, 60, 60) };
+            legend.push((clip(&format!("{prefix}throughput (right axis)"), 40), c, Stroke::Throughput));
+        }
+    }
+    const PER_ROW: usize = 4;
+    let legend_h = legend.len().div_ceil(PER_ROW) as u32 * 22 + 12;
     draw(caption, |area| {
-        let mut chart = super::frame(area)
+        let (w, h) = area.dim_in_pixel();
+        let (plot, below) = area.split_vertically(h.saturating_sub(legend_h));
+        let mut chart = super::frame(&plot)
             .right_y_label_area_size(if has_tp { 110 } else { 0 })
             .build_cartesian_2d((x_lo - pad)..(x_hi + pad), (y_lo..y_top).log_scale())
             .map_err(err)?
@@ -128,11 +147,7 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
                 .map_err(err)?;
         }
         for (gi, (g, gx)) in s.groups.iter().zip(&xs).enumerate() {
-            let prefix = if g.label.is_empty() { String::new() } else { format!("{} ", g.label) };
-            for (mi, name) in METRICS.iter().enumerate() {
-                if many && !(mi == 1 || mi == 3) {
-                    continue;
-                }
+            for mi in 0..METRICS.len() {
                 let c = if many { color(gi) } else { color(mi) };
                 let pts: Vec<(f64, f64)> = g
                     .rows
@@ -140,40 +155,106 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
                     .zip(gx)
                     .filter_map(|(r, x)| r.latency[mi].map(|v| (*x, at_least(v / 1e3, y_lo))))
                     .collect();
-                let style = c.stroke_width(if mi == 3 { 1 } else { 2 });
-                let label = clip(&format!("{prefix}{name}"), 50);
-                if many && mi == 3 {
-                    chart
-                        .draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))
-                        .map_err(err)?
-                        .label(label)
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
-                } else {
-                    chart
-                        .draw_series(LineSeries::new(pts.clone(), style))
-                        .map_err(err)?
-                        .label(label)
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3)));
-                }
+                let stroke = if many { Stroke::of_metric(mi) } else { Stroke::Solid };
+                stroke.draw(&mut chart, pts.clone(), c)?;
                 chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled()))).map_err(err)?;
             }
             if has_tp {
-                let grey = if many { color(gi).mix(0.6) } else { RGBColor(60, 60, 60).mix(0.9) };
-                let style = grey.stroke_width(2);
+                let c = if many { color(gi) } else { RGBColor(60, 60, 60) };
                 let pts: Vec<(f64, f64)> =
                     g.rows.iter().zip(gx).filter_map(|(r, x)| r.throughput.map(|t| (*x, t))).collect();
                 chart
-                    .draw_secondary_series(DashedLineSeries::new(pts.clone(), 10, 5, style))
-                    .map_err(err)?
-                    .label(clip(&format!("{prefix}throughput (right axis)"), 50))
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], style));
-                chart
-                    .draw_secondary_series(pts.iter().map(|p| Rectangle::new([*p, *p], grey.filled())))
+                    .draw_secondary_series(DashedLineSeries::new(pts.clone(), 10, 5, c.mix(0.7).stroke_width(2)))
                     .map_err(err)?;
+                chart.draw_secondary_series(pts.iter().map(|p| Rectangle::new([*p, *p], c.filled()))).map_err(err)?;
             }
         }
-        super::legend(&mut chart, SeriesLabelPosition::UpperLeft)
+        // The legend, in rows below the chart: each entry's stroke as it is drawn.
+        let col_w = (w as i32 - 80) / PER_ROW as i32;
+        for (i, (label, c, stroke)) in legend.iter().enumerate() {
+            let (x, y) = (70 + (i % PER_ROW) as i32 * col_w, 6 + (i / PER_ROW) as i32 * 22 + 8);
+            let (single, mi) = (!many, METRICS.iter().position(|m| label.ends_with(m)));
+            let stroke = if single && mi.is_some() { Stroke::Solid } else { *stroke };
+            stroke.sample(&below, (x, y), *c)?;
+            below.draw(&Text::new(label.clone(), (x + 40, y - 8), (FAMILY, 14).into_font())).map_err(err)?;
+        }
+        Ok(())
     })
+}
+
+/// How a line is stroked, so that the figures of a group stay apart in colour-blind print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stroke {
+    /// Solid, 2 px (p99; every figure when there is one group).
+    Solid,
+    /// Dotted (p50).
+    Dotted,
+    /// Dashed (p99.9).
+    Dashed,
+    /// Long dashes, thin (max).
+    LongDashed,
+    /// Dashed, faded (throughput, right axis).
+    Throughput,
+}
+
+impl Stroke {
+    fn of_metric(mi: usize) -> Stroke {
+        match mi {
+            0 => Stroke::Dotted,
+            1 => Stroke::Solid,
+            2 => Stroke::Dashed,
+            _ => Stroke::LongDashed,
+        }
+    }
+
+    /// The dash and gap lengths (px), `None` for a solid line, and the width.
+    fn pattern(self) -> (Option<(u32, u32)>, u32) {
+        match self {
+            Stroke::Solid => (None, 2),
+            Stroke::Dotted => (Some((2, 4)), 2),
+            Stroke::Dashed => (Some((7, 4)), 2),
+            Stroke::LongDashed => (Some((14, 5)), 1),
+            Stroke::Throughput => (Some((10, 5)), 2),
+        }
+    }
+
+    fn draw<'a, CT>(
+        self,
+        chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+        pts: Vec<(f64, f64)>,
+        c: RGBColor,
+    ) -> Result<(), String>
+    where
+        CT: CoordTranslate<From = (f64, f64)>,
+    {
+        let (dash, width) = self.pattern();
+        let style = c.stroke_width(width);
+        match dash {
+            None => chart.draw_series(LineSeries::new(pts, style)).map(|_| ()),
+            Some((on, off)) => chart.draw_series(DashedLineSeries::new(pts, on, off, style)).map(|_| ()),
+        }
+        .map_err(err)
+    }
+
+    /// A 32 px sample of the stroke at `at` on `area` (for the legend).
+    fn sample(
+        self,
+        area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+        at: (i32, i32),
+        c: RGBColor,
+    ) -> Result<(), String> {
+        let (dash, width) = self.pattern();
+        let c = if self == Stroke::Throughput { c.mix(0.7) } else { c.mix(1.0) };
+        let style = c.stroke_width(width);
+        let (on, off) = dash.map_or((32, 0), |(on, off)| (on as i32, off as i32));
+        let mut x = 0;
+        while x < 32 {
+            let end = (x + on).min(32);
+            area.draw(&PathElement::new(vec![(at.0 + x, at.1), (at.0 + end, at.1)], style)).map_err(err)?;
+            x = end + off.max(1);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
