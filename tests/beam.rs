@@ -93,7 +93,7 @@ fn a_broken_stream_ends_the_run_with_an_error_and_keeps_what_arrived() {
         ),
         ("garbage", "echo 'S 1000 1000 0'\necho 'S x 2 3'", "unexpected line from the Erlang probe: 'S x 2 3'"),
         ("short", "echo 'S 1000 1000 0'\necho 'E 5 0'", "says it sent 5 samples, 1 arrived"),
-        ("exit", "echo 'S 1000 1000 0'\nexit 0", "exited (exit code 0) after 1 samples"),
+        ("exit", "echo 'S 1000 1000 0'\nexit 0", "exited (exit code 0) after 1 sample;"),
     ];
     for (name, body, expect) in cases {
         let erl = fake_erl(dir.path(), name, body);

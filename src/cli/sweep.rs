@@ -212,7 +212,9 @@ fn check_resumable(out: &std::path::Path, planned: &[(Point, crate::session::Pla
         let now_runtime = plan.probe.runtime_settings();
         if then_runtime != now_runtime {
             let show = |r: Option<(&str, &str, i64, usize)>| {
-                r.map_or("OS threads".to_string(), |(k, m, p, w)| format!("{k} {m} every {p} ns with {w} workers"))
+                r.map_or("OS threads".to_string(), |(k, m, p, w)| {
+                    format!("{k} {m} every {p} ns with {}", crate::units::count(w as u64, "worker"))
+                })
             };
             return Err(usage(format!(
                 "--resume: {} was measured with another probe (point {}: {} → {}); resume with the same options, or give a new --out",

@@ -206,8 +206,9 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
     for t in out.threads.iter().filter(|t| t.samples_lost > 0) {
         let _ = writeln!(
             err,
-            "rtlab: warning: -v output fell behind; {} samples of thread {} were lost",
-            t.samples_lost, t.plan.index
+            "rtlab: warning: -v output fell behind; {} of thread {} lost",
+            crate::units::count_was(t.samples_lost, "sample"),
+            t.plan.index
         );
     }
     Ok(if broke { 3 } else { 0 })

@@ -131,10 +131,10 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
         for t in &r.threads {
             if let Some(d) = t.drift_ns {
                 out += &format!(
-                    "thread {}: period drift {} µs after {} cycles (relative sleeps accumulate every cycle's overhead)\n",
+                    "thread {}: period drift {} µs after {} (relative sleeps accumulate every cycle's overhead)\n",
                     t.thread,
                     Unit::Micros.fmt(d),
-                    t.stats.cycles
+                    crate::units::count(t.stats.cycles, "cycle")
                 );
             }
         }

@@ -178,7 +178,7 @@ pub fn caption(title: &str, inputs: &[Input]) -> Caption {
                         describe(&r) + &per_point.unwrap_or_default()
                     })
                     .unwrap_or_default();
-                format!("{} — {} points · {d}", one.name, points.len())
+                format!("{} — {} · {d}", one.name, crate::units::count(points.len() as u64, "point"))
             }
         },
         _ => {

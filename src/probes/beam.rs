@@ -583,7 +583,11 @@ impl Probe for BeamProbe {
             (None, Some(msg), false) => {
                 let how = status.map_or("an unknown status".into(), describe_status);
                 let what = if msg.is_empty() { format!("the Erlang VM exited ({how})") } else { msg };
-                Some(format!("{what} after {} samples{}", fed.session.samples(), last_words(&said)))
+                Some(format!(
+                    "{what} after {}{}",
+                    crate::units::count(fed.session.samples(), "sample"),
+                    last_words(&said)
+                ))
             }
             (None, None, false) => None,
         };
