@@ -382,8 +382,9 @@ impl CyclictestArgs {
             self.distance.unwrap_or(500)
         };
         let interval_ns = self.interval;
+        let placed = os_thread::placement(n, cpus.as_ref());
         let mut threads = Vec::with_capacity(n);
-        for i in 0..n {
+        for (i, cpu) in placed.into_iter().enumerate() {
             let this_interval = interval_ns
                 .checked_add(distance_us.saturating_mul(1000).saturating_mul(i as i64))
                 .filter(|v| *v <= 3_600_000_000_000)
@@ -399,7 +400,7 @@ impl CyclictestArgs {
             };
             threads.push(ThreadPlan {
                 index: i,
-                cpu: cpus.as_ref().map(|c| c.cpus()[i % c.len()]),
+                cpu,
                 sched: SchedParams::simple(policy, prio),
                 interval_ns: this_interval,
                 warmup_cycles: 0,

@@ -366,9 +366,10 @@ impl RunArgs {
         }
 
         layout.check_memory(n).map_err(usage)?;
+        let placed = os_thread::placement(n, pinned.then_some(&cpus));
         let mut threads = Vec::with_capacity(n);
         let mut deadline_cfg = None;
-        for i in 0..n {
+        for (i, cpu) in placed.into_iter().enumerate() {
             let interval_ns = self
                 .interval
                 .checked_add(self.distance.checked_mul(i as i64).unwrap_or(i64::MAX))
@@ -414,13 +415,7 @@ impl RunArgs {
                 Some(Warmup::Cycles(c)) => c,
                 Some(Warmup::Time(t)) => (t as u64).div_ceil(interval_ns as u64),
             };
-            threads.push(ThreadPlan {
-                index: i,
-                cpu: pinned.then(|| cpus.cpus()[i % cpus.len()]),
-                sched,
-                interval_ns,
-                warmup_cycles,
-            });
+            threads.push(ThreadPlan { index: i, cpu, sched, interval_ns, warmup_cycles });
         }
 
         let mlockall = !self.no_mlockall || self.mlockall;

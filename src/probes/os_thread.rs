@@ -64,6 +64,13 @@ pub struct Plan {
     pub cyclictest_compat: bool,
 }
 
+/// The CPU of each of `n` measuring threads: round robin over `cpus`, unpinned without them.
+/// `rtlab run` and `rtlab cyclictest` differ in their defaults (which CPUs, how many threads),
+/// never in how threads are placed.
+pub fn placement(n: usize, cpus: Option<&CpuSet>) -> Vec<Option<usize>> {
+    (0..n).map(|i| cpus.filter(|c| !c.is_empty()).map(|c| c.cpus()[i % c.len()])).collect()
+}
+
 /// Aligned thread starts (cyclictest `-A`/`--secaligned`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Align {
@@ -595,4 +602,17 @@ fn apply_sched(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<Warn
         let _ = sched::set_current_thread(&fallback);
     }
     warnings.push(Warning::PolicyDowngraded { thread: tp.index, asked: label(&asked), got: label(&fallback), why });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_are_placed_round_robin_over_the_cpus_or_left_free() {
+        let cpus = CpuSet::from_cpus([1, 3]);
+        assert_eq!(placement(3, Some(&cpus)), vec![Some(1), Some(3), Some(1)]);
+        assert_eq!(placement(2, None), vec![None, None]);
+        assert_eq!(placement(1, Some(&CpuSet::default())), vec![None], "an empty set pins nothing");
+    }
 }
