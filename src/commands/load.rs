@@ -46,11 +46,7 @@ pub fn execute(args: &LoadOptions) -> Result<i32, Error> {
     } else {
         crate::export::print(&text);
     }
-    for r in &results {
-        for note in &r.warnings {
-            eprintln!("rtlab: warning: load '{}': {note}", r.spec);
-        }
-    }
+    crate::output::warnings::WarningPrinter::default().loads(&results);
     if let Some(f) = failed.first() {
         return Err(Error::Runtime(format!("load '{}' failed: {}", f.spec, f.warnings.join("; "))));
     }

@@ -1,6 +1,7 @@
 //! cyclictest's `--json` files (rt-tests 2.4 and 2.10).
 
-use super::{build, ImportError, Provenance, ThreadFigures, Unit};
+use super::{build, ImportError, ThreadFigures, Unit};
+use crate::result::build::Stated;
 use crate::result::RunResult;
 use crate::sysinfo::Environment;
 use serde_json::Value;
@@ -170,7 +171,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
         }
     });
     let time = |k: &str| text_of(k).and_then(|t| crate::timefmt::parse_rfc2822(&t)).map(crate::timefmt::rfc3339);
-    let prov = Provenance {
+    let prov = Stated {
         tool_version: text_of("rt_test_version"),
         start_time: time("start_time"),
         end_time: time("end_time"),

@@ -1,7 +1,8 @@
 //! cyclictest's text outputs: the `-h`/`-H` histogram block (2.4: every row and `# Total:`;
 //! 2.10: non-zero rows only) and the `T:` lines of `-q` (or of a captured live display).
 
-use super::{build, ImportError, Provenance, ThreadFigures, Unit};
+use super::{build, ImportError, ThreadFigures, Unit};
+use crate::result::build::Stated;
 use crate::result::RunResult;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -162,7 +163,7 @@ fn parse_histogram(ctx: &Ctx<'_>, lines: &[(usize, &str)], unit: Unit) -> Result
     if overflow_lines > 0 && overflow_lines != n {
         return Err(ctx.err(min_no, format!("{overflow_lines} '# Thread N:' overflow lines for {n} threads")));
     }
-    Ok(build(ctx.file, "cyclictest-histogram", unit, Provenance::default(), &figures))
+    Ok(build(ctx.file, "cyclictest-histogram", unit, Stated::default(), &figures))
 }
 
 fn parse_t_lines(ctx: &Ctx<'_>, lines: &[(usize, &str)], unit: Option<Unit>) -> Result<RunResult, ImportError> {
@@ -213,5 +214,5 @@ fn parse_t_lines(ctx: &Ctx<'_>, lines: &[(usize, &str)], unit: Option<Unit>) -> 
     }
     let unit = unit.unwrap_or(if threads.values().all(|(_, wide)| *wide) { Unit::Nanos } else { Unit::Micros });
     let figures: Vec<ThreadFigures> = threads.into_values().map(|(f, _)| f).collect();
-    Ok(build(ctx.file, "cyclictest-quiet", unit, Provenance::default(), &figures))
+    Ok(build(ctx.file, "cyclictest-quiet", unit, Stated::default(), &figures))
 }

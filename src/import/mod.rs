@@ -8,7 +8,7 @@ pub mod cyclictest_text;
 pub mod input;
 
 use crate::measure::histogram::PERCENTILES;
-use crate::result::build::{percentiles, StatedRun};
+use crate::result::build::{percentiles, Stated, StatedRun};
 use crate::result::{Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Unbinned};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -133,11 +133,8 @@ pub fn stats_of(f: &ThreadFigures, unit: Unit) -> Stats {
     }
 }
 
-/// What a parser found besides the threads.
-pub use crate::result::build::Stated as Provenance;
-
 /// Builds a RunResult from parsed threads.
-pub fn build(file: &Path, format: &str, unit: Unit, p: Provenance, figures: &[ThreadFigures]) -> RunResult {
+pub fn build(file: &Path, format: &str, unit: Unit, p: Stated, figures: &[ThreadFigures]) -> RunResult {
     let threads: Vec<ThreadResult> = figures
         .iter()
         .enumerate()

@@ -208,15 +208,14 @@ pub fn loads(results: &[LoadResult]) -> String {
 /// The summary table and the loads' table, after `header`: on stderr when the result itself
 /// goes to stdout.
 pub fn print_summary(result: &RunResult, unit: Unit, header: &str, to_stderr: bool) {
-    use std::io::Write;
     let mut text = header.to_string() + &summary(result, unit);
     if !result.loads.is_empty() {
         text += &loads(&result.loads);
     }
     if to_stderr {
-        let _ = std::io::stderr().write_all(text.as_bytes());
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
     } else {
-        let _ = std::io::stdout().write_all(text.as_bytes());
+        crate::export::print(&text);
     }
 }
 

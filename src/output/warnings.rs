@@ -30,7 +30,12 @@ impl WarningPrinter {
         for w in &result.warnings {
             self.print(&w.message);
         }
-        for l in &result.loads {
+        self.loads(&result.loads);
+    }
+
+    /// Prints the loads' notes not printed yet (`rtlab load`, and every run with loads).
+    pub fn loads(&mut self, loads: &[crate::load::LoadResult]) {
+        for l in loads {
             for note in &l.warnings {
                 self.print(&format!("load '{}': {note}", l.spec));
             }

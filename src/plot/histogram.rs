@@ -143,45 +143,47 @@ where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
-    {
-        for (i, s) in series.iter().enumerate() {
-            let c = color(i);
-            let pts: Vec<(f64, f64)> = line(s, floor).into_iter().map(|(x, y)| (at(x), y)).collect();
+    for (i, s) in series.iter().enumerate() {
+        let c = color(i);
+        let pts: Vec<(f64, f64)> = line(s, floor).into_iter().map(|(x, y)| (at(x), y)).collect();
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(err)?
+            .label(clip(&s.label, 60))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3)));
+        if let Some(max) = s.max_ns {
+            let x = at(max as f64 / 1e3);
+            let y_mark = y_top / 3f64.powi(i as i32 + 1);
+            let text = format!("max {} µs", crate::units::us_short(max as f64));
+            let dx = if across(x) > 0.75 { -10 - 8 * text.chars().count() as i32 } else { 6 };
             chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-                .map_err(err)?
-                .label(clip(&s.label, 60))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3)));
-            if let Some(max) = s.max_ns {
-                let x = at(max as f64 / 1e3);
-                let y_mark = y_top / 3f64.powi(i as i32 + 1);
-                let text = format!("max {} µs", crate::units::us_short(max as f64));
-                let dx = if across(x) > 0.75 { -10 - 8 * text.chars().count() as i32 } else { 6 };
-                chart
-                    .draw_series([PathElement::new(vec![(x, floor), (x, y_mark)], c.mix(0.8).stroke_width(1))])
-                    .map_err(err)?;
-                chart
-                    .draw_series([EmptyElement::at((x, y_mark))
-                        + TriangleMarker::new((0, 0), 6, c.filled())
-                        + Text::new(text, (dx, -8), (FAMILY, 14).into_font().color(&c))])
-                    .map_err(err)?;
-            }
-            if let Some(u) = s.unbinned {
-                let x = at(u.at_least_ns as f64 / 1e3);
-                let y = at_least(u.count as f64, floor);
-                chart
-                    .draw_series([EmptyElement::at((x, y))
-                        + Circle::new((0, 0), 5, c.filled())
-                        + Text::new(
-                            format!("{} beyond the histogram (≥ {} µs)", u.count, crate::units::us_short(x * 1e3)),
-                            (-10, -20),
-                            (FAMILY, 14).into_font().color(&c),
-                        )])
-                    .map_err(err)?;
-            }
+                .draw_series([PathElement::new(vec![(x, floor), (x, y_mark)], c.mix(0.8).stroke_width(1))])
+                .map_err(err)?;
+            chart
+                .draw_series([EmptyElement::at((x, y_mark))
+                    + TriangleMarker::new((0, 0), 6, c.filled())
+                    + Text::new(text, (dx, -8), (FAMILY, 14).into_font().color(&c))])
+                .map_err(err)?;
         }
-        super::legend(chart, SeriesLabelPosition::UpperRight)
+        if let Some(u) = s.unbinned {
+            let x = at(u.at_least_ns as f64 / 1e3);
+            let y = at_least(u.count as f64, floor);
+            chart
+                .draw_series([EmptyElement::at((x, y))
+                    + Circle::new((0, 0), 5, c.filled())
+                    + Text::new(
+                        format!(
+                            "{} beyond the histogram (≥ {} µs)",
+                            u.count,
+                            crate::units::us_short(u.at_least_ns as f64)
+                        ),
+                        (-10, -20),
+                        (FAMILY, 14).into_font().color(&c),
+                    )])
+                .map_err(err)?;
+        }
     }
+    super::legend(chart, SeriesLabelPosition::UpperRight)
 }
 
 #[cfg(test)]

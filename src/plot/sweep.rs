@@ -96,12 +96,13 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
     let distinct = distinct.len().max(2);
     // Every group shows p50, p99, p99.9 and max: the group by its colour, the figure by its
     // stroke (one group: by colour as well); the legend is drawn below the chart, never on it.
+    let stroke_of = |mi: usize| if many { Stroke::of_metric(mi) } else { Stroke::Solid };
     let mut legend: Vec<(String, RGBColor, Stroke)> = Vec::new();
     for (gi, g) in s.groups.iter().enumerate() {
         let prefix = if g.label.is_empty() { String::new() } else { format!("{} ", g.label) };
         for (mi, name) in METRICS.iter().enumerate() {
             let c = if many { color(gi) } else { color(mi) };
-            legend.push((clip(&format!("{prefix}{name}"), 40), c, Stroke::of_metric(mi)));
+            legend.push((clip(&format!("{prefix}{name}"), 40), c, stroke_of(mi)));
         }
         if has_tp {
             let c = if many { color(gi) } else { RGBColor(60, 60, 60) };
@@ -155,8 +156,7 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
                     .zip(gx)
                     .filter_map(|(r, x)| r.latency[mi].map(|v| (*x, at_least(v / 1e3, y_lo))))
                     .collect();
-                let stroke = if many { Stroke::of_metric(mi) } else { Stroke::Solid };
-                stroke.draw(&mut chart, pts.clone(), c)?;
+                stroke_of(mi).draw(&mut chart, pts.clone(), c)?;
                 chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled()))).map_err(err)?;
             }
             if has_tp {
@@ -173,8 +173,6 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
         let col_w = (w as i32 - 80) / PER_ROW as i32;
         for (i, (label, c, stroke)) in legend.iter().enumerate() {
             let (x, y) = (70 + (i % PER_ROW) as i32 * col_w, 6 + (i / PER_ROW) as i32 * 22 + 8);
-            let (single, mi) = (!many, METRICS.iter().position(|m| label.ends_with(m)));
-            let stroke = if single && mi.is_some() { Stroke::Solid } else { *stroke };
             stroke.sample(&below, (x, y), *c)?;
             below.draw(&Text::new(label.clone(), (x + 40, y - 8), (FAMILY, 14).into_font())).map_err(err)?;
         }
