@@ -10,6 +10,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod doctor;
 pub mod error;
 pub mod export;
 pub mod import;

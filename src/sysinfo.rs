@@ -42,6 +42,10 @@ pub struct Environment {
     pub numa_node_of_cpu: Vec<usize>,
     /// Privileges, limits and RT throttling settings (`null` for imported data).
     pub privileges: Option<Privileges>,
+    /// What `rtlab doctor` finds for the measured CPUs, examined over the run's first second
+    /// (`null` for imported data and for cyclictest without --rtlab-json).
+    #[serde(default)]
+    pub doctor: Option<crate::doctor::DoctorReport>,
 }
 
 fn read(path: &str) -> Option<String> {
@@ -55,35 +59,7 @@ fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
     })
 }
 
-/// The preemption model from the debugfs switch (`none voluntary (full) lazy`), else from the
-/// kernel version string.
-pub fn preempt_model(debugfs_preempt: Option<&str>, version: Option<&str>, realtime_flag: bool) -> Option<String> {
-    if realtime_flag {
-        return Some("rt".into());
-    }
-    if let Some(s) = debugfs_preempt {
-        if let Some(m) = s.split_whitespace().find(|w| w.starts_with('(')) {
-            return Some(m.trim_matches(|c| c == '(' || c == ')').to_string());
-        }
-    }
-    let v = version?;
-    let words: Vec<&str> = v.split_whitespace().collect();
-    let has = |w: &str| words.contains(&w);
-    Some(
-        if has("PREEMPT_RT") {
-            "rt"
-        } else if has("PREEMPT_DYNAMIC") {
-            "dynamic"
-        } else if has("PREEMPT_LAZY") {
-            "lazy"
-        } else if has("PREEMPT") {
-            "full"
-        } else {
-            "none or voluntary"
-        }
-        .to_string(),
-    )
-}
+pub use crate::doctor::preempt_model;
 
 /// The NUMA node of each CPU below `ncpus`, from `/sys/devices/system/node/node*/cpulist`.
 fn numa_nodes(ncpus: usize) -> Vec<usize> {
@@ -124,6 +100,7 @@ impl Environment {
             machine: None,
             numa_node_of_cpu: Vec::new(),
             privileges: None,
+            doctor: None,
         }
     }
 
@@ -163,6 +140,7 @@ impl Environment {
             machine: Some(std::env::consts::ARCH.to_string()),
             numa_node_of_cpu: numa_nodes(online.cpus().last().map_or(1, |c| c + 1)),
             privileges: Some(Privileges::current()),
+            doctor: None,
         }
     }
 }
@@ -170,19 +148,6 @@ impl Environment {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_preempt_model_comes_from_debugfs_first_then_the_version_string() {
-        assert_eq!(
-            preempt_model(Some("none voluntary (full) lazy"), Some("#1 SMP PREEMPT_DYNAMIC"), false).as_deref(),
-            Some("full")
-        );
-        assert_eq!(preempt_model(None, Some("#1 SMP PREEMPT_DYNAMIC @0"), false).as_deref(), Some("dynamic"));
-        assert_eq!(preempt_model(None, Some("#1 SMP PREEMPT_RT Debian"), false).as_deref(), Some("rt"));
-        assert_eq!(preempt_model(None, Some("#1 SMP PREEMPT Tue"), false).as_deref(), Some("full"));
-        assert_eq!(preempt_model(None, Some("#1 SMP Tue"), false).as_deref(), Some("none or voluntary"));
-        assert_eq!(preempt_model(None, None, true).as_deref(), Some("rt"));
-    }
 
     #[test]
     fn capturing_this_machine_finds_its_kernel_and_cpus() {

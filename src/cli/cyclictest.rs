@@ -459,6 +459,8 @@ impl CyclictestArgs {
             max_latency_ns: self.spike.map(above_us),
             refresh: Duration::from_millis(10),
             sample_ring: self.verbose.then_some(1 << 16),
+            // cyclictest's own outputs stay cyclictest's; the findings go with --rtlab-json.
+            doctor: self.rtlab_json.is_some().then(crate::doctor::Sysroot::default),
             ..Plan::new(ProbeSpec::Os(os.clone()), layout)
         };
         plan.config = Some(crate::session::os_config(&os, &plan));

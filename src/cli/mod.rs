@@ -4,6 +4,7 @@ pub mod beam;
 pub mod cyclictest;
 pub mod dispatch;
 pub mod docs;
+pub mod doctor;
 pub mod export;
 pub mod import;
 pub mod load;
@@ -73,6 +74,9 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Print the JSON Schema of a file rtlab writes (run, sweep, load, samples-header/-trailer).
     Schema(schema::SchemaArgs),
+    /// Is this machine set up for real time? Kernel, isolation, IRQs, power, scheduler, memory,
+    /// noise and rights for the CPUs you measure, each with evidence, consequence and fix.
+    Doctor(doctor::DoctorArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(docs::CompletionsArgs),
     /// Print a man page (roff) of rtlab or of one of its commands.

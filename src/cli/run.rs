@@ -179,6 +179,9 @@ pub struct RunArgs {
     /// `rtlab samples FILE --csv`); a writer that falls behind counts what it lost
     #[arg(long = "samples", value_name = "FILE")]
     pub samples: Option<PathBuf>,
+    /// Read /proc, /sys and /dev under DIR for the doctor's findings instead of / (tests)
+    #[arg(long = "sysroot", value_name = "DIR", hide = true)]
+    pub sysroot: Option<PathBuf>,
 
     /// Where the periodic task runs, and the tokio probe's options
     #[command(flatten)]
@@ -448,6 +451,7 @@ impl RunArgs {
             sample_ring: self.samples.is_some().then_some(crate::session::SAMPLE_RING),
             loads: self.loads,
             samples: self.samples,
+            doctor: Some(super::doctor::sysroot(self.sysroot.as_ref())?),
             ..Plan::new(ProbeSpec::Os(os), layout)
         };
         match runtime_probe {

@@ -6,7 +6,7 @@ use clap::Args;
 /// Print the JSON Schema of a file rtlab writes (generated from rtlab's own types).
 #[derive(Args, Debug, Clone)]
 pub struct SchemaArgs {
-    /// run, sweep, load, samples-header or samples-trailer; none: list them
+    /// run, sweep, load, samples-header, samples-trailer or doctor; none: list them
     #[arg(value_name = "NAME")]
     pub name: Option<String>,
 }

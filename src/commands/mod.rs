@@ -1,6 +1,7 @@
 //! What each subcommand does, wired from the layers below.
 
 pub mod cyclictest;
+pub mod doctor;
 pub mod export;
 pub mod import;
 pub mod load;

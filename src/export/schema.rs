@@ -11,6 +11,7 @@ pub const SCHEMAS: &[(&str, &str)] = &[
     ("load", "rtlab.load/1: rtlab load --json"),
     ("samples-header", "rtlab.samples/1: the JSON header of a samples file"),
     ("samples-trailer", "rtlab.samples/1: the JSON trailer of a samples file"),
+    ("doctor", "rtlab.doctor/1: rtlab doctor --json (also a RunResult's environment.doctor)"),
 ];
 
 /// The schema called `name` (one of [`SCHEMAS`]), as pretty JSON with a final newline.
@@ -21,6 +22,7 @@ pub fn schema(name: &str) -> Option<String> {
         "load" => schemars::schema_for!(crate::load::LoadReport).into(),
         "samples-header" => schemars::schema_for!(super::samples::Header).into(),
         "samples-trailer" => schemars::schema_for!(super::samples::Trailer).into(),
+        "doctor" => schemars::schema_for!(crate::doctor::DoctorReport).into(),
         _ => return None,
     };
     let describes = SCHEMAS.iter().find(|(n, _)| *n == name).map(|(_, d)| *d).unwrap_or_default();

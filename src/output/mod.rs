@@ -1,6 +1,7 @@
 //! Talking to people: the live terminal view, the summary table, cyclictest's live lines, warnings.
 
 pub mod cyclictest;
+pub mod doctor;
 pub mod live;
 pub mod table;
 pub mod warnings;

@@ -212,12 +212,13 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
 }
 
 /// The machine as `(environment.field, value)`, nested fields dotted (the per-CPU NUMA list
-/// left out).
+/// and the doctor's report left out: [`settings`] lists the doctor's findings one by one).
 pub fn environment_settings(env: &crate::sysinfo::Environment) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut v = serde_json::to_value(env).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.remove("numa_node_of_cpu");
+        o.remove("doctor");
     }
     flatten("environment", &v, &mut out);
     out
@@ -239,6 +240,9 @@ pub fn settings(r: &RunResult) -> Vec<(String, String)> {
         out.push(("source.command_line".into(), s.command_line.clone().unwrap_or_else(|| "-".into())));
     }
     out.push(("simulated".into(), r.simulated.to_string()));
+    if let Some(d) = &r.environment.doctor {
+        out.extend(d.checks.iter().map(|c| (format!("doctor.{}", c.id), c.comparable())));
+    }
     out
 }
 
@@ -264,8 +268,11 @@ pub fn compare(runs: &[(String, &RunResult)]) -> Comparison {
             }
         }
     }
+    // Findings compare only between runs the doctor examined (not with imported data).
+    let examined = runs.iter().all(|(_, r)| r.environment.doctor.is_some());
     let differences = fields
         .into_iter()
+        .filter(|f| examined || !f.starts_with("doctor."))
         .filter_map(|f| {
             let values: Vec<String> = all
                 .iter()

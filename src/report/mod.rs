@@ -150,6 +150,44 @@ fn provenance(r: &RunResult) -> Vec<(String, String)> {
     v
 }
 
+/// The doctor's findings for the measured CPUs: the counts, then every check, worst first.
+fn doctor_blocks(r: &RunResult) -> Vec<Block> {
+    use crate::doctor::Status;
+    let Some(d) = &r.environment.doctor else {
+        return vec![Block::Text("Not examined (imported data, or cyclictest without --rtlab-json).".into())];
+    };
+    let rank = |s: Status| match s {
+        Status::Fail => 0,
+        Status::Warn => 1,
+        Status::Unknown => 2,
+        Status::Ok => 3,
+    };
+    let mut checks: Vec<&crate::doctor::Check> = d.checks.iter().collect();
+    checks.sort_by_key(|c| rank(c.status));
+    vec![
+        Block::Text(format!(
+            "CPU {}, counters sampled over {:.2} s: {} ok, {} warn, {} fail, {} unknown.",
+            d.cpus, d.sample_s, d.counts.ok, d.counts.warn, d.counts.fail, d.counts.unknown
+        )),
+        Block::Table {
+            header: ["status", "check", "finding", "consequence", "fix"].map(String::from).to_vec(),
+            rows: checks
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.status.label().to_string(),
+                        c.title.clone(),
+                        c.finding.clone(),
+                        c.consequence.clone(),
+                        c.fix.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect(),
+            numeric: vec![false; 5],
+        },
+    ]
+}
+
 fn section_of(prefix: &str, r: &RunResult) -> Vec<(String, String)> {
     strip(prefix, compare::settings(r))
 }
@@ -174,6 +212,8 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     } else {
         Block::List(r.warnings.iter().map(|w| w.message.clone()).collect())
     });
+    out.push(Block::Heading(3, "Machine setup (rtlab doctor)".into()));
+    out.extend(doctor_blocks(r));
     if !r.loads.is_empty() {
         out.push(Block::Heading(3, "Loads".into()));
         out.push(Block::Table {

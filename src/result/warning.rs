@@ -18,6 +18,14 @@ pub enum Warning {
         /// Why, with the fix.
         why: String,
     },
+    /// The doctor found something that disturbs the measured CPUs while they are measured (an
+    /// active IRQ, a busy SMT sibling, steal): `environment.doctor` has the evidence.
+    MachineSetup {
+        /// The doctor's check (`interrupts.irq36`).
+        check: String,
+        /// The finding, its consequence and the fix.
+        detail: String,
+    },
     /// A thread could not be pinned to its CPU.
     AffinityFailed {
         /// Thread index.
@@ -160,6 +168,7 @@ impl Warning {
             Warning::PolicyDowngraded { thread, asked, got, why } => {
                 format!("thread {thread} could not get SCHED {asked} and measures with {got} instead: {why}.")
             }
+            Warning::MachineSetup { detail, .. } => detail.clone(),
             Warning::AffinityFailed { thread, cpu, why } => format!(
                 "thread {thread} could not be pinned to CPU {cpu} ({why}); it may migrate. Fix: check the cpuset \
                  of this cgroup/container or choose CPUs with -a."

@@ -52,21 +52,24 @@ fn read_i64(path: &str) -> Option<i64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// Detects a container from the usual markers (`/.dockerenv`, `/run/.containerenv`, the
-/// `container` environment variable of systemd-nspawn/LXC, cgroup paths).
-fn detect_container() -> Option<String> {
-    if std::path::Path::new("/.dockerenv").exists() {
+/// Detects a container from the usual markers under `root` (`/.dockerenv`,
+/// `/run/.containerenv`, `container=` in init's or this process's environment as
+/// systemd-nspawn and LXC set it, cgroup paths): the runtime's name.
+pub fn detect_container(root: &std::path::Path) -> Option<String> {
+    if root.join(".dockerenv").exists() {
         return Some("docker".into());
     }
-    if std::path::Path::new("/run/.containerenv").exists() {
+    if root.join("run/.containerenv").exists() {
         return Some("podman".into());
     }
-    if let Ok(c) = std::env::var("container") {
-        if !c.is_empty() {
-            return Some(c);
+    for environ in ["proc/1/environ", "proc/self/environ"] {
+        let env = std::fs::read(root.join(environ)).unwrap_or_default();
+        let found = env.split(|b| *b == 0).find_map(|kv| kv.strip_prefix(b"container="));
+        if let Some(c) = found.filter(|c| !c.is_empty()) {
+            return Some(String::from_utf8_lossy(c).into_owned());
         }
     }
-    let cg = std::fs::read_to_string("/proc/1/cgroup").unwrap_or_default();
+    let cg = std::fs::read_to_string(root.join("proc/1/cgroup")).unwrap_or_default();
     ["docker", "kubepods", "lxc", "containerd"].iter().find(|k| cg.contains(*k)).map(|k| k.to_string())
 }
 
@@ -83,7 +86,7 @@ impl Privileges {
             rlimit_memlock_bytes: rlimit(libc::RLIMIT_MEMLOCK),
             sched_rt_runtime_us: read_i64("/proc/sys/kernel/sched_rt_runtime_us"),
             sched_rt_period_us: read_i64("/proc/sys/kernel/sched_rt_period_us"),
-            container: detect_container(),
+            container: detect_container(std::path::Path::new("/")),
         }
     }
 

@@ -7,6 +7,7 @@ pub mod observers;
 pub mod plan;
 pub mod signals;
 
+use crate::doctor::{DoctorReport, Examination};
 use crate::measure::ring::{Cursor, Sample, SampleRing};
 use crate::measure::stats::{Exceedance, Live, LiveSnapshot, Summary};
 use crate::probes::{Finished, ProbeError, ProbeSpec, Sinks, Started, ThreadOutcome, ThreadStatus};
@@ -113,6 +114,8 @@ pub struct Output {
     pub runtime_loads: Vec<crate::load::LoadResult>,
     /// cyclictest's compatibility mode: the result keeps the logged samples.
     pub cyclictest_compat: bool,
+    /// What the doctor found over the run's first second (`None`: not examined).
+    pub doctor: Option<DoctorReport>,
 }
 
 impl Output {
@@ -124,7 +127,12 @@ impl Output {
             c.dma_latency_held = self.dma_latency_held.is_some();
             c
         });
+        let mut environment = base.environment;
+        if self.doctor.is_some() {
+            environment.doctor = self.doctor.clone();
+        }
         ProbeRun {
+            environment,
             probes: self
                 .threads
                 .iter()
@@ -206,6 +214,11 @@ pub fn base_record(plan: &Plan, provenance: Provenance) -> ProbeRun {
 /// Runs `plan`'s probe, reporting to `observer`, stopping on `signals`; no loads and no files
 /// (see [`measure`]).
 pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Result<Output, SessionError> {
+    // The doctor's counters start before the probe so its first second is sampled whole.
+    let mut exam = plan.doctor.clone().map(|root| {
+        let cpus = plan.measured_cpus(&root);
+        Examination::begin(root, cpus)
+    });
     let mut probe = plan.probe.create();
     let n = probe.slots();
     let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::new(plan.layout))).collect();
@@ -235,6 +248,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     } = probe.start(&sinks)?;
     warnings.iter().for_each(|w| observer.warning(w));
     observer.started(&statuses, dma_latency_us);
+    let mut doctor = None;
     let started = Instant::now();
     let mut next_refresh = started + plan.refresh;
     let mut next_checkpoint = plan.checkpoint.map(|c| started + c);
@@ -256,6 +270,9 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             observer.status_requested(&statuses, &snaps, now - started);
         }
         drain_rings(&rings, &mut cursors, observer);
+        if exam.as_ref().is_some_and(|e| now >= e.started() + crate::doctor::SAMPLE) {
+            doctor = exam.take().map(|e| examined(e.finish(), plan.probe.simulated(), observer, &mut warnings));
+        }
         if let (Some(at), Some(every)) = (next_checkpoint, plan.checkpoint) {
             if now >= at {
                 // A probe preempted in the middle of publishing (by a load above it) makes its
@@ -276,6 +293,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                         runtime: runtime.clone(),
                         runtime_loads: Vec::new(),
                         cyclictest_compat: false,
+                        doctor: doctor.clone(),
                     };
                     observer.checkpoint(&partial);
                 }
@@ -306,6 +324,10 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         runtime: rt,
         loads,
     } = probe.join();
+    // A run shorter than the sample: its findings cover the run.
+    if let Some(e) = exam.take() {
+        doctor = Some(examined(e.finish(), plan.probe.simulated(), observer, &mut warnings));
+    }
     late.iter().for_each(|w| observer.warning(w));
     warnings.extend(late);
     let end = SystemTime::now();
@@ -338,7 +360,25 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         runtime: rt.or(runtime),
         runtime_loads: loads,
         cyclictest_compat: plan.os().is_some_and(|o| o.cyclictest_compat),
+        doctor,
     })
+}
+
+/// The doctor's report, once its alarms (what disturbs the measured CPUs now) are told to
+/// `observer` and kept in `warnings`; a simulated probe's samples do not come from this
+/// machine, so its run records the findings without alarms.
+fn examined(
+    report: DoctorReport,
+    simulated: bool,
+    observer: &mut dyn Observer,
+    warnings: &mut Vec<Warning>,
+) -> DoctorReport {
+    for c in report.alarms().filter(|_| !simulated) {
+        let w = Warning::MachineSetup { check: c.id.clone(), detail: c.alarm_sentence() };
+        observer.warning(&w);
+        warnings.push(w);
+    }
+    report
 }
 
 /// The slots of a checkpoint: their plan and setup, with the statistics published so far.

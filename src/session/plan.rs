@@ -1,6 +1,7 @@
 //! What a measurement is asked to do: the probe, its length, what to record and what runs
 //! around it.
 
+use crate::doctor::Sysroot;
 use crate::load::LoadSpec;
 use crate::measure::histogram::Layout;
 use crate::probes::{os_thread, ProbeSpec};
@@ -42,6 +43,9 @@ pub struct Plan {
     pub samples: Option<PathBuf>,
     /// The configuration to record (OS threads; `None` for runtime probes).
     pub config: Option<Config>,
+    /// Examine the machine with the doctor over the run's first second and record the findings
+    /// (`None`: do not; the root is `/` except in tests).
+    pub doctor: Option<Sysroot>,
 }
 
 impl Plan {
@@ -60,6 +64,7 @@ impl Plan {
             loads: Vec::new(),
             samples: None,
             config: None,
+            doctor: Some(Sysroot::default()),
         }
     }
 
@@ -69,6 +74,17 @@ impl Plan {
             ProbeSpec::Os(p) => Some(p),
             _ => None,
         }
+    }
+
+    /// The CPUs the probe measures: those its slots are pinned to, and every online CPU of the
+    /// examined machine when a slot is free to move (a runtime's task, an unpinned thread).
+    pub fn measured_cpus(&self, root: &Sysroot) -> CpuSet {
+        let slots = self.probe.slots();
+        let pinned: Vec<usize> = slots.iter().filter_map(|s| s.cpu).collect();
+        if pinned.len() == slots.len() && !pinned.is_empty() {
+            return CpuSet::from_cpus(pinned);
+        }
+        crate::doctor::online_cpus(root).unwrap_or_else(|_| crate::rt::affinity::online_cpus())
     }
 
     /// The verdict's threshold: `--max-latency`, else `--breaktrace`.

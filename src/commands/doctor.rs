@@ -1,0 +1,36 @@
+//! `rtlab doctor`: is this machine set up for real time, for the CPUs you measure.
+
+use crate::doctor::{self, Sysroot};
+use crate::error::Error;
+use crate::export::write_output;
+use crate::rt::affinity::CpuSet;
+use std::path::PathBuf;
+
+/// A validated `rtlab doctor`.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    /// The measured CPUs.
+    pub cpus: CpuSet,
+    /// Where the JSON goes (`-`: stdout, instead of the table).
+    pub json: Option<PathBuf>,
+    /// Exit 3 on a warning too.
+    pub strict: bool,
+    /// Where /proc and /sys are read.
+    pub root: Sysroot,
+}
+
+/// Examines the machine (sampling counters for one second), prints the table and writes the
+/// JSON; exits 3 when a check fails (or, `--strict`, warns).
+pub fn execute(opts: &DoctorOptions) -> Result<i32, Error> {
+    let report = doctor::examine(opts.root.clone(), opts.cpus.clone(), doctor::SAMPLE);
+    let to_stdout = opts.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if !to_stdout {
+        crate::export::print(&crate::output::doctor::table(&report));
+    }
+    if let Some(p) = &opts.json {
+        let mut bytes = serde_json::to_vec_pretty(&report).map_err(|e| Error::Runtime(e.to_string()))?;
+        bytes.push(b'\n');
+        write_output(p, &bytes).map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", p.display())))?;
+    }
+    Ok(report.exit_code(opts.strict))
+}

@@ -1,0 +1,562 @@
+//! The doctor: is this machine set up for real time, what disturbs the CPUs a run measures,
+//! and how to fix it. Every check reads the system through one root directory ([`Sysroot`]:
+//! `/`, or a fake tree in tests), says what it read (the evidence), what that costs a
+//! real-time task (the consequence) and the exact command that fixes it. A file that cannot
+//! be read makes its check `unknown` with the reason, never a guess.
+//!
+//! `rtlab doctor` prints the checks; `rtlab run`, `sweep` and `cyclictest` record them in the
+//! RunResult's environment ([`Examination`] samples counters over the run's first second).
+
+mod interrupts;
+mod kernel;
+mod machine;
+mod power;
+mod rights;
+mod sample;
+mod sysroot;
+
+pub use kernel::preempt_model;
+pub use sample::Snapshot;
+pub use sysroot::Sysroot;
+
+use crate::rt::affinity::CpuSet;
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// The schema tag of a doctor report.
+pub const SCHEMA: &str = "rtlab.doctor/1";
+
+/// How long the doctor samples interrupt, softirq, CPU-time and SMI counters.
+pub const SAMPLE: Duration = Duration::from_secs(1);
+
+/// What a check concluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Set up for real time.
+    Ok,
+    /// Costs latency or makes figures less trustworthy; a tuned machine fixes it.
+    Warn,
+    /// Breaks real-time behaviour or the measurement.
+    Fail,
+    /// Could not be read here (no root, container, other architecture): the reason says why.
+    Unknown,
+}
+
+impl Status {
+    /// The word printed in the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+            Status::Unknown => "unknown",
+        }
+    }
+}
+
+/// The part of the machine a check looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Area {
+    /// Preemption model, tick, timers, clocksource.
+    Kernel,
+    /// CPU isolation: isolcpus, nohz_full, RCU callbacks, housekeeping, cpusets.
+    Isolation,
+    /// Device interrupts, IPIs and softirqs on the measured CPUs.
+    Interrupts,
+    /// Frequency scaling, turbo, idle states, SMT.
+    Power,
+    /// RT throttling, the fair server, autogroup, RT cgroup budget.
+    Scheduler,
+    /// Transparent hugepages, KSM, NUMA balancing, swap, vmstat.
+    Memory,
+    /// Watchdogs, stalld, virtualization and steal, SMIs, machine-check polling.
+    Noise,
+    /// Root, capabilities, rlimits, containers.
+    Rights,
+}
+
+/// One file read and the value found there (or why it could not be read).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Evidence {
+    /// The file, as a path on the examined machine (e.g. `/proc/cmdline`).
+    pub file: String,
+    /// What it holds (shortened to 200 characters), or `unreadable: why`.
+    pub value: String,
+}
+
+/// One finding of the doctor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Check {
+    /// Stable identifier (`kernel.preempt`, `interrupts.irq36`): `rtlab compare` matches
+    /// findings of two runs by it.
+    pub id: String,
+    /// The part of the machine it concerns.
+    pub area: Area,
+    /// What is checked, in a few words.
+    pub title: String,
+    /// The conclusion.
+    pub status: Status,
+    /// What was found, in one line (for `unknown`: why it could not be found).
+    pub finding: String,
+    /// The files read and their values.
+    pub evidence: Vec<Evidence>,
+    /// What this costs a real-time task, in one sentence (empty when ok and nothing to say).
+    pub consequence: String,
+    /// The exact command, sysctl or kernel parameter that fixes it (`null`: nothing to fix).
+    pub fix: Option<String>,
+    /// The measured CPUs it concerns (empty: the whole machine).
+    pub cpus: Vec<usize>,
+    /// It disturbs the measured CPUs while they are measured (an active IRQ, a busy SMT
+    /// sibling, steal): a run prints it as a warning when it becomes known.
+    pub alarm: bool,
+}
+
+impl Check {
+    /// A check that has found nothing yet (status `unknown` until one of the setters says).
+    pub(crate) fn new(area: Area, id: impl Into<String>, title: impl Into<String>) -> Check {
+        Check {
+            id: id.into(),
+            area,
+            title: title.into(),
+            status: Status::Unknown,
+            finding: String::new(),
+            evidence: Vec::new(),
+            consequence: String::new(),
+            fix: None,
+            cpus: Vec::new(),
+            alarm: false,
+        }
+    }
+
+    fn with(mut self, status: Status, finding: impl Into<String>) -> Check {
+        self.status = status;
+        self.finding = finding.into();
+        self
+    }
+
+    /// Concludes `ok`.
+    pub(crate) fn ok(self, finding: impl Into<String>) -> Check {
+        self.with(Status::Ok, finding)
+    }
+
+    /// Concludes `warn`.
+    pub(crate) fn warn(self, finding: impl Into<String>) -> Check {
+        self.with(Status::Warn, finding)
+    }
+
+    /// Concludes `fail`.
+    pub(crate) fn fail(self, finding: impl Into<String>) -> Check {
+        self.with(Status::Fail, finding)
+    }
+
+    /// Concludes `unknown`, saying why.
+    pub(crate) fn unknown(self, why: impl Into<String>) -> Check {
+        self.with(Status::Unknown, why)
+    }
+
+    /// Concludes `unknown` because `file` could not be read.
+    pub(crate) fn unreadable(self, file: &str, why: &str) -> Check {
+        self.evidence(file, format!("unreadable: {why}")).unknown(format!("cannot read {file} ({why})"))
+    }
+
+    /// Concludes `ok` when `good`, else `bad` (warn or fail).
+    pub(crate) fn verdict(self, good: bool, bad: Status, finding: impl Into<String>) -> Check {
+        self.with(if good { Status::Ok } else { bad }, finding)
+    }
+
+    /// Adds a file read and its value.
+    pub(crate) fn evidence(mut self, file: impl Into<String>, value: impl AsRef<str>) -> Check {
+        let v = value.as_ref().trim();
+        let value =
+            if v.chars().count() > 200 { format!("{}…", v.chars().take(200).collect::<String>()) } else { v.into() };
+        self.evidence.push(Evidence { file: file.into(), value });
+        self
+    }
+
+    /// Says what the finding costs a real-time task.
+    pub(crate) fn consequence(mut self, text: impl Into<String>) -> Check {
+        self.consequence = text.into();
+        self
+    }
+
+    /// Says how to fix it.
+    pub(crate) fn fix(mut self, text: impl Into<String>) -> Check {
+        self.fix = Some(text.into());
+        self
+    }
+
+    /// Names the measured CPUs it concerns.
+    pub(crate) fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Check {
+        self.cpus = cpus.into_iter().collect();
+        self
+    }
+
+    /// Marks it as disturbing the measured CPUs now (when it is not ok).
+    pub(crate) fn alarm(mut self) -> Check {
+        self.alarm = true;
+        self
+    }
+
+    /// The fix is shown only for what is not ok.
+    fn settle(mut self) -> Check {
+        if self.status == Status::Ok {
+            self.fix = None;
+            self.alarm = false;
+        }
+        if self.status == Status::Unknown {
+            self.alarm = false;
+        }
+        self
+    }
+
+    /// What `rtlab compare` matches between two runs: the status and the finding, except for
+    /// checks of sampled counters (IRQ rates, IPIs, softirqs, steal, SMIs, a busy sibling),
+    /// whose figures change from run to run: for them the status and the CPUs concerned.
+    pub fn comparable(&self) -> String {
+        let sampled =
+            ["interrupts.irq", "interrupts.local", "interrupts.softirq", "noise.steal", "noise.smi", "power.smt"];
+        if sampled.iter().any(|p| self.id.starts_with(p)) {
+            let cpus = CpuSet::from_cpus(self.cpus.iter().copied());
+            if cpus.is_empty() {
+                self.status.label().to_string()
+            } else {
+                format!("{} on CPU {cpus}", self.status.label())
+            }
+        } else {
+            format!("{}: {}", self.status.label(), self.finding)
+        }
+    }
+
+    /// The sentence a run prints when this check raises an alarm.
+    pub fn alarm_sentence(&self) -> String {
+        let mut why = self.consequence.trim_end_matches('.').to_string();
+        if let Some(first) = why.get(..1) {
+            why = first.to_lowercase() + &why[1..];
+        }
+        let mut s = format!("{}: {why}", self.finding);
+        if let Some(f) = &self.fix {
+            s += &format!("; fix: {f}");
+        }
+        s
+    }
+}
+
+/// How many checks concluded each status.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Counts {
+    /// `ok` checks.
+    pub ok: usize,
+    /// `warn` checks.
+    pub warn: usize,
+    /// `fail` checks.
+    pub fail: usize,
+    /// `unknown` checks.
+    pub unknown: usize,
+}
+
+/// Everything the doctor found (`rtlab doctor --json`, and a RunResult's
+/// `environment.doctor`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DoctorReport {
+    /// Always `rtlab.doctor/1`.
+    pub schema: String,
+    /// The CPUs examined as measured ones (list format, e.g. `1,3`).
+    pub cpus: String,
+    /// How long counters were sampled, in seconds (rates are per second of this window).
+    pub sample_s: f64,
+    /// How many checks concluded each status.
+    pub counts: Counts,
+    /// The checks, area by area.
+    pub checks: Vec<Check>,
+}
+
+impl DoctorReport {
+    /// The exit status of `rtlab doctor`: 3 when a check fails (or, `strict`, warns), else 0.
+    pub fn exit_code(&self, strict: bool) -> i32 {
+        if self.counts.fail > 0 || strict && self.counts.warn > 0 {
+            3
+        } else {
+            0
+        }
+    }
+
+    /// The checks that disturb the measured CPUs now (what a run warns about).
+    pub fn alarms(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|c| c.alarm && matches!(c.status, Status::Warn | Status::Fail))
+    }
+}
+
+/// What every check may look at: the machine's static files and two counter snapshots.
+pub(crate) struct Facts<'a> {
+    /// Where files are read.
+    pub root: &'a Sysroot,
+    /// The measured CPUs.
+    pub cpus: &'a CpuSet,
+    /// The online CPUs.
+    pub online: CpuSet,
+    /// `/proc/cmdline`.
+    pub cmdline: Result<String, String>,
+    /// The kernel's build configuration and where it was read.
+    pub config: Result<(String, std::collections::HashMap<String, String>), String>,
+    /// `/proc/cpuinfo`.
+    pub cpuinfo: String,
+    /// The architecture (`x86_64`, `aarch64`, …) when known.
+    pub arch: Option<String>,
+    /// Counters at the start and at the end of the sample.
+    pub before: &'a Snapshot,
+    /// Counters at the end of the sample.
+    pub after: &'a Snapshot,
+}
+
+impl Facts<'_> {
+    /// The sample's length in seconds.
+    pub fn seconds(&self) -> f64 {
+        self.after.at.saturating_duration_since(self.before.at).as_secs_f64()
+    }
+
+    /// A kernel command-line parameter's value (`isolcpus=1-3` → `1-3`; `nowatchdog` → ``).
+    pub fn param(&self, name: &str) -> Option<String> {
+        let line = self.cmdline.as_ref().ok()?;
+        // Arguments after `--` go to init, not to the kernel.
+        let kernel = line.split(" -- ").next().unwrap_or(line);
+        kernel.split_whitespace().rev().find_map(|w| match w.split_once('=') {
+            Some((k, v)) if k == name => Some(v.to_string()),
+            None if w == name => Some(String::new()),
+            _ => None,
+        })
+    }
+
+    /// A `CONFIG_` option's value (`y`, `m`, a number) when the configuration is readable.
+    pub fn config(&self, option: &str) -> Result<Option<&str>, &str> {
+        match &self.config {
+            Ok((_, map)) => Ok(map.get(option).map(String::as_str)),
+            Err(why) => Err(why),
+        }
+    }
+
+    /// True on x86 (where TSC, MSRs and SMIs exist).
+    pub fn x86(&self) -> bool {
+        self.arch.as_deref().is_some_and(|a| a == "x86_64" || a == "i686" || a == "i386")
+    }
+
+    /// The measured CPUs as a list string.
+    pub fn cpu_list(&self) -> String {
+        self.cpus.to_string()
+    }
+}
+
+/// The kernel's build configuration: `/proc/config.gz`, else `/boot/config-RELEASE`.
+fn kernel_config(root: &Sysroot) -> Result<(String, std::collections::HashMap<String, String>), String> {
+    let parse = |text: &str| {
+        text.lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+            .collect::<std::collections::HashMap<_, _>>()
+    };
+    let gz = root.read_gzip("/proc/config.gz");
+    if let Ok(text) = &gz {
+        return Ok(("/proc/config.gz".into(), parse(text)));
+    }
+    let release = root.read("/proc/sys/kernel/osrelease").map_err(|e| format!("/proc/sys/kernel/osrelease: {e}"))?;
+    let boot = format!("/boot/config-{release}");
+    match root.read(&boot) {
+        Ok(text) => Ok((boot, parse(&text))),
+        Err(e) => {
+            Err(format!("neither /proc/config.gz ({}) nor {boot} ({e}) is readable", gz.err().unwrap_or_default()))
+        }
+    }
+}
+
+/// The architecture: `/proc/sys/kernel/arch` (Linux 6.1+), else guessed from `/proc/cpuinfo`'s
+/// field names (x86's `vendor_id`, Arm's `CPU implementer`).
+fn architecture(root: &Sysroot, cpuinfo: &str) -> Option<String> {
+    if let Ok(a) = root.read("/proc/sys/kernel/arch") {
+        return Some(a);
+    }
+    let has = |k: &str| cpuinfo.lines().any(|l| l.split(':').next().is_some_and(|f| f.trim() == k));
+    if has("vendor_id") && has("flags") {
+        Some("x86_64".into())
+    } else if has("CPU implementer") {
+        Some("aarch64".into())
+    } else {
+        None
+    }
+}
+
+/// The online CPUs of the examined machine.
+pub fn online_cpus(root: &Sysroot) -> Result<CpuSet, String> {
+    let text =
+        root.read("/sys/devices/system/cpu/online").map_err(|e| format!("/sys/devices/system/cpu/online: {e}"))?;
+    CpuSet::parse(&text).map_err(|e| format!("/sys/devices/system/cpu/online holds '{text}': {e}"))
+}
+
+/// An examination in progress: counters read at its start, the checks made at [`finish`].
+///
+/// [`finish`]: Examination::finish
+#[derive(Debug)]
+pub struct Examination {
+    root: Sysroot,
+    cpus: CpuSet,
+    before: Snapshot,
+}
+
+impl Examination {
+    /// Reads the counters of `cpus` under `root` (the start of the sample).
+    pub fn begin(root: Sysroot, cpus: CpuSet) -> Examination {
+        let before = Snapshot::take(&root, &cpus);
+        Examination { root, cpus, before }
+    }
+
+    /// When the sample began.
+    pub fn started(&self) -> Instant {
+        self.before.at
+    }
+
+    /// Reads the counters again and makes every check.
+    pub fn finish(self) -> DoctorReport {
+        let after = Snapshot::take(&self.root, &self.cpus);
+        let cpuinfo = self.root.read("/proc/cpuinfo").unwrap_or_default();
+        let facts = Facts {
+            root: &self.root,
+            cpus: &self.cpus,
+            online: online_cpus(&self.root).unwrap_or_else(|_| self.cpus.clone()),
+            cmdline: self.root.read("/proc/cmdline"),
+            config: kernel_config(&self.root),
+            arch: architecture(&self.root, &cpuinfo),
+            cpuinfo,
+            before: &self.before,
+            after: &after,
+        };
+        let mut checks = Vec::new();
+        checks.extend(kernel::kernel(&facts));
+        checks.extend(kernel::isolation(&facts));
+        checks.extend(interrupts::checks(&facts));
+        checks.extend(power::checks(&facts));
+        checks.extend(machine::scheduler(&facts));
+        checks.extend(machine::memory(&facts));
+        checks.extend(machine::noise(&facts));
+        checks.extend(rights::checks(&facts));
+        let checks: Vec<Check> = checks.into_iter().map(Check::settle).collect();
+        let mut counts = Counts::default();
+        for c in &checks {
+            match c.status {
+                Status::Ok => counts.ok += 1,
+                Status::Warn => counts.warn += 1,
+                Status::Fail => counts.fail += 1,
+                Status::Unknown => counts.unknown += 1,
+            }
+        }
+        DoctorReport { schema: SCHEMA.into(), cpus: self.cpus.to_string(), sample_s: facts.seconds(), counts, checks }
+    }
+}
+
+/// Examines `cpus` under `root`, sampling counters for `sample`.
+pub fn examine(root: Sysroot, cpus: CpuSet, sample: Duration) -> DoctorReport {
+    let exam = Examination::begin(root, cpus);
+    std::thread::sleep(sample);
+    exam.finish()
+}
+
+/// A rate per second as printed: whole numbers from 10 up, one decimal below.
+pub(crate) fn rate(per_s: f64) -> String {
+    if per_s >= 10.0 {
+        format!("{per_s:.0}")
+    } else {
+        format!("{per_s:.1}")
+    }
+}
+
+impl Facts<'_> {
+    /// A CPU list file (`/sys/devices/system/cpu/isolated`): empty or `(null)` is no CPU.
+    pub fn cpu_list_file(&self, path: &str) -> Result<CpuSet, String> {
+        match self.root.read(path) {
+            Ok(t) if t == "(null)" => Ok(CpuSet::default()),
+            Ok(t) => CpuSet::parse(&t).map_err(|e| format!("holds '{t}': {e}")),
+            Err(e) if e == "empty" => Ok(CpuSet::default()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The measured CPUs not in `set`.
+    pub fn outside(&self, set: &CpuSet) -> CpuSet {
+        self.cpus.difference(set)
+    }
+
+    /// The online CPUs not measured (where housekeeping should go).
+    pub fn housekeeping(&self) -> CpuSet {
+        self.online.difference(self.cpus)
+    }
+}
+
+/// A CPU mask as the kernel writes it (`ff,ffffffff`) → the CPUs set in it.
+pub(crate) fn parse_mask(text: &str) -> Result<CpuSet, String> {
+    let mut cpus = Vec::new();
+    for (word_index, word) in text.trim().split(',').rev().enumerate() {
+        let bits = u32::from_str_radix(word, 16).map_err(|_| format!("'{text}' is not a CPU mask"))?;
+        cpus.extend((0..32).filter(|b| bits & (1 << b) != 0).map(|b| word_index * 32 + b));
+    }
+    Ok(CpuSet::from_cpus(cpus))
+}
+
+/// The mask of `cpus` as the kernel reads it (`/proc/irq/*/smp_affinity`).
+pub(crate) fn mask_of(cpus: &CpuSet) -> String {
+    let words = cpus.cpus().iter().max().map_or(1, |m| m / 32 + 1);
+    let mut w = vec![0u32; words];
+    for &c in cpus.cpus() {
+        w[c / 32] |= 1 << (c % 32);
+    }
+    w.iter()
+        .rev()
+        .enumerate()
+        .map(|(i, x)| if i == 0 { format!("{x:x}") } else { format!("{x:08x}") })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl Facts<'_> {
+    /// The processes whose command name is one of `names`: `(pid, name)`.
+    pub fn processes(&self, names: &[&str]) -> Result<Vec<(u32, String)>, String> {
+        let mut found = Vec::new();
+        for entry in self.root.list("/proc")? {
+            let Ok(pid) = entry.parse::<u32>() else { continue };
+            if let Ok(comm) = self.root.read(&format!("/proc/{pid}/comm")) {
+                if names.contains(&comm.as_str()) {
+                    found.push((pid, comm));
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_masks_read_and_write_as_the_kernel_does() {
+        assert_eq!(parse_mask("3").unwrap().cpus(), &[0, 1]);
+        assert_eq!(parse_mask("1,00000002").unwrap().cpus(), &[1, 32]);
+        assert!(parse_mask("xyz").is_err());
+        assert_eq!(mask_of(&CpuSet::from_cpus([1, 32])), "1,00000002");
+        assert_eq!(mask_of(&CpuSet::from_cpus([0])), "1");
+    }
+
+    #[test]
+    fn the_exit_code_is_3_on_fail_and_with_strict_on_warn() {
+        let mut r = DoctorReport {
+            schema: SCHEMA.into(),
+            cpus: "0".into(),
+            sample_s: 1.0,
+            counts: Counts::default(),
+            checks: vec![],
+        };
+        assert_eq!(r.exit_code(true), 0);
+        r.counts.warn = 1;
+        assert_eq!((r.exit_code(false), r.exit_code(true)), (0, 3));
+        r.counts.fail = 1;
+        assert_eq!(r.exit_code(false), 3);
+    }
+}

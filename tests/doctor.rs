@@ -1,0 +1,547 @@
+//! `rtlab doctor`: fake /proc and /sys trees (a tuned PREEMPT_RT machine, an untuned desktop,
+//! a VM with steal, a container without rights, an Arm machine, unreadable files) read through
+//! the hidden --sysroot, and the real machine (structure only).
+
+mod common;
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A fake machine: files under a temporary root.
+struct Tree {
+    dir: tempfile::TempDir,
+}
+
+impl Tree {
+    fn new() -> Tree {
+        Tree { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn put(&self, path: &str, content: &str) -> &Tree {
+        self.bytes(path, content.as_bytes())
+    }
+
+    fn bytes(&self, path: &str, content: &[u8]) -> &Tree {
+        let p = self.root().join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+        self
+    }
+
+    fn gz(&self, path: &str, content: &str) -> &Tree {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(content.as_bytes()).unwrap();
+        self.bytes(path, &e.finish().unwrap())
+    }
+
+    /// `/proc/interrupts` and the affinity of each IRQ: `(irq, counts per CPU, device, affinity)`.
+    fn interrupts(&self, ncpu: usize, irqs: &[(u32, &[u64], &str, &str)], ipis: &[u64]) -> &Tree {
+        let mut t: String = (0..ncpu).map(|c| format!("       CPU{c}")).collect::<String>() + "\n";
+        for (irq, counts, dev, aff) in irqs {
+            t += &format!(
+                "{irq:>4}:{}  PCI-MSIX-0000:00:02.0   1-edge      {dev}\n",
+                counts.iter().map(|c| format!("{c:>11}")).collect::<String>()
+            );
+            self.put(&format!("/proc/irq/{irq}/smp_affinity_list"), &format!("{aff}\n"));
+            self.put(&format!("/proc/irq/{irq}/effective_affinity_list"), &format!("{aff}\n"));
+        }
+        for name in ["LOC", "RES", "CAL", "TLB"] {
+            t += &format!("{name}:{}   interrupts\n", ipis.iter().map(|c| format!("{c:>11}")).collect::<String>());
+        }
+        self.put("/proc/interrupts", &t)
+    }
+
+    fn softirqs(&self, ncpu: usize, net_rx: &[u64]) -> &Tree {
+        let mut t: String =
+            "          ".to_string() + &(0..ncpu).map(|c| format!("  CPU{c}")).collect::<String>() + "\n";
+        for name in ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "SCHED", "RCU"] {
+            let row: Vec<u64> = if name == "NET_RX" { net_rx.to_vec() } else { vec![100; ncpu] };
+            t += &format!("{name:>10}: {}\n", row.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" "));
+        }
+        self.put("/proc/softirqs", &t)
+    }
+
+    /// `/proc/stat`: per CPU `(busy, idle, steal)` ticks.
+    fn stat(&self, cpus: &[(u64, u64, u64)]) -> &Tree {
+        let mut t = "cpu  1 0 1 1 0 0 0 0 0 0\n".to_string();
+        for (i, (busy, idle, steal)) in cpus.iter().enumerate() {
+            t += &format!("cpu{i} {busy} 0 0 {idle} 0 0 0 {steal} 0 0\n");
+        }
+        self.put("/proc/stat", &t)
+    }
+
+    fn path(&self) -> PathBuf {
+        self.root().to_path_buf()
+    }
+}
+
+const X86_CPUINFO: &str = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Xeon\nflags\t\t: fpu tsc constant_tsc nonstop_tsc tsc_known_freq\n";
+
+/// A machine set up as the tuning guides say: PREEMPT_RT, CPUs 2-3 isolated, tickless,
+/// offloaded, IRQs and kthreads on 0-1, fixed frequency, no deep idle, no SMT, stalld.
+fn tuned_rt() -> Tree {
+    let t = Tree::new();
+    t.put("/proc/sys/kernel/version", "#1 SMP PREEMPT_RT Debian 6.1.0-rt\n")
+        .put("/sys/kernel/realtime", "1\n")
+        .put("/proc/sys/kernel/osrelease", "6.1.0-rt-amd64\n")
+        .put("/proc/sys/kernel/arch", "x86_64\n")
+        .put(
+            "/boot/config-6.1.0-rt-amd64",
+            "CONFIG_HZ=1000\nCONFIG_NO_HZ_FULL=y\nCONFIG_HIGH_RES_TIMERS=y\nCONFIG_PREEMPT_RT=y\nCONFIG_PREEMPT_RCU=y\nCONFIG_RCU_BOOST=y\nCONFIG_RCU_NOCB_CPU=y\n",
+        )
+        .put("/proc/cmdline", "BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,domain,2-3 nohz_full=2-3 rcu_nocbs=2-3 irqaffinity=0-1 kthread_cpus=0-1\n")
+        .put("/proc/timer_list", &(0..4).map(|c| format!("cpu: {c}\n  .resolution: 1 nsecs\n  .hres_active    : 1\n")).collect::<String>())
+        .put("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc\n")
+        .put("/sys/devices/system/clocksource/clocksource0/available_clocksource", "tsc hpet acpi_pm\n")
+        .put("/proc/cpuinfo", X86_CPUINFO)
+        .put("/sys/devices/system/cpu/online", "0-3\n")
+        .put("/sys/devices/system/cpu/isolated", "2-3\n")
+        .put("/sys/devices/system/cpu/nohz_full", "2-3\n")
+        .put("/proc/irq/default_smp_affinity", "3\n")
+        .put("/sys/devices/virtual/workqueue/cpumask", "3\n")
+        .put("/proc/self/cgroup", "0::/\n")
+        .put("/sys/fs/cgroup/cpuset.cpus.effective", "0-3\n")
+        .put("/proc/sys/kernel/timer_migration", "0\n")
+        .put("/sys/kernel/rcu_expedited", "0\n")
+        .put("/sys/kernel/rcu_normal", "1\n")
+        .interrupts(4, &[(24, &[100, 5, 0, 0], "eth0", "0-1"), (25, &[7, 0, 0, 0], "nvme0q0", "0")], &[1000, 1000, 1000, 1000])
+        .softirqs(4, &[50, 50, 0, 0])
+        .stat(&[(10, 100, 0), (10, 100, 0), (100, 10, 0), (100, 10, 0)])
+        .put("/proc/1/comm", "systemd\n")
+        .put("/proc/500/comm", "stalld\n")
+        .put("/sys/devices/system/cpu/intel_pstate/no_turbo", "1\n")
+        .put("/sys/devices/system/cpu/intel_pstate/status", "passive\n")
+        .put("/sys/devices/system/cpu/cpuidle/current_driver", "intel_idle\n")
+        .bytes("/dev/cpu_dma_latency", &0i32.to_ne_bytes())
+        .put("/sys/devices/system/cpu/smt/control", "off\n")
+        .put("/sys/devices/system/cpu/smt/active", "0\n")
+        .put("/proc/sys/kernel/sched_rt_runtime_us", "-1\n")
+        .put("/proc/sys/kernel/sched_rt_period_us", "1000000\n")
+        .put("/proc/sys/kernel/sched_autogroup_enabled", "0\n")
+        .put("/sys/kernel/mm/transparent_hugepage/enabled", "always madvise [never]\n")
+        .put("/sys/kernel/mm/transparent_hugepage/defrag", "always defer defer+madvise madvise [never]\n")
+        .put("/sys/kernel/mm/ksm/run", "0\n")
+        .put("/proc/sys/kernel/numa_balancing", "0\n")
+        .put("/proc/meminfo", "MemTotal: 16000000 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n")
+        .put("/proc/sys/vm/stat_interval", "10\n")
+        .put("/proc/sys/kernel/watchdog", "0\n")
+        .put("/proc/sys/kernel/nmi_watchdog", "0\n")
+        .put("/proc/self/status", "Name:\trtlab\nUid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n")
+        .put("/proc/self/limits", "Limit                     Soft Limit           Hard Limit           Units\nMax locked memory         unlimited            unlimited            bytes\nMax realtime priority     99                   99\n");
+    for c in 0..4 {
+        let cpu = format!("/sys/devices/system/cpu/cpu{c}");
+        t.put(&format!("{cpu}/cpufreq/scaling_governor"), "performance\n")
+            .put(&format!("{cpu}/cpufreq/scaling_min_freq"), "3000000\n")
+            .put(&format!("{cpu}/cpufreq/scaling_max_freq"), "3000000\n")
+            .put(&format!("{cpu}/cpufreq/cpuinfo_max_freq"), "3500000\n")
+            .put(&format!("{cpu}/cpufreq/scaling_driver"), "intel_cpufreq\n")
+            .put(&format!("{cpu}/topology/thread_siblings_list"), &format!("{c}\n"))
+            .put(&format!("{cpu}/cpuidle/state0/name"), "POLL\n")
+            .put(&format!("{cpu}/cpuidle/state0/latency"), "0\n")
+            .put(&format!("{cpu}/cpuidle/state0/disable"), "0\n")
+            .put(&format!("{cpu}/cpuidle/state1/name"), "C6\n")
+            .put(&format!("{cpu}/cpuidle/state1/latency"), "133\n")
+            .put(&format!("{cpu}/cpuidle/state1/disable"), "0\n")
+            .put(&format!("/sys/kernel/debug/sched/fair_server/cpu{c}/runtime"), "0\n")
+            .put(&format!("/sys/kernel/debug/sched/fair_server/cpu{c}/period"), "1000000000\n")
+            .put(&format!("/sys/devices/system/machinecheck/machinecheck{c}/check_interval"), "0\n");
+        let mut msr = vec![0u8; 0x40];
+        msr[0x34..0x3c].copy_from_slice(&7u64.to_ne_bytes());
+        t.bytes(&format!("/dev/cpu/{c}/msr"), &msr);
+    }
+    t
+}
+
+/// `rtlab doctor --sysroot ROOT ARGS --json -`: the report and the exit code.
+fn doctor(root: &Path, args: &[&str]) -> (Value, i32) {
+    let out =
+        common::rtlab().arg("doctor").arg("--sysroot").arg(root).args(args).args(["--json", "-"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    valid(&v);
+    (v, out.status.code().unwrap())
+}
+
+/// The report follows docs/schemas/doctor.schema.json, and its counts are its checks'.
+fn valid(v: &Value) {
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string("docs/schemas/doctor.schema.json").unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(v).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(v["schema"], "rtlab.doctor/1");
+    let checks = v["checks"].as_array().unwrap();
+    for s in ["ok", "warn", "fail", "unknown"] {
+        assert_eq!(
+            v["counts"][s].as_u64().unwrap() as usize,
+            checks.iter().filter(|c| c["status"] == s).count(),
+            "{s}"
+        );
+    }
+    let mut ids: Vec<&str> = checks.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    let n = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "check ids are unique");
+    for c in checks {
+        assert!(!c["finding"].as_str().unwrap().is_empty(), "{c}");
+        match c["status"].as_str().unwrap() {
+            "warn" | "fail" => {
+                assert!(c["fix"].is_string(), "a {} check says how to fix it: {c}", c["status"]);
+                assert!(!c["consequence"].as_str().unwrap().is_empty(), "{c}");
+                assert!(!c["evidence"].as_array().unwrap().is_empty(), "{c}");
+            }
+            "ok" => assert!(c["fix"].is_null(), "{c}"),
+            _ => {}
+        }
+    }
+}
+
+fn check<'a>(v: &'a Value, id: &str) -> &'a Value {
+    v["checks"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("no check {id}"))
+}
+
+fn status(v: &Value, id: &str) -> String {
+    check(v, id)["status"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_tuned_preempt_rt_machine_passes_every_check() {
+    let t = tuned_rt();
+    let (v, code) = doctor(t.root(), &["--cpus", "2-3", "--strict"]);
+    let bad: Vec<String> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] != "ok")
+        .map(|c| format!("{} {}: {}", c["id"], c["status"], c["finding"]))
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    assert_eq!(code, 0);
+    assert_eq!(v["cpus"], "2-3");
+    // The areas the issue names are all there.
+    for id in [
+        "kernel.preempt",
+        "kernel.hz",
+        "kernel.nohz",
+        "kernel.hrtimers",
+        "kernel.clocksource",
+        "kernel.tsc",
+        "isolation.isolcpus",
+        "isolation.nohz_full",
+        "isolation.rcu_nocbs",
+        "isolation.irqaffinity",
+        "isolation.housekeeping",
+        "isolation.cpuset",
+        "isolation.timer_migration",
+        "isolation.rcu",
+        "interrupts.affinity",
+        "interrupts.local",
+        "interrupts.irqbalance",
+        "interrupts.softirq",
+        "power.governor",
+        "power.frequency",
+        "power.boost",
+        "power.pstate",
+        "power.idle",
+        "power.smt",
+        "sched.rt_throttling",
+        "sched.fair_server",
+        "sched.autogroup",
+        "sched.rt_cgroup",
+        "memory.thp",
+        "memory.thp_defrag",
+        "memory.ksm",
+        "memory.numa_balancing",
+        "memory.swap",
+        "memory.stat_interval",
+        "noise.watchdog",
+        "noise.stalld",
+        "noise.virtualization",
+        "noise.steal",
+        "noise.smi",
+        "noise.mce",
+        "rights.root",
+        "rights.cap_sys_nice",
+        "rights.memlock",
+        "rights.container",
+    ] {
+        check(&v, id);
+    }
+    // Measuring the housekeeping CPUs instead finds their IRQs.
+    let (v, code) = doctor(t.root(), &["--cpus", "0"]);
+    assert_eq!(status(&v, "isolation.isolcpus"), "warn");
+    assert_eq!(status(&v, "interrupts.affinity"), "warn");
+    assert!(check(&v, "interrupts.affinity")["finding"].as_str().unwrap().contains("24 (eth0)"), "{v}");
+    assert_eq!(code, 0, "warnings alone exit 0 without --strict");
+}
+
+#[test]
+fn the_table_shows_status_evidence_consequence_and_fix() {
+    let t = tuned_rt();
+    t.put("/sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never\n");
+    let out = common::rtlab().arg("doctor").arg("--sysroot").arg(t.root()).args(["--cpus", "2-3"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("rtlab doctor: CPU 2-3"), "{text}");
+    let thp = text.lines().position(|l| l.starts_with("warn") && l.contains("transparent hugepages")).expect(&text);
+    let block: String = text.lines().skip(thp).take(8).collect::<Vec<_>>().join("\n");
+    assert!(block.contains("read: /sys/kernel/mm/transparent_hugepage/enabled = [always] madvise never"), "{block}");
+    assert!(block.contains("why:"), "{block}");
+    assert!(block.contains("fix:  echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"), "{block}");
+    assert!(text.contains("1 warn · 0 fail · 0 unknown"), "{text}");
+    // --strict turns the warning into exit 3.
+    let (_, code) = doctor(t.root(), &["--cpus", "2-3", "--strict"]);
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn an_untuned_desktop_fails_on_preemption_and_warns_on_power_memory_and_irqbalance() {
+    let t = tuned_rt();
+    t.put("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC Debian 6.12\n")
+        .put("/sys/kernel/realtime", "0\n")
+        .put("/proc/sys/kernel/osrelease", "6.12.0-amd64\n")
+        .gz("/proc/config.gz", "CONFIG_HZ=250\nCONFIG_NO_HZ_IDLE=y\nCONFIG_HIGH_RES_TIMERS=y\nCONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_PREEMPT_DYNAMIC=y\nCONFIG_PREEMPT_RCU=y\n")
+        .put("/proc/cmdline", "BOOT_IMAGE=/vmlinuz quiet splash\n")
+        .put("/sys/devices/system/cpu/isolated", "\n")
+        .put("/sys/devices/system/cpu/nohz_full", "(null)\n")
+        .put("/proc/irq/default_smp_affinity", "f\n")
+        .put("/sys/devices/virtual/workqueue/cpumask", "f\n")
+        .put("/proc/sys/kernel/timer_migration", "1\n")
+        .put("/proc/600/comm", "irqbalance\n")
+        .put("/sys/devices/system/cpu/intel_pstate/no_turbo", "0\n")
+        .put("/sys/devices/system/cpu/intel_pstate/status", "active\n")
+        .bytes("/dev/cpu_dma_latency", &2_000_000_000i32.to_ne_bytes())
+        .put("/sys/devices/system/cpu/smt/control", "on\n")
+        .put("/sys/devices/system/cpu/smt/active", "1\n")
+        .put("/sys/devices/system/cpu/cpu2/topology/thread_siblings_list", "0,2\n")
+        .put("/proc/sys/kernel/sched_rt_runtime_us", "950000\n")
+        .put("/proc/sys/kernel/sched_autogroup_enabled", "1\n")
+        .put("/sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never\n")
+        .put("/proc/meminfo", "SwapTotal: 8000000 kB\nSwapFree: 7000000 kB\n")
+        .put("/proc/sys/vm/stat_interval", "1\n")
+        .put("/proc/sys/kernel/watchdog", "1\n")
+        .put("/proc/sys/kernel/nmi_watchdog", "1\n");
+    std::fs::remove_file(t.root().join("proc/500/comm")).unwrap();
+    for c in 0..4 {
+        t.put(&format!("/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor"), "powersave\n")
+            .put(&format!("/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_min_freq"), "800000\n")
+            .put(&format!("/sys/kernel/debug/sched/fair_server/cpu{c}/runtime"), "50000000\n");
+    }
+    let (v, code) = doctor(t.root(), &["--cpus", "2"]);
+    assert_eq!(code, 3, "a failing check exits 3");
+    let preempt = check(&v, "kernel.preempt");
+    assert_eq!(preempt["status"], "fail");
+    assert!(preempt["finding"].as_str().unwrap().contains("voluntary"), "{preempt}");
+    assert!(preempt["fix"].as_str().unwrap().contains("preempt=full"), "{preempt}");
+    assert!(
+        preempt["evidence"].to_string().contains("/proc/config.gz"),
+        "the configuration is read from config.gz: {preempt}"
+    );
+    for id in [
+        "isolation.isolcpus",
+        "isolation.nohz_full",
+        "isolation.rcu_nocbs",
+        "isolation.irqaffinity",
+        "isolation.housekeeping",
+        "isolation.timer_migration",
+        "interrupts.irqbalance",
+        "power.governor",
+        "power.frequency",
+        "power.boost",
+        "power.pstate",
+        "power.idle",
+        "power.smt",
+        "sched.rt_throttling",
+        "sched.fair_server",
+        "sched.autogroup",
+        "memory.thp",
+        "memory.swap",
+        "memory.stat_interval",
+        "noise.watchdog",
+    ] {
+        assert_eq!(status(&v, id), "warn", "{id}: {}", check(&v, id));
+    }
+    assert!(check(&v, "power.idle")["finding"].as_str().unwrap().contains("C6 (exit latency 133 µs)"));
+    assert!(
+        check(&v, "isolation.irqaffinity")["fix"].as_str().unwrap().contains("irqaffinity=0-1,3"),
+        "{}",
+        check(&v, "isolation.irqaffinity")
+    );
+    assert!(check(&v, "power.smt")["finding"].as_str().unwrap().contains("CPU 2 with 0"));
+    assert!(check(&v, "sched.fair_server")["finding"].as_str().unwrap().contains("50 ms of every 1000 ms"));
+    assert_eq!(check(&v, "memory.swap")["finding"], "976 MiB of 7812 MiB swap in use");
+}
+
+#[test]
+fn a_vm_with_steal_and_irq_traffic_is_caught_while_the_counters_are_sampled() {
+    let t = tuned_rt();
+    t.put("/proc/cpuinfo", &X86_CPUINFO.replace("nonstop_tsc", "nonstop_tsc hypervisor"))
+        .put("/sys/hypervisor/type", "xen\n")
+        .put("/sys/devices/system/cpu/cpu2/topology/thread_siblings_list", "2-3\n")
+        .put("/sys/devices/system/cpu/smt/active", "1\n")
+        .stat(&[(10, 100, 0), (10, 100, 0), (100, 10, 3), (100, 10, 0)]);
+    let root = t.path();
+    let child = std::process::Command::new(common::rtlab_path())
+        .arg("doctor")
+        .arg("--sysroot")
+        .arg(&root)
+        .args(["--cpus", "2", "--json", "-"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Between the doctor's two readings: IRQ 24 fires 850 times on CPU 2, the host steals
+    // 20 of CPU 2's 100 ticks, CPU 3 (its SMT sibling) is busy, and CPU 2 runs NET_RX.
+    std::thread::sleep(Duration::from_millis(400));
+    t.interrupts(
+        4,
+        &[(24, &[100, 5, 850, 0], "virtio0-input", "0-3"), (25, &[7, 0, 0, 0], "nvme0q0", "0")],
+        &[1000, 1000, 1000, 1000],
+    )
+    .softirqs(4, &[50, 50, 300, 0])
+    .stat(&[(10, 100, 0), (10, 100, 0), (170, 20, 23), (190, 20, 0)]);
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    valid(&v);
+    let s = v["sample_s"].as_f64().unwrap();
+    assert!(s >= 1.0, "the counters are sampled for a second: {s}");
+    let irq = check(&v, "interrupts.irq24");
+    assert_eq!(irq["status"], "warn");
+    assert_eq!(irq["alarm"], true);
+    let expected = format!("CPU 2 receives IRQ 24 (virtio0-input) {:.0} times/s", 850.0 / s);
+    assert_eq!(irq["finding"], expected.as_str());
+    let steal = check(&v, "noise.steal");
+    assert_eq!(steal["alarm"], true);
+    assert_eq!(steal["finding"], "the host took 20.0% of CPU 2 during the sample", "{steal}");
+    assert_eq!(check(&v, "power.smt")["finding"], "the sibling of CPU 2 (CPU 3) is busy 90% of the time");
+    assert!(check(&v, "interrupts.softirq")["finding"].as_str().unwrap().starts_with("CPU 2 runs NET_RX"));
+    let virt = check(&v, "noise.virtualization");
+    assert_eq!(virt["status"], "warn");
+    assert_eq!(virt["finding"], "a guest of xen");
+}
+
+#[test]
+fn a_container_without_rights_says_what_it_cannot_do() {
+    let t = tuned_rt();
+    t.put("/.dockerenv", "")
+        .put("/proc/self/status", "Name:\trtlab\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n")
+        .put("/proc/self/limits", "Limit                     Soft Limit           Hard Limit           Units\nMax locked memory         65536                65536                bytes\nMax realtime priority     0                    0\n")
+        .put("/proc/self/cgroup", "0::/docker/abc\n")
+        .put("/sys/fs/cgroup/docker/abc/cpuset.cpus.effective", "0-1\n");
+    let (v, code) = doctor(t.root(), &["--cpus", "2-3"]);
+    assert_eq!(code, 3);
+    assert_eq!(status(&v, "rights.root"), "warn");
+    assert_eq!(check(&v, "rights.cap_sys_nice")["finding"], "no CAP_SYS_NICE and RLIMIT_RTPRIO is 0");
+    assert_eq!(status(&v, "rights.cap_sys_nice"), "fail");
+    assert_eq!(check(&v, "rights.memlock")["finding"], "no CAP_IPC_LOCK; RLIMIT_MEMLOCK is 64 KiB");
+    assert_eq!(check(&v, "rights.container")["finding"], "inside a docker container");
+    let cpuset = check(&v, "isolation.cpuset");
+    assert_eq!(cpuset["status"], "fail");
+    assert_eq!(cpuset["finding"], "rtlab's cgroup may not run on CPU 2-3");
+    assert!(cpuset["evidence"].to_string().contains("/sys/fs/cgroup/docker/abc/cpuset.cpus.effective"));
+    // A cgroup path that climbs out of the tree is not followed.
+    t.put("/proc/self/cgroup", "0::/../../etc\n");
+    let (v, _) = doctor(t.root(), &["--cpus", "2-3"]);
+    assert_eq!(status(&v, "isolation.cpuset"), "unknown");
+}
+
+#[test]
+fn an_arm_machine_says_unknown_for_what_only_x86_has() {
+    let t = tuned_rt();
+    t.put("/proc/sys/kernel/arch", "aarch64\n")
+        .put("/proc/cpuinfo", "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\n")
+        .put("/sys/devices/system/clocksource/clocksource0/current_clocksource", "arch_sys_counter\n");
+    for c in 0..4 {
+        std::fs::remove_file(t.root().join(format!("dev/cpu/{c}/msr"))).unwrap();
+        std::fs::remove_dir_all(t.root().join(format!("sys/devices/system/machinecheck/machinecheck{c}"))).unwrap();
+    }
+    std::fs::remove_dir_all(t.root().join("sys/devices/system/cpu/intel_pstate")).unwrap();
+    let (v, code) = doctor(t.root(), &["--cpus", "2-3"]);
+    assert_eq!(code, 0);
+    for id in ["kernel.tsc", "noise.smi", "noise.mce"] {
+        let c = check(&v, id);
+        assert_eq!(c["status"], "unknown", "{c}");
+        assert!(c["finding"].as_str().unwrap().contains("not an x86 machine"), "{c}");
+    }
+    assert_eq!(status(&v, "kernel.clocksource"), "ok");
+    assert_eq!(status(&v, "noise.virtualization"), "ok");
+}
+
+#[test]
+fn unreadable_files_are_unknown_with_the_reason_never_a_guess() {
+    let t = tuned_rt();
+    for f in ["proc/cmdline", "proc/interrupts", "proc/sys/kernel/timer_migration", "proc/timer_list"] {
+        let p = t.root().join(f);
+        std::fs::remove_file(&p).unwrap();
+        std::fs::create_dir(&p).unwrap();
+    }
+    std::fs::remove_file(t.root().join("boot/config-6.1.0-rt-amd64")).unwrap();
+    let (v, _) = doctor(t.root(), &["--cpus", "2-3"]);
+    let tm = check(&v, "isolation.timer_migration");
+    assert_eq!(tm["status"], "unknown");
+    assert_eq!(tm["finding"], "cannot read /proc/sys/kernel/timer_migration (is a directory)");
+    assert_eq!(status(&v, "isolation.rcu_nocbs"), "unknown");
+    assert_eq!(status(&v, "interrupts.affinity"), "unknown");
+    assert_eq!(status(&v, "interrupts.local"), "unknown");
+    let hz = check(&v, "kernel.hz");
+    assert_eq!(hz["status"], "unknown");
+    assert!(hz["finding"].as_str().unwrap().contains("/boot/config-6.1.0-rt-amd64 (does not exist)"), "{hz}");
+    let hr = check(&v, "kernel.hrtimers");
+    assert_eq!(hr["status"], "unknown", "{hr}");
+}
+
+#[test]
+fn bad_cpus_and_outputs_are_refused_before_anything_is_read() {
+    let t = tuned_rt();
+    let root = t.root().to_str().unwrap();
+    let e = common::refused(&["doctor", "--sysroot", root, "--cpus", "7"]);
+    assert!(e.contains("--cpus 7: CPU 7 is not online (online: 0-3)"), "{e}");
+    let e = common::refused(&["doctor", "--sysroot", root, "--cpus", "x"]);
+    assert!(e.contains("--cpus x"), "{e}");
+    let e = common::refused(&["doctor", "--json", "/nonexistent/dir/d.json"]);
+    assert!(e.contains("/nonexistent/dir"), "{e}");
+    let e = common::refused(&["doctor", "--sysroot", "/nonexistent"]);
+    assert!(e.contains("--sysroot /nonexistent: not a directory"), "{e}");
+}
+
+#[test]
+fn this_machine_is_examined_in_about_a_second_with_a_valid_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("doctor.json");
+    let start = Instant::now();
+    let out = common::rtlab().args(["doctor", "--json"]).arg(&json).output().unwrap();
+    let took = start.elapsed();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    assert!(took >= Duration::from_secs(1), "counters are sampled for a second");
+    assert!(took < Duration::from_secs(10), "the doctor does not hang: {took:?}");
+    let v = common::read_json(&json);
+    valid(&v);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" ok · "));
+    let exit = if v["counts"]["fail"].as_u64().unwrap() > 0 { 3 } else { 0 };
+    assert_eq!(out.status.code(), Some(exit));
+}
+
+#[test]
+fn an_unprivileged_user_gets_a_report_with_the_root_only_files_unknown() {
+    if !common::is_root() {
+        eprintln!("SKIPPED LOUDLY: this test drops root to show what an unprivileged user sees; run it as root");
+        return;
+    }
+    let (mut cmd, _dir) = common::unprivileged("rtlab");
+    let out = cmd.args(["doctor", "--json", "-"]).output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    valid(&v);
+    assert_eq!(status(&v, "rights.root"), "warn");
+    let hr = check(&v, "kernel.hrtimers");
+    assert!(hr["evidence"].to_string().contains("/proc/timer_list"), "{hr}");
+    assert!(hr["evidence"].to_string().contains("permission denied"), "{hr}");
+}
