@@ -545,3 +545,119 @@ fn an_unprivileged_user_gets_a_report_with_the_root_only_files_unknown() {
     assert!(hr["evidence"].to_string().contains("/proc/timer_list"), "{hr}");
     assert!(hr["evidence"].to_string().contains("permission denied"), "{hr}");
 }
+
+/// `rtlab run ARGS --sysroot ROOT --json FILE`, with `during` called while the doctor samples:
+/// the result and stderr.
+fn run_on(root: &Path, args: &[&str], during: impl FnOnce()) -> (Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = std::process::Command::new(common::rtlab_path())
+        .arg("run")
+        .args(args)
+        .arg("--sysroot")
+        .arg(root)
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    during();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{err}");
+    let v = common::read_json(&json);
+    common::assert_valid_run_result(&v);
+    (v, err)
+}
+
+#[test]
+fn a_run_records_the_findings_for_its_cpus_and_warns_about_an_irq_that_disturbs_them() {
+    let t = tuned_rt();
+    let (v, err) = run_on(t.root(), &["-t1", "-a1", "-i1ms", "-D", "2s", "-q"], || {
+        t.interrupts(
+            4,
+            &[(24, &[100, 855, 0, 0], "virtio0-input", "0-3"), (25, &[7, 0, 0, 0], "nvme0q0", "0")],
+            &[1000; 4],
+        );
+    });
+    let d = &v["environment"]["doctor"];
+    valid(d);
+    assert_eq!(d["cpus"], "1", "the doctor examines the CPU the thread is pinned to");
+    let irq = check(d, "interrupts.irq24");
+    assert_eq!(irq["alarm"], true);
+    let line =
+        err.lines().find(|l| l.starts_with("rtlab: warning: CPU 1 receives IRQ 24 (virtio0-input)")).expect(&err);
+    assert!(line.contains("times/s") && line.contains("fix: echo 0 > /proc/irq/24/smp_affinity_list"), "{line}");
+    let w: Vec<&Value> = v["warnings"].as_array().unwrap().iter().filter(|w| w["kind"] == "machine_setup").collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0]["check"], "interrupts.irq24");
+    // What is wrong but does not disturb the measured CPU now stays in the findings only.
+    assert!(!err.contains("isolated"), "{err}");
+}
+
+#[test]
+fn a_run_shorter_than_the_sample_records_findings_over_the_run() {
+    let t = tuned_rt();
+    let (v, _) = run_on(t.root(), &["-t1", "-a1", "-i1ms", "-l", "100", "-q"], || {});
+    let d = &v["environment"]["doctor"];
+    valid(d);
+    let s = d["sample_s"].as_f64().unwrap();
+    assert!(s > 0.0 && s < 1.0, "sampled over the 0.1 s run: {s}");
+}
+
+#[test]
+fn compare_lists_the_findings_that_differ_and_the_report_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let t = tuned_rt();
+    for (file, thp) in [(&a, "always madvise [never]"), (&b, "[always] madvise never")] {
+        t.put("/sys/kernel/mm/transparent_hugepage/enabled", thp);
+        let out = common::rtlab()
+            .args(["run", "-q", "-i", "1ms", "--simulate", "seed:3", "-l", "200", "--sysroot"])
+            .arg(t.root())
+            .arg("--json")
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    let out = common::rtlab().arg("compare").args([&a, &b]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains("doctor.memory.thp ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("ok: never") && line.contains("warn: always"), "{line}");
+    assert!(!text.contains("doctor.kernel.preempt"), "identical findings are not listed: {text}");
+    let html = dir.path().join("r.html");
+    let out = common::rtlab().arg("report").arg(&b).arg("-o").arg(&html).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Machine setup (rtlab doctor)"), "the report has the findings");
+    assert!(page.contains("transparent hugepages") && page.contains("echo madvise"), "worst first, with the fix");
+}
+
+#[test]
+fn cyclictest_records_the_findings_with_rtlab_json_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("c.json");
+    let out = common::rtlab()
+        .args(["cyclictest", "-q", "-t1", "-a1", "-i1000", "-l200", "--rtlab-json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v = common::read_json(&json);
+    let d = &v["environment"]["doctor"];
+    valid(d);
+    assert_eq!(d["cpus"], "1");
+    let plain = common::rtlab()
+        .args(["cyclictest", "-q", "-t1", "-a1", "-i1000", "-l50", "--json"])
+        .arg(dir.path().join("p.json"))
+        .output()
+        .unwrap();
+    assert!(plain.status.success());
+    assert!(
+        !String::from_utf8_lossy(&plain.stderr).contains("rtlab: warning: CPU"),
+        "cyclictest's own outputs carry no findings"
+    );
+}

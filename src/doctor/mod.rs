@@ -484,9 +484,22 @@ impl Facts<'_> {
         self.cpus.difference(set)
     }
 
-    /// The online CPUs not measured (where housekeeping should go).
+    /// Where housekeeping (IRQs, kthreads, unbound work) should go: the online CPUs neither
+    /// measured nor isolated (`isolcpus`, `nohz_full`); the unmeasured ones when every other
+    /// CPU is isolated.
     pub fn housekeeping(&self) -> CpuSet {
-        self.online.difference(self.cpus)
+        let free = self.online.difference(self.cpus);
+        let mut hk = free.clone();
+        for p in ["/sys/devices/system/cpu/isolated", "/sys/devices/system/cpu/nohz_full"] {
+            if let Ok(set) = self.cpu_list_file(p) {
+                hk = hk.difference(&set);
+            }
+        }
+        if hk.is_empty() {
+            free
+        } else {
+            hk
+        }
     }
 }
 
