@@ -661,3 +661,23 @@ fn cyclictest_records_the_findings_with_rtlab_json_only() {
         "cyclictest's own outputs carry no findings"
     );
 }
+
+#[test]
+fn ctrl_c_ends_the_sample_early_and_every_output_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("d.json");
+    let child = std::process::Command::new(common::rtlab_path())
+        .args(["doctor", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let out = child.wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    let v = common::read_json(&json);
+    valid(&v);
+    assert!(v["sample_s"].as_f64().unwrap() < 1.0, "the sample ended at Ctrl-C: {}", v["sample_s"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" ok · "), "the table is printed too");
+}

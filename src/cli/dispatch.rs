@@ -54,7 +54,12 @@ impl Parsed {
             Parsed::Cyclictest(_) => true,
             Parsed::Rtlab(c) => matches!(
                 **c,
-                Command::Run(_) | Command::Cyclictest { .. } | Command::Load(_) | Command::Sweep(_) | Command::Beam(_)
+                Command::Run(_)
+                    | Command::Cyclictest { .. }
+                    | Command::Load(_)
+                    | Command::Sweep(_)
+                    | Command::Beam(_)
+                    | Command::Doctor(_)
             ),
         }
     }

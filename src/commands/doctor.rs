@@ -4,7 +4,10 @@ use crate::doctor::{self, Sysroot};
 use crate::error::Error;
 use crate::export::write_output;
 use crate::rt::affinity::CpuSet;
+use crate::session::Signals;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
 
 /// A validated `rtlab doctor`.
 #[derive(Debug, Clone)]
@@ -19,10 +22,17 @@ pub struct DoctorOptions {
     pub root: Sysroot,
 }
 
-/// Examines the machine (sampling counters for one second), prints the table and writes the
-/// JSON; exits 3 when a check fails (or, `--strict`, warns).
+/// Examines the machine (sampling counters for one second; Ctrl-C ends the sample early and
+/// the report covers what was sampled), prints the table and writes the JSON; exits 3 when a
+/// check fails (or, `--strict`, warns).
 pub fn execute(opts: &DoctorOptions) -> Result<i32, Error> {
-    let report = doctor::examine(opts.root.clone(), opts.cpus.clone(), doctor::SAMPLE);
+    let signals = Signals::install().map_err(|e| Error::Runtime(format!("cannot install signal handlers: {e}")))?;
+    let exam = doctor::Examination::begin(opts.root.clone(), opts.cpus.clone());
+    let end = exam.started() + doctor::SAMPLE;
+    while Instant::now() < end && !signals.stop.load(Relaxed) {
+        std::thread::sleep(end.saturating_duration_since(Instant::now()).min(Duration::from_millis(20)));
+    }
+    let report = exam.finish();
     let to_stdout = opts.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
     if !to_stdout {
         crate::export::print(&crate::output::doctor::table(&report));

@@ -90,7 +90,7 @@ fn device_irqs(f: &Facts) -> Vec<Check> {
     for row in after.iter().filter(|r| r.numbered() && !active_irqs.contains(&r.name)) {
         match affinity(f, &row.name) {
             Some((_, set)) => {
-                let hit: Vec<usize> = f.cpus.cpus().iter().copied().filter(|c| set.contains(*c)).collect();
+                let hit = f.inside(&set).cpus().to_vec();
                 if !hit.is_empty() {
                     affine.push((row.clone(), hit));
                 }

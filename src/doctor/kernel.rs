@@ -379,22 +379,30 @@ fn rcu_nocbs(f: &Facts) -> Check {
     }
 }
 
+/// The CPU mask in `path` with `params` from the command line as evidence: the measured CPUs
+/// it includes, or `None` with the check concluded `unknown`.
+fn masked(f: &Facts, c: Check, path: &str, params: &[&str]) -> (Check, Option<CpuSet>) {
+    let text = match f.root.read(path) {
+        Ok(t) => t,
+        Err(e) => return (c.unreadable(path, &e), None),
+    };
+    let mut c = c.evidence(path, &text);
+    for p in params {
+        if let Some(v) = f.param(p) {
+            c = c.evidence("/proc/cmdline", format!("{p}={v}"));
+        }
+    }
+    match parse_mask(&text) {
+        Ok(set) => (c, Some(f.inside(&set))),
+        Err(e) => (c.unknown(e), None),
+    }
+}
+
 fn irq_default(f: &Facts) -> Check {
     let c = Check::new(Area::Isolation, "isolation.irqaffinity", "default IRQ affinity (irqaffinity)");
     let path = "/proc/irq/default_smp_affinity";
-    let text = match f.root.read(path) {
-        Ok(t) => t,
-        Err(e) => return c.unreadable(path, &e),
-    };
-    let mut c = c.evidence(path, &text);
-    if let Some(p) = f.param("irqaffinity") {
-        c = c.evidence("/proc/cmdline", format!("irqaffinity={p}"));
-    }
-    let set = match parse_mask(&text) {
-        Ok(s) => s,
-        Err(e) => return c.unknown(e),
-    };
-    let hit = CpuSet::from_cpus(f.cpus.cpus().iter().copied().filter(|c| set.contains(*c)));
+    let (c, hit) = masked(f, c, path, &["irqaffinity"]);
+    let Some(hit) = hit else { return c };
     let hk = f.housekeeping();
     c.verdict(
         hit.is_empty(),
@@ -417,21 +425,8 @@ fn irq_default(f: &Facts) -> Check {
 fn workqueues(f: &Facts) -> Check {
     let c = Check::new(Area::Isolation, "isolation.housekeeping", "kernel threads and unbound workqueues");
     let path = "/sys/devices/virtual/workqueue/cpumask";
-    let text = match f.root.read(path) {
-        Ok(t) => t,
-        Err(e) => return c.unreadable(path, &e),
-    };
-    let mut c = c.evidence(path, &text);
-    for p in ["kthread_cpus", "housekeeping"] {
-        if let Some(v) = f.param(p) {
-            c = c.evidence("/proc/cmdline", format!("{p}={v}"));
-        }
-    }
-    let set = match parse_mask(&text) {
-        Ok(s) => s,
-        Err(e) => return c.unknown(e),
-    };
-    let hit = CpuSet::from_cpus(f.cpus.cpus().iter().copied().filter(|c| set.contains(*c)));
+    let (c, hit) = masked(f, c, path, &["kthread_cpus", "housekeeping"]);
+    let Some(hit) = hit else { return c };
     let hk = f.housekeeping();
     c.verdict(
         hit.is_empty(),

@@ -452,13 +452,6 @@ impl Examination {
     }
 }
 
-/// Examines `cpus` under `root`, sampling counters for `sample`.
-pub fn examine(root: Sysroot, cpus: CpuSet, sample: Duration) -> DoctorReport {
-    let exam = Examination::begin(root, cpus);
-    std::thread::sleep(sample);
-    exam.finish()
-}
-
 /// A rate per second as printed: whole numbers from 10 up, one decimal below.
 pub(crate) fn rate(per_s: f64) -> String {
     if per_s >= 10.0 {
@@ -477,6 +470,11 @@ impl Facts<'_> {
             Err(e) if e == "empty" => Ok(CpuSet::default()),
             Err(e) => Err(e),
         }
+    }
+
+    /// The measured CPUs in `set`.
+    pub fn inside(&self, set: &CpuSet) -> CpuSet {
+        CpuSet::from_cpus(self.cpus.cpus().iter().copied().filter(|c| set.contains(*c)))
     }
 
     /// The measured CPUs not in `set`.
