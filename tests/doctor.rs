@@ -587,8 +587,10 @@ fn a_run_records_the_findings_for_its_cpus_and_warns_about_an_irq_that_disturbs_
     assert_eq!(d["cpus"], "1", "the doctor examines the CPU the thread is pinned to");
     let irq = check(d, "interrupts.irq24");
     assert_eq!(irq["alarm"], true);
-    let line =
-        err.lines().find(|l| l.starts_with("rtlab: warning: CPU 1 receives IRQ 24 (virtio0-input)")).expect(&err);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("rtlab: warning: doctor: CPU 1 receives IRQ 24 (virtio0-input)"))
+        .expect(&err);
     assert!(line.contains("times/s") && line.contains("fix: echo 0 > /proc/irq/24/smp_affinity_list"), "{line}");
     let w: Vec<&Value> = v["warnings"].as_array().unwrap().iter().filter(|w| w["kind"] == "machine_setup").collect();
     assert_eq!(w.len(), 1, "{w:?}");
@@ -657,7 +659,7 @@ fn cyclictest_records_the_findings_with_rtlab_json_only() {
         .unwrap();
     assert!(plain.status.success());
     assert!(
-        !String::from_utf8_lossy(&plain.stderr).contains("rtlab: warning: CPU"),
+        !String::from_utf8_lossy(&plain.stderr).contains("rtlab: warning: doctor:"),
         "cyclictest's own outputs carry no findings"
     );
 }

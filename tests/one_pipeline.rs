@@ -122,7 +122,12 @@ fn beam_run_is_an_alias_of_run_with_the_beam_runtime() {
     };
     assert_eq!(until_loads(&alias), until_loads(&run));
     assert!(until_loads(&run).starts_with("Erlang/OTP 99 [fake]"), "{}", until_loads(&run));
-    assert_eq!(String::from_utf8_lossy(&alias.stderr), String::from_utf8_lossy(&run.stderr));
+    // The doctor's alarms tell the machine's moment (an IRQ rate), not the probe.
+    let said = |o: &std::process::Output| {
+        let text = String::from_utf8_lossy(&o.stderr).into_owned();
+        text.lines().filter(|l| !l.starts_with("rtlab: warning: doctor: ")).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(said(&alias), said(&run));
 }
 
 #[test]

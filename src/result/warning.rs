@@ -168,7 +168,7 @@ impl Warning {
             Warning::PolicyDowngraded { thread, asked, got, why } => {
                 format!("thread {thread} could not get SCHED {asked} and measures with {got} instead: {why}.")
             }
-            Warning::MachineSetup { detail, .. } => detail.clone(),
+            Warning::MachineSetup { detail, .. } => format!("doctor: {detail}"),
             Warning::AffinityFailed { thread, cpu, why } => format!(
                 "thread {thread} could not be pinned to CPU {cpu} ({why}); it may migrate. Fix: check the cpuset \
                  of this cgroup/container or choose CPUs with -a."
