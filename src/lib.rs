@@ -27,4 +27,5 @@ pub mod session;
 pub mod sweep;
 pub mod sysinfo;
 pub mod timefmt;
+pub mod trace;
 pub mod units;

@@ -144,6 +144,14 @@ pub struct RunArgs {
     /// Verdict: fail (exit 3) if any sample exceeds this (plain number = µs)
     #[arg(long = "max-latency", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
     pub max_latency: Option<i64>,
+    /// Explain late samples: record the measured CPUs' kernel events in rtlab's own tracefs
+    /// instance and split each sample above TIME (default: --max-latency, else the worst
+    /// sample) into timer delay, IRQs, softirqs, NMIs, tasks, the switch and unaccounted time
+    #[arg(long = "explain", value_name = "TIME", num_args = 0..=1, require_equals = true, value_parser = parse::latency)]
+    pub explain: Option<Option<i64>>,
+    /// Also explain the N largest samples, whatever their size (implies --explain)
+    #[arg(long = "explain-worst", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub explain_worst: Option<u16>,
 
     /// Stop the run at the first sample above this (plain number = µs); exit 3
     #[arg(short = 'b', long = "breaktrace", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
@@ -439,6 +447,15 @@ impl RunArgs {
             over_capacity: 1,
             cyclictest_compat: false,
         };
+        // --explain alone explains what --max-latency flags, else the worst sample.
+        let explain = match (self.explain, self.explain_worst) {
+            (None, None) => None,
+            (asked, worst) => {
+                let threshold_ns = asked.flatten().or(self.max_latency);
+                let worst = worst.map_or(usize::from(threshold_ns.is_none()), usize::from);
+                Some(crate::session::explain::ExplainPlan { threshold_ns, worst })
+            }
+        };
         let mut plan = Plan {
             loops: self.loops,
             duration: self.duration,
@@ -448,7 +465,8 @@ impl RunArgs {
                 (Some(p), false) if p.as_os_str() != "-" => Some(self.checkpoint),
                 _ => None,
             },
-            sample_ring: self.samples.is_some().then_some(crate::session::SAMPLE_RING),
+            sample_ring: (self.samples.is_some() || explain.is_some()).then_some(crate::session::SAMPLE_RING),
+            explain,
             loads: self.loads,
             samples: self.samples,
             doctor: Some(super::doctor::sysroot(self.sysroot.as_ref())?),

@@ -16,7 +16,7 @@ mod sample;
 mod sysroot;
 
 pub use kernel::preempt_model;
-pub use sample::Snapshot;
+pub use sample::{parse_stat, CpuTimes, Snapshot};
 pub use sysroot::Sysroot;
 
 use crate::rt::affinity::CpuSet;

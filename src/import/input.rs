@@ -179,6 +179,8 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
         simulated: false,
         tracemark_written: false,
         runtime: None,
+        explanations: Vec::new(),
+        explain: None,
     });
     r.start_time = Some(header.start_time);
     Ok(r)

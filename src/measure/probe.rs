@@ -239,6 +239,7 @@ pub struct LoopOutcome {
 pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, stop: &AtomicBool) -> LoopOutcome {
     let interval = p.interval_ns;
     let start = w.start(interval, p.start_at);
+    rec.started(start);
     let mut next = start + interval;
     let mut warm = p.warmup_cycles;
     let mut recorded = 0u64;

@@ -30,6 +30,9 @@ pub struct Live {
     pub sum_us: AtomicI64,
     /// The exact statistics as of the last publication (for checkpoints).
     published: Published,
+    /// The probe's schedule start (ns on its clock; `i64::MIN` until it starts): a sample's
+    /// `at_ns` is relative to it.
+    pub start_ns: AtomicI64,
 }
 
 /// How many times a checkpoint tries to read a consistent publication before it gives up.
@@ -68,6 +71,7 @@ impl Live {
             sum_us: AtomicI64::new(0),
             hist: Histogram::new(layout),
             published: Published::default(),
+            start_ns: AtomicI64::new(i64::MIN),
         }
     }
 
@@ -330,6 +334,11 @@ impl<'a> Recorder<'a> {
         if (cycle + 1).is_multiple_of(PUBLISH_EVERY) {
             self.publish(cycle + 1);
         }
+    }
+
+    /// Tells readers the schedule start (once, before the first sample).
+    pub fn started(&mut self, start_ns: i64) {
+        self.live.start_ns.store(start_ns, Relaxed);
     }
 
     /// Adds one sample's latency as cyclictest computes it (see [`cyclictest_us`]); the loop

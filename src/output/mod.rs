@@ -2,6 +2,7 @@
 
 pub mod cyclictest;
 pub mod doctor;
+pub mod explain;
 pub mod live;
 pub mod table;
 pub mod warnings;

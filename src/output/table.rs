@@ -212,6 +212,7 @@ pub fn print_summary(result: &RunResult, unit: Unit, header: &str, to_stderr: bo
     if !result.loads.is_empty() {
         text += &loads(&result.loads);
     }
+    text += &super::explain::blocks(result);
     if to_stderr {
         let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
     } else {

@@ -87,6 +87,10 @@ pub struct ProbeRun {
     pub tracemark_written: bool,
     /// The runtime the probe ran in.
     pub runtime: Option<Runtime>,
+    /// `--explain`'s explanations.
+    pub explanations: Vec<crate::trace::Explanation>,
+    /// `--explain`'s summary.
+    pub explain: Option<crate::trace::ExplainSummary>,
 }
 
 impl RunResult {
@@ -183,6 +187,8 @@ impl RunResult {
             loads: Vec::new(),
             warnings: warnings.into_iter().map(WarningRecord::from).collect(),
             runtime: p.runtime,
+            explanations: p.explanations,
+            explain: p.explain,
         }
     }
 }
@@ -289,6 +295,8 @@ impl RunResult {
             warnings: vec![],
             verdict: super::Verdict::not_checked(),
             runtime: None,
+            explanations: Vec::new(),
+            explain: None,
         }
     }
 }

@@ -56,6 +56,12 @@ pub struct RunResult {
     /// what it reported of itself; absent for OS-thread probes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Runtime>,
+    /// `--explain`: why the late samples were late, largest first (absent without it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explanations: Vec<crate::trace::Explanation>,
+    /// `--explain`: how the explaining went (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<crate::trace::ExplainSummary>,
 }
 
 /// A language runtime's probe: what was asked and what the runtime says of itself.

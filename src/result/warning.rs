@@ -26,6 +26,11 @@ pub enum Warning {
         /// The finding, its consequence and the fix.
         detail: String,
     },
+    /// `--explain` could not record events: the run went on without explanations.
+    ExplainUnavailable {
+        /// Why, with the fix.
+        why: String,
+    },
     /// A thread could not be pinned to its CPU.
     AffinityFailed {
         /// Thread index.
@@ -169,6 +174,9 @@ impl Warning {
                 format!("thread {thread} could not get SCHED {asked} and measures with {got} instead: {why}.")
             }
             Warning::MachineSetup { detail, .. } => format!("doctor: {detail}"),
+            Warning::ExplainUnavailable { why } => {
+                format!("spikes cannot be explained: {why}; the run goes on without explanations")
+            }
             Warning::AffinityFailed { thread, cpu, why } => format!(
                 "thread {thread} could not be pinned to CPU {cpu} ({why}); it may migrate. Fix: check the cpuset \
                  of this cgroup/container or choose CPUs with -a."

@@ -3,6 +3,7 @@
 //! break), and one RunResult builder. `rtlab run`, `rtlab sweep` and `rtlab cyclictest` all
 //! measure through [`run`] (the latter two without loads or files: [`measure`] adds them).
 
+pub mod explain;
 pub mod observers;
 pub mod plan;
 pub mod signals;
@@ -116,6 +117,10 @@ pub struct Output {
     pub cyclictest_compat: bool,
     /// What the doctor found over the run's first second (`None`: not examined).
     pub doctor: Option<DoctorReport>,
+    /// `--explain`: why the late samples were late, largest first.
+    pub explanations: Vec<crate::trace::Explanation>,
+    /// `--explain`: how the explaining went.
+    pub explain: Option<crate::trace::ExplainSummary>,
 }
 
 impl Output {
@@ -165,6 +170,8 @@ impl Output {
             tracemark_written: self.tracemark_written,
             runtime: self.runtime.clone(),
             config,
+            explanations: self.explanations.clone(),
+            explain: self.explain.clone(),
             ..base
         }
     }
@@ -208,6 +215,8 @@ pub fn base_record(plan: &Plan, provenance: Provenance) -> ProbeRun {
         simulated: plan.probe.simulated(),
         tracemark_written: false,
         runtime: None,
+        explanations: Vec::new(),
+        explain: None,
     }
 }
 
@@ -219,6 +228,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         let cpus = plan.measured_cpus(&root);
         Examination::begin(root, cpus)
     });
+    let (mut explainer, mut explain_summary) = start_explainer(plan, observer);
     let mut probe = plan.probe.create();
     let n = probe.slots();
     let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::new(plan.layout))).collect();
@@ -248,6 +258,9 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     } = probe.start(&sinks)?;
     warnings.iter().for_each(|w| observer.warning(w));
     observer.started(&statuses, dma_latency_us);
+    if let Some(x) = explainer.as_mut() {
+        x.slots(statuses.iter().map(|s| (s.cpu, s.tid)).collect());
+    }
     let mut doctor = None;
     let started = Instant::now();
     let mut next_refresh = started + plan.refresh;
@@ -269,7 +282,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             let snaps: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
             observer.status_requested(&statuses, &snaps, now - started);
         }
-        drain_rings(&rings, &mut cursors, observer);
+        drain_rings(&rings, &mut cursors, observer, explainer.as_mut(), &lives);
         if exam.as_ref().is_some_and(|e| now >= e.started() + crate::doctor::SAMPLE) {
             doctor = exam.take().map(|e| examined(e.finish(), plan.probe.simulated(), observer, &mut warnings));
         }
@@ -294,6 +307,8 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                         runtime_loads: Vec::new(),
                         cyclictest_compat: false,
                         doctor: doctor.clone(),
+                        explanations: Vec::new(),
+                        explain: None,
                     };
                     observer.checkpoint(&partial);
                 }
@@ -331,7 +346,15 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     late.iter().for_each(|w| observer.warning(w));
     warnings.extend(late);
     let end = SystemTime::now();
-    drain_rings(&rings, &mut cursors, observer);
+    drain_rings(&rings, &mut cursors, observer, explainer.as_mut(), &lives);
+    let explanations = match explainer.take() {
+        Some(x) => {
+            let (done, summary) = x.finish();
+            explain_summary = Some(summary);
+            done
+        }
+        None => Vec::new(),
+    };
     for (t, c) in threads.iter_mut().zip(&cursors) {
         t.samples_lost = c.lost;
     }
@@ -361,7 +384,44 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         runtime_loads: loads,
         cyclictest_compat: plan.os().is_some_and(|o| o.cyclictest_compat),
         doctor,
+        explanations,
+        explain: explain_summary,
     })
+}
+
+/// Starts `--explain`'s recording for `plan`, or says (to `observer`, and in the summary) why
+/// it cannot: the run goes on without.
+fn start_explainer(
+    plan: &Plan,
+    observer: &mut dyn Observer,
+) -> (Option<explain::Explainer>, Option<crate::trace::ExplainSummary>) {
+    let Some(x) = plan.explain else { return (None, None) };
+    let slots = plan.probe.slots();
+    let why = if plan.probe.simulated() {
+        Some("a simulated probe has no kernel events".to_string())
+    } else if plan.os().is_none() {
+        Some("a runtime's task is not a kernel thread of its own; explain OS threads (--runtime os)".to_string())
+    } else if plan.os().is_some_and(|o| o.clock == crate::measure::probe::ClockKind::Realtime) {
+        Some(
+            "the trace's clock is CLOCK_MONOTONIC and the probe sleeps on CLOCK_REALTIME; drop --clock realtime"
+                .to_string(),
+        )
+    } else if slots.iter().any(|s| s.cpu.is_none()) {
+        Some("a thread that is not pinned may wake on any CPU; pin the threads (-a)".to_string())
+    } else {
+        None
+    };
+    let started = match why {
+        Some(w) => Err(w),
+        None => explain::Explainer::start(x, &CpuSet::from_cpus(slots.iter().filter_map(|s| s.cpu))),
+    };
+    match started {
+        Ok(e) => (Some(e), None),
+        Err(why) => {
+            observer.warning(&Warning::ExplainUnavailable { why: why.clone() });
+            (None, Some(explain::unavailable(x, why)))
+        }
+    }
 }
 
 /// The doctor's report, once its alarms (what disturbs the measured CPUs now) are told to
@@ -404,15 +464,27 @@ fn checkpoint_slots(probe: &ProbeSpec, statuses: &[ThreadStatus], summaries: Vec
         .collect()
 }
 
-fn drain_rings(rings: &[Option<Arc<SampleRing>>], cursors: &mut [Cursor], observer: &mut dyn Observer) {
+fn drain_rings(
+    rings: &[Option<Arc<SampleRing>>],
+    cursors: &mut [Cursor],
+    observer: &mut dyn Observer,
+    mut explainer: Option<&mut explain::Explainer>,
+    lives: &[Arc<Live>],
+) {
     for (i, (ring, cursor)) in rings.iter().zip(cursors.iter_mut()).enumerate() {
         if let Some(r) = ring {
             let mut batch = Vec::new();
             r.drain(cursor, |s| batch.push(s));
             if !batch.is_empty() {
+                if let Some(x) = explainer.as_deref_mut() {
+                    x.samples(i, &batch, lives[i].start_ns.load(Relaxed));
+                }
                 observer.samples(i, &batch);
             }
         }
+    }
+    if let Some(x) = explainer {
+        x.poll(false);
     }
 }
 

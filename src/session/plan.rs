@@ -46,6 +46,8 @@ pub struct Plan {
     /// Examine the machine with the doctor over the run's first second and record the findings
     /// (`None`: do not; the root is `/` except in tests).
     pub doctor: Option<Sysroot>,
+    /// `--explain`: record the measured CPUs' events and explain late samples.
+    pub explain: Option<super::explain::ExplainPlan>,
 }
 
 impl Plan {
@@ -65,6 +67,7 @@ impl Plan {
             samples: None,
             config: None,
             doctor: Some(Sysroot::default()),
+            explain: None,
         }
     }
 

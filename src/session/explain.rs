@@ -1,0 +1,209 @@
+//! `--explain`: while a run measures, late samples are matched with the events their CPU
+//! recorded (`trace::recorder`) and explained (`trace::explain`).
+
+use crate::measure::ring::Sample;
+use crate::rt::affinity::CpuSet;
+use crate::trace::recorder::{Recorder, BUFFER_KB};
+use crate::trace::{explain, Bounds, ExplainSummary, Explanation, Spike};
+use std::time::{Duration, Instant};
+
+/// What `--explain` asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExplainPlan {
+    /// Explain every sample above this (ns).
+    pub threshold_ns: Option<i64>,
+    /// Explain the N largest samples, whatever their size.
+    pub worst: usize,
+}
+
+/// At most this many samples above the threshold are explained and kept (the largest).
+pub const MAX_EXPLAINED: usize = 100;
+
+/// Events before the deadline kept with a spike: enough to know what ran at the deadline.
+const LOOKBACK_NS: i64 = 50_000_000;
+
+/// A spike waits this long for its CPU's events to be read before it is explained anyway.
+const PATIENCE: Duration = Duration::from_millis(500);
+
+/// The policy name of a task from `/proc/PID/stat` (field 41), while it exists.
+fn policy_of(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    // Fields after the comm start at field 3 (state); policy is field 41.
+    let policy: u32 = after.split_whitespace().nth(38)?.parse().ok()?;
+    Some(
+        match policy {
+            0 => "OTHER",
+            1 => "FIFO",
+            2 => "RR",
+            3 => "BATCH",
+            5 => "IDLE",
+            6 => "DEADLINE",
+            _ => return None,
+        }
+        .into(),
+    )
+}
+
+/// The longest an idle `cpu` takes to take an interrupt: its deepest enabled idle state's
+/// exit latency plus 20 µs of interrupt entry, at least the default bound.
+fn idle_exit_ns(cpu: usize) -> i64 {
+    let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
+    let deepest = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("state"))
+        .filter(|e| std::fs::read_to_string(e.path().join("disable")).is_ok_and(|d| d.trim() == "0"))
+        .filter_map(|e| std::fs::read_to_string(e.path().join("latency")).ok()?.trim().parse::<i64>().ok())
+        .max()
+        .unwrap_or(0);
+    (deepest * 1000 + 20_000).max(Bounds::default().idle_exit_ns)
+}
+
+/// The explaining side of a run.
+#[derive(Debug)]
+pub struct Explainer {
+    recorder: Recorder,
+    plan: ExplainPlan,
+    /// Per slot: its CPU and thread id.
+    slots: Vec<(Option<usize>, i32)>,
+    pending: Vec<(Spike, Instant)>,
+    done: Vec<Explanation>,
+    /// The largest latencies seen, for `worst` (ascending, at most `worst` long).
+    top: Vec<i64>,
+    over: u64,
+    instance: String,
+    /// `/proc/stat` steal ticks of the measured CPUs, read at each poll: `(CLOCK_MONOTONIC ns,
+    /// CPU → ticks)`, the last few seconds.
+    steal: std::collections::VecDeque<(i64, std::collections::BTreeMap<usize, u64>)>,
+}
+
+/// `/proc/stat` counts in USER_HZ ticks: 100 a second on Linux.
+const NS_PER_TICK: i64 = 10_000_000;
+
+impl Explainer {
+    /// Starts recording `cpus` (the reader runs on the other online CPUs when there are any).
+    pub fn start(plan: ExplainPlan, cpus: &CpuSet) -> Result<Explainer, String> {
+        let others = crate::rt::affinity::online_cpus().difference(cpus);
+        let recorder = Recorder::start(cpus, (!others.is_empty()).then_some(&others))?;
+        Ok(Explainer {
+            recorder,
+            plan,
+            slots: Vec::new(),
+            pending: Vec::new(),
+            done: Vec::new(),
+            top: Vec::new(),
+            over: 0,
+            instance: format!("rtlab-{}", std::process::id()),
+            steal: std::collections::VecDeque::new(),
+        })
+    }
+
+    /// The slots' CPUs and thread ids, once the probe has started.
+    pub fn slots(&mut self, slots: Vec<(Option<usize>, i32)>) {
+        self.slots = slots;
+    }
+
+    /// Looks at samples of `slot` (whose schedule started at `start_ns`) for spikes.
+    pub fn samples(&mut self, slot: usize, samples: &[Sample], start_ns: i64) {
+        let Some(&(Some(cpu), tid)) = self.slots.get(slot) else { return };
+        for s in samples {
+            let over = self.plan.threshold_ns.is_some_and(|t| s.latency_ns > t);
+            self.over += over as u64;
+            let worst = self.plan.worst > 0 && (self.top.len() < self.plan.worst || s.latency_ns > self.top[0]);
+            if worst {
+                self.top.push(s.latency_ns);
+                self.top.sort_unstable();
+                if self.top.len() > self.plan.worst {
+                    self.top.remove(0);
+                }
+            }
+            if over || worst {
+                let wake = start_ns + s.at_ns;
+                let spike =
+                    Spike { thread: slot, cpu, cycle: s.cycle, tid, deadline_ns: wake - s.latency_ns, wake_ns: wake };
+                self.pending.push((spike, Instant::now()));
+            }
+        }
+        self.poll(false);
+    }
+
+    fn sample_steal(&mut self) {
+        let Ok(text) = std::fs::read_to_string("/proc/stat") else { return };
+        let Ok(times) = crate::doctor::parse_stat(&text) else { return };
+        let now = crate::rt::clock::now(crate::rt::clock::ClockId::MONOTONIC);
+        self.steal.push_back((now, times.into_iter().map(|(c, t)| (c, t.steal)).collect()));
+        while self.steal.front().is_some_and(|(t, _)| *t < now - 10_000_000_000) {
+            self.steal.pop_front();
+        }
+    }
+
+    /// Steal of `cpu` between the readings that bracket `from..to` (ns), if both exist.
+    fn steal_over(&self, cpu: usize, from: i64, to: i64) -> Option<i64> {
+        let before = self.steal.iter().rev().find(|(t, _)| *t <= from)?;
+        let after = self.steal.iter().find(|(t, _)| *t >= to)?;
+        Some((after.1.get(&cpu)?.saturating_sub(*before.1.get(&cpu)?)) as i64 * NS_PER_TICK)
+    }
+
+    /// Explains the pending spikes whose events have been read (all of them when `force`).
+    pub fn poll(&mut self, force: bool) {
+        self.sample_steal();
+        let mut still = Vec::new();
+        for (spike, seen) in std::mem::take(&mut self.pending) {
+            if force || seen.elapsed() > PATIENCE || self.recorder.caught_up(spike.cpu, spike.wake_ns + 100_000) {
+                let events = self.recorder.events(spike.cpu, spike.deadline_ns - LOOKBACK_NS, spike.wake_ns + 100_000);
+                let bounds = Bounds { idle_exit_ns: idle_exit_ns(spike.cpu), ..Bounds::default() };
+                let mut e = explain(&spike, &events, bounds, &policy_of);
+                e.lost_events = self.recorder.lost(spike.cpu);
+                e.steal_ns = self.steal_over(spike.cpu, spike.deadline_ns, spike.wake_ns);
+                self.done.push(e);
+                self.trim();
+            } else {
+                still.push((spike, seen));
+            }
+        }
+        self.pending = still;
+    }
+
+    /// Keeps the worst N and the largest [`MAX_EXPLAINED`] above the threshold.
+    fn trim(&mut self) {
+        self.done
+            .sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.thread.cmp(&b.thread)).then(a.cycle.cmp(&b.cycle)));
+        let keep = self.plan.worst.max(if self.plan.threshold_ns.is_some() { MAX_EXPLAINED } else { 0 });
+        self.done.truncate(keep.max(self.plan.worst));
+    }
+
+    /// Stops recording, explains what is pending, and gives the explanations (largest first)
+    /// with the summary.
+    pub fn finish(mut self) -> (Vec<Explanation>, ExplainSummary) {
+        self.recorder.finish();
+        self.poll(true);
+        let lost = self.slots.iter().filter_map(|s| s.0).map(|c| self.recorder.lost(c)).sum();
+        let threshold = self.plan.threshold_ns;
+        let explained = self.done.iter().filter(|e| threshold.is_some_and(|t| e.latency_ns > t)).count();
+        let summary = ExplainSummary {
+            threshold_ns: threshold,
+            worst: self.plan.worst,
+            unavailable: None,
+            instance: Some(self.instance.clone()),
+            buffer_kb: BUFFER_KB,
+            missing_events: self.recorder.missing_events(),
+            lost_events: lost,
+            over_threshold: self.over,
+            explained,
+        };
+        (std::mem::take(&mut self.done), summary)
+    }
+}
+
+/// The summary of a run that could not explain: why.
+pub fn unavailable(plan: ExplainPlan, why: String) -> ExplainSummary {
+    ExplainSummary {
+        threshold_ns: plan.threshold_ns,
+        worst: plan.worst,
+        unavailable: Some(why),
+        buffer_kb: BUFFER_KB,
+        ..Default::default()
+    }
+}

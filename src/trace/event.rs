@@ -1,0 +1,281 @@
+//! One line of a tracefs text stream (`trace_pipe`) turned into an event.
+
+/// What happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `sched_switch`: the CPU went from one task to another (pid 0 is idle).
+    Switch {
+        /// The task that stopped running.
+        prev_pid: i32,
+        /// Its command name.
+        prev_comm: String,
+        /// Its kernel priority (0-99 real-time, 100-139 fair, -1 deadline).
+        prev_prio: i32,
+        /// Its state (`R`, `R+`: preempted; `S`, `D`: it slept).
+        prev_state: String,
+        /// The task that runs now.
+        next_pid: i32,
+        /// Its command name.
+        next_comm: String,
+        /// Its kernel priority.
+        next_prio: i32,
+    },
+    /// `sched_waking`: a task is being woken (on the CPU that wakes it).
+    Waking {
+        /// The task woken.
+        pid: i32,
+        /// Its command name.
+        comm: String,
+        /// Its kernel priority.
+        prio: i32,
+    },
+    /// `irq_handler_entry`.
+    IrqEntry {
+        /// IRQ number.
+        irq: u32,
+        /// Device name.
+        name: String,
+    },
+    /// `irq_handler_exit`.
+    IrqExit {
+        /// IRQ number.
+        irq: u32,
+    },
+    /// `softirq_entry`.
+    SoftirqEntry {
+        /// `NET_RX`, `TIMER`, …
+        name: String,
+    },
+    /// `softirq_exit`.
+    SoftirqExit {
+        /// `NET_RX`, `TIMER`, …
+        name: String,
+    },
+    /// `hrtimer_expire_entry`: a timer's callback starts.
+    HrtimerEntry {
+        /// The timer's address (as printed).
+        timer: String,
+        /// Its callback (`hrtimer_wakeup` for a sleeping task).
+        function: String,
+        /// The expiry time the kernel used (ns, CLOCK_MONOTONIC), exact.
+        now_ns: Option<i64>,
+    },
+    /// `hrtimer_expire_exit`.
+    HrtimerExit,
+    /// An architecture interrupt (`irq_vectors`: `local_timer`, `reschedule`,
+    /// `call_function`, `irq_work`, …) starts.
+    VectorEntry {
+        /// `local_timer`, `reschedule`, …
+        name: String,
+    },
+    /// An architecture interrupt ends.
+    VectorExit {
+        /// `local_timer`, `reschedule`, …
+        name: String,
+    },
+    /// `nmi_handler`: an NMI handler ran for `delta_ns`, ending at the event's time.
+    Nmi {
+        /// The handler.
+        handler: String,
+        /// How long it ran (ns).
+        delta_ns: i64,
+    },
+    /// `workqueue_execute_start`: a kworker runs a work item.
+    WorkStart {
+        /// The work function.
+        function: String,
+    },
+    /// Any other event (kept for the count and the timeline).
+    Other {
+        /// Its name.
+        name: String,
+    },
+}
+
+/// One event on one CPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// When (ns, CLOCK_MONOTONIC through the `mono` trace clock; the text has µs).
+    pub ts_ns: i64,
+    /// The CPU it happened on.
+    pub cpu: usize,
+    /// The task current when it happened.
+    pub pid: i32,
+    /// Its command name.
+    pub comm: String,
+    /// What happened.
+    pub kind: Kind,
+}
+
+/// The value of `key=` in `args`: up to the next ` word=`, or the end.
+fn field<'a>(args: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("{key}=");
+    let mut from = 0;
+    let start = loop {
+        let i = args[from..].find(&pat)? + from;
+        if i == 0 || args.as_bytes()[i - 1] == b' ' || args.as_bytes()[i - 1] == b'[' {
+            break i + pat.len();
+        }
+        from = i + 1;
+    };
+    let rest = &args[start..];
+    // The value ends where the next ` key=` begins.
+    let mut end = rest.len();
+    let bytes = rest.as_bytes();
+    for (i, _) in rest.match_indices(' ') {
+        let word: String = rest[i + 1..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if !word.is_empty() && bytes.get(i + 1 + word.len()) == Some(&b'=') {
+            end = i;
+            break;
+        }
+    }
+    Some(rest[..end].trim().trim_end_matches(" ==>").trim_end_matches(']'))
+}
+
+fn num<T: std::str::FromStr>(args: &str, key: &str) -> Option<T> {
+    field(args, key)?.parse().ok()
+}
+
+/// `secs.frac` → ns.
+fn timestamp(t: &str) -> Option<i64> {
+    let (s, f) = t.split_once('.')?;
+    let secs: i64 = s.parse().ok()?;
+    if f.is_empty() || f.len() > 9 || !f.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac: i64 = f.parse().ok()?;
+    Some(secs * 1_000_000_000 + frac * 10i64.pow(9 - f.len() as u32))
+}
+
+/// Parses one line of `trace_pipe` (`  comm-pid  [001] d.h1. 123.456789: name: args`);
+/// `None` for comments, blank lines and what does not have that shape.
+pub fn parse(line: &str) -> Option<Event> {
+    // The CPU field `[NNN]` follows `comm-pid`; a comm may hold spaces and dashes.
+    let open = line.match_indices('[').find_map(|(i, _)| {
+        let close = line[i..].find(']')? + i;
+        let digits = &line[i + 1..close];
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some((i, close))
+    })?;
+    let (task, cpu) = (line[..open.0].trim(), line[open.0 + 1..open.1].parse::<usize>().ok()?);
+    let (comm, pid) = task.rsplit_once('-')?;
+    let pid: i32 = pid.parse().ok()?;
+    let mut rest = line[open.1 + 1..].trim_start();
+    // Flags (`d.h1.`) may be absent with some trace options.
+    let first = rest.split_whitespace().next()?;
+    if !first.ends_with(':') {
+        rest = rest[first.len()..].trim_start();
+    }
+    let (ts, rest) = rest.split_once(": ")?;
+    let ts_ns = timestamp(ts.trim())?;
+    let (name, args) = rest.split_once(": ").unwrap_or((rest.trim_end_matches(':'), ""));
+    let name = name.trim();
+    let kind = match name {
+        "sched_switch" => Kind::Switch {
+            prev_comm: field(args, "prev_comm")?.to_string(),
+            prev_pid: num(args, "prev_pid")?,
+            prev_prio: num(args, "prev_prio")?,
+            prev_state: field(args, "prev_state").unwrap_or("").to_string(),
+            next_comm: field(args, "next_comm")?.to_string(),
+            next_pid: num(args, "next_pid")?,
+            next_prio: num(args, "next_prio")?,
+        },
+        "sched_waking" => {
+            Kind::Waking { comm: field(args, "comm")?.to_string(), pid: num(args, "pid")?, prio: num(args, "prio")? }
+        }
+        "irq_handler_entry" => Kind::IrqEntry { irq: num(args, "irq")?, name: field(args, "name")?.to_string() },
+        "irq_handler_exit" => Kind::IrqExit { irq: num(args, "irq")? },
+        "softirq_entry" | "softirq_exit" => {
+            let action = field(args, "action").unwrap_or("?").to_string();
+            if name == "softirq_entry" {
+                Kind::SoftirqEntry { name: action }
+            } else {
+                Kind::SoftirqExit { name: action }
+            }
+        }
+        "hrtimer_expire_entry" => Kind::HrtimerEntry {
+            timer: field(args, "hrtimer")?.to_string(),
+            function: field(args, "function")?.to_string(),
+            now_ns: num(args, "now"),
+        },
+        "hrtimer_expire_exit" => Kind::HrtimerExit,
+        // `%ps() delta_ns: %lld handled: %d`
+        "nmi_handler" => Kind::Nmi {
+            handler: args.split("()").next().unwrap_or("?").trim().to_string(),
+            delta_ns: args.split("delta_ns: ").nth(1)?.split_whitespace().next()?.parse().ok()?,
+        },
+        // `work struct %p: function %ps`
+        "workqueue_execute_start" => Kind::WorkStart { function: args.split("function ").nth(1)?.trim().to_string() },
+        n if n.ends_with("_entry") && args.starts_with("vector=") => {
+            Kind::VectorEntry { name: n.trim_end_matches("_entry").to_string() }
+        }
+        n if n.ends_with("_exit") && args.starts_with("vector=") => {
+            Kind::VectorExit { name: n.trim_end_matches("_exit").to_string() }
+        }
+        n => Kind::Other { name: n.to_string() },
+    };
+    Some(Event { ts_ns, cpu, pid, comm: comm.to_string(), kind })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_switch_line_gives_both_tasks_and_the_exact_microsecond() {
+        let e = parse("           rustc-26271   [001] d..2. 18702.078148: sched_switch: prev_comm=rustc prev_pid=26271 prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120").unwrap();
+        assert_eq!(e.ts_ns, 18_702_078_148_000);
+        assert_eq!((e.cpu, e.pid, e.comm.as_str()), (1, 26271, "rustc"));
+        assert_eq!(
+            e.kind,
+            Kind::Switch {
+                prev_pid: 26271,
+                prev_comm: "rustc".into(),
+                prev_prio: 120,
+                prev_state: "D".into(),
+                next_pid: 0,
+                next_comm: "swapper/1".into(),
+                next_prio: 120
+            }
+        );
+    }
+
+    #[test]
+    fn comms_with_spaces_and_dashes_and_every_kind_parse() {
+        let e =
+            parse(" Web Content-a-4242 [003] d.h1. 5.000001: irq_handler_entry: irq=36 name=virtio1-req.0").unwrap();
+        assert_eq!((e.comm.as_str(), e.pid, e.cpu), ("Web Content-a", 4242, 3));
+        assert_eq!(e.kind, Kind::IrqEntry { irq: 36, name: "virtio1-req.0".into() });
+        let k = |l: &str| parse(l).unwrap().kind;
+        assert_eq!(
+            k("x-1 [000] ..s1. 1.0: softirq_entry: vec=3 [action=NET_RX]"),
+            Kind::SoftirqEntry { name: "NET_RX".into() }
+        );
+        assert_eq!(
+            k("x-1 [000] d.h1. 1.0: hrtimer_expire_entry: hrtimer=00000000a1 function=hrtimer_wakeup now=18702080003165"),
+            Kind::HrtimerEntry { timer: "00000000a1".into(), function: "hrtimer_wakeup".into(), now_ns: Some(18702080003165) }
+        );
+        assert_eq!(
+            k("x-1 [000] d.h1. 1.0: local_timer_entry: vector=236"),
+            Kind::VectorEntry { name: "local_timer".into() }
+        );
+        assert_eq!(
+            k("x-1 [000] d.h1. 1.0: reschedule_exit: vector=253"),
+            Kind::VectorExit { name: "reschedule".into() }
+        );
+        assert_eq!(
+            k("x-1 [000] d.Z1. 1.0: nmi_handler: perf_event_nmi_handler() delta_ns: 2000 handled: 1"),
+            Kind::Nmi { handler: "perf_event_nmi_handler".into(), delta_ns: 2000 }
+        );
+        assert_eq!(
+            k("x-1 [000] d..4. 1.0: sched_waking: comm=probe pid=77 prio=49 target_cpu=000"),
+            Kind::Waking { comm: "probe".into(), pid: 77, prio: 49 }
+        );
+        assert_eq!(
+            k("kworker/1:1-17966 [001] ..... 19370.960043: workqueue_execute_start: work struct 00000000ffad0bd0: function vmstat_update"),
+            Kind::WorkStart { function: "vmstat_update".into() }
+        );
+        assert!(parse("# tracer: nop").is_none());
+        assert!(parse("").is_none());
+        assert!(parse("garbage [x] 1.0: y").is_none());
+    }
+}

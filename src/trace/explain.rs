@@ -1,0 +1,574 @@
+//! Why was it late: the events of the probe's CPU from its deadline to its wakeup, turned into
+//! a partition of the latency (timer delay, interrupts, softirqs, NMIs, the blocking task,
+//! other tasks, the switch, and what no event explains), summing to 100 %.
+
+use super::event::{Event, Kind};
+use serde::{Deserialize, Serialize};
+
+/// How a run's explanation went (`explain` in the RunResult).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ExplainSummary {
+    /// Samples above this were explained (ns).
+    pub threshold_ns: Option<i64>,
+    /// The N largest samples were explained.
+    pub worst: usize,
+    /// Why nothing could be explained (no tracefs, no rights, a simulated probe), if so.
+    pub unavailable: Option<String>,
+    /// The tracefs instance used (removed at exit).
+    pub instance: Option<String>,
+    /// Per-CPU trace buffer (KiB).
+    pub buffer_kb: usize,
+    /// Events asked for that this kernel lacks (e.g. the osnoise tracepoints).
+    pub missing_events: Vec<String>,
+    /// Trace events lost over the run, all measured CPUs together.
+    pub lost_events: u64,
+    /// Samples above the threshold.
+    pub over_threshold: u64,
+    /// Of those, explained (the largest 100 are kept).
+    pub explained: usize,
+}
+
+/// Where a part of the latency went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Timer delay while the CPU was idle: waking the CPU from its idle state (bounded by the
+    /// deepest idle state's exit latency; beyond it: unaccounted).
+    ExitFromIdle,
+    /// Timer delay while a task ran: interrupts were disabled (or another interrupt was being
+    /// entered) when the timer was due.
+    IrqsDisabled,
+    /// The probe's own timer interrupt, from its entry to its exit.
+    TimerIrq,
+    /// A device interrupt handler (named).
+    Irq,
+    /// An architecture interrupt: an IPI (reschedule, call function), irq_work, another
+    /// local timer (named).
+    Vector,
+    /// A softirq (named: NET_RX, TIMER, …), net of the interrupts nested in it.
+    Softirq,
+    /// An NMI handler.
+    Nmi,
+    /// The task that held the CPU after the timer fired until the switch to the probe.
+    BlockingTask,
+    /// Other tasks that ran before the probe (higher priority, or fair sharing).
+    OtherTask,
+    /// The switch to the probe and its clock read.
+    Switch,
+    /// Time no event explains (a hypervisor's steal, an SMI, lost events).
+    Unaccounted,
+}
+
+impl Cause {
+    /// The words printed for it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::ExitFromIdle => "timer delay (exit from idle)",
+            Cause::IrqsDisabled => "timer delay (IRQs disabled)",
+            Cause::TimerIrq => "timer IRQ",
+            Cause::Irq => "IRQ",
+            Cause::Vector => "interrupt",
+            Cause::Softirq => "softirq",
+            Cause::Nmi => "NMI",
+            Cause::BlockingTask => "blocking task",
+            Cause::OtherTask => "other task",
+            Cause::Switch => "switch",
+            Cause::Unaccounted => "unaccounted",
+        }
+    }
+}
+
+/// One part of a latency.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Part {
+    /// Where it went.
+    pub cause: Cause,
+    /// The IRQ, softirq, interrupt or task (`blk:4711`); empty when the cause says it all.
+    pub name: String,
+    /// How long (ns).
+    pub ns: i64,
+    /// Its share of the latency, in percent (the parts sum to 100).
+    pub share: f64,
+}
+
+/// The task that held the CPU between the timer and the switch to the probe.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Blocker {
+    /// Command name.
+    pub comm: String,
+    /// Thread id.
+    pub pid: i32,
+    /// Scheduling, as far as known (`FIFO 90`, `RT 90` when FIFO/RR cannot be told, `OTHER`).
+    pub policy: String,
+    /// It has lower priority than the probe yet kept the CPU: it was preempted late (a
+    /// non-preemptible kernel section); false when it simply has higher priority.
+    pub preempted_late: bool,
+}
+
+/// Which row of the timeline a span is drawn in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Lane {
+    /// Hard interrupts, architecture interrupts and NMIs.
+    Irq,
+    /// Softirqs.
+    Softirq,
+    /// Tasks other than the probe (and idle).
+    Task,
+    /// The probe.
+    Probe,
+    /// No event explains it.
+    Unaccounted,
+}
+
+/// A stretch of the window spent in one context.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Span {
+    /// The row.
+    pub lane: Lane,
+    /// What ran (`IRQ virtio0-input`, `task blk:4711`, `idle`).
+    pub what: String,
+    /// Start, ns after the deadline.
+    pub start_ns: i64,
+    /// End, ns after the deadline.
+    pub end_ns: i64,
+}
+
+/// Why one sample was late.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Explanation {
+    /// The thread.
+    pub thread: usize,
+    /// The CPU it woke on.
+    pub cpu: usize,
+    /// The cycle.
+    pub cycle: u64,
+    /// The latency (ns) = wake − deadline.
+    pub latency_ns: i64,
+    /// The deadline (ns, CLOCK_MONOTONIC).
+    pub deadline_ns: i64,
+    /// When the probe's timer fired, ns after the deadline (`null`: no event shows it).
+    pub fired_ns: Option<i64>,
+    /// When the CPU switched to the probe, ns after the deadline (`null`: no event shows it).
+    pub switched_ns: Option<i64>,
+    /// Where the latency went, largest first; the shares sum to 100.
+    pub parts: Vec<Part>,
+    /// The task that held the CPU after the timer fired, if one did.
+    pub blocking: Option<Blocker>,
+    /// The window, context by context (for the timeline figure).
+    pub timeline: Vec<Span>,
+    /// Events of that CPU in the window.
+    pub events: usize,
+    /// Events the CPU's trace buffer lost during the run (0: nothing missing).
+    pub lost_events: u64,
+    /// Steal time of that CPU from `/proc/stat` between the readings that bracket the window
+    /// (read every 50 ms, so it may include steal just outside it; ns in 10 ms ticks; `null`
+    /// when not read).
+    pub steal_ns: Option<i64>,
+    /// What the explanation could not see, in a sentence (`null`: nothing).
+    pub note: Option<String>,
+}
+
+/// The sample to explain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spike {
+    /// The thread.
+    pub thread: usize,
+    /// Its CPU.
+    pub cpu: usize,
+    /// The cycle.
+    pub cycle: u64,
+    /// Its kernel thread id.
+    pub tid: i32,
+    /// The deadline (ns, CLOCK_MONOTONIC).
+    pub deadline_ns: i64,
+    /// The clock read after the wakeup (ns, CLOCK_MONOTONIC).
+    pub wake_ns: i64,
+}
+
+/// What the attribution needs beyond the events.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// The longest an idle CPU takes to take an interrupt (the deepest enabled idle state's
+    /// exit latency plus interrupt entry); idle time beyond it before the timer fires is
+    /// unaccounted.
+    pub idle_exit_ns: i64,
+    /// The longest the probe takes from being switched in to reading its clock with no event
+    /// in between; beyond it: unaccounted.
+    pub switch_ns: i64,
+    /// The longest stretch without any event that is put down to a running task keeping
+    /// interrupts disabled; a longer silence is unaccounted (a hypervisor or an SMI is likelier).
+    pub irqs_off_ns: i64,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds { idle_exit_ns: 50_000, switch_ns: 50_000, irqs_off_ns: 1_000_000 }
+    }
+}
+
+/// What runs on the CPU: a task (pid 0: idle), or unknown before the first switch is seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Task {
+    pid: i32,
+    comm: String,
+    prio: i32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Ctx {
+    Irq(String),
+    Softirq(String),
+    Vector(String, bool),
+    Nmi(String),
+}
+
+/// A pseudo-event: NMIs come as one event at their end with their length.
+#[derive(Clone, Debug)]
+enum Step {
+    Event(Event),
+    NmiStart(String),
+    NmiEnd,
+}
+
+/// `prio` as a policy: `FIFO 90`-style from `policy_of`, else from the kernel priority.
+fn policy_label(pid: i32, prio: i32, policy_of: &dyn Fn(i32) -> Option<String>) -> String {
+    if prio < 0 {
+        return "DEADLINE".into();
+    }
+    match (policy_of(pid), prio) {
+        (Some(p), pr) if pr < 100 => format!("{p} {}", 99 - pr),
+        (Some(p), _) => p,
+        (None, pr) if pr < 100 => format!("RT {}", 99 - pr),
+        (None, pr) => format!("OTHER nice {}", pr - 120),
+    }
+}
+
+/// Attributes `spike`'s latency from `events` (that CPU's, in time order, starting before the
+/// deadline so the state at the deadline is known). `policy_of` names a task's policy
+/// (`FIFO`) when it can be read. The parts partition the window exactly.
+pub fn explain(
+    spike: &Spike,
+    events: &[Event],
+    bounds: Bounds,
+    policy_of: &dyn Fn(i32) -> Option<String>,
+) -> Explanation {
+    let (d, w) = (spike.deadline_ns, spike.wake_ns.max(spike.deadline_ns));
+    // The timer: the hrtimer_wakeup whose callback wakes the probe.
+    let mut fired: Option<(i64, usize)> = None;
+    let mut probe_prio = None;
+    for (i, e) in events.iter().enumerate() {
+        if e.ts_ns + 1_000 < d {
+            continue;
+        }
+        if let Kind::Waking { pid, prio, .. } = &e.kind {
+            if *pid == spike.tid {
+                probe_prio = Some(*prio);
+                let timer = events[..i].iter().rev().take_while(|p| !matches!(p.kind, Kind::HrtimerExit)).find_map(
+                    |p| match &p.kind {
+                        Kind::HrtimerEntry { function, now_ns, .. } if function == "hrtimer_wakeup" => {
+                            Some(now_ns.unwrap_or(p.ts_ns))
+                        }
+                        _ => None,
+                    },
+                );
+                fired = Some((timer.unwrap_or(e.ts_ns).clamp(d, w), i));
+                break;
+            }
+        }
+    }
+    let switched = events
+        .iter()
+        .skip(fired.map_or(0, |f| f.1))
+        .find(|e| e.ts_ns + 1_000 >= d && matches!(&e.kind, Kind::Switch { next_pid, .. } if *next_pid == spike.tid))
+        .map(|e| e.ts_ns.clamp(fired.map_or(d, |f| f.0), w));
+    // The probe's own timer interrupt: the local timer open when the timer fired.
+    let own_vector = fired.and_then(|(_, i)| {
+        let mut depth = 0;
+        events[..i].iter().rposition(|e| match &e.kind {
+            Kind::VectorExit { name } if name == "local_timer" => {
+                depth += 1;
+                false
+            }
+            Kind::VectorEntry { name } if name == "local_timer" => {
+                if depth == 0 {
+                    true
+                } else {
+                    depth -= 1;
+                    false
+                }
+            }
+            _ => false,
+        })
+    });
+    let mut steps: Vec<(i64, Step)> = Vec::with_capacity(events.len() + 4);
+    for (i, e) in events.iter().enumerate() {
+        match &e.kind {
+            Kind::Nmi { handler, delta_ns } => {
+                steps.push((e.ts_ns - delta_ns, Step::NmiStart(handler.clone())));
+                steps.push((e.ts_ns, Step::NmiEnd));
+            }
+            Kind::VectorEntry { name } if Some(i) == own_vector => {
+                let mut e = e.clone();
+                e.kind = Kind::VectorEntry { name: format!("{name}\u{0}own") };
+                steps.push((e.ts_ns, Step::Event(e)));
+            }
+            _ => steps.push((e.ts_ns, Step::Event(e.clone()))),
+        }
+    }
+    steps.sort_by_key(|s| s.0);
+    let mut task: Option<Task> = None;
+    let mut stack: Vec<Ctx> = Vec::new();
+    let mut blocking: Option<Task> = None;
+    let mut spans: Vec<(i64, i64, Cause, String, Lane)> = Vec::new();
+    let mut t = d;
+    let fire_at = fired.map(|f| f.0);
+    let mut seen = 0usize;
+    let mut attribute = |from: i64, to: i64, task: &Option<Task>, stack: &[Ctx], blocking: &mut Option<Task>| {
+        if to <= from {
+            return;
+        }
+        // Split at the instants the phase changes.
+        let mut cuts = vec![from];
+        for x in [fire_at, switched].into_iter().flatten() {
+            if x > from && x < to {
+                cuts.push(x);
+            }
+        }
+        cuts.push(to);
+        for pair in cuts.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let (cause, name, lane) = match stack.last() {
+                Some(Ctx::Irq(n)) => (Cause::Irq, n.clone(), Lane::Irq),
+                Some(Ctx::Softirq(n)) => (Cause::Softirq, n.clone(), Lane::Softirq),
+                Some(Ctx::Vector(_, true)) => (Cause::TimerIrq, String::new(), Lane::Irq),
+                Some(Ctx::Vector(n, false)) => (Cause::Vector, n.clone(), Lane::Irq),
+                Some(Ctx::Nmi(n)) => (Cause::Nmi, n.clone(), Lane::Irq),
+                None => {
+                    let label = |t: &Task| format!("{}:{}", t.comm, t.pid);
+                    match (fire_at, switched, task) {
+                        (_, Some(s), Some(tk)) if a >= s && tk.pid == spike.tid => {
+                            (Cause::Switch, String::new(), Lane::Probe)
+                        }
+                        (_, Some(s), Some(tk)) if a >= s => (Cause::OtherTask, label(tk), Lane::Task),
+                        (None, _, _) | (_, _, None) => (Cause::Unaccounted, String::new(), Lane::Unaccounted),
+                        (Some(f), _, Some(tk)) if a < f => {
+                            if tk.pid == 0 {
+                                (Cause::ExitFromIdle, String::new(), Lane::Task)
+                            } else {
+                                (Cause::IrqsDisabled, label(tk), Lane::Task)
+                            }
+                        }
+                        (Some(_), _, Some(tk)) => {
+                            if tk.pid == spike.tid || tk.pid == 0 {
+                                (Cause::Switch, String::new(), Lane::Probe)
+                            } else if blocking.as_ref().is_some_and(|b| b.pid == tk.pid) {
+                                (Cause::BlockingTask, label(tk), Lane::Task)
+                            } else {
+                                (Cause::OtherTask, label(tk), Lane::Task)
+                            }
+                        }
+                    }
+                }
+            };
+            spans.push((a, b, cause, name, lane));
+        }
+    };
+    let mut prios: std::collections::HashMap<i32, i32> = std::collections::HashMap::new();
+    for (ts, step) in &steps {
+        let at = (*ts).clamp(t, w);
+        // Every event names the task current on its CPU: one that is not the task the last
+        // switch put there means a switch went unrecorded (some kernels do not trace the
+        // switch out of idle) at an unknown instant since the previous event.
+        let header = match step {
+            Step::Event(e) => Some((e.pid, e.comm.clone())),
+            _ => None,
+        };
+        let unseen_switch = header.as_ref().is_some_and(|(pid, _)| task.as_ref().is_some_and(|tk| tk.pid != *pid));
+        if *ts >= d {
+            attribute(t, at, if unseen_switch { &None } else { &task }, &stack, &mut blocking);
+            t = at;
+        }
+        if let (Some((pid, comm)), true) = (header, unseen_switch || task.is_none()) {
+            let prio =
+                if pid == spike.tid { probe_prio.unwrap_or(0) } else { prios.get(&pid).copied().unwrap_or(i32::MIN) };
+            task = Some(Task { pid, comm, prio });
+        }
+        if let Step::Event(e) = step {
+            match &e.kind {
+                Kind::Switch { prev_pid, prev_prio, next_pid, next_prio, .. } => {
+                    prios.insert(*prev_pid, *prev_prio);
+                    prios.insert(*next_pid, *next_prio);
+                }
+                Kind::Waking { pid, prio, .. } => {
+                    prios.insert(*pid, *prio);
+                }
+                _ => {}
+            }
+        }
+        if fire_at.is_some_and(|f| at >= f) && blocking.is_none() {
+            blocking = task.clone().filter(|tk| tk.pid != 0 && tk.pid != spike.tid).or(Some(Task {
+                pid: -1,
+                comm: String::new(),
+                prio: 0,
+            }));
+        }
+        if *ts > w {
+            break;
+        }
+        if *ts >= d {
+            seen += 1;
+        }
+        match step {
+            Step::NmiStart(h) => stack.push(Ctx::Nmi(h.clone())),
+            Step::NmiEnd => {
+                if let Some(i) = stack.iter().rposition(|c| matches!(c, Ctx::Nmi(_))) {
+                    stack.truncate(i);
+                }
+            }
+            Step::Event(e) => match &e.kind {
+                Kind::Switch { next_pid, next_comm, next_prio, .. } => {
+                    task = Some(Task { pid: *next_pid, comm: next_comm.clone(), prio: *next_prio });
+                    // A switch happens in task context: whatever was open has ended.
+                    stack.clear();
+                }
+                Kind::IrqEntry { name, .. } => stack.push(Ctx::Irq(name.clone())),
+                Kind::IrqExit { .. } => pop(&mut stack, |c| matches!(c, Ctx::Irq(_))),
+                Kind::SoftirqEntry { name } => stack.push(Ctx::Softirq(name.clone())),
+                Kind::SoftirqExit { .. } => pop(&mut stack, |c| matches!(c, Ctx::Softirq(_))),
+                Kind::VectorEntry { name } => match name.split_once('\u{0}') {
+                    Some((n, _)) => stack.push(Ctx::Vector(n.to_string(), true)),
+                    None => stack.push(Ctx::Vector(name.clone(), false)),
+                },
+                Kind::VectorExit { name } => pop(&mut stack, |c| matches!(c, Ctx::Vector(n, _) if n == name)),
+                _ => {}
+            },
+        }
+    }
+    attribute(t, w, &task, &stack, &mut blocking);
+    let mut note = Vec::new();
+    // Idle beyond the exit bound, and a silent switch beyond its bound: no event explains them.
+    let mut idle_left = bounds.idle_exit_ns;
+    for s in spans.iter_mut().rev() {
+        if s.2 == Cause::ExitFromIdle {
+            let len = s.1 - s.0;
+            if len > idle_left {
+                // The part closest to the timer is the exit; what came before is unexplained.
+                let cut = s.1 - idle_left;
+                let mut head = s.clone();
+                head.1 = cut;
+                head.2 = Cause::Unaccounted;
+                head.4 = Lane::Unaccounted;
+                s.0 = cut;
+                spans.push(head);
+                note.push("the CPU was idle longer than its deepest idle state takes to exit, with no event: a hypervisor (or an SMI) held it".to_string());
+                break;
+            }
+            idle_left -= len;
+        }
+    }
+    for s in spans.iter_mut() {
+        if s.2 == Cause::IrqsDisabled && s.1 - s.0 > bounds.irqs_off_ns {
+            s.2 = Cause::Unaccounted;
+            s.3 = String::new();
+            s.4 = Lane::Unaccounted;
+            note.push(format!(
+                "{} µs passed without any event while a task ran and the timer was due: interrupts held off that long are rare, a hypervisor (or an SMI) is likelier",
+                (s.1 - s.0) / 1000
+            ));
+        }
+    }
+    spans.sort_by_key(|s| s.0);
+    let mut switch_left = bounds.switch_ns;
+    for s in spans.iter_mut() {
+        if s.2 == Cause::Switch && s.4 == Lane::Probe {
+            let len = s.1 - s.0;
+            if len > switch_left {
+                s.0 += switch_left;
+                switch_left = 0;
+                s.2 = Cause::Unaccounted;
+                s.4 = Lane::Unaccounted;
+                note.push("the probe ran for longer than a switch takes before reading its clock, with no event: a hypervisor (or an SMI) held the CPU".to_string());
+            } else {
+                switch_left -= len;
+            }
+        }
+    }
+    note.dedup();
+    if fired.is_none() {
+        note.push("no event shows the probe's timer firing (events lost, or another wakeup method): the time before its switch is unaccounted".into());
+    }
+    let total = (w - d).max(1) as f64;
+    let mut parts: Vec<Part> = Vec::new();
+    for (a, b, cause, name, _) in &spans {
+        let name = name.clone();
+        match parts.iter_mut().find(|p| p.cause == *cause && p.name == name) {
+            Some(p) => p.ns += b - a,
+            None => parts.push(Part { cause: *cause, name, ns: b - a, share: 0.0 }),
+        }
+    }
+    for p in &mut parts {
+        p.share = p.ns as f64 * 100.0 / total;
+    }
+    parts.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.cause.cmp(&b.cause)));
+    let mut timeline: Vec<Span> = Vec::new();
+    for (a, b, cause, name, lane) in spans {
+        let what = match cause {
+            Cause::ExitFromIdle => "idle".to_string(),
+            Cause::Switch => "probe".to_string(),
+            Cause::TimerIrq => "timer IRQ".to_string(),
+            Cause::Unaccounted => "no event".to_string(),
+            c => format!("{} {name}", c.label()),
+        };
+        match timeline.last_mut() {
+            Some(l) if l.what == what && l.end_ns == a - d => l.end_ns = b - d,
+            _ => timeline.push(Span { lane, what, start_ns: a - d, end_ns: b - d }),
+        }
+    }
+    // A fair task beside a fair probe shares the CPU by the fair scheduler's rules: it is
+    // another task's interference, not a blocking one.
+    let probe_fair = probe_prio.is_some_and(|p| p >= 100);
+    if probe_fair && blocking.as_ref().is_some_and(|b| b.prio >= 100) {
+        for p in parts.iter_mut().filter(|p| p.cause == Cause::BlockingTask) {
+            p.cause = Cause::OtherTask;
+        }
+        for s in timeline.iter_mut().filter(|s| s.what.starts_with(Cause::BlockingTask.label())) {
+            s.what = s.what.replacen(Cause::BlockingTask.label(), Cause::OtherTask.label(), 1);
+        }
+        blocking = None;
+    }
+    let blocker = blocking.filter(|b| b.pid > 0).and_then(|b| {
+        let held = parts.iter().any(|p| p.cause == Cause::BlockingTask);
+        held.then(|| {
+            let probe_rt = probe_prio.is_some_and(|p| p < 100);
+            Blocker {
+                policy: policy_label(b.pid, b.prio, policy_of),
+                preempted_late: probe_rt && probe_prio.is_some_and(|p| b.prio != i32::MIN && b.prio > p),
+                comm: b.comm,
+                pid: b.pid,
+            }
+        })
+    });
+    Explanation {
+        thread: spike.thread,
+        cpu: spike.cpu,
+        cycle: spike.cycle,
+        latency_ns: spike.wake_ns - spike.deadline_ns,
+        deadline_ns: d,
+        fired_ns: fire_at.map(|f| f - d),
+        switched_ns: switched.map(|s| s - d),
+        parts,
+        blocking: blocker,
+        timeline,
+        events: seen,
+        lost_events: 0,
+        steal_ns: None,
+        note: (!note.is_empty()).then(|| note.join("; ")),
+    }
+}
+
+fn pop(stack: &mut Vec<Ctx>, is: impl Fn(&Ctx) -> bool) {
+    if let Some(i) = stack.iter().rposition(is) {
+        stack.truncate(i);
+    }
+}

@@ -1,0 +1,204 @@
+//! Recording the measured CPUs' events while a run measures: rtlab's own tracefs instance,
+//! one reader thread (off the measured CPUs) that drains each CPU's stream into a bounded
+//! window of recent events, and what was lost.
+
+use super::event::{parse, Event};
+use crate::rt::affinity::CpuSet;
+use crate::rt::tracefs::Instance;
+use std::collections::VecDeque;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The events recorded: scheduling, interrupts, softirqs, timers, IPIs, NMIs, workqueues, and
+/// the osnoise tracepoints where the kernel has them.
+pub const EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_waking",
+    "sched/sched_wakeup",
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+    "irq_vectors/local_timer_entry",
+    "irq_vectors/local_timer_exit",
+    "irq_vectors/reschedule_entry",
+    "irq_vectors/reschedule_exit",
+    "irq_vectors/call_function_entry",
+    "irq_vectors/call_function_exit",
+    "irq_vectors/call_function_single_entry",
+    "irq_vectors/call_function_single_exit",
+    "irq_vectors/irq_work_entry",
+    "irq_vectors/irq_work_exit",
+    "irq_vectors/thermal_apic_entry",
+    "irq_vectors/thermal_apic_exit",
+    "ipi/ipi_send_cpu",
+    "ipi/ipi_send_cpumask",
+    "nmi/nmi_handler",
+    "workqueue/workqueue_execute_start",
+    "workqueue/workqueue_execute_end",
+    "osnoise/irq_noise",
+    "osnoise/softirq_noise",
+    "osnoise/nmi_noise",
+    "osnoise/thread_noise",
+];
+
+/// Per-CPU trace buffer (KiB): about five seconds of a busy CPU's events at 1 kHz.
+pub const BUFFER_KB: usize = 2048;
+
+/// How long recent events are kept for spikes still to be explained.
+const KEEP_NS: i64 = 3_000_000_000;
+
+/// At most this many events are kept per CPU (memory stays bounded whatever the rate).
+const KEEP_EVENTS: usize = 400_000;
+
+/// One CPU's recent events.
+#[derive(Debug, Default)]
+struct Window {
+    events: Mutex<VecDeque<Event>>,
+    /// The newest event's time (ns): everything before it has been read.
+    read_until: AtomicI64,
+    /// Lines that did not parse.
+    unparsed: AtomicU64,
+    /// Events dropped from the window because it was full before they aged out.
+    evicted: AtomicU64,
+}
+
+/// The recording of a run.
+#[derive(Debug)]
+pub struct Recorder {
+    instance: Option<Instance>,
+    cpus: Vec<usize>,
+    windows: Arc<Vec<Window>>,
+    stop: Arc<AtomicBool>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+fn drain(pipes: &mut [(std::fs::File, Vec<u8>)], windows: &[Window]) -> bool {
+    let mut buf = [0u8; 1 << 16];
+    let mut any = false;
+    for ((file, partial), w) in pipes.iter_mut().zip(windows) {
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    any = true;
+                    partial.extend_from_slice(&buf[..n]);
+                    let Some(last) = partial.iter().rposition(|b| *b == b'\n') else { continue };
+                    let text = String::from_utf8_lossy(&partial[..=last]).into_owned();
+                    partial.drain(..=last);
+                    let mut events = w.events.lock().unwrap_or_else(|e| e.into_inner());
+                    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                        match parse(line) {
+                            Some(e) => {
+                                w.read_until.fetch_max(e.ts_ns, Relaxed);
+                                events.push_back(e);
+                            }
+                            None => {
+                                w.unparsed.fetch_add(1, Relaxed);
+                            }
+                        }
+                    }
+                    let newest = w.read_until.load(Relaxed);
+                    while events.front().is_some_and(|e| e.ts_ns < newest - KEEP_NS) {
+                        events.pop_front();
+                    }
+                    while events.len() > KEEP_EVENTS {
+                        events.pop_front();
+                        w.evicted.fetch_add(1, Relaxed);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+    any
+}
+
+impl Recorder {
+    /// Starts recording `cpus` into the instance `rtlab-PID`; the reader thread runs on
+    /// `reader_cpus` (keep it off the measured CPUs) when given.
+    pub fn start(cpus: &CpuSet, reader_cpus: Option<&CpuSet>) -> Result<Recorder, String> {
+        let instance = Instance::create(&format!("rtlab-{}", std::process::id()), cpus, BUFFER_KB, EVENTS)?;
+        let mut pipes = Vec::new();
+        for &c in cpus.cpus() {
+            let f = instance.pipe(c).map_err(|e| format!("cannot read CPU {c}'s events ({e})"))?;
+            pipes.push((f, Vec::new()));
+        }
+        let windows: Arc<Vec<Window>> = Arc::new(cpus.cpus().iter().map(|_| Window::default()).collect());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (w, s) = (Arc::clone(&windows), Arc::clone(&stop));
+        let pin = reader_cpus.cloned();
+        let reader = std::thread::Builder::new()
+            .name("rtlab-trace".into())
+            .spawn(move || {
+                if let Some(set) = pin {
+                    let _ = crate::rt::affinity::set_current_thread(&set);
+                }
+                while !s.load(Relaxed) {
+                    if !drain(&mut pipes, &w) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                // What the buffers still hold once tracing has stopped.
+                drain(&mut pipes, &w);
+            })
+            .map_err(|e| format!("cannot start the trace reader ({e})"))?;
+        Ok(Recorder { instance: Some(instance), cpus: cpus.cpus().to_vec(), windows, stop, reader: Some(reader) })
+    }
+
+    fn window(&self, cpu: usize) -> Option<&Window> {
+        self.cpus.iter().position(|c| *c == cpu).map(|i| &self.windows[i])
+    }
+
+    /// Whether every event of `cpu` up to `ts_ns` has been read (a later event was seen).
+    pub fn caught_up(&self, cpu: usize, ts_ns: i64) -> bool {
+        self.window(cpu).is_some_and(|w| w.read_until.load(Relaxed) >= ts_ns)
+    }
+
+    /// `cpu`'s events from `from_ns` to `to_ns`, in time order.
+    pub fn events(&self, cpu: usize, from_ns: i64, to_ns: i64) -> Vec<Event> {
+        let Some(w) = self.window(cpu) else { return Vec::new() };
+        let events = w.events.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<Event> = events.iter().filter(|e| e.ts_ns >= from_ns && e.ts_ns <= to_ns).cloned().collect();
+        v.sort_by_key(|e| e.ts_ns);
+        v
+    }
+
+    /// Events `cpu` lost so far: overwritten in the kernel's buffer, dropped, unparsable, or
+    /// pushed out of the window before they aged out.
+    pub fn lost(&self, cpu: usize) -> u64 {
+        let own = self.window(cpu).map_or(0, |w| w.unparsed.load(Relaxed) + w.evicted.load(Relaxed));
+        own + self.instance.as_ref().map_or(0, |i| i.lost(cpu))
+    }
+
+    /// The events asked for that this kernel does not have.
+    pub fn missing_events(&self) -> Vec<String> {
+        self.instance.as_ref().map(|i| i.missing.clone()).unwrap_or_default()
+    }
+
+    /// Stops tracing and reads what the buffers still hold (later [`Recorder::events`] calls
+    /// see everything recorded).
+    pub fn finish(&mut self) {
+        if let Some(i) = &self.instance {
+            i.stop();
+        }
+        self.stop.store(true, Relaxed);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.finish();
+        // The reader (and its open pipes) is gone: the instance can be removed.
+        self.instance.take();
+    }
+}
