@@ -231,8 +231,14 @@ enum Step {
     NmiEnd,
 }
 
+/// A task's priority before any switch or wakeup has shown it.
+const UNKNOWN: i32 = i32::MIN;
+
 /// `prio` as a policy: `FIFO 90`-style from `policy_of`, else from the kernel priority.
 fn policy_label(pid: i32, prio: i32, policy_of: &dyn Fn(i32) -> Option<String>) -> String {
+    if prio == UNKNOWN {
+        return policy_of(pid).unwrap_or_else(|| "priority unknown".into());
+    }
     if prio < 0 {
         return "DEADLINE".into();
     }
@@ -323,6 +329,17 @@ pub fn explain(
     let mut spans: Vec<(i64, i64, Cause, String, Lane)> = Vec::new();
     let mut t = d;
     let fire_at = fired.map(|f| f.0);
+    // The probe itself ran between the deadline and its timer: it went to sleep after the
+    // deadline had passed (a late previous cycle), so its timer could not fire on time.
+    // Whoever held the CPU before that kept the probe from sleeping: they are the cause.
+    let late_arm = fire_at.is_some_and(|f| {
+        events.iter().any(|e| {
+            e.ts_ns + 1_000 >= d
+                && e.ts_ns < f
+                && (e.pid == spike.tid || matches!(&e.kind, Kind::Switch { next_pid, .. } if *next_pid == spike.tid))
+        })
+    });
+    let mut at_deadline: Option<Task> = None;
     let mut seen = 0usize;
     let mut attribute = |from: i64, to: i64, task: &Option<Task>, stack: &[Ctx], blocking: &mut Option<Task>| {
         if to <= from {
@@ -352,6 +369,15 @@ pub fn explain(
                         }
                         (_, Some(s), Some(tk)) if a >= s => (Cause::OtherTask, label(tk), Lane::Task),
                         (None, _, _) | (_, _, None) => (Cause::Unaccounted, String::new(), Lane::Unaccounted),
+                        (Some(f), _, Some(tk)) if a < f && late_arm => {
+                            if tk.pid == spike.tid || tk.pid == 0 {
+                                (Cause::Switch, String::new(), Lane::Probe)
+                            } else if blocking.as_ref().is_some_and(|b| b.pid == tk.pid) {
+                                (Cause::BlockingTask, label(tk), Lane::Task)
+                            } else {
+                                (Cause::OtherTask, label(tk), Lane::Task)
+                            }
+                        }
                         (Some(f), _, Some(tk)) if a < f => {
                             if tk.pid == 0 {
                                 (Cause::ExitFromIdle, String::new(), Lane::Task)
@@ -375,6 +401,7 @@ pub fn explain(
         }
     };
     let mut prios: std::collections::HashMap<i32, i32> = std::collections::HashMap::new();
+    let mut woken: std::collections::HashSet<i32> = std::collections::HashSet::new();
     for (ts, step) in &steps {
         let at = (*ts).clamp(t, w);
         // Every event names the task current on its CPU: one that is not the task the last
@@ -385,23 +412,40 @@ pub fn explain(
             _ => None,
         };
         let unseen_switch = header.as_ref().is_some_and(|(pid, _)| task.as_ref().is_some_and(|tk| tk.pid != *pid));
+        let header_task = header.map(|(pid, comm)| {
+            let prio =
+                if pid == spike.tid { probe_prio.unwrap_or(0) } else { prios.get(&pid).copied().unwrap_or(UNKNOWN) };
+            Task { pid, comm, prio }
+        });
+        if late_arm && *ts >= d && at_deadline.is_none() {
+            // The task running at the deadline blocked the probe from then on.
+            at_deadline = Some(task.clone().unwrap_or(Task { pid: -1, comm: String::new(), prio: 0 }));
+            blocking = task.clone().filter(|tk| tk.pid != 0 && tk.pid != spike.tid);
+        }
         if *ts >= d {
-            attribute(t, at, if unseen_switch { &None } else { &task }, &stack, &mut blocking);
+            // A task woken since the last switch took the CPU as soon as the waking context
+            // ended (the previous event); any other unseen switch happened at an unknown time.
+            let during = match (&header_task, unseen_switch) {
+                (Some(h), true) if woken.contains(&h.pid) => &header_task,
+                (_, true) => &None,
+                _ => &task,
+            };
+            attribute(t, at, during, &stack, &mut blocking);
             t = at;
         }
-        if let (Some((pid, comm)), true) = (header, unseen_switch || task.is_none()) {
-            let prio =
-                if pid == spike.tid { probe_prio.unwrap_or(0) } else { prios.get(&pid).copied().unwrap_or(i32::MIN) };
-            task = Some(Task { pid, comm, prio });
+        if let (Some(h), true) = (header_task, unseen_switch || task.is_none()) {
+            task = Some(h);
         }
         if let Step::Event(e) = step {
             match &e.kind {
                 Kind::Switch { prev_pid, prev_prio, next_pid, next_prio, .. } => {
                     prios.insert(*prev_pid, *prev_prio);
                     prios.insert(*next_pid, *next_prio);
+                    woken.clear();
                 }
                 Kind::Waking { pid, prio, .. } => {
                     prios.insert(*pid, *prio);
+                    woken.insert(*pid);
                 }
                 _ => {}
             }
@@ -527,8 +571,14 @@ pub fn explain(
     }
     // A fair task beside a fair probe shares the CPU by the fair scheduler's rules: it is
     // another task's interference, not a blocking one.
+    // A blocker first seen through another event gets its priority from any switch or wakeup
+    // in the window, else from its policy.
+    if let Some(b) = blocking.as_mut().filter(|b| b.prio == UNKNOWN) {
+        b.prio = prios.get(&b.pid).copied().unwrap_or(UNKNOWN);
+    }
+    let fair_policy = |b: &Task| matches!(policy_of(b.pid).as_deref(), Some("OTHER" | "BATCH" | "IDLE"));
     let probe_fair = probe_prio.is_some_and(|p| p >= 100);
-    if probe_fair && blocking.as_ref().is_some_and(|b| b.prio >= 100) {
+    if probe_fair && blocking.as_ref().is_some_and(|b| b.prio >= 100 || b.prio == UNKNOWN && fair_policy(b)) {
         for p in parts.iter_mut().filter(|p| p.cause == Cause::BlockingTask) {
             p.cause = Cause::OtherTask;
         }
@@ -543,7 +593,7 @@ pub fn explain(
             let probe_rt = probe_prio.is_some_and(|p| p < 100);
             Blocker {
                 policy: policy_label(b.pid, b.prio, policy_of),
-                preempted_late: probe_rt && probe_prio.is_some_and(|p| b.prio != i32::MIN && b.prio > p),
+                preempted_late: probe_rt && probe_prio.is_some_and(|p| b.prio != UNKNOWN && b.prio > p),
                 comm: b.comm,
                 pid: b.pid,
             }
