@@ -293,3 +293,77 @@ fn a_probe_kept_from_sleeping_until_after_its_deadline_blames_the_task_that_kept
     let b = e.blocking.unwrap();
     assert_eq!((b.comm.as_str(), b.policy.as_str(), b.preempted_late), ("spin", "RT 90", false));
 }
+
+#[test]
+fn explained_runs_are_reported_with_timelines_compared_by_share_and_cyclictest_b_explains_its_break() {
+    if let Some(why) = untraceable() {
+        eprintln!("SKIPPED (needs the real kernel's tracefs): {why}");
+        return;
+    }
+    let _one = REAL_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let cpu = probe_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    for f in [&a, &b] {
+        let out = common::rtlab()
+            .args(["run", "-q", "-t1", "-a", &cpu, "-p50", "-i1ms", "-D", "1s", "--explain-worst", "2", "--json"])
+            .arg(f)
+            .output()
+            .unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("why it was late (events of tracefs instance rtlab-"), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("max ") && l.contains(" on thread 0 (CPU ")), "{text}");
+    }
+    let v = common::read_json(&a);
+    assert_eq!(v["explanations"].as_array().unwrap().len(), 2);
+    let html = dir.path().join("r.html");
+    let out = common::rtlab().arg("report").arg(&a).arg("-o").arg(&html).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Why it was late (--explain)"));
+    assert!(
+        page.contains("<figure id=\"timeline-0-0\">") && page.contains("<figure id=\"timeline-0-1\">"),
+        "a timeline per explained spike"
+    );
+    assert!(page.contains("where the latency went"));
+    let out = common::rtlab().arg("compare").args([&a, &b]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.contains("explained.")), "attribution shares are compared: {text}");
+    // cyclictest -b: the sample that broke the run, explained as comment lines.
+    let out = common::rtlab()
+        .args(["cyclictest", "-q", "-t1", "-a", &cpu, "-p80", "-i1000", "-b", "1", "-D", "5"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("# Break value: "), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("# max ") || l.starts_with("# spike ")), "{text}");
+}
+
+#[test]
+fn ctrl_c_during_an_explained_run_removes_the_instance_and_keeps_the_explanations() {
+    if let Some(why) = untraceable() {
+        eprintln!("SKIPPED (needs the real kernel's tracefs): {why}");
+        return;
+    }
+    let _one = REAL_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = std::process::Command::new(common::rtlab_path())
+        .args(["run", "-q", "-t1", "-a", &probe_cpu(), "-i1ms", "--explain-worst", "1", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let instance = format!("/sys/kernel/tracing/instances/rtlab-{}", child.id());
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(std::path::Path::new(&instance).is_dir(), "the run records in its own instance");
+    let _ = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let out = child.wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    assert!(!std::path::Path::new(&instance).exists(), "removed at exit");
+    let v = common::read_json(&json);
+    assert_eq!(v["end_reason"], "signal");
+    assert_eq!(v["explanations"].as_array().unwrap().len(), 1);
+}

@@ -194,6 +194,9 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
         let tids: Vec<i32> = out.threads.iter().map(|t| t.tid).collect();
         let hit = out.break_hit.map(|(i, e)| (out.threads[i].tid, unit(e.latency_ns, nsecs)));
         text += &break_footer(&tids, hit);
+        // Why it broke, as comment lines after cyclictest's own.
+        let why = crate::output::explain::blocks(&result);
+        text += &why.lines().filter(|l| !l.is_empty()).map(|l| format!("# {l}\n")).collect::<String>();
     }
     let missed: Vec<u64> = out.threads.iter().map(|t| t.summary.missed).collect();
     if missed.iter().any(|m| *m > 0) {

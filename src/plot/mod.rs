@@ -9,6 +9,7 @@ pub mod cdf;
 pub mod histogram;
 pub mod inputs;
 pub mod sweep;
+pub mod timeline;
 pub mod timeseries;
 
 use crate::result::RunResult;

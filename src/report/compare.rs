@@ -240,6 +240,22 @@ pub fn settings(r: &RunResult) -> Vec<(String, String)> {
         out.push(("source.command_line".into(), s.command_line.clone().unwrap_or_else(|| "-".into())));
     }
     out.push(("simulated".into(), r.simulated.to_string()));
+    // --explain: the share of each cause over every explained sample, so two runs compare by
+    // where their latency went.
+    if !r.explanations.is_empty() {
+        let total: i64 = r.explanations.iter().map(|e| e.latency_ns).sum();
+        let mut by: Vec<(crate::trace::Cause, i64)> = Vec::new();
+        for p in r.explanations.iter().flat_map(|e| &e.parts) {
+            match by.iter_mut().find(|(c, _)| *c == p.cause) {
+                Some(x) => x.1 += p.ns,
+                None => by.push((p.cause, p.ns)),
+            }
+        }
+        by.sort_by_key(|(c, _)| *c);
+        for (c, ns) in by {
+            out.push((format!("explained.{}", c.label()), format!("{:.1} %", ns as f64 * 100.0 / total.max(1) as f64)));
+        }
+    }
     if let Some(d) = &r.environment.doctor {
         out.extend(d.checks.iter().map(|c| (format!("doctor.{}", c.id), c.comparable())));
     }

@@ -150,6 +150,72 @@ fn provenance(r: &RunResult) -> Vec<(String, String)> {
     v
 }
 
+/// At most this many explained spikes get a timeline in a report (the largest).
+const TIMELINES: usize = 10;
+
+/// Each explained spike: its sentence, the attribution table and the timeline of its window.
+fn explain_blocks(r: &RunResult, index: usize) -> Result<Vec<Block>, String> {
+    let Some(s) = &r.explain else { return Ok(Vec::new()) };
+    if let Some(why) = &s.unavailable {
+        return Ok(vec![Block::Text(format!("Not explained: {why}."))]);
+    }
+    let mut out = vec![Block::Text(format!(
+        "Events of the measured CPUs were recorded in rtlab's own tracefs instance ({} KiB per CPU, {} lost); {} above the threshold, {} explained.",
+        s.buffer_kb,
+        s.lost_events,
+        crate::units::count(s.over_threshold, "sample"),
+        r.explanations.len()
+    ))];
+    let sub = crate::plot::describe(r);
+    for (k, e) in r.explanations.iter().enumerate().take(TIMELINES) {
+        out.push(Block::Text(e.describe(k == 0 && r.all.stats.max_ns == Some(e.latency_ns))));
+        out.push(Block::Table {
+            header: ["where the latency went", "µs", "share"].map(String::from).to_vec(),
+            rows: e
+                .parts
+                .iter()
+                .map(|p| {
+                    let who = if p.name.is_empty() {
+                        p.cause.label().to_string()
+                    } else {
+                        format!("{} {}", p.cause.label(), p.name)
+                    };
+                    vec![who, format!("{:.1}", p.ns as f64 / 1e3), format!("{:.1} %", p.share)]
+                })
+                .collect(),
+            numeric: vec![false, true, true],
+        });
+        let caption = crate::plot::Caption {
+            title: format!(
+                "{} µs on thread {} (CPU {}) cycle {}",
+                crate::units::us_short(e.latency_ns as f64),
+                e.thread,
+                e.cpu,
+                e.cycle
+            ),
+            subtitle: sub.clone(),
+        };
+        let svg = crate::plot::timeline::svg(&caption, e)?;
+        let name = format!("timeline-{index}-{k}");
+        let svg = crate::plot::encode_svg(&svg, &format!("{name}-"))?;
+        out.push(Block::Figure {
+            name,
+            caption: format!(
+                "The window of the {} µs sample, context by context",
+                crate::units::us_short(e.latency_ns as f64)
+            ),
+            svg,
+        });
+    }
+    if r.explanations.len() > TIMELINES {
+        out.push(Block::Text(format!(
+            "{} more explained samples are in the result's explanations.",
+            r.explanations.len() - TIMELINES
+        )));
+    }
+    Ok(out)
+}
+
 /// The doctor's findings for the measured CPUs: the counts, then every check, worst first.
 fn doctor_blocks(r: &RunResult) -> Vec<Block> {
     use crate::doctor::Status;
@@ -214,6 +280,10 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     });
     out.push(Block::Heading(3, "Machine setup (rtlab doctor)".into()));
     out.extend(doctor_blocks(r));
+    if r.explain.is_some() {
+        out.push(Block::Heading(3, "Why it was late (--explain)".into()));
+        out.extend(explain_blocks(r, index)?);
+    }
     if !r.loads.is_empty() {
         out.push(Block::Heading(3, "Loads".into()));
         out.push(Block::Table {
