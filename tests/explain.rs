@@ -198,10 +198,23 @@ fn a_fifo_90_spinner_on_the_probes_cpu_is_the_blocking_task_of_its_spikes() {
     for e in &named {
         // Blocking (it held the CPU when the timer fired) or interfering (it took the CPU
         // between the wakeup and the switch): either way named, with most of the latency.
-        assert!(matches!(top(e)["cause"].as_str(), Some("blocking_task" | "other_task")), "{e:#}");
-        assert!(top(e)["name"].as_str().unwrap().starts_with("stress-ng"), "{e:#}");
-        assert!(top(e)["share"].as_f64().unwrap() >= 80.0, "{e:#}");
-        if top(e)["cause"] == "blocking_task" {
+        // On this VM the host may also take the CPU inside the same window: that time is
+        // unaccounted (no event), and the spinner must then hold 80 % of the rest.
+        let share = |cause: &str| -> f64 {
+            e["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["cause"] == cause)
+                .map(|p| p["share"].as_f64().unwrap())
+                .sum()
+        };
+        let named = e["parts"].as_array().unwrap().iter().find(|p| p["cause"] != "unaccounted").unwrap();
+        assert!(matches!(named["cause"].as_str(), Some("blocking_task" | "other_task")), "{e:#}");
+        assert!(named["name"].as_str().unwrap().starts_with("stress-ng"), "{e:#}");
+        let accounted = 100.0 - share("unaccounted");
+        assert!(named["share"].as_f64().unwrap() >= 0.8 * accounted, "{e:#}");
+        if named["cause"] == "blocking_task" {
             assert_eq!(e["blocking"]["policy"], "FIFO 90", "{e:#}");
             assert_eq!(e["blocking"]["preempted_late"], false, "a FIFO 90 task simply has higher priority");
         }

@@ -336,14 +336,16 @@ pub fn explain(
         if let Kind::Waking { pid, prio, .. } = &e.kind {
             if *pid == spike.tid {
                 probe_prio = Some(*prio);
-                let timer = events[..i].iter().rev().take_while(|p| !matches!(p.kind, Kind::HrtimerExit)).find_map(
-                    |p| match &p.kind {
-                        Kind::HrtimerEntry { function, now_ns, .. } if function == "hrtimer_wakeup" => {
-                            Some(now_ns.unwrap_or(p.ts_ns))
-                        }
-                        _ => None,
-                    },
-                );
+                // hrtimer_wakeup wakes the sleeper itself: its entry is just before the waking.
+                let timer =
+                    events[..i].iter().rev().take(4).take_while(|p| !matches!(p.kind, Kind::HrtimerExit)).find_map(
+                        |p| match &p.kind {
+                            Kind::HrtimerEntry { function, now_ns, .. } if function == "hrtimer_wakeup" => {
+                                Some(now_ns.unwrap_or(p.ts_ns))
+                            }
+                            _ => None,
+                        },
+                    );
                 fired = Some((timer.unwrap_or(e.ts_ns).clamp(d, w), i));
                 break;
             }

@@ -12,17 +12,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The events recorded: scheduling, interrupts, softirqs, timers, IPIs, NMIs, workqueues, and
-/// the osnoise tracepoints where the kernel has them.
+/// the osnoise tracepoints where the kernel has them. `sched_wakeup` and `hrtimer_expire_exit`
+/// are left out: they say nothing `sched_waking` and `hrtimer_expire_entry` do not, and every
+/// event between a deadline and the wakeup adds to the latency it explains.
 pub const EVENTS: &[&str] = &[
     "sched/sched_switch",
     "sched/sched_waking",
-    "sched/sched_wakeup",
     "irq/irq_handler_entry",
     "irq/irq_handler_exit",
     "irq/softirq_entry",
     "irq/softirq_exit",
     "timer/hrtimer_expire_entry",
-    "timer/hrtimer_expire_exit",
     "irq_vectors/local_timer_entry",
     "irq_vectors/local_timer_exit",
     "irq_vectors/reschedule_entry",
@@ -52,19 +52,33 @@ pub const BUFFER_KB: usize = 2048;
 /// How long recent events are kept for spikes still to be explained.
 const KEEP_NS: i64 = 3_000_000_000;
 
-/// At most this many events are kept per CPU (memory stays bounded whatever the rate).
-const KEEP_EVENTS: usize = 400_000;
+/// At most this much text is kept per CPU (memory stays bounded whatever the rate).
+const KEEP_BYTES: usize = 64 << 20;
 
-/// One CPU's recent events.
+/// How often the reader drains the buffers: rarely enough to cost little, often enough that
+/// the kernel's buffer (about five seconds of a busy CPU) never fills.
+const READ_EVERY: Duration = Duration::from_millis(10);
+
+/// One CPU's recent events, kept as the text read (parsed only when a spike asks for them):
+/// `(first event's time, last event's time, lines)` per read.
 #[derive(Debug, Default)]
 struct Window {
-    events: Mutex<VecDeque<Event>>,
+    chunks: Mutex<VecDeque<(i64, i64, String)>>,
     /// The newest event's time (ns): everything before it has been read.
     read_until: AtomicI64,
-    /// Lines that did not parse.
+    /// Lines that did not parse (counted when a window is parsed).
     unparsed: AtomicU64,
     /// Events dropped from the window because it was full before they aged out.
     evicted: AtomicU64,
+}
+
+/// The time of a trace line, without parsing the rest.
+fn line_ts(line: &str) -> Option<i64> {
+    let close = line.find("] ")?;
+    let rest = &line[close + 2..];
+    let ts = rest.split(": ").next()?.split_whitespace().last()?;
+    let (s, f) = ts.split_once('.')?;
+    Some(s.parse::<i64>().ok()? * 1_000_000_000 + f.parse::<i64>().ok()? * 10i64.pow(9 - f.len().min(9) as u32))
 }
 
 /// The recording of a run.
@@ -90,25 +104,21 @@ fn drain(pipes: &mut [(std::fs::File, Vec<u8>)], windows: &[Window]) -> bool {
                     let Some(last) = partial.iter().rposition(|b| *b == b'\n') else { continue };
                     let text = String::from_utf8_lossy(&partial[..=last]).into_owned();
                     partial.drain(..=last);
-                    let mut events = w.events.lock().unwrap_or_else(|e| e.into_inner());
-                    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                        match parse(line) {
-                            Some(e) => {
-                                w.read_until.fetch_max(e.ts_ns, Relaxed);
-                                events.push_back(e);
-                            }
-                            None => {
-                                w.unparsed.fetch_add(1, Relaxed);
-                            }
-                        }
+                    let first = text.lines().find_map(line_ts);
+                    let newest = text.lines().rev().find_map(line_ts);
+                    let (Some(first), Some(newest)) = (first, newest) else { continue };
+                    w.read_until.fetch_max(newest, Relaxed);
+                    let mut chunks = w.chunks.lock().unwrap_or_else(|e| e.into_inner());
+                    chunks.push_back((first, newest, text));
+                    let keep_from = w.read_until.load(Relaxed) - KEEP_NS;
+                    while chunks.front().is_some_and(|c| c.1 < keep_from) {
+                        chunks.pop_front();
                     }
-                    let newest = w.read_until.load(Relaxed);
-                    while events.front().is_some_and(|e| e.ts_ns < newest - KEEP_NS) {
-                        events.pop_front();
-                    }
-                    while events.len() > KEEP_EVENTS {
-                        events.pop_front();
-                        w.evicted.fetch_add(1, Relaxed);
+                    let mut bytes: usize = chunks.iter().map(|c| c.2.len()).sum();
+                    while bytes > KEEP_BYTES && chunks.len() > 1 {
+                        let (len, lines) = chunks.pop_front().map_or((0, 0), |c| (c.2.len(), c.2.lines().count()));
+                        bytes -= len;
+                        w.evicted.fetch_add(lines as u64, Relaxed);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -141,9 +151,8 @@ impl Recorder {
                     let _ = crate::rt::affinity::set_current_thread(&set);
                 }
                 while !s.load(Relaxed) {
-                    if !drain(&mut pipes, &w) {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
+                    drain(&mut pipes, &w);
+                    std::thread::sleep(READ_EVERY);
                 }
                 // What the buffers still hold once tracing has stopped.
                 drain(&mut pipes, &w);
@@ -164,14 +173,25 @@ impl Recorder {
     /// `cpu`'s events from `from_ns` to `to_ns`, in time order.
     pub fn events(&self, cpu: usize, from_ns: i64, to_ns: i64) -> Vec<Event> {
         let Some(w) = self.window(cpu) else { return Vec::new() };
-        let events = w.events.lock().unwrap_or_else(|e| e.into_inner());
-        let mut v: Vec<Event> = events.iter().filter(|e| e.ts_ns >= from_ns && e.ts_ns <= to_ns).cloned().collect();
+        let chunks = w.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v = Vec::new();
+        for (_, _, text) in chunks.iter().filter(|c| c.1 >= from_ns && c.0 <= to_ns) {
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                match parse(line) {
+                    Some(e) if e.ts_ns >= from_ns && e.ts_ns <= to_ns => v.push(e),
+                    Some(_) => {}
+                    None => {
+                        w.unparsed.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+        }
         v.sort_by_key(|e| e.ts_ns);
         v
     }
 
-    /// Events `cpu` lost so far: overwritten in the kernel's buffer, dropped, unparsable, or
-    /// pushed out of the window before they aged out.
+    /// Events `cpu` lost so far: overwritten in the kernel's buffer, dropped, unparsable in a
+    /// window explained, or pushed out of the window before they aged out.
     pub fn lost(&self, cpu: usize) -> u64 {
         let own = self.window(cpu).map_or(0, |w| w.unparsed.load(Relaxed) + w.evicted.load(Relaxed));
         own + self.instance.as_ref().map_or(0, |i| i.lost(cpu))
