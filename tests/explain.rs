@@ -162,10 +162,6 @@ fn explained_under(load: &[&str], args: &[&str]) -> serde_json::Value {
     v
 }
 
-fn top(e: &serde_json::Value) -> &serde_json::Value {
-    &e["parts"][0]
-}
-
 #[test]
 fn a_fifo_90_spinner_on_the_probes_cpu_is_the_blocking_task_of_its_spikes() {
     if let Some(why) = untraceable() {
