@@ -10,11 +10,19 @@ pub fn blocks(r: &RunResult) -> String {
     if let Some(why) = &s.unavailable {
         return format!("\nnot explained: {why}\n");
     }
+    let worst = match s.worst {
+        0 => None,
+        1 => Some("the largest sample".to_string()),
+        n => Some(format!("the {n} largest samples")),
+    };
+    let over = s
+        .threshold_ns
+        .map(|t| format!("{} above {}", crate::units::count(s.over_threshold, "sample"), crate::units::us(t as f64)));
+    let asked = [over, worst].into_iter().flatten().collect::<Vec<_>>().join(" and ");
     let mut out = format!(
-        "\nwhy it was late (events of tracefs instance {}, {} lost; {} above the threshold, {} explained):\n",
+        "\nwhy it was late (events of tracefs instance {}, {} lost; {asked}, {} explained):\n",
         s.instance.as_deref().unwrap_or("?"),
         s.lost_events,
-        crate::units::count(s.over_threshold, "sample"),
         r.explanations.len()
     );
     if r.explanations.is_empty() {

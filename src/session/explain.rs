@@ -166,12 +166,19 @@ impl Explainer {
         self.pending = still;
     }
 
-    /// Keeps the worst N and the largest [`MAX_EXPLAINED`] above the threshold.
+    /// Keeps the N largest, and the largest [`MAX_EXPLAINED`] above the threshold.
     fn trim(&mut self) {
         self.done
             .sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.thread.cmp(&b.thread)).then(a.cycle.cmp(&b.cycle)));
-        let keep = self.plan.worst.max(if self.plan.threshold_ns.is_some() { MAX_EXPLAINED } else { 0 });
-        self.done.truncate(keep.max(self.plan.worst));
+        let threshold = self.plan.threshold_ns;
+        let (mut worst, mut over) = (0, 0);
+        self.done.retain(|e| {
+            let above = threshold.is_some_and(|t| e.latency_ns > t);
+            let keep = worst < self.plan.worst || above && over < MAX_EXPLAINED;
+            worst += 1;
+            over += (keep && above) as usize;
+            keep
+        });
     }
 
     /// Stops recording, explains what is pending, and gives the explanations (largest first)
