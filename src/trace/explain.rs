@@ -437,22 +437,14 @@ pub fn explain(
                         }
                         (_, Some(s), Some(tk)) if a >= s => (Cause::OtherTask, label(tk), Lane::Task),
                         (None, _, _) | (_, _, None) => (Cause::Unaccounted, String::new(), Lane::Unaccounted),
-                        (Some(f), _, Some(tk)) if a < f && late_arm => {
-                            if tk.pid == spike.tid || tk.pid == 0 {
-                                (Cause::Switch, String::new(), Lane::Probe)
-                            } else if blocking.as_ref().is_some_and(|b| b.pid == tk.pid) {
-                                (Cause::BlockingTask, label(tk), Lane::Task)
-                            } else {
-                                (Cause::OtherTask, label(tk), Lane::Task)
-                            }
-                        }
-                        (Some(f), _, Some(tk)) if a < f => {
+                        (Some(f), _, Some(tk)) if a < f && !late_arm => {
                             if tk.pid == 0 {
                                 (Cause::ExitFromIdle, String::new(), Lane::Task)
                             } else {
                                 (Cause::IrqsDisabled, label(tk), Lane::Task)
                             }
                         }
+                        // After the timer fired, or before it when the probe armed it late.
                         (Some(_), _, Some(tk)) => {
                             if tk.pid == spike.tid || tk.pid == 0 {
                                 (Cause::Switch, String::new(), Lane::Probe)
