@@ -77,6 +77,11 @@ pub struct Explainer {
     /// `/proc/stat` steal ticks of the measured CPUs, read at each poll: `(CLOCK_MONOTONIC ns,
     /// CPU → ticks)`, the last few seconds.
     steal: std::collections::VecDeque<(i64, std::collections::BTreeMap<usize, u64>)>,
+    /// The SMI count (x86 MSR 0x34) of the measured CPUs at the same readings, while readable
+    /// (Intel, root, the msr module): `(CLOCK_MONOTONIC ns, CPU → count)`.
+    smi: std::collections::VecDeque<(i64, std::collections::BTreeMap<usize, u64>)>,
+    /// The SMI counter could not be read once: it is not tried again.
+    smi_unreadable: bool,
 }
 
 /// `/proc/stat` counts in USER_HZ ticks: 100 a second on Linux.
@@ -97,12 +102,15 @@ impl Explainer {
             over: 0,
             instance: format!("rtlab-{}", std::process::id()),
             steal: std::collections::VecDeque::new(),
+            smi: std::collections::VecDeque::new(),
+            smi_unreadable: false,
         })
     }
 
     /// The slots' CPUs and thread ids, once the probe has started.
     pub fn slots(&mut self, slots: Vec<(Option<usize>, i32)>) {
         self.slots = slots;
+        self.sample_smi();
     }
 
     /// Looks at samples of `slot` (whose schedule started at `start_ns`) for spikes.
@@ -139,6 +147,36 @@ impl Explainer {
         }
     }
 
+    /// Reads the SMI counters of the measured CPUs. Reading an MSR runs on its CPU (an IPI), so
+    /// it is read only when the probe starts and when a spike is explained, never on every poll.
+    fn sample_smi(&mut self) {
+        if self.smi_unreadable {
+            return;
+        }
+        let now = crate::rt::clock::now(crate::rt::clock::ClockId::MONOTONIC);
+        let counts: Result<std::collections::BTreeMap<usize, u64>, String> = self
+            .slots
+            .iter()
+            .filter_map(|s| s.0)
+            .map(|c| crate::rt::msr::SmiCounter::read(c).map(|n| (c, n)))
+            .collect();
+        match counts {
+            Ok(m) => self.smi.push_back((now, m)),
+            Err(_) => self.smi_unreadable = true,
+        }
+        while self.smi.len() > 1000 {
+            self.smi.pop_front();
+        }
+    }
+
+    /// SMIs of `cpu` between the readings that bracket `from..to` (the last one before, the
+    /// first after), if the counter is readable.
+    fn smi_over(&self, cpu: usize, from: i64, to: i64) -> Option<u64> {
+        let before = self.smi.iter().rev().find(|(t, _)| *t <= from)?;
+        let after = self.smi.iter().find(|(t, _)| *t >= to)?;
+        Some(after.1.get(&cpu)?.saturating_sub(*before.1.get(&cpu)?))
+    }
+
     /// Steal of `cpu` between the readings that bracket `from..to` (ns), if both exist.
     fn steal_over(&self, cpu: usize, from: i64, to: i64) -> Option<i64> {
         let before = self.steal.iter().rev().find(|(t, _)| *t <= from)?;
@@ -150,6 +188,9 @@ impl Explainer {
     pub fn poll(&mut self, force: bool) {
         self.sample_steal();
         let mut still = Vec::new();
+        if !self.pending.is_empty() {
+            self.sample_smi();
+        }
         for (spike, seen) in std::mem::take(&mut self.pending) {
             if force || seen.elapsed() > PATIENCE || self.recorder.caught_up(spike.cpu, spike.wake_ns + 100_000) {
                 let events = self.recorder.events(spike.cpu, spike.deadline_ns - LOOKBACK_NS, spike.wake_ns + 100_000);
@@ -157,6 +198,7 @@ impl Explainer {
                 let mut e = explain(&spike, &events, bounds, &policy_of);
                 e.lost_events = self.recorder.lost(spike.cpu);
                 e.steal_ns = self.steal_over(spike.cpu, spike.deadline_ns, spike.wake_ns);
+                e.smis = self.smi_over(spike.cpu, spike.deadline_ns, spike.wake_ns);
                 self.done.push(e);
                 self.trim();
             } else {

@@ -166,6 +166,11 @@ pub struct Explanation {
     /// (read every 50 ms, so it may include steal just outside it; ns in 10 ms ticks; `null`
     /// when not read).
     pub steal_ns: Option<i64>,
+    /// SMIs on that CPU between the readings of the x86 MSR 0x34 that bracket the window (taken
+    /// when the probe starts and when a spike is explained: a read costs the CPU an IPI; `null`:
+    /// not readable here — not Intel, no root, no msr module, a VM).
+    #[serde(default)]
+    pub smis: Option<u64>,
     /// What the explanation could not see, in a sentence (`null`: nothing).
     pub note: Option<String>,
 }
@@ -221,6 +226,9 @@ impl Explanation {
                 crate::units::duration(st),
                 e.cpu
             );
+        }
+        if let Some(n) = e.smis.filter(|n| *n > 0) {
+            out += &format!("  {} on CPU {} around this window (MSR 0x34)\n", crate::units::count(n, "SMI"), e.cpu);
         }
         if e.lost_events > 0 {
             out += &format!(
@@ -673,6 +681,7 @@ pub fn explain(
         events: seen,
         lost_events: 0,
         steal_ns: None,
+        smis: None,
         note: (!note.is_empty()).then(|| note.join("; ")),
     }
 }
