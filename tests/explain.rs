@@ -376,3 +376,22 @@ fn ctrl_c_during_an_explained_run_removes_the_instance_and_keeps_the_explanation
     assert_eq!(v["end_reason"], "signal");
     assert_eq!(v["explanations"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn measuring_every_cpu_warns_that_the_trace_reader_shares_them() {
+    if let Some(why) = untraceable() {
+        eprintln!("SKIPPED (needs the real kernel's tracefs): {why}");
+        return;
+    }
+    let _one = REAL_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = common::rtlab().args(["run", "-q", "-i1ms", "-l", "200", "--explain", "--json", "-"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{err}");
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    assert!(
+        err.contains(&format!("--explain's trace reader shares CPU {} with the measurement", online.trim())),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "trace_reader_shared"));
+}

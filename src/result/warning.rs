@@ -26,6 +26,12 @@ pub enum Warning {
         /// The finding, its consequence and the fix.
         detail: String,
     },
+    /// `--explain`'s trace reader runs on measured CPUs (every CPU is measured, or the
+    /// reporting thread is pinned to one): it can delay the probe there, and is named when it does.
+    TraceReaderShared {
+        /// The measured CPUs it may run on.
+        cpus: String,
+    },
     /// `--explain` could not record events: the run went on without explanations.
     ExplainUnavailable {
         /// Why, with the fix.
@@ -174,6 +180,9 @@ impl Warning {
                 format!("thread {thread} could not get SCHED {asked} and measures with {got} instead: {why}.")
             }
             Warning::MachineSetup { detail, .. } => format!("doctor: {detail}"),
+            Warning::TraceReaderShared { cpus } => format!(
+                "--explain's trace reader shares CPU {cpus} with the measurement: it may delay the probe there (explanations name it rtlab-trace); leave a CPU unmeasured (-a) or pin the reporting thread elsewhere (--mainaffinity)"
+            ),
             Warning::ExplainUnavailable { why } => {
                 format!("spikes cannot be explained: {why}; the run goes on without explanations")
             }

@@ -89,9 +89,12 @@ const NS_PER_TICK: i64 = 10_000_000;
 
 impl Explainer {
     /// Starts recording `cpus` (the reader runs on the other online CPUs when there are any).
-    pub fn start(plan: ExplainPlan, cpus: &CpuSet) -> Result<Explainer, String> {
+    /// The trace reader runs on `reader` (the reporting thread's CPUs, when pinned), else on
+    /// the CPUs not measured; when every CPU is measured it shares theirs.
+    pub fn start(plan: ExplainPlan, cpus: &CpuSet, reader: Option<&CpuSet>) -> Result<Explainer, String> {
         let others = crate::rt::affinity::online_cpus().difference(cpus);
-        let recorder = Recorder::start(cpus, (!others.is_empty()).then_some(&others))?;
+        let reader = reader.or((!others.is_empty()).then_some(&others));
+        let recorder = Recorder::start(cpus, reader)?;
         Ok(Explainer {
             recorder,
             plan,

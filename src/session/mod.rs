@@ -413,7 +413,20 @@ fn start_explainer(
     };
     let started = match why {
         Some(w) => Err(w),
-        None => explain::Explainer::start(x, &CpuSet::from_cpus(slots.iter().filter_map(|s| s.cpu))),
+        None => {
+            let cpus = CpuSet::from_cpus(slots.iter().filter_map(|s| s.cpu));
+            let main = plan.os().and_then(|o| o.main_affinity.clone());
+            let reader_cpus = main.clone().unwrap_or_else(|| crate::rt::affinity::online_cpus().difference(&cpus));
+            let shared = if reader_cpus.is_empty() {
+                cpus.clone()
+            } else {
+                CpuSet::from_cpus(reader_cpus.cpus().iter().copied().filter(|c| cpus.contains(*c)))
+            };
+            if !shared.is_empty() {
+                observer.warning(&Warning::TraceReaderShared { cpus: shared.to_string() });
+            }
+            explain::Explainer::start(x, &cpus, main.as_ref())
+        }
     };
     match started {
         Ok(e) => (Some(e), None),

@@ -92,7 +92,8 @@ pub struct Recorder {
 }
 
 fn drain(pipes: &mut [(std::fs::File, Vec<u8>)], windows: &[Window]) -> bool {
-    let mut buf = [0u8; 1 << 16];
+    // Small reads: each one copies in the kernel without a preemption point.
+    let mut buf = [0u8; 8 << 10];
     let mut any = false;
     for ((file, partial), w) in pipes.iter_mut().zip(windows) {
         loop {
