@@ -228,7 +228,8 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         let cpus = plan.measured_cpus(&root);
         Examination::begin(root, cpus)
     });
-    let (mut explainer, mut explain_summary) = start_explainer(plan, observer);
+    let mut early = Vec::new();
+    let (mut explainer, mut explain_summary) = start_explainer(plan, &mut early);
     let mut probe = plan.probe.create();
     let n = probe.slots();
     let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::new(plan.layout))).collect();
@@ -256,6 +257,8 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         own_duration,
         runtime,
     } = probe.start(&sinks)?;
+    // What --explain found before the probe started comes first.
+    warnings.splice(0..0, early);
     warnings.iter().for_each(|w| observer.warning(w));
     observer.started(&statuses, dma_latency_us);
     if let Some(x) = explainer.as_mut() {
@@ -389,11 +392,11 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     })
 }
 
-/// Starts `--explain`'s recording for `plan`, or says (to `observer`, and in the summary) why
+/// Starts `--explain`'s recording for `plan`, or says (in `warnings` and in the summary) why
 /// it cannot: the run goes on without.
 fn start_explainer(
     plan: &Plan,
-    observer: &mut dyn Observer,
+    warnings: &mut Vec<Warning>,
 ) -> (Option<explain::Explainer>, Option<crate::trace::ExplainSummary>) {
     let Some(x) = plan.explain else { return (None, None) };
     let slots = plan.probe.slots();
@@ -423,7 +426,7 @@ fn start_explainer(
                 CpuSet::from_cpus(reader_cpus.cpus().iter().copied().filter(|c| cpus.contains(*c)))
             };
             if !shared.is_empty() {
-                observer.warning(&Warning::TraceReaderShared { cpus: shared.to_string() });
+                warnings.push(Warning::TraceReaderShared { cpus: shared.to_string() });
             }
             explain::Explainer::start(x, &cpus, main.as_ref())
         }
@@ -431,7 +434,7 @@ fn start_explainer(
     match started {
         Ok(e) => (Some(e), None),
         Err(why) => {
-            observer.warning(&Warning::ExplainUnavailable { why: why.clone() });
+            warnings.push(Warning::ExplainUnavailable { why: why.clone() });
             (None, Some(explain::unavailable(x, why)))
         }
     }
