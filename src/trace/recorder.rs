@@ -55,9 +55,10 @@ const KEEP_NS: i64 = 3_000_000_000;
 /// At most this much text is kept per CPU (memory stays bounded whatever the rate).
 const KEEP_BYTES: usize = 64 << 20;
 
-/// How often the reader drains the buffers: rarely enough to cost little, often enough that
-/// the kernel's buffer (about five seconds of a busy CPU) never fills.
-const READ_EVERY: Duration = Duration::from_millis(10);
+/// How often the reader drains the buffers: rarely enough to cost little (BENCHMARKS.md §7),
+/// often enough that the kernel's buffer (about five seconds of a busy CPU) never fills and a
+/// spike waits at most this long for its events.
+const READ_EVERY: Duration = Duration::from_millis(50);
 
 /// One CPU's recent events, kept as the text read (parsed only when a spike asks for them):
 /// `(first event's time, last event's time, lines)` per read.
