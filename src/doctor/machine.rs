@@ -80,19 +80,30 @@ fn fair_server(f: &Facts) -> Check {
 }
 
 fn autogroup(f: &Facts) -> Check {
-    let c = Check::new(Area::Scheduler, "sched.autogroup", "scheduler autogroup");
-    let path = "/proc/sys/kernel/sched_autogroup_enabled";
-    match value(c, f, path) {
-        Ok((c, v)) => c
-            .verdict(v == "0", Status::Warn, if v == "0" { "off" } else { "on" })
-            .consequence(if v == "0" {
-                "nice values of SCHED_OTHER tasks compare across the whole machine."
-            } else {
-                "SCHED_OTHER tasks share CPU time per session first: nice values, and so SCHED_OTHER/BATCH/IDLE measurements, depend on which terminal started what."
-            })
-            .fix("sysctl -w kernel.sched_autogroup_enabled=0 (or noautogroup at boot)"),
-        Err(c) if c.finding.contains("does not exist") => Check::new(Area::Scheduler, "sched.autogroup", "scheduler autogroup").evidence(path, "does not exist").ok("not built in (CONFIG_SCHED_AUTOGROUP unset)"),
-        Err(c) => *c,
+    switched_off(
+        Check::new(Area::Scheduler, "sched.autogroup", "scheduler autogroup"),
+        f,
+        "/proc/sys/kernel/sched_autogroup_enabled",
+        "nice values of SCHED_OTHER tasks compare across the whole machine.",
+        "SCHED_OTHER tasks share CPU time per session first: nice values, and so SCHED_OTHER/BATCH/IDLE measurements, depend on which terminal started what.",
+        "sysctl -w kernel.sched_autogroup_enabled=0 (or noautogroup at boot)".into(),
+        "not built in (CONFIG_SCHED_AUTOGROUP unset)",
+    )
+}
+
+/// A kernel switch that a real-time machine keeps off (`0` in `path`): ok when off, warn when
+/// on, ok when this kernel lacks it (`absent` says so). `off`/`on` are the consequences.
+fn switched_off(c: Check, f: &Facts, path: &str, off: &str, on: &str, fix: String, absent: &str) -> Check {
+    match f.root.read(path) {
+        Ok(v) => {
+            let is_off = v == "0";
+            c.evidence(path, &v)
+                .verdict(is_off, Status::Warn, if is_off { "off" } else { "on" })
+                .consequence(if is_off { off } else { on })
+                .fix(fix)
+        }
+        Err(e) if e == "does not exist" => c.evidence(path, "does not exist").ok(absent),
+        Err(e) => c.unreadable(path, &e),
     }
 }
 
@@ -167,37 +178,28 @@ fn thp(f: &Facts) -> Vec<Check> {
 }
 
 fn ksm(f: &Facts) -> Check {
-    let c = Check::new(Area::Memory, "memory.ksm", "kernel samepage merging (KSM)");
     let path = "/sys/kernel/mm/ksm/run";
-    match value(c, f, path) {
-        Ok((c, v)) => c
-            .verdict(v == "0", Status::Warn, if v == "0" { "off" } else { "on" })
-            .consequence(if v == "0" {
-                "No page scanning for merging."
-            } else {
-                "ksmd scans memory and merges pages: a later write to a merged page takes a copy-on-write fault."
-            })
-            .fix(format!("echo 2 > {path} (unmerge and stop)")),
-        Err(c) if c.finding.contains("does not exist") => {
-            Check::new(Area::Memory, "memory.ksm", "kernel samepage merging (KSM)")
-                .evidence(path, "does not exist")
-                .ok("not built in")
-        }
-        Err(c) => *c,
-    }
+    switched_off(
+        Check::new(Area::Memory, "memory.ksm", "kernel samepage merging (KSM)"),
+        f,
+        path,
+        "No page scanning for merging.",
+        "ksmd scans memory and merges pages: a later write to a merged page takes a copy-on-write fault.",
+        format!("echo 2 > {path} (unmerge and stop)"),
+        "not built in",
+    )
 }
 
 fn numa_balancing(f: &Facts) -> Check {
-    let c = Check::new(Area::Memory, "memory.numa_balancing", "automatic NUMA balancing");
-    let path = "/proc/sys/kernel/numa_balancing";
-    match value(c, f, path) {
-        Ok((c, v)) => c
-            .verdict(v == "0", Status::Warn, if v == "0" { "off" } else { "on" })
-            .consequence(if v == "0" { "Pages are not unmapped to track accesses." } else { "The kernel periodically unmaps pages to see which node uses them: the next access takes a NUMA hinting fault, and pages may migrate." })
-            .fix("sysctl -w kernel.numa_balancing=0 (or numa_balancing=disable at boot)"),
-        Err(c) if c.finding.contains("does not exist") => Check::new(Area::Memory, "memory.numa_balancing", "automatic NUMA balancing").evidence(path, "does not exist").ok("not built in"),
-        Err(c) => *c,
-    }
+    switched_off(
+        Check::new(Area::Memory, "memory.numa_balancing", "automatic NUMA balancing"),
+        f,
+        "/proc/sys/kernel/numa_balancing",
+        "Pages are not unmapped to track accesses.",
+        "The kernel periodically unmaps pages to see which node uses them: the next access takes a NUMA hinting fault, and pages may migrate.",
+        "sysctl -w kernel.numa_balancing=0 (or numa_balancing=disable at boot)".into(),
+        "not built in",
+    )
 }
 
 fn swap(f: &Facts) -> Check {

@@ -3,11 +3,9 @@
 
 use super::Sysroot;
 use crate::rt::affinity::CpuSet;
+use crate::rt::msr::MSR_SMI_COUNT;
 use std::collections::BTreeMap;
 use std::time::Instant;
-
-/// `MSR_SMI_COUNT`: System Management Interrupts since reset (Intel, Nehalem and later).
-const MSR_SMI_COUNT: u64 = 0x34;
 
 /// One row of `/proc/interrupts` or `/proc/softirqs`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@ use crate::rt::affinity::CpuSet;
 use std::os::unix::fs::FileExt;
 
 /// `MSR_SMI_COUNT`: System Management Interrupts since reset (Intel, Nehalem and later).
-const MSR_SMI_COUNT: u64 = 0x34;
+pub const MSR_SMI_COUNT: u64 = 0x34;
 
 /// Reads SMI counts per CPU.
 #[derive(Debug)]

@@ -73,7 +73,6 @@ pub struct Explainer {
     /// The largest latencies seen, for `worst` (ascending, at most `worst` long).
     top: Vec<i64>,
     over: u64,
-    instance: String,
     /// `/proc/stat` steal ticks of the measured CPUs, read at each poll: `(CLOCK_MONOTONIC ns,
     /// CPU → ticks)`, the last few seconds.
     steal: std::collections::VecDeque<(i64, std::collections::BTreeMap<usize, u64>)>,
@@ -89,11 +88,8 @@ const NS_PER_TICK: i64 = 10_000_000;
 
 impl Explainer {
     /// Starts recording `cpus` (the reader runs on the other online CPUs when there are any).
-    /// The trace reader runs on `reader` (the reporting thread's CPUs, when pinned), else on
-    /// the CPUs not measured; when every CPU is measured it shares theirs.
+    /// Starts recording `cpus`; the trace reader runs on `reader` (anywhere when `None`).
     pub fn start(plan: ExplainPlan, cpus: &CpuSet, reader: Option<&CpuSet>) -> Result<Explainer, String> {
-        let others = crate::rt::affinity::online_cpus().difference(cpus);
-        let reader = reader.or((!others.is_empty()).then_some(&others));
         let recorder = Recorder::start(cpus, reader)?;
         Ok(Explainer {
             recorder,
@@ -103,7 +99,6 @@ impl Explainer {
             done: Vec::new(),
             top: Vec::new(),
             over: 0,
-            instance: format!("rtlab-{}", std::process::id()),
             steal: std::collections::VecDeque::new(),
             smi: std::collections::VecDeque::new(),
             smi_unreadable: false,
@@ -238,7 +233,7 @@ impl Explainer {
             threshold_ns: threshold,
             worst: self.plan.worst,
             unavailable: None,
-            instance: Some(self.instance.clone()),
+            instance: Some(self.recorder.instance()),
             buffer_kb: BUFFER_KB,
             missing_events: self.recorder.missing_events(),
             lost_events: lost,

@@ -418,17 +418,20 @@ fn start_explainer(
         Some(w) => Err(w),
         None => {
             let cpus = CpuSet::from_cpus(slots.iter().filter_map(|s| s.cpu));
-            let main = plan.os().and_then(|o| o.main_affinity.clone());
-            let reader_cpus = main.clone().unwrap_or_else(|| crate::rt::affinity::online_cpus().difference(&cpus));
-            let shared = if reader_cpus.is_empty() {
+            // The trace reader goes where the reporting thread is pinned, else off the measured CPUs.
+            let reader = plan
+                .os()
+                .and_then(|o| o.main_affinity.clone())
+                .unwrap_or_else(|| crate::rt::affinity::online_cpus().difference(&cpus));
+            let shared = if reader.is_empty() {
                 cpus.clone()
             } else {
-                CpuSet::from_cpus(reader_cpus.cpus().iter().copied().filter(|c| cpus.contains(*c)))
+                CpuSet::from_cpus(reader.cpus().iter().copied().filter(|c| cpus.contains(*c)))
             };
             if !shared.is_empty() {
                 warnings.push(Warning::TraceReaderShared { cpus: shared.to_string() });
             }
-            explain::Explainer::start(x, &cpus, main.as_ref())
+            explain::Explainer::start(x, &cpus, (!reader.is_empty()).then_some(&reader))
         }
     };
     match started {

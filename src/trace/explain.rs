@@ -415,7 +415,8 @@ pub fn explain(
                 && (e.pid == spike.tid || matches!(&e.kind, Kind::Switch { next_pid, .. } if *next_pid == spike.tid))
         })
     });
-    let mut at_deadline: Option<Task> = None;
+    // The blocker is looked for once at the deadline (a late-armed timer) and once at the firing.
+    let (mut looked_at_deadline, mut looked_at_fire) = (false, false);
     let mut seen = 0usize;
     let mut attribute = |from: i64, to: i64, task: &Option<Task>, stack: &[Ctx], blocking: &mut Option<Task>| {
         if to <= from {
@@ -485,9 +486,9 @@ pub fn explain(
                 if pid == spike.tid { probe_prio.unwrap_or(0) } else { prios.get(&pid).copied().unwrap_or(UNKNOWN) };
             Task { pid, comm, prio }
         });
-        if late_arm && *ts >= d && at_deadline.is_none() {
+        if late_arm && *ts >= d && !looked_at_deadline {
             // The task running at the deadline blocked the probe from then on.
-            at_deadline = Some(task.clone().unwrap_or(Task { pid: -1, comm: String::new(), prio: 0 }));
+            looked_at_deadline = true;
             blocking = task.clone().filter(|tk| tk.pid != 0 && tk.pid != spike.tid);
         }
         if *ts >= d {
@@ -518,12 +519,11 @@ pub fn explain(
                 _ => {}
             }
         }
-        if fire_at.is_some_and(|f| at >= f) && blocking.is_none() {
-            blocking = task.clone().filter(|tk| tk.pid != 0 && tk.pid != spike.tid).or(Some(Task {
-                pid: -1,
-                comm: String::new(),
-                prio: 0,
-            }));
+        if fire_at.is_some_and(|f| at >= f) && !looked_at_fire {
+            looked_at_fire = true;
+            if blocking.is_none() {
+                blocking = task.clone().filter(|tk| tk.pid != 0 && tk.pid != spike.tid);
+            }
         }
         if *ts > w {
             break;

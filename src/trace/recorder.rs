@@ -2,7 +2,7 @@
 //! one reader thread (off the measured CPUs) that drains each CPU's stream into a bounded
 //! window of recent events, and what was lost.
 
-use super::event::{parse, Event};
+use super::event::{parse, timestamp, Event};
 use crate::rt::affinity::CpuSet;
 use crate::rt::tracefs::Instance;
 use std::collections::VecDeque;
@@ -76,10 +76,7 @@ struct Window {
 /// The time of a trace line, without parsing the rest.
 fn line_ts(line: &str) -> Option<i64> {
     let close = line.find("] ")?;
-    let rest = &line[close + 2..];
-    let ts = rest.split(": ").next()?.split_whitespace().last()?;
-    let (s, f) = ts.split_once('.')?;
-    Some(s.parse::<i64>().ok()? * 1_000_000_000 + f.parse::<i64>().ok()? * 10i64.pow(9 - f.len().min(9) as u32))
+    timestamp(line[close + 2..].split(": ").next()?.split_whitespace().last()?)
 }
 
 /// The recording of a run.
@@ -197,6 +194,15 @@ impl Recorder {
     pub fn lost(&self, cpu: usize) -> u64 {
         let own = self.window(cpu).map_or(0, |w| w.unparsed.load(Relaxed) + w.evicted.load(Relaxed));
         own + self.instance.as_ref().map_or(0, |i| i.lost(cpu))
+    }
+
+    /// The instance's name (`rtlab-PID`).
+    pub fn instance(&self) -> String {
+        self.instance
+            .as_ref()
+            .and_then(|i| i.dir().file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     /// The events asked for that this kernel does not have.
