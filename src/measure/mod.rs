@@ -2,6 +2,7 @@
 //! that runs threads of probes.
 
 pub mod histogram;
+pub mod noise;
 pub mod probe;
 pub mod ring;
 pub mod simulate;

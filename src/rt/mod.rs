@@ -28,3 +28,4 @@ pub mod sched;
 pub mod signals;
 pub mod thread;
 pub mod tracefs;
+pub mod tsc;

@@ -183,3 +183,17 @@ impl Drop for PosixTimer {
 
 // SAFETY: a timer_t is an opaque kernel handle; it may be moved between threads.
 unsafe impl Send for PosixTimer {}
+
+/// True when SIGINT or SIGTERM is pending for this process while the calling thread blocks
+/// them: a busy thread that starves the thread that would handle it can see a Ctrl-C this way
+/// (one system call; the signal stays pending for its handler).
+pub fn stop_signal_pending() -> bool {
+    // SAFETY: sigset_t is plain data, initialised by sigpending.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is writable.
+    if unsafe { libc::sigpending(&mut set) } != 0 {
+        return false;
+    }
+    // SAFETY: `set` was initialised by sigpending.
+    unsafe { libc::sigismember(&set, libc::SIGINT) == 1 || libc::sigismember(&set, libc::SIGTERM) == 1 }
+}

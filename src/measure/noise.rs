@@ -1,0 +1,386 @@
+//! The noise loop: a busy thread reads a cheap clock back to back; any gap between two reads
+//! longer than the threshold is time the system took from it (an interrupt, another task, the
+//! hypervisor). Every such gap is a sample for the same [`Recorder`] as a wakeup latency — the
+//! histogram that drops nothing, exact sums, the samples ring — and its end is dated on
+//! CLOCK_MONOTONIC so that trace events can be matched with it.
+
+use super::stats::Recorder;
+use crate::rt::clock::{self, ClockId};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// What the busy loop reads: a counter that only moves forward, and CLOCK_MONOTONIC for
+/// dating what it finds (read only after a gap).
+pub trait Counter {
+    /// The counter now (ticks).
+    fn ticks(&self) -> u64;
+    /// CLOCK_MONOTONIC now (ns).
+    fn mono_ns(&self) -> i64;
+    /// Sleeps until `ns` on CLOCK_MONOTONIC (the idle part of a duty cycle); a stop cuts it short.
+    fn sleep_until(&self, ns: i64);
+}
+
+/// The time-stamp counter (x86 `rdtsc`).
+#[derive(Clone, Copy, Debug)]
+pub struct Tsc;
+impl Counter for Tsc {
+    #[inline(always)]
+    fn ticks(&self) -> u64 {
+        crate::rt::tsc::read()
+    }
+    fn mono_ns(&self) -> i64 {
+        clock::now(ClockId::MONOTONIC)
+    }
+    fn sleep_until(&self, ns: i64) {
+        clock::sleep_until(ClockId::MONOTONIC, ns)
+    }
+}
+
+/// `clock_gettime(CLOCK_MONOTONIC)` through the vDSO, where the TSC cannot be trusted.
+#[derive(Clone, Copy, Debug)]
+pub struct Monotonic;
+impl Counter for Monotonic {
+    #[inline(always)]
+    fn ticks(&self) -> u64 {
+        clock::now(ClockId::MONOTONIC) as u64
+    }
+    fn mono_ns(&self) -> i64 {
+        clock::now(ClockId::MONOTONIC)
+    }
+    fn sleep_until(&self, ns: i64) {
+        clock::sleep_until(ClockId::MONOTONIC, ns)
+    }
+}
+
+/// Ticks to nanoseconds: `ticks` of the counter took `ns` of CLOCK_MONOTONIC in a calibration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scale {
+    ticks: u64,
+    ns: u64,
+}
+
+impl Scale {
+    /// A counter that counts nanoseconds.
+    pub const NS: Scale = Scale { ticks: 1, ns: 1 };
+
+    /// The scale of a calibration: `ticks` in `ns` (both positive).
+    pub fn new(ticks: u64, ns: u64) -> Scale {
+        Scale { ticks: ticks.max(1), ns: ns.max(1) }
+    }
+
+    /// `t` ticks in ns.
+    pub fn ns(self, t: u64) -> u64 {
+        (t as u128 * self.ns as u128 / self.ticks as u128).min(u64::MAX as u128) as u64
+    }
+
+    /// `ns` in ticks, rounded up (a gap of at least `ns` is at least this many ticks).
+    pub fn ticks(self, ns: u64) -> u64 {
+        (ns as u128 * self.ticks as u128).div_ceil(self.ns as u128).min(u64::MAX as u128) as u64
+    }
+
+    /// The counter's rate (MHz).
+    pub fn mhz(self) -> f64 {
+        self.ticks as f64 * 1000.0 / self.ns as f64
+    }
+}
+
+/// Points a noise series keeps at most; a longer run merges neighbours (doubling the interval).
+pub const SERIES_POINTS: usize = 3600;
+
+/// Noise over time: total noise and count per interval since the start, in memory allocated
+/// before measuring (a run longer than [`SERIES_POINTS`] intervals coarsens it in place).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Series {
+    /// Interval (ns): 1 s, doubled each time the run outgrows the points.
+    pub interval_ns: i64,
+    /// Per interval: noise (ns) and noises.
+    pub points: Vec<(u64, u32)>,
+    /// Intervals used so far.
+    pub len: usize,
+}
+
+impl Series {
+    /// An empty series of 1 s intervals.
+    pub fn new() -> Series {
+        Series { interval_ns: 1_000_000_000, points: vec![(0, 0); SERIES_POINTS], len: 0 }
+    }
+
+    /// Adds a gap of `ns` that ended `at_ns` after the start.
+    #[inline]
+    pub fn add(&mut self, at_ns: i64, ns: u64) {
+        let mut i = (at_ns.max(0) / self.interval_ns) as usize;
+        while i >= self.points.len() {
+            self.coarsen();
+            i = (at_ns.max(0) / self.interval_ns) as usize;
+        }
+        let p = &mut self.points[i];
+        p.0 += ns;
+        p.1 = p.1.saturating_add(1);
+        self.len = self.len.max(i + 1);
+    }
+
+    /// Marks the run as lasting `at_ns` (its last interval exists even without noise).
+    pub fn extend_to(&mut self, at_ns: i64) {
+        let mut i = (at_ns.max(1) - 1) / self.interval_ns;
+        while i as usize >= self.points.len() {
+            self.coarsen();
+            i = (at_ns.max(1) - 1) / self.interval_ns;
+        }
+        self.len = self.len.max(i as usize + 1);
+    }
+
+    fn coarsen(&mut self) {
+        let n = self.points.len();
+        for i in 0..n / 2 {
+            let (a, b) = (self.points[2 * i], self.points[2 * i + 1]);
+            self.points[i] = (a.0 + b.0, a.1.saturating_add(b.1));
+        }
+        for p in &mut self.points[n / 2..] {
+            *p = (0, 0);
+        }
+        self.interval_ns *= 2;
+        self.len = self.len.div_ceil(2);
+    }
+}
+
+impl Default for Series {
+    fn default() -> Self {
+        Series::new()
+    }
+}
+
+/// What the loop is asked to do.
+#[derive(Clone, Copy, Debug)]
+pub struct NoiseParams {
+    /// A gap of at least this many ticks is noise.
+    pub threshold_ticks: u64,
+    /// The counter's scale.
+    pub scale: Scale,
+    /// Busy part of each period (ns); equal to `period_ns` for a loop that never sleeps.
+    pub runtime_ns: i64,
+    /// Duty-cycle period (ns).
+    pub period_ns: i64,
+    /// Stop at this CLOCK_MONOTONIC time (ns), if set: the loop ends itself even when the
+    /// thread that would tell it to cannot run.
+    pub until_ns: Option<i64>,
+    /// Every ~1 ms, look for a pending SIGINT/SIGTERM (when every CPU is busy at an RT
+    /// priority the thread that handles signals may not run for a second).
+    pub watch_signals: bool,
+}
+
+/// What the loop saw besides the gaps it recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoiseOutcome {
+    /// Clock reads (loop iterations).
+    pub iterations: u64,
+    /// Time spent in the busy loop (ns): what the noise is a share of.
+    pub runtime_ns: i64,
+    /// Σ of the noises (ns).
+    pub noise_ns: u64,
+    /// Σ ⌊gap / 1 µs⌋ over the noises (oslat's average counts every gap in whole µs).
+    pub noise_us_floor: u64,
+    /// Start on CLOCK_MONOTONIC (ns): gaps are dated from it.
+    pub start_ns: i64,
+    /// It stopped because of a SIGINT/SIGTERM it saw pending.
+    pub signalled: bool,
+    /// Noise over time.
+    pub series: Series,
+}
+
+/// Runs the busy loop until `until_ns`, `stop` or `interrupt` (checked every 1024 reads), or
+/// a pending stop signal with `watch_signals`. Per read: one counter read, a subtraction, two
+/// compares; a gap adds a clock read and the recorder's stores.
+#[inline(never)]
+pub fn noise_loop<C: Counter>(
+    c: &C,
+    p: &NoiseParams,
+    rec: &mut Recorder<'_>,
+    series: &mut Series,
+    stop: &AtomicBool,
+    interrupt: &AtomicBool,
+) -> NoiseOutcome {
+    let start = c.mono_ns();
+    rec.started(start);
+    let threshold = p.threshold_ticks;
+    let duty = p.runtime_ns < p.period_ns;
+    let mut out = NoiseOutcome {
+        iterations: 0,
+        runtime_ns: 0,
+        noise_ns: 0,
+        noise_us_floor: 0,
+        start_ns: start,
+        signalled: false,
+        series: Series { interval_ns: 0, points: Vec::new(), len: 0 },
+    };
+    let mut window_start = start;
+    // Signals are looked for about once a millisecond: 2^15 reads of a loop of 20-40 ns.
+    let signal_mask: u64 = if p.watch_signals { (1 << 15) - 1 } else { u64::MAX };
+    'run: loop {
+        let now_mono = c.mono_ns();
+        let mut end_mono = if duty { window_start + p.runtime_ns } else { i64::MAX };
+        if let Some(u) = p.until_ns {
+            end_mono = end_mono.min(u);
+        }
+        let first = c.ticks();
+        let end_ticks = if end_mono == i64::MAX {
+            u64::MAX
+        } else {
+            first.saturating_add(p.scale.ticks((end_mono - now_mono).max(0) as u64))
+        };
+        let mut last = first;
+        let mut ended = false;
+        loop {
+            let t = c.ticks();
+            let d = t.wrapping_sub(last);
+            last = t;
+            out.iterations += 1;
+            if d >= threshold {
+                let at = c.mono_ns() - start;
+                let ns = p.scale.ns(d);
+                rec.record(ns as i64, at, 0);
+                series.add(at, ns);
+                out.noise_ns += ns;
+                out.noise_us_floor += ns / 1000;
+            }
+            if t >= end_ticks {
+                break;
+            }
+            if out.iterations & 1023 == 0 {
+                if stop.load(Relaxed) || interrupt.load(Relaxed) {
+                    ended = true;
+                    break;
+                }
+                if out.iterations & signal_mask == 0 && crate::rt::signals::stop_signal_pending() {
+                    out.signalled = true;
+                    ended = true;
+                    break;
+                }
+            }
+        }
+        out.runtime_ns += p.scale.ns(last - first) as i64;
+        if ended || p.until_ns.is_some_and(|u| c.mono_ns() >= u) || !duty {
+            break 'run;
+        }
+        window_start += p.period_ns;
+        c.sleep_until(window_start);
+        if stop.load(Relaxed) || interrupt.load(Relaxed) {
+            break 'run;
+        }
+        if p.until_ns.is_some_and(|u| window_start >= u) {
+            break 'run;
+        }
+    }
+    series.extend_to(c.mono_ns() - start);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::histogram::Layout;
+    use crate::measure::stats::Live;
+    use std::cell::Cell;
+
+    /// A scripted counter: ticks of 0.5 ns (2 GHz); each read advances by `step` ticks except
+    /// the reads listed in `gaps` (read index → extra ticks); sleeping jumps the clock.
+    struct Script {
+        t: Cell<u64>,
+        reads: Cell<u64>,
+        step: u64,
+        gaps: Vec<(u64, u64)>,
+    }
+
+    impl Counter for Script {
+        fn ticks(&self) -> u64 {
+            let n = self.reads.get();
+            self.reads.set(n + 1);
+            let extra = self.gaps.iter().find(|g| g.0 == n).map_or(0, |g| g.1);
+            self.t.set(self.t.get() + self.step + extra);
+            self.t.get()
+        }
+        fn mono_ns(&self) -> i64 {
+            (self.t.get() / 2) as i64
+        }
+        fn sleep_until(&self, ns: i64) {
+            self.t.set(self.t.get().max(ns as u64 * 2));
+        }
+    }
+
+    fn params(threshold_ns: u64, runtime_ns: i64, period_ns: i64, until_ns: i64) -> NoiseParams {
+        let scale = Scale::new(2, 1);
+        NoiseParams {
+            threshold_ticks: scale.ticks(threshold_ns),
+            scale,
+            runtime_ns,
+            period_ns,
+            until_ns: Some(until_ns),
+            watch_signals: false,
+        }
+    }
+
+    #[test]
+    fn every_gap_of_at_least_the_threshold_is_recorded_with_its_exact_length_and_time() {
+        // 20 ns per read; read 100 takes 5 µs more, read 200 980 ns more (a gap of exactly
+        // the threshold), read 300 979.5 ns more (a gap half a nanosecond short of it).
+        let c = Script {
+            t: Cell::new(0),
+            reads: Cell::new(0),
+            step: 40,
+            gaps: vec![(100, 10_000), (200, 2 * 980), (300, 2 * 979 + 1)],
+        };
+        let live = Live::new(Layout::DEFAULT);
+        let mut rec = Recorder::new(&live, None);
+        let mut series = Series::new();
+        let stop = AtomicBool::new(false);
+        let out = noise_loop(&c, &params(1_000, 10, 10, 20_000), &mut rec, &mut series, &stop, &stop);
+        let s = rec.finish();
+        // 5020 ns and 1000 ns are noises; 999.5 ns (1999 ticks) is not.
+        assert_eq!(s.cycles, 2);
+        assert_eq!((s.max_ns, s.min_ns), (Some(5_020), Some(1_000)));
+        assert_eq!(out.noise_ns, 6_020);
+        assert_eq!(out.noise_us_floor, 5 + 1);
+        // The first gap ended at read 100: 101 reads of 20 ns plus 5 µs after the start.
+        assert_eq!(s.max_at_ns, Some(101 * 20 + 5_000));
+        // The loop ends at the first read at or past 20 µs: read 653, at 40079 ticks; it
+        // began at read 0 (40 ticks): 40039 ticks are 20019.5 ns, rounded down.
+        assert_eq!((out.iterations, out.runtime_ns), (653, 20_019));
+        assert_eq!(series.len, 1);
+        assert_eq!(series.points[0], (6_020, 2));
+    }
+
+    #[test]
+    fn a_duty_cycle_measures_only_the_busy_part_of_each_period() {
+        // 1 ms busy every 4 ms for 10 ms: three windows (0-1, 4-5, 8-9 ms); the sleeps are not noise.
+        let c = Script { t: Cell::new(0), reads: Cell::new(0), step: 40, gaps: vec![] };
+        let live = Live::new(Layout::DEFAULT);
+        let mut rec = Recorder::new(&live, None);
+        let mut series = Series::new();
+        let stop = AtomicBool::new(false);
+        let out =
+            noise_loop(&c, &params(1_000, 1_000_000, 4_000_000, 10_000_000), &mut rec, &mut series, &stop, &stop);
+        assert_eq!(rec.finish().cycles, 0, "no gap: the sleeps between windows are not noise");
+        assert_eq!((out.runtime_ns, out.iterations), (3_000_000, 3 * 50_000));
+    }
+
+    #[test]
+    fn a_long_run_coarsens_its_series_without_losing_noise() {
+        let mut s = Series::new();
+        s.add(0, 5);
+        s.add(3_599_999_999_999, 7);
+        s.add(3_600_000_000_000, 11);
+        assert_eq!(s.interval_ns, 2_000_000_000);
+        assert_eq!(s.points[0], (5, 1));
+        assert_eq!(s.points[1799], (7, 1));
+        assert_eq!(s.points[1800], (11, 1));
+        assert_eq!(s.len, 1801);
+        assert_eq!(s.points.iter().map(|p| p.0).sum::<u64>(), 23);
+    }
+
+    #[test]
+    fn scales_convert_both_ways_and_round_thresholds_up() {
+        let s = Scale::new(2_445_402, 1_000_000);
+        assert_eq!(s.ns(2_445_402), 1_000_000);
+        assert_eq!(s.ticks(1_000), 2_446);
+        assert!((s.mhz() - 2445.402).abs() < 1e-9);
+        assert_eq!(Scale::NS.ns(123), 123);
+    }
+}
