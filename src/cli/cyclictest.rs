@@ -460,9 +460,11 @@ impl CyclictestArgs {
             refresh: Duration::from_millis(10),
             // -b explains the sample that broke the run (rtlab's own tracefs instance).
             sample_ring: (self.verbose || self.breaktrace.is_some()).then_some(1 << 16),
-            explain: self
-                .breaktrace
-                .map(|b| crate::session::explain::ExplainPlan { threshold_ns: Some(above_us(b)), worst: 0 }),
+            explain: self.breaktrace.map(|b| crate::session::explain::ExplainPlan {
+                threshold_ns: Some(above_us(b)),
+                worst: 0,
+                noise: false,
+            }),
             // cyclictest's own outputs stay cyclictest's; the findings go with --rtlab-json.
             doctor: self.rtlab_json.is_some().then(crate::doctor::Sysroot::default),
             ..Plan::new(ProbeSpec::Os(os.clone()), layout)

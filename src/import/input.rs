@@ -155,6 +155,7 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             obtained: None,
             break_hit: None,
             logs: None,
+            noise: None,
         })
         .collect();
     let mut r = RunResult::build(ProbeRun {
@@ -181,6 +182,8 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
         runtime: None,
         explanations: Vec::new(),
         explain: None,
+        kind: crate::result::Kind::Wakeup,
+        noise: None,
     });
     r.start_time = Some(header.start_time);
     Ok(r)

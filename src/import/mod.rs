@@ -152,6 +152,7 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Stated, figures: &[Thread
             samples_lost: None,
             stats: stats_of(f, unit),
             logs: None,
+            noise: None,
         })
         .collect();
     let source = Source {

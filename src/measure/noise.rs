@@ -355,8 +355,7 @@ mod tests {
         let mut rec = Recorder::new(&live, None);
         let mut series = Series::new();
         let stop = AtomicBool::new(false);
-        let out =
-            noise_loop(&c, &params(1_000, 1_000_000, 4_000_000, 10_000_000), &mut rec, &mut series, &stop, &stop);
+        let out = noise_loop(&c, &params(1_000, 1_000_000, 4_000_000, 10_000_000), &mut rec, &mut series, &stop, &stop);
         assert_eq!(rec.finish().cycles, 0, "no gap: the sleeps between windows are not noise");
         assert_eq!((out.runtime_ns, out.iterations), (3_000_000, 3 * 50_000));
     }

@@ -633,6 +633,7 @@ impl Probe for BeamProbe {
             tid: self.pgid as i32,
             samples_lost: 0,
             warnings: Vec::new(),
+            noise: None,
         });
         fin
     }

@@ -8,7 +8,9 @@
 //! Adding a probe: one file here implementing [`Probe`], and one arm in [`ProbeSpec`].
 
 pub mod beam;
+pub mod noise;
 pub mod os_thread;
+pub mod setup;
 pub mod tokio_task;
 
 use crate::load::LoadResult;
@@ -32,6 +34,8 @@ pub enum ProbeSpec {
     Tokio(tokio_task::Plan),
     /// A periodic process in the Erlang VM.
     Beam(beam::Plan),
+    /// Busy threads that measure OS noise (`rtlab noise`).
+    Noise(noise::Plan),
 }
 
 impl ProbeSpec {
@@ -41,6 +45,7 @@ impl ProbeSpec {
             ProbeSpec::Os(p) => Box::new(os_thread::OsThreads::new(p.clone())),
             ProbeSpec::Tokio(p) => Box::new(tokio_task::TokioProbe::new(p.clone())),
             ProbeSpec::Beam(p) => Box::new(beam::BeamProbe::new(p.clone())),
+            ProbeSpec::Noise(p) => Box::new(noise::NoiseProbe::new(p.clone())),
         }
     }
 
@@ -50,6 +55,24 @@ impl ProbeSpec {
             ProbeSpec::Os(_) => "os",
             ProbeSpec::Tokio(_) => "tokio",
             ProbeSpec::Beam(_) => "beam",
+            ProbeSpec::Noise(_) => "noise",
+        }
+    }
+
+    /// What the probe measures: wakeup latency, or the noise seen by busy threads.
+    pub fn kind(&self) -> crate::result::Kind {
+        match self {
+            ProbeSpec::Noise(_) => crate::result::Kind::Noise,
+            _ => crate::result::Kind::Wakeup,
+        }
+    }
+
+    /// The CPUs the reporting thread is pinned to, when asked.
+    pub fn main_affinity(&self) -> Option<&CpuSet> {
+        match self {
+            ProbeSpec::Os(p) => p.main_affinity.as_ref(),
+            ProbeSpec::Noise(p) => p.main_affinity.as_ref(),
+            _ => None,
         }
     }
 
@@ -62,7 +85,7 @@ impl ProbeSpec {
     /// `period_ns`, `workers`); `None` for OS threads, whose settings are the configuration.
     pub fn runtime_settings(&self) -> Option<(&'static str, &'static str, i64, usize)> {
         match self {
-            ProbeSpec::Os(_) => None,
+            ProbeSpec::Os(_) | ProbeSpec::Noise(_) => None,
             ProbeSpec::Tokio(p) => Some(("tokio", p.wait.name(), p.interval_ns, p.hogs)),
             ProbeSpec::Beam(p) => Some(("beam", p.method.name(), p.period_ms as i64 * 1_000_000, p.workers)),
         }
@@ -72,6 +95,7 @@ impl ProbeSpec {
     pub fn slots(&self) -> Vec<ThreadPlan> {
         match self {
             ProbeSpec::Os(p) => p.threads.clone(),
+            ProbeSpec::Noise(p) => p.threads.clone(),
             ProbeSpec::Tokio(p) => vec![ThreadPlan::runtime_slot(p.interval_ns)],
             ProbeSpec::Beam(p) => vec![ThreadPlan::runtime_slot(p.period_ms as i64 * 1_000_000)],
         }
@@ -80,7 +104,7 @@ impl ProbeSpec {
     /// The line that says what runs, for the terminal (`None` for OS threads, whose table says it).
     pub fn describe(&self) -> Option<String> {
         match self {
-            ProbeSpec::Os(_) => None,
+            ProbeSpec::Os(_) | ProbeSpec::Noise(_) => None,
             ProbeSpec::Tokio(p) => Some(p.describe()),
             ProbeSpec::Beam(p) => Some(p.describe()),
         }
@@ -201,6 +225,8 @@ pub struct ThreadOutcome {
     pub samples_lost: u64,
     /// What went wrong while measuring (e.g. the POSIX timer could not be armed).
     pub warnings: Vec<Warning>,
+    /// A busy thread's noise figures (the noise probe only).
+    pub noise: Option<crate::result::NoiseFigures>,
 }
 
 /// A joined probe.
@@ -233,6 +259,9 @@ pub enum ProbeError {
     /// Anything else that keeps the probe from measuring (the message says what and the fix).
     #[error("{0}")]
     Start(String),
+    /// What was asked cannot be measured on this machine (found during setup; exit 2).
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// A way of measuring wakeup latency.

@@ -4,6 +4,7 @@
 //! thread runs is [`crate::measure::probe::run_loop`]; with `--simulate` the same threads run
 //! it on a simulated clock ([`crate::measure::simulate`]).
 
+use super::setup::{apply_sched, wake_until_finished, Gate, GateState};
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
 use crate::measure::probe::{self, ClockKind, LoopOutcome, LoopParams, Method, Waiter};
 use crate::measure::ring::SampleRing;
@@ -14,12 +15,12 @@ use crate::rt::affinity::{self, CpuSet};
 use crate::rt::memory;
 use crate::rt::pm_qos::DmaLatencyGuard;
 use crate::rt::privileges::Privileges;
-use crate::rt::sched::{self, Policy, SchedParams};
+use crate::rt::sched;
 use crate::rt::signals::{self, PosixTimer};
 use crate::rt::thread as rtthread;
 use crate::rt::tracefs::Tracefs;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Stack size of a measuring thread; all of it is locked by mlockall.
@@ -84,33 +85,6 @@ pub enum Align {
         /// Offset after the second (ns).
         offset_ns: i64,
     },
-}
-
-#[derive(PartialEq, Eq, Clone, Copy)]
-enum GateState {
-    Closed,
-    Go,
-    Abort,
-}
-
-/// The start line: threads wait here after setup and leave together.
-struct Gate {
-    state: Mutex<GateState>,
-    cv: Condvar,
-}
-
-impl Gate {
-    fn wait(&self) -> GateState {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        while *s == GateState::Closed {
-            s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
-        }
-        *s
-    }
-    fn open(&self, to: GateState) {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = to;
-        self.cv.notify_all();
-    }
 }
 
 struct Shared {
@@ -180,7 +154,7 @@ impl Probe for OsThreads {
             None
         };
         let shared = Arc::new(Shared {
-            gate: Gate { state: Mutex::new(GateState::Closed), cv: Condvar::new() },
+            gate: Gate::new(),
             stop: Arc::clone(&sinks.stop),
             finished: plan.threads.iter().map(|_| AtomicBool::new(false)).collect(),
             tracefs,
@@ -320,7 +294,7 @@ impl Probe for OsThreads {
 
     fn stop(&mut self) {
         if let (Some(shared), false) = (&self.shared, self.plan.simulate.is_some()) {
-            wake_until_finished(shared, &self.statuses);
+            wake_until_finished(&shared.finished, &self.statuses);
         }
     }
 
@@ -341,25 +315,6 @@ impl Probe for OsThreads {
         // The PM QoS request is held until every thread has been joined.
         drop(self.dma);
         fin
-    }
-}
-
-/// Wakes every probe that is still sleeping until it has left its loop. A signal may land
-/// just before a probe goes to sleep, so it is sent again every 5 ms; `--method sleep`
-/// (Rust's `std::thread::sleep`, which resumes after signals) still sleeps out its period.
-fn wake_until_finished(shared: &Shared, statuses: &[ThreadStatus]) {
-    loop {
-        let mut waiting = false;
-        for s in statuses {
-            if !shared.finished[s.index].load(Relaxed) {
-                waiting = true;
-                let _ = signals::wake_thread(s.tid);
-            }
-        }
-        if !waiting {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -543,6 +498,7 @@ impl ThreadCtx {
             tid,
             samples_lost: 0,
             warnings: late_warnings,
+            noise: None,
         }
     }
 }
@@ -571,37 +527,6 @@ fn lock_hot_code(method: Method) -> std::io::Result<()> {
 
 fn measure<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, stop: &AtomicBool) -> LoopOutcome {
     probe::run_loop(w, p, rec, stop)
-}
-
-/// Applies the thread's policy; on refusal, falls back to the best allowed (an RT priority
-/// clamped to RLIMIT_RTPRIO, else SCHED_OTHER) and says why.
-fn apply_sched(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<Warning>) {
-    let asked = tp.sched;
-    let Err(e) = sched::set_current_thread(&asked) else { return };
-    let label = SchedParams::label;
-    let why = match () {
-        _ if crate::rt::not_permitted(&e) => privileges.explain_rt_denied(),
-        _ if crate::rt::busy(&e) && asked.policy == Policy::Deadline => format!(
-            "SCHED_DEADLINE admission control refused runtime {} ns per period {} ns (the CPUs' deadline bandwidth \
-             is used up); fix: lower --dl-runtime or use fewer threads",
-            asked.runtime_ns, asked.period_ns
-        ),
-        _ => e.to_string(),
-    };
-    let mut fallback = SchedParams::simple(Policy::Other, 0);
-    if asked.policy.is_realtime_priority()
-        && privileges.rlimit_rtprio > 0
-        && u64::from(asked.priority) > privileges.rlimit_rtprio
-    {
-        let clamped = SchedParams::simple(asked.policy, privileges.rlimit_rtprio as u32);
-        if sched::set_current_thread(&clamped).is_ok() {
-            fallback = clamped;
-        }
-    }
-    if fallback.policy == Policy::Other {
-        let _ = sched::set_current_thread(&fallback);
-    }
-    warnings.push(Warning::PolicyDowngraded { thread: tp.index, asked: label(&asked), got: label(&fallback), why });
 }
 
 #[cfg(test)]

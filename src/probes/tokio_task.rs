@@ -430,6 +430,7 @@ impl Probe for TokioProbe {
             tid: 0,
             samples_lost: 0,
             warnings: Vec::new(),
+            noise: None,
         });
         fin
     }

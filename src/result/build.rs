@@ -52,6 +52,8 @@ pub struct ProbeFigures {
     pub break_hit: Option<Exceedance>,
     /// cyclictest's logged samples, kept in the result (`rtlab cyclictest`).
     pub logs: Option<super::SampleLogs>,
+    /// A noise run's figures for this CPU.
+    pub noise: Option<super::NoiseFigures>,
 }
 
 /// Everything a RunResult is built from.
@@ -91,6 +93,10 @@ pub struct ProbeRun {
     pub explanations: Vec<crate::trace::Explanation>,
     /// `--explain`'s summary.
     pub explain: Option<crate::trace::ExplainSummary>,
+    /// What was measured.
+    pub kind: crate::result::Kind,
+    /// A noise run's settings.
+    pub noise: Option<crate::result::NoiseConfig>,
 }
 
 impl RunResult {
@@ -131,6 +137,7 @@ impl RunResult {
                     samples_lost: t.samples_lost,
                     stats: known(stats_of(&t.summary, at)),
                     logs: t.logs.clone(),
+                    noise: t.noise.clone(),
                 }
             })
             .collect();
@@ -141,7 +148,8 @@ impl RunResult {
         if all.negative > 0 {
             warnings.push(Warning::NegativeLatencies { count: all.negative });
         }
-        if all.cycles == 0 {
+        // A noise run without a single gap is a clean CPU, not an empty measurement.
+        if all.cycles == 0 && p.kind == crate::result::Kind::Wakeup {
             warnings.push(Warning::NoSamples);
         }
         if all.sum_sq_overflow.is_some() {
@@ -189,6 +197,8 @@ impl RunResult {
             runtime: p.runtime,
             explanations: p.explanations,
             explain: p.explain,
+            kind: p.kind,
+            noise: p.noise,
         }
     }
 }
@@ -297,6 +307,8 @@ impl RunResult {
             runtime: None,
             explanations: Vec::new(),
             explain: None,
+            kind: crate::result::Kind::Wakeup,
+            noise: None,
         }
     }
 }

@@ -3,11 +3,13 @@
 //! builder in [`build`], the verdict in [`verdict`], the warnings in [`warning`].
 
 pub mod build;
+pub mod noise;
 pub mod verdict;
 pub mod warning;
 
 use crate::rt::sched::Policy;
 use crate::sysinfo::Environment;
+pub use noise::{Kind, NoiseConfig, NoiseFigures, NoiseSeries};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 pub use verdict::{Exceeded, Verdict, VerdictStatus};
@@ -23,6 +25,10 @@ pub struct RunResult {
     pub schema: String,
     /// The tool that wrote the file.
     pub tool: Tool,
+    /// What was measured: `wakeup` latency (samples are wakeups) or `noise` (samples are gaps
+    /// in busy loops); files written before noise existed are wakeup runs.
+    #[serde(default)]
+    pub kind: Kind,
     /// argv of the run.
     pub command_line: Vec<String>,
     /// When the threads were released (RFC 3339, UTC); `null` when an imported file lacks it.
@@ -62,6 +68,9 @@ pub struct RunResult {
     /// `--explain`: how the explaining went (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<crate::trace::ExplainSummary>,
+    /// A noise run's settings (absent for wakeup runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseConfig>,
 }
 
 /// A language runtime's probe: what was asked and what the runtime says of itself.
@@ -329,6 +338,9 @@ pub struct ThreadResult {
     /// Samples an `rtlab cyclictest` run logged (histogram overflows, `--spike`s); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logs: Option<SampleLogs>,
+    /// A noise run's figures for this CPU (absent for wakeup runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseFigures>,
 }
 
 /// The samples cyclictest's outputs list one by one, kept in the result so that its `-h`

@@ -14,7 +14,14 @@ pub struct ExplainPlan {
     pub threshold_ns: Option<i64>,
     /// Explain the N largest samples, whatever their size.
     pub worst: usize,
+    /// The samples are noise gaps of busy threads (`rtlab noise`): every gap of at least the
+    /// threshold is attributed and counted by source; only the N largest are kept whole.
+    pub noise: bool,
 }
+
+/// Noise gaps waiting for their events at most; more are counted as not attributed (a
+/// threshold so low that gaps come faster than they can be matched).
+const MAX_PENDING: usize = 200_000;
 
 /// At most this many samples above the threshold are explained and kept (the largest).
 pub const MAX_EXPLAINED: usize = 100;
@@ -81,6 +88,8 @@ pub struct Explainer {
     smi: std::collections::VecDeque<(i64, std::collections::BTreeMap<usize, u64>)>,
     /// The SMI counter could not be read once: it is not tried again.
     smi_unreadable: bool,
+    /// Per slot: a noise run's attribution so far.
+    tallies: Vec<crate::trace::noise::Tally>,
 }
 
 /// `/proc/stat` counts in USER_HZ ticks: 100 a second on Linux.
@@ -102,11 +111,13 @@ impl Explainer {
             steal: std::collections::VecDeque::new(),
             smi: std::collections::VecDeque::new(),
             smi_unreadable: false,
+            tallies: Vec::new(),
         })
     }
 
     /// The slots' CPUs and thread ids, once the probe has started.
     pub fn slots(&mut self, slots: Vec<(Option<usize>, i32)>) {
+        self.tallies = vec![Default::default(); slots.len()];
         self.slots = slots;
         self.sample_smi();
     }
@@ -114,6 +125,21 @@ impl Explainer {
     /// Looks at samples of `slot` (whose schedule started at `start_ns`) for spikes.
     pub fn samples(&mut self, slot: usize, samples: &[Sample], start_ns: i64) {
         let Some(&(Some(cpu), tid)) = self.slots.get(slot) else { return };
+        if self.plan.noise {
+            let threshold = self.plan.threshold_ns.unwrap_or(0);
+            for s in samples.iter().filter(|s| s.latency_ns >= threshold) {
+                self.over += 1;
+                self.tallies[slot].gap();
+                if self.pending.len() < MAX_PENDING {
+                    let end = start_ns + s.at_ns;
+                    let spike =
+                        Spike { thread: slot, cpu, cycle: s.cycle, tid, deadline_ns: end - s.latency_ns, wake_ns: end };
+                    self.pending.push((spike, Instant::now()));
+                }
+            }
+            self.poll(false);
+            return;
+        }
         for s in samples {
             let over = self.plan.threshold_ns.is_some_and(|t| s.latency_ns > t);
             self.over += over as u64;
@@ -184,6 +210,9 @@ impl Explainer {
 
     /// Explains the pending spikes whose events have been read (all of them when `force`).
     pub fn poll(&mut self, force: bool) {
+        if self.plan.noise {
+            return self.poll_noise(force);
+        }
         self.sample_steal();
         let mut still = Vec::new();
         if !self.pending.is_empty() {
@@ -206,11 +235,61 @@ impl Explainer {
         self.pending = still;
     }
 
+    /// Attributes the pending noise gaps whose events have been read: one read of each CPU's
+    /// events covers all of its gaps.
+    fn poll_noise(&mut self, force: bool) {
+        let ready: Vec<bool> = self
+            .pending
+            .iter()
+            .map(|(g, seen)| {
+                force
+                    || seen.elapsed() > PATIENCE
+                    || self.recorder.caught_up(g.cpu, g.wake_ns + crate::trace::noise::SLACK_NS)
+            })
+            .collect();
+        if !ready.contains(&true) {
+            return;
+        }
+        let (mut go, mut still) = (Vec::new(), Vec::new());
+        for (p, r) in std::mem::take(&mut self.pending).into_iter().zip(ready) {
+            if r {
+                go.push(p.0);
+            } else {
+                still.push(p);
+            }
+        }
+        self.pending = still;
+        go.sort_by_key(|g| (g.cpu, g.deadline_ns));
+        let slack = crate::trace::noise::SLACK_NS;
+        for cpu_gaps in go.chunk_by(|a, b| a.cpu == b.cpu) {
+            let cpu = cpu_gaps[0].cpu;
+            let from = cpu_gaps.iter().map(|g| g.deadline_ns).min().unwrap_or(0) - slack;
+            let to = cpu_gaps.iter().map(|g| g.wake_ns).max().unwrap_or(0) + slack;
+            let events = self.recorder.events(cpu, from, to);
+            for g in cpu_gaps {
+                let lo = events.partition_point(|e| e.ts_ns < g.deadline_ns - slack);
+                let hi = events.partition_point(|e| e.ts_ns <= g.wake_ns + slack);
+                let (e, occurrences) = crate::trace::noise::attribute(g, &events[lo..hi], &policy_of);
+                if let Some(t) = self.tallies.get_mut(g.thread) {
+                    t.add(&e, &occurrences);
+                }
+                let keep = self.plan.worst > 0
+                    && (self.done.len() < self.plan.worst
+                        || self.done.last().is_some_and(|l| e.latency_ns > l.latency_ns));
+                if keep {
+                    self.done.push(e);
+                    self.trim();
+                }
+            }
+        }
+    }
+
     /// Keeps the N largest, and the largest [`MAX_EXPLAINED`] above the threshold.
     fn trim(&mut self) {
         self.done
             .sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.thread.cmp(&b.thread)).then(a.cycle.cmp(&b.cycle)));
-        let threshold = self.plan.threshold_ns;
+        // Noise gaps: every one is counted by source; only the N largest are kept whole.
+        let threshold = self.plan.threshold_ns.filter(|_| !self.plan.noise);
         let (mut worst, mut over) = (0, 0);
         self.done.retain(|e| {
             let above = threshold.is_some_and(|t| e.latency_ns > t);
@@ -223,12 +302,25 @@ impl Explainer {
 
     /// Stops recording, explains what is pending, and gives the explanations (largest first)
     /// with the summary.
-    pub fn finish(mut self) -> (Vec<Explanation>, ExplainSummary) {
+    pub fn finish(mut self) -> (Vec<Explanation>, ExplainSummary, Vec<Option<crate::trace::noise::NoiseSources>>) {
         self.recorder.finish();
         self.poll(true);
         let lost = self.slots.iter().filter_map(|s| s.0).map(|c| self.recorder.lost(c)).sum();
         let threshold = self.plan.threshold_ns;
-        let explained = self.done.iter().filter(|e| threshold.is_some_and(|t| e.latency_ns > t)).count();
+        let explained = if self.plan.noise {
+            self.tallies.iter().map(|t| t.figures(0).attributed as usize).sum()
+        } else {
+            self.done.iter().filter(|e| threshold.is_some_and(|t| e.latency_ns > t)).count()
+        };
+        let sources = if self.plan.noise {
+            self.slots
+                .iter()
+                .zip(&self.tallies)
+                .map(|(s, t)| Some(t.figures(s.0.map_or(0, |c| self.recorder.lost(c)))))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let summary = ExplainSummary {
             threshold_ns: threshold,
             worst: self.plan.worst,
@@ -240,7 +332,7 @@ impl Explainer {
             over_threshold: self.over,
             explained,
         };
-        (std::mem::take(&mut self.done), summary)
+        (std::mem::take(&mut self.done), summary, sources)
     }
 }
 

@@ -121,6 +121,8 @@ pub struct Output {
     pub explanations: Vec<crate::trace::Explanation>,
     /// `--explain`: how the explaining went.
     pub explain: Option<crate::trace::ExplainSummary>,
+    /// A noise run's attribution per slot (`None` where it was off).
+    pub noise_sources: Vec<Option<crate::trace::noise::NoiseSources>>,
 }
 
 impl Output {
@@ -159,6 +161,10 @@ impl Output {
                         schedule_start_ns: t.outcome.start_ns,
                         overflows: SampleLog::of(&t.summary.outliers),
                         spikes: SampleLog::of(&t.summary.over),
+                    }),
+                    noise: t.noise.clone().map(|mut n| {
+                        n.sources = self.noise_sources.get(t.plan.index).cloned().flatten();
+                        n
                     }),
                 })
                 .collect(),
@@ -217,6 +223,8 @@ pub fn base_record(plan: &Plan, provenance: Provenance) -> ProbeRun {
         runtime: None,
         explanations: Vec::new(),
         explain: None,
+        kind: plan.probe.kind(),
+        noise: plan.noise_config(),
     }
 }
 
@@ -312,6 +320,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                         doctor: doctor.clone(),
                         explanations: Vec::new(),
                         explain: None,
+                        noise_sources: Vec::new(),
                     };
                     observer.checkpoint(&partial);
                 }
@@ -350,13 +359,13 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     warnings.extend(late);
     let end = SystemTime::now();
     drain_rings(&rings, &mut cursors, observer, explainer.as_mut(), &lives);
-    let explanations = match explainer.take() {
+    let (explanations, noise_sources) = match explainer.take() {
         Some(x) => {
-            let (done, summary) = x.finish();
+            let (done, summary, sources) = x.finish();
             explain_summary = Some(summary);
-            done
+            (done, sources)
         }
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
     };
     for (t, c) in threads.iter_mut().zip(&cursors) {
         t.samples_lost = c.lost;
@@ -389,6 +398,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         doctor,
         explanations,
         explain: explain_summary,
+        noise_sources,
     })
 }
 
@@ -402,7 +412,7 @@ fn start_explainer(
     let slots = plan.probe.slots();
     let why = if plan.probe.simulated() {
         Some("a simulated probe has no kernel events".to_string())
-    } else if plan.os().is_none() {
+    } else if plan.os().is_none() && !matches!(plan.probe, ProbeSpec::Noise(_)) {
         Some("a runtime's task is not a kernel thread of its own; explain OS threads (--runtime os)".to_string())
     } else if plan.os().is_some_and(|o| o.clock == crate::measure::probe::ClockKind::Realtime) {
         Some(
@@ -420,8 +430,9 @@ fn start_explainer(
             let cpus = CpuSet::from_cpus(slots.iter().filter_map(|s| s.cpu));
             // The trace reader goes where the reporting thread is pinned, else off the measured CPUs.
             let reader = plan
-                .os()
-                .and_then(|o| o.main_affinity.clone())
+                .probe
+                .main_affinity()
+                .cloned()
                 .unwrap_or_else(|| crate::rt::affinity::online_cpus().difference(&cpus));
             let shared = if reader.is_empty() {
                 cpus.clone()
@@ -479,6 +490,7 @@ fn checkpoint_slots(probe: &ProbeSpec, statuses: &[ThreadStatus], summaries: Vec
             tid: s.tid,
             samples_lost: 0,
             warnings: Vec::new(),
+            noise: None,
         })
         .collect()
 }

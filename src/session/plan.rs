@@ -90,6 +90,29 @@ impl Plan {
         crate::doctor::online_cpus(root).unwrap_or_else(|_| crate::rt::affinity::online_cpus())
     }
 
+    /// A noise run's settings as the result records them (`None` for other probes).
+    pub fn noise_config(&self) -> Option<crate::result::NoiseConfig> {
+        let ProbeSpec::Noise(n) = &self.probe else { return None };
+        let t0 = n.threads.first();
+        Some(crate::result::NoiseConfig {
+            counter: n.counter.name().into(),
+            counter_why: n.counter_why.clone(),
+            threshold_ns: n.threshold_ns,
+            runtime_ns: n.runtime_ns,
+            period_ns: n.period_ns,
+            warmup_ns: n.warmup.as_nanos().min(i64::MAX as u128) as i64,
+            policy: t0.map_or(Policy::Other, |t| t.sched.policy),
+            priority: t0.map_or(0, |t| t.sched.priority),
+            cpus: CpuSet::from_cpus(n.threads.iter().filter_map(|t| t.cpu)).to_string(),
+            duration_s: self.duration.map(|d| d.as_secs_f64()),
+            mlockall: n.mlockall,
+            mlockall_obtained: false,
+            attribution_threshold_ns: self.explain.and_then(|x| x.threshold_ns),
+            max_noise_ns: self.max_latency_ns,
+            degraded: false,
+        })
+    }
+
     /// The verdict's threshold: `--max-latency`, else `--breaktrace`.
     pub fn threshold_ns(&self) -> Option<i64> {
         self.max_latency_ns.or(self.os().and_then(|o| o.breaktrace_ns))

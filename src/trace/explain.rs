@@ -173,6 +173,10 @@ pub struct Explanation {
     pub smis: Option<u64>,
     /// What the explanation could not see, in a sentence (`null`: nothing).
     pub note: Option<String>,
+    /// A noise gap of a busy thread (`rtlab noise`): the window is the gap, not a deadline
+    /// and a wakeup.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub noise: bool,
 }
 
 impl Explanation {
@@ -196,18 +200,35 @@ impl Explanation {
                 format!("{who} {} {:.1} %", us(p.ns as f64), p.share)
             })
             .collect();
-        let mut out = format!(
-            "{} {} on thread {} (CPU {}) cycle {}: {}\n",
-            if first { "max" } else { "spike" },
-            us(e.latency_ns as f64),
-            e.thread,
-            e.cpu,
-            e.cycle,
-            parts.join(", ")
-        );
+        let mut out = if e.noise {
+            format!(
+                "{} {} on CPU {} (gap {}): {}\n",
+                if first { "max noise" } else { "noise" },
+                us(e.latency_ns as f64),
+                e.cpu,
+                e.cycle,
+                parts.join(", ")
+            )
+        } else {
+            format!(
+                "{} {} on thread {} (CPU {}) cycle {}: {}\n",
+                if first { "max" } else { "spike" },
+                us(e.latency_ns as f64),
+                e.thread,
+                e.cpu,
+                e.cycle,
+                parts.join(", ")
+            )
+        };
         let at = |x: Option<i64>| x.map_or_else(|| "not seen".to_string(), |v| format!("+{}", us(v as f64)));
-        out += &format!("  timer fired {}, switched to the probe {}", at(e.fired_ns), at(e.switched_ns));
-        if let Some(b) = &e.blocking {
+        if e.noise {
+            if let Some(b) = &e.blocking {
+                out += &format!("  {}:{} ({}) took the CPU from the busy thread\n", b.comm, b.pid, b.policy);
+            }
+        } else {
+            out += &format!("  timer fired {}, switched to the probe {}", at(e.fired_ns), at(e.switched_ns));
+        }
+        if let (Some(b), false) = (&e.blocking, e.noise) {
             out += &format!(
                 "; {}:{} {}",
                 b.comm,
@@ -219,7 +240,9 @@ impl Explanation {
                 }
             );
         }
-        out.push('\n');
+        if !e.noise {
+            out.push('\n');
+        }
         if let Some(st) = e.steal_ns.filter(|s| *s > 0) {
             out += &format!(
                 "  the host stole {} of CPU {} around this window (/proc/stat, 10 ms ticks)\n",
@@ -683,6 +706,7 @@ pub fn explain(
         steal_ns: None,
         smis: None,
         note: (!note.is_empty()).then(|| note.join("; ")),
+        noise: false,
     }
 }
 

@@ -1,10 +1,11 @@
 //! Explaining spikes on an ordinary kernel: rtlab's own tracefs instance records the measured
 //! CPUs' scheduling and interrupt events ([`recorder`]), [`event`] parses them, and
 //! [`explain`] turns the events between a late sample's deadline and its wakeup into the parts
-//! of its latency.
+//! of its latency; [`noise`] does the same for the gaps of a busy thread (`rtlab noise`).
 
 pub mod event;
 pub mod explain;
+pub mod noise;
 pub mod recorder;
 
 pub use explain::{explain, Bounds, Cause, ExplainSummary, Explanation, Spike};

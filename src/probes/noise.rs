@@ -1,0 +1,473 @@
+//! The noise probe (`rtlab noise`): one busy thread per CPU (pinned, its policy applied inside
+//! the thread, memory locked), each pre-heating its CPU, calibrating its counter and timing its
+//! own loop during the pre-heat, then running [`crate::measure::noise::noise_loop`]: every gap
+//! of at least the threshold is a sample of the one pipeline (histogram, samples ring,
+//! attribution), and the thread's time measured and noise are its figures.
+
+use super::setup::{apply_sched, wake_until_finished, Gate, GateState};
+use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
+use crate::measure::histogram::Layout;
+use crate::measure::noise::{self, Counter, Monotonic, NoiseParams, Scale, Series, Tsc};
+use crate::measure::probe::LoopOutcome;
+use crate::measure::ring::SampleRing;
+use crate::measure::stats::{ExceedLog, Live, Recorder};
+use crate::result::warning::Warning;
+use crate::result::{EndReason, NoiseFigures, NoiseSeries};
+use crate::rt::affinity::{self, CpuSet};
+use crate::rt::memory;
+use crate::rt::privileges::Privileges;
+use crate::rt::sched;
+use crate::rt::signals;
+use crate::rt::thread as rtthread;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Stack size of a busy thread; all of it is locked by mlockall.
+const STACK_BYTES: usize = 256 * 1024;
+/// How long the threads may take to set up and pre-heat beyond the pre-heat itself.
+const SETUP_SLACK: Duration = Duration::from_secs(10);
+
+/// The busy loop's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CounterKind {
+    /// The time-stamp counter, calibrated against CLOCK_MONOTONIC (where it is invariant).
+    Tsc,
+    /// `clock_gettime(CLOCK_MONOTONIC)` through the vDSO.
+    Monotonic,
+}
+
+impl CounterKind {
+    /// The name in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            CounterKind::Tsc => "tsc",
+            CounterKind::Monotonic => "monotonic",
+        }
+    }
+}
+
+/// What the noise probe runs.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// One busy thread per CPU (each pinned; `interval_ns` is the duty-cycle period).
+    pub threads: Vec<ThreadPlan>,
+    /// The busy loop's clock.
+    pub counter: CounterKind,
+    /// Why the TSC is not used, when it is not.
+    pub counter_why: Option<String>,
+    /// A gap of at least this is noise (ns).
+    pub threshold_ns: i64,
+    /// Busy part of each period (ns).
+    pub runtime_ns: i64,
+    /// Duty-cycle period (ns).
+    pub period_ns: i64,
+    /// Pre-heat (calibration and loop timing) before measuring.
+    pub warmup: Duration,
+    /// Lock memory.
+    pub mlockall: bool,
+    /// Pin the reporting (main) thread here.
+    pub main_affinity: Option<CpuSet>,
+    /// Every online CPU runs a busy thread at an RT priority: the thread that handles Ctrl-C
+    /// may not get a CPU for up to a second, so the busy threads look for it themselves.
+    pub watch_signals: bool,
+}
+
+struct Shared {
+    gate: Gate,
+    finished: Vec<AtomicBool>,
+    /// CLOCK_MONOTONIC time the threads end by themselves (`i64::MAX`: never).
+    until_ns: AtomicI64,
+    /// A busy thread saw a SIGINT/SIGTERM pending and stopped.
+    signalled: AtomicBool,
+}
+
+struct Setup {
+    status: ThreadStatus,
+    warnings: Vec<Warning>,
+    /// The loop's iteration time over the pre-heat (ns).
+    loop_ns: f64,
+}
+
+/// The noise probe, from its plan to its joined threads.
+pub struct NoiseProbe {
+    plan: Plan,
+    shared: Option<Arc<Shared>>,
+    handles: Vec<std::thread::JoinHandle<ThreadOutcome>>,
+    statuses: Vec<ThreadStatus>,
+    steal_at_start: BTreeMap<usize, u64>,
+}
+
+impl NoiseProbe {
+    /// A probe for `plan`, not started.
+    pub fn new(plan: Plan) -> NoiseProbe {
+        NoiseProbe { plan, shared: None, handles: Vec::new(), statuses: Vec::new(), steal_at_start: BTreeMap::new() }
+    }
+
+    fn abort(&mut self) {
+        if let Some(s) = &self.shared {
+            s.gate.open(GateState::Abort);
+        }
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Steal ticks per CPU from `/proc/stat`.
+fn steal_ticks() -> BTreeMap<usize, u64> {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|t| crate::doctor::parse_stat(&t).ok())
+        .map(|m| m.into_iter().map(|(c, t)| (c, t.steal)).collect())
+        .unwrap_or_default()
+}
+
+/// `/proc/stat` counts in USER_HZ ticks: 100 a second on Linux.
+const NS_PER_STAT_TICK: i64 = 10_000_000;
+
+impl Probe for NoiseProbe {
+    fn slots(&self) -> usize {
+        self.plan.threads.len()
+    }
+
+    fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
+        let plan = self.plan.clone();
+        let privileges = Privileges::current();
+        let mut warnings = Vec::new();
+        signals::install_wake_handler()
+            .map_err(|e| ProbeError::Start(format!("cannot install the handler that wakes probes on a stop: {e}")))?;
+        let shared = Arc::new(Shared {
+            gate: Gate::new(),
+            finished: plan.threads.iter().map(|_| AtomicBool::new(false)).collect(),
+            until_ns: AtomicI64::new(i64::MAX),
+            signalled: AtomicBool::new(false),
+        });
+        self.shared = Some(Arc::clone(&shared));
+        let (tx, rx) = std::sync::mpsc::channel::<Setup>();
+        for tp in &plan.threads {
+            let ctx = BusyThread {
+                tp: tp.clone(),
+                plan: plan.clone(),
+                privileges: privileges.clone(),
+                live: Arc::clone(&sinks.lives[tp.index]),
+                ring: sinks.rings[tp.index].clone(),
+                max_latency_ns: sinks.max_latency_ns,
+                stop: Arc::clone(&sinks.stop),
+                interrupt: Arc::clone(&sinks.interrupt),
+                shared: Arc::clone(&shared),
+                tx: tx.clone(),
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("rtlab-noise-{}", tp.index))
+                .stack_size(STACK_BYTES)
+                .spawn(move || ctx.run());
+            match h {
+                Ok(h) => self.handles.push(h),
+                Err(e) => {
+                    self.abort();
+                    return Err(ProbeError::Start(format!("could not start busy thread {}: {e}", tp.index)));
+                }
+            }
+        }
+        drop(tx);
+        let mut statuses = Vec::with_capacity(plan.threads.len());
+        let mut loop_ns: Vec<(usize, f64)> = Vec::new();
+        let deadline = Instant::now() + plan.warmup + SETUP_SLACK;
+        while statuses.len() < plan.threads.len() {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(s) => {
+                    loop_ns.push((s.status.index, s.loop_ns));
+                    statuses.push(s.status);
+                    warnings.extend(s.warnings);
+                }
+                Err(_) => {
+                    shared.gate.open(GateState::Abort);
+                    self.handles.clear();
+                    return Err(ProbeError::Start(format!(
+                        "{} busy threads did not get a CPU to set up and pre-heat within {} s: a task at a higher RT \
+                         priority is using their CPUs; stop it or give the threads a higher priority (--priority)",
+                        plan.threads.len() - statuses.len(),
+                        (plan.warmup + SETUP_SLACK).as_secs()
+                    )));
+                }
+            }
+        }
+        statuses.sort_by_key(|s| s.index);
+        if sinks.interrupt.load(Relaxed) {
+            self.abort();
+            return Err(ProbeError::Start("interrupted during the pre-heat; nothing was measured".into()));
+        }
+        // A gap shorter than one pass of the loop cannot be told from the loop itself.
+        if let Some(&(i, slowest)) = loop_ns.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+            if plan.threshold_ns as f64 <= slowest {
+                self.abort();
+                let cpu = plan.threads[i].cpu.map_or("?".into(), |c| c.to_string());
+                return Err(ProbeError::Usage(format!(
+                    "--threshold {} ns is not above the loop's own iteration time on CPU {cpu} ({slowest:.1} ns, \
+                     measured over the pre-heat): every pass would count as noise; use --threshold {}ns or more",
+                    plan.threshold_ns,
+                    (slowest * 2.0).ceil() as i64
+                )));
+            }
+        }
+        let mut mlocked = false;
+        if plan.mlockall {
+            let unlimited = privileges.cap_ipc_lock || privileges.rlimit_memlock_bytes.is_none();
+            match memory::lock_all(unlimited) {
+                Ok(()) => mlocked = true,
+                Err(e) => {
+                    warnings.push(Warning::MlockFailed { why: format!("{e}; {}", privileges.explain_mlock_denied()) })
+                }
+            }
+        }
+        if let Some(cpus) = &plan.main_affinity {
+            if let Err(e) = affinity::set_current_thread(cpus) {
+                warnings.push(Warning::MainAffinityFailed { cpus: cpus.to_string(), why: e.to_string() });
+            }
+        }
+        if sinks.strict {
+            let downgrades: Vec<String> = warnings.iter().filter(|w| w.is_downgrade()).map(Warning::message).collect();
+            if !downgrades.is_empty() {
+                self.abort();
+                return Err(ProbeError::Strict(downgrades.join(" ")));
+            }
+        }
+        let now = crate::rt::clock::now(crate::rt::clock::ClockId::MONOTONIC);
+        if let Some(d) = sinks.duration {
+            shared.until_ns.store(now.saturating_add(d.as_nanos().min(i64::MAX as u128) as i64), Relaxed);
+        }
+        self.steal_at_start = steal_ticks();
+        let start = SystemTime::now();
+        let schedule_start = Instant::now();
+        shared.gate.open(GateState::Go);
+        self.statuses = statuses.clone();
+        Ok(Started {
+            slots: statuses,
+            warnings,
+            dma_latency_us: None,
+            mlocked,
+            start,
+            schedule_start,
+            own_duration: false,
+            runtime: None,
+        })
+    }
+
+    fn finished(&mut self) -> bool {
+        self.shared.as_ref().is_some_and(|s| s.finished.iter().all(|f| f.load(Relaxed)))
+    }
+
+    fn stop(&mut self) {
+        // Busy threads see the stop within 1024 reads; one sleeping out a duty cycle is woken.
+        if let Some(shared) = &self.shared {
+            wake_until_finished(&shared.finished, &self.statuses);
+        }
+    }
+
+    fn join(self: Box<Self>) -> Finished {
+        let mut fin = Finished::default();
+        let steal_end = steal_ticks();
+        for h in self.handles {
+            // A busy thread does not panic; if one did, its figures are lost and the run fails loudly.
+            let mut t = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            if let (Some(cpu), Some(n)) = (t.plan.cpu, t.noise.as_mut()) {
+                n.steal_ns = steal_end
+                    .get(&cpu)
+                    .zip(self.steal_at_start.get(&cpu))
+                    .map(|(e, s)| e.saturating_sub(*s) as i64 * NS_PER_STAT_TICK);
+            }
+            fin.warnings.extend(t.warnings.iter().cloned());
+            fin.slots.push(t);
+        }
+        if let Some(s) = &self.shared {
+            let now = crate::rt::clock::now(crate::rt::clock::ClockId::MONOTONIC);
+            if s.signalled.load(Relaxed) {
+                fin.end_reason = Some(EndReason::Signal);
+            } else if now >= s.until_ns.load(Relaxed) {
+                fin.end_reason = Some(EndReason::Duration);
+            }
+        }
+        fin
+    }
+}
+
+struct BusyThread {
+    tp: ThreadPlan,
+    plan: Plan,
+    privileges: Privileges,
+    live: Arc<Live>,
+    ring: Option<Arc<SampleRing>>,
+    max_latency_ns: Option<i64>,
+    stop: Arc<AtomicBool>,
+    interrupt: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+    tx: std::sync::mpsc::Sender<Setup>,
+}
+
+impl BusyThread {
+    fn run(self) -> ThreadOutcome {
+        match self.plan.counter {
+            CounterKind::Tsc => self.run_on(&Tsc),
+            CounterKind::Monotonic => self.run_on(&Monotonic),
+        }
+    }
+
+    fn run_on<C: Counter>(self, c: &C) -> ThreadOutcome {
+        let tp = &self.tp;
+        let mut warnings = Vec::new();
+        // Control signals go to the reporting thread (or are seen pending, with watch_signals).
+        let _ =
+            signals::block_in_current_thread(&[signals::SIGINT, signals::SIGTERM, signals::SIGUSR1, signals::SIGHUP]);
+        if let Some(cpu) = tp.cpu {
+            if let Err(e) = affinity::set_current_thread(&CpuSet::from_cpus([cpu])) {
+                warnings.push(Warning::AffinityFailed { thread: tp.index, cpu, why: e.to_string() });
+            }
+        }
+        apply_sched(tp, &self.privileges, &mut warnings);
+        // A duty cycle's sleep ends early when the run stops.
+        let _ = signals::unblock_in_current_thread(&[signals::WAKE_SIGNAL]);
+        signals::interrupt_sleeps_on(Some(self.stop.as_ref()));
+        memory::prefault_stack(128 * 1024);
+        self.live.hist.prefault();
+        if let Some(r) = &self.ring {
+            r.prefault();
+        }
+        let hot = [
+            noise::noise_loop::<Tsc> as *const () as usize,
+            noise::noise_loop::<Monotonic> as *const () as usize,
+            crate::measure::stats::publish_code_address(),
+        ];
+        for addr in hot {
+            if let Err(e) = memory::lock_code_at(addr, 16 << 10, 48 << 10) {
+                warnings.push(Warning::MlockFailed { why: format!("locking the busy loop's code: {e}") });
+                break;
+            }
+        }
+        let _ = memory::lock_sleep_calls();
+        let sched_now = sched::current_thread().unwrap_or(tp.sched);
+        let tid = rtthread::tid();
+
+        // Pre-heat: the CPU leaves its low-power states, the counter is calibrated against
+        // CLOCK_MONOTONIC over the whole pre-heat, and the loop times itself.
+        let calibrate = || match self.plan.counter {
+            CounterKind::Tsc => crate::rt::tsc::pair(),
+            CounterKind::Monotonic => {
+                let m = c.mono_ns();
+                (m as u64, m)
+            }
+        };
+        let (t0, m0) = calibrate();
+        let coarse = {
+            let until = m0 + 2_000_000;
+            while c.mono_ns() < until {
+                std::hint::spin_loop();
+            }
+            let (t1, m1) = calibrate();
+            Scale::new(t1.wrapping_sub(t0), (m1 - m0) as u64)
+        };
+        let scratch = Live::new(Layout::DEFAULT);
+        let mut scratch_rec = Recorder::with_logs(&scratch, ExceedLog::off(), ExceedLog::off(), None);
+        let mut scratch_series = Series::new();
+        let warm_ns = self.plan.warmup.as_nanos().min(i64::MAX as u128) as i64;
+        let pre = NoiseParams {
+            threshold_ticks: coarse.ticks(self.plan.threshold_ns as u64),
+            scale: coarse,
+            runtime_ns: i64::MAX,
+            period_ns: i64::MAX,
+            until_ns: Some(m0 + warm_ns),
+            watch_signals: self.plan.watch_signals,
+        };
+        let heated = noise::noise_loop(c, &pre, &mut scratch_rec, &mut scratch_series, &self.stop, &self.interrupt);
+        let (t1, m1) = calibrate();
+        let scale = match self.plan.counter {
+            CounterKind::Tsc => Scale::new(t1.wrapping_sub(t0), (m1 - m0).max(1) as u64),
+            CounterKind::Monotonic => Scale::NS,
+        };
+        let busy = scale.ns(coarse.ticks(heated.runtime_ns.max(0) as u64)) as f64
+            - scale.ns(coarse.ticks(heated.noise_ns)) as f64;
+        let loop_ns = if heated.iterations > 0 { busy.max(0.0) / heated.iterations as f64 } else { f64::MAX };
+        drop(scratch_series);
+
+        let mut rec = Recorder::with_logs(
+            &self.live,
+            ExceedLog::new(self.max_latency_ns, 1),
+            ExceedLog::off(),
+            self.ring.as_deref(),
+        );
+        rec.prefault();
+        let mut series = Series::new();
+        let status = ThreadStatus {
+            index: tp.index,
+            cpu: tp.cpu,
+            sched: sched_now,
+            interval_ns: tp.interval_ns,
+            tid,
+            identity: None,
+        };
+        let _ = self.tx.send(Setup { status, warnings, loop_ns });
+
+        let outcome = if self.shared.gate.wait() == GateState::Abort {
+            None
+        } else {
+            let until = self.shared.until_ns.load(Relaxed);
+            let p = NoiseParams {
+                threshold_ticks: scale.ticks(self.plan.threshold_ns as u64),
+                scale,
+                runtime_ns: self.plan.runtime_ns,
+                period_ns: self.plan.period_ns,
+                until_ns: (until != i64::MAX).then_some(until),
+                watch_signals: self.plan.watch_signals,
+            };
+            Some(noise::noise_loop(c, &p, &mut rec, &mut series, &self.stop, &self.interrupt))
+        };
+        if outcome.as_ref().is_some_and(|o| o.signalled) {
+            self.shared.signalled.store(true, Relaxed);
+        }
+        signals::interrupt_sleeps_on(None);
+        self.shared.finished[tp.index].store(true, Relaxed);
+        let summary = rec.finish();
+        let noise = outcome.as_ref().map(|o| {
+            let n = series.len.min(series.points.len());
+            NoiseFigures {
+                counter_mhz: scale.mhz(),
+                loop_ns,
+                iterations: o.iterations,
+                runtime_ns: o.runtime_ns,
+                noise_ns: o.noise_ns,
+                available_pct: 0.0,
+                noise_per_s_ns: 0.0,
+                noises_per_s: summary.cycles as f64 * 1e9 / o.runtime_ns.max(1) as f64,
+                noise_us_floor: o.noise_us_floor,
+                steal_ns: None,
+                sources: None,
+                series: NoiseSeries {
+                    interval_ns: series.interval_ns,
+                    noise_ns: series.points[..n].iter().map(|p| p.0).collect(),
+                    count: series.points[..n].iter().map(|p| p.1).collect(),
+                },
+            }
+            .derive()
+        });
+        ThreadOutcome {
+            plan: tp.clone(),
+            sched: Some(sched_now),
+            cpus_allowed: Some(affinity::current_thread().unwrap_or_default()),
+            last_cpu: affinity::current_cpu(),
+            timer_slack_ns: None,
+            summary,
+            outcome: LoopOutcome {
+                iterations: outcome.as_ref().map_or(0, |o| o.iterations),
+                drift_ns: 0,
+                break_hit: None,
+                start_ns: outcome.as_ref().map_or(0, |o| o.start_ns),
+            },
+            drift_ns: None,
+            tid,
+            samples_lost: 0,
+            warnings: Vec::new(),
+            noise,
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! What every probe that runs its own OS threads does the same way: the start line they wait
+//! at after their setup, the scheduling they ask for (and its fallback), and waking them out of
+//! a sleep when the run stops.
+
+use super::{ThreadPlan, ThreadStatus};
+use crate::result::warning::Warning;
+use crate::rt::privileges::Privileges;
+use crate::rt::sched::{self, Policy, SchedParams};
+use crate::rt::signals;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// Where the start line stands.
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+pub enum GateState {
+    /// Threads wait.
+    Closed,
+    /// Threads measure.
+    Go,
+    /// Threads leave without measuring.
+    Abort,
+}
+
+/// The start line: threads wait here after setup and leave together.
+pub struct Gate {
+    state: Mutex<GateState>,
+    cv: Condvar,
+}
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Gate {
+        Gate { state: Mutex::new(GateState::Closed), cv: Condvar::new() }
+    }
+
+    /// Waits until the gate opens; says how.
+    pub fn wait(&self) -> GateState {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while *s == GateState::Closed {
+            s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        *s
+    }
+    /// Opens the gate: `Go` releases the threads, `Abort` sends them home.
+    pub fn open(&self, to: GateState) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = to;
+        self.cv.notify_all();
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate::new()
+    }
+}
+
+/// Wakes every probe that is still sleeping until it has left its loop. A signal may land
+/// just before a probe goes to sleep, so it is sent again every 5 ms; `--method sleep`
+/// (Rust's `std::thread::sleep`, which resumes after signals) still sleeps out its period.
+pub fn wake_until_finished(finished: &[AtomicBool], statuses: &[ThreadStatus]) {
+    loop {
+        let mut waiting = false;
+        for s in statuses {
+            if !finished[s.index].load(Relaxed) {
+                waiting = true;
+                let _ = signals::wake_thread(s.tid);
+            }
+        }
+        if !waiting {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Applies the thread's policy; on refusal, falls back to the best allowed (an RT priority
+/// clamped to RLIMIT_RTPRIO, else SCHED_OTHER) and says why.
+pub fn apply_sched(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<Warning>) {
+    let asked = tp.sched;
+    let Err(e) = sched::set_current_thread(&asked) else { return };
+    let label = SchedParams::label;
+    let why = match () {
+        _ if crate::rt::not_permitted(&e) => privileges.explain_rt_denied(),
+        _ if crate::rt::busy(&e) && asked.policy == Policy::Deadline => format!(
+            "SCHED_DEADLINE admission control refused runtime {} ns per period {} ns (the CPUs' deadline bandwidth \
+             is used up); fix: lower --dl-runtime or use fewer threads",
+            asked.runtime_ns, asked.period_ns
+        ),
+        _ => e.to_string(),
+    };
+    let mut fallback = SchedParams::simple(Policy::Other, 0);
+    if asked.policy.is_realtime_priority()
+        && privileges.rlimit_rtprio > 0
+        && u64::from(asked.priority) > privileges.rlimit_rtprio
+    {
+        let clamped = SchedParams::simple(asked.policy, privileges.rlimit_rtprio as u32);
+        if sched::set_current_thread(&clamped).is_ok() {
+            fallback = clamped;
+        }
+    }
+    if fallback.policy == Policy::Other {
+        let _ = sched::set_current_thread(&fallback);
+    }
+    warnings.push(Warning::PolicyDowngraded { thread: tp.index, asked: label(&asked), got: label(&fallback), why });
+}
