@@ -6,7 +6,7 @@ use super::beam::BeamCommand;
 use super::cyclictest::CyclictestArgs;
 use super::{clap_error, Cli, Command};
 use crate::commands::{self, cyclictest::CyclictestOptions, export::ExportOptions, load::LoadOptions};
-use crate::commands::{doctor::DoctorOptions, schema::SchemaOptions, sweep::SweepOptions};
+use crate::commands::{doctor::DoctorOptions, noise::NoiseOptions, schema::SchemaOptions, sweep::SweepOptions};
 use crate::commands::{import::ImportOptions, import::ShowOptions, plot::PlotOptions, run::RunOptions};
 use crate::commands::{report::CompareOptions, report::ReportOptions, samples::SamplesOptions};
 use crate::error::Error;
@@ -60,6 +60,7 @@ impl Parsed {
                     | Command::Sweep(_)
                     | Command::Beam(_)
                     | Command::Doctor(_)
+                    | Command::Noise(_)
             ),
         }
     }
@@ -94,6 +95,7 @@ impl Parsed {
                 Command::Export(a) => commands::export::execute(&ExportOptions::from_cli(a)?),
                 Command::Schema(a) => commands::schema::execute(&SchemaOptions::from_cli(a)?),
                 Command::Doctor(a) => commands::doctor::execute(&DoctorOptions::from_cli(a)?),
+                Command::Noise(a) => commands::noise::execute(&NoiseOptions::from_cli(*a)?, cl),
                 Command::LoadWorker { spec } => commands::load::worker(&spec),
                 Command::Completions(a) => {
                     crate::export::print(&a.script());

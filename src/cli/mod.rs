@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod export;
 pub mod import;
 pub mod load;
+pub mod noise;
 pub mod parse;
 pub mod plot;
 pub mod report;
@@ -77,6 +78,10 @@ pub enum Command {
     /// Is this machine set up for real time? Kernel, isolation, IRQs, power, scheduler, memory,
     /// noise and rights for the CPUs you measure, each with evidence, consequence and fix.
     Doctor(doctor::DoctorArgs),
+    /// Measure OS noise: how much of each CPU the system takes from a busy thread, and who
+    /// takes it (oslat, rtla osnoise/hwnoise on any kernel).
+    #[command(long_about = noise::LONG_ABOUT)]
+    Noise(Box<noise::NoiseArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(docs::CompletionsArgs),
     /// Print a man page (roff) of rtlab or of one of its commands.

@@ -5,6 +5,7 @@
 pub mod cyclictest_json;
 pub mod cyclictest_text;
 pub mod json;
+pub mod oslat;
 pub mod samples;
 pub mod schema;
 

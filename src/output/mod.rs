@@ -4,5 +4,6 @@ pub mod cyclictest;
 pub mod doctor;
 pub mod explain;
 pub mod live;
+pub mod noise;
 pub mod table;
 pub mod warnings;

@@ -75,6 +75,9 @@ fn row(label: &str, cpu: &str, policy: &str, s: &Stats, u: Unit) -> Vec<String> 
 /// The final summary of a result: one row per thread, an ALL row, then the verdict (warnings go
 /// to stderr: `output::warnings`).
 pub fn summary(r: &RunResult, u: Unit) -> String {
+    if r.kind == crate::result::Kind::Noise {
+        return super::noise::summary(r, u);
+    }
     let l = u.label();
     let mut out = String::new();
     if let Some(src) = &r.source {
@@ -146,6 +149,15 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
     out
 }
 
+/// The loads' table after a blank line, or nothing without loads.
+pub fn loads_if_any(results: &[LoadResult]) -> String {
+    if results.is_empty() {
+        String::new()
+    } else {
+        loads(results)
+    }
+}
+
 /// A sweep: one row per point, its axes and all its threads together.
 pub fn sweep(s: &crate::sweep::SweepResult, points: &[crate::import::input::LoadedPoint], u: Unit) -> String {
     let axes: Vec<String> =
@@ -209,10 +221,10 @@ pub fn loads(results: &[LoadResult]) -> String {
 /// goes to stdout.
 pub fn print_summary(result: &RunResult, unit: Unit, header: &str, to_stderr: bool) {
     let mut text = header.to_string() + &summary(result, unit);
-    if !result.loads.is_empty() {
-        text += &loads(&result.loads);
+    text += &loads_if_any(&result.loads);
+    if result.kind == crate::result::Kind::Wakeup {
+        text += &super::explain::blocks(result);
     }
-    text += &super::explain::blocks(result);
     if to_stderr {
         let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
     } else {

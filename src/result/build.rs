@@ -159,6 +159,10 @@ impl RunResult {
             c.degraded = warnings.iter().any(Warning::is_downgrade);
             c
         });
+        let noise = p.noise.map(|mut n| {
+            n.degraded = warnings.iter().any(Warning::is_downgrade);
+            n
+        });
         let cpus = CpuSet::from_cpus(p.probes.iter().filter_map(|t| t.cpu));
         let inputs: Vec<VerdictInput> = p.probes.iter().map(|t| (t.thread, t.cpu, &t.summary, t.break_hit)).collect();
         let end = p.end.or_else(|| p.start.zip(p.duration_s).map(|(s, d)| s + Duration::from_secs_f64(d.max(0.0))));
@@ -198,7 +202,7 @@ impl RunResult {
             explanations: p.explanations,
             explain: p.explain,
             kind: p.kind,
-            noise: p.noise,
+            noise,
         }
     }
 }

@@ -178,6 +178,10 @@ impl Output {
             config,
             explanations: self.explanations.clone(),
             explain: self.explain.clone(),
+            noise: base.noise.map(|mut n| {
+                n.mlockall_obtained = self.mlocked;
+                n
+            }),
             ..base
         }
     }

@@ -1,0 +1,373 @@
+//! `rtlab noise`: arguments, defaults, and validation into a [`NoiseOptions`].
+
+use super::parse;
+use super::UsageError;
+use crate::commands::noise::{Format, NoiseOptions};
+use crate::measure::histogram::Layout;
+use crate::probes::noise::{CounterKind, Plan as NoisePlan};
+use crate::probes::{ProbeSpec, ThreadPlan};
+use crate::rt::affinity::{self, CpuSet};
+use crate::rt::sched::{Policy, SchedParams};
+use crate::session::Plan;
+use crate::units::Unit;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The long help of `rtlab noise`.
+pub const LONG_ABOUT: &str = "Measure OS noise: how much of each CPU the system takes from a busy thread.
+
+One thread per CPU (pinned, its policy applied, memory locked) pre-heats its CPU for --warm-up \
+(1 s, as oslat), calibrating its counter against CLOCK_MONOTONIC and timing its own loop, then \
+reads the counter back to back (the TSC where it is invariant, else clock_gettime). Every gap of \
+at least --threshold is noise: its length goes into the histogram that drops nothing, and the \
+table gives per CPU the runtime, the noise, the % of the CPU available, the largest single \
+noise, noises per second and, from the CPU's trace events, how many came from hardware/the \
+hypervisor (HW), NMIs, IRQs, softirqs and other threads (as rtla osnoise, on any kernel).
+
+Defaults: every online CPU, SCHED_OTHER, threshold 1 µs, no duty cycle (--runtime = --period = \
+1 s), attribution of every noise (root and tracefs; --no-attribute turns it off), until Ctrl-C \
+(or -D). Times without a unit are µs (--threshold, --runtime, --period, --max-noise) or seconds (-D).
+
+An RT-priority run needs -D; a busy RT thread on every CPU with RT throttling off is refused \
+unless --force. --format oslat prints oslat's layout (and --json writes oslat's JSON).
+
+Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a single noise exceeded --max-noise.";
+
+/// `rtlab noise` arguments (see [`LONG_ABOUT`]).
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "Examples:\n  rtlab noise -c 1 -D 30s\n  rtlab noise -c 2,3 --policy fifo -p 95 -D 1m --json noise.json\n  rtlab noise -D 10s --runtime 900ms --period 1s\n  rtlab noise -c 1 -D 3 --format oslat"
+)]
+pub struct NoiseArgs {
+    /// The CPUs to measure, one busy thread each (0, 1,3, 0-3) [default: every online CPU]
+    #[arg(short = 'c', long = "cpus", value_name = "CPUSET", value_parser = parse::cpuset)]
+    pub cpus: Option<CpuSet>,
+
+    /// Run length: 30, 30s, 1.5m, 2h (plain number = seconds) [default: until Ctrl-C]
+    #[arg(short = 'D', long = "duration", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::duration)]
+    pub duration: Option<Duration>,
+
+    /// Scheduling policy of the busy threads: other, batch, idle, fifo, rr [default: other]
+    #[arg(long, value_name = "POLICY")]
+    pub policy: Option<Policy>,
+
+    /// Priority for fifo/rr, 1-99 [default: 95 with fifo/rr]
+    #[arg(short = 'p', long = "priority", value_name = "PRIO", allow_negative_numbers = true, value_parser = parse::priority)]
+    pub priority: Option<u32>,
+
+    /// A gap of at least this is noise (plain number = µs); it must be above the loop's own
+    /// iteration time, measured during the pre-heat
+    #[arg(long = "threshold", value_name = "TIME", default_value = "1us", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub threshold: i64,
+
+    /// Busy part of each period (duty cycle, as osnoise's runtime) [default: the whole period]
+    #[arg(long = "runtime", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub runtime: Option<i64>,
+
+    /// Duty-cycle period: the threads sleep for period − runtime of every period
+    #[arg(long = "period", value_name = "TIME", default_value = "1s", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub period: i64,
+
+    /// Pre-heat before measuring: calibrates the counter and times the loop (at least 100ms)
+    #[arg(long = "warm-up", value_name = "TIME", default_value = "1s", allow_negative_numbers = true, value_parser = parse::duration)]
+    pub warmup: Duration,
+
+    /// The busy loop's clock: auto (the TSC where it is invariant and the kernel's
+    /// clocksource, else monotonic), tsc, monotonic
+    #[arg(long = "counter", value_name = "COUNTER", default_value = "auto", value_parser = ["auto", "tsc", "monotonic"])]
+    pub counter: String,
+
+    /// Attribute the noises of at least TIME (default: --threshold) to HW, NMI, IRQ, softirq
+    /// and threads from the measured CPUs' trace events (rtlab's own tracefs instance)
+    #[arg(long = "attribute", value_name = "TIME", num_args = 0..=1, require_equals = true, value_parser = parse::latency, conflicts_with = "no_attribute")]
+    pub attribute: Option<Option<i64>>,
+
+    /// Do not record trace events (no attribution; nothing added to each interruption)
+    #[arg(long = "no-attribute")]
+    pub no_attribute: bool,
+
+    /// Keep the N largest noises explained whole (parts and timeline) in the result
+    #[arg(long = "explain-worst", value_name = "N", default_value = "10", value_parser = clap::value_parser!(u16).range(0..=1000))]
+    pub explain_worst: u16,
+
+    /// Verdict: fail (exit 3) if a single noise exceeds this (plain number = µs)
+    #[arg(long = "max-noise", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub max_noise: Option<i64>,
+
+    /// Output layout: table (rtla osnoise's columns) or oslat (its text; --json writes its JSON)
+    #[arg(long = "format", value_enum, default_value = "table")]
+    pub format: Format,
+
+    /// With --format oslat: histogram buckets of 1 µs (the last holds the overflows), as oslat -b
+    #[arg(long = "oslat-buckets", value_name = "N", default_value = "32", value_parser = clap::value_parser!(u32).range(4..=1024))]
+    pub oslat_buckets: u32,
+
+    /// Write the RunResult (kind noise) to FILE, atomically; - for stdout
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Record every noise (CPU, time, length) into FILE (read it with `rtlab samples FILE`)
+    #[arg(long = "samples", value_name = "FILE")]
+    pub samples: Option<PathBuf>,
+
+    /// Pin the reporting (main) thread and the trace reader to these CPUs
+    #[arg(long = "mainaffinity", value_name = "CPUSET", value_parser = parse::cpuset)]
+    pub main_affinity: Option<CpuSet>,
+
+    /// Do not lock memory
+    #[arg(long = "no-mlockall")]
+    pub no_mlockall: bool,
+
+    /// Histogram bucket width (plain number = µs)
+    #[arg(long = "bucket-size", value_name = "TIME", default_value = "1us", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub bucket_size: i64,
+
+    /// End of the linear histogram region; beyond it buckets are 1/32 octave wide
+    #[arg(long = "range", value_name = "TIME", default_value = "10ms", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub range: i64,
+
+    /// Background load beside the measurement (repeatable; `rtlab load --help`)
+    #[arg(long = "load", value_name = "SPEC", value_parser = super::load::parse_spec)]
+    pub loads: Vec<crate::load::LoadSpec>,
+
+    /// Allow a busy RT thread (or RT busy load) on every CPU even with RT throttling disabled
+    #[arg(long)]
+    pub force: bool,
+
+    /// Treat any downgrade (policy, priority, mlockall, affinity) as an error
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Show nanoseconds instead of microseconds
+    #[arg(short = 'N', long = "nsecs")]
+    pub nsecs: bool,
+
+    /// Print nothing while measuring
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
+    /// Read /proc, /sys and /dev under DIR for the doctor's findings instead of / (tests)
+    #[arg(long = "sysroot", value_name = "DIR", hide = true)]
+    pub sysroot: Option<PathBuf>,
+}
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+/// Why a busy thread on each of `cpus` at `policy` would be refused: an RT priority on every
+/// online CPU while RT throttling is off (`sched_rt_runtime_us` = -1) would starve the kernel's
+/// own threads; `None` when it is allowed (or forced).
+pub fn refuse_starving(
+    policy: Policy,
+    cpus: &CpuSet,
+    online: &CpuSet,
+    rt_runtime_us: Option<i64>,
+    force: bool,
+) -> Option<String> {
+    let every = online.difference(cpus).is_empty();
+    (policy.is_realtime_priority() && every && rt_runtime_us == Some(-1) && !force).then(|| {
+        format!(
+            "refusing a busy SCHED_{} thread on every CPU ({cpus}) while RT throttling is disabled \
+             (sched_rt_runtime_us = -1): it would starve the kernel's own threads and can hang the machine; \
+             leave a CPU out of -c, use --policy other, or pass --force",
+            policy.name().to_uppercase()
+        )
+    })
+}
+
+impl NoiseOptions {
+    /// Validates `rtlab noise`'s arguments against each other and against this machine.
+    pub fn from_cli(a: NoiseArgs) -> Result<NoiseOptions, UsageError> {
+        a.validate()
+    }
+}
+
+impl NoiseArgs {
+    fn validate(self) -> Result<NoiseOptions, UsageError> {
+        let online = affinity::online_cpus();
+        let cpus = self.cpus.clone().unwrap_or_else(|| online.clone());
+        if cpus.is_empty() {
+            return Err(usage("-c names no CPU; give a CPU list such as 1 or 2-3"));
+        }
+        super::run::check_online(&cpus, &online, "-c")?;
+        if let Some(set) = &self.main_affinity {
+            super::run::check_online(set, &online, "--mainaffinity")?;
+        }
+        let policy = self.policy.unwrap_or(Policy::Other);
+        if policy == Policy::Deadline {
+            return Err(usage(
+                "--policy deadline: a busy loop would only run for its runtime each period; use fifo/rr for an RT \
+                 busy thread, or --runtime/--period for a duty cycle",
+            ));
+        }
+        let (lo, hi) = policy.priority_range();
+        let priority = match self.priority {
+            Some(p) if p < lo || p > hi => {
+                return Err(usage(if policy.is_realtime_priority() {
+                    format!("priority {p} is out of range for SCHED_{}: use 1 to 99, e.g. -p 80", policy.name().to_uppercase())
+                } else {
+                    format!(
+                        "priority {p} is out of range for SCHED_{} (only 0): drop -p, or use --policy fifo -p {p}",
+                        policy.name().to_uppercase()
+                    )
+                }))
+            }
+            Some(p) => p,
+            None if policy.is_realtime_priority() => super::run::DEFAULT_PRIORITY,
+            None => 0,
+        };
+        if policy.is_realtime_priority() && self.duration.is_none() {
+            return Err(usage(format!(
+                "a busy SCHED_{} thread needs a bounded run: give -D (e.g. -D 30s)",
+                policy.name().to_uppercase()
+            )));
+        }
+        let privileges = crate::rt::privileges::Privileges::current();
+        if let Some(why) = refuse_starving(policy, &cpus, &online, privileges.sched_rt_runtime_us, self.force) {
+            return Err(usage(why));
+        }
+        crate::load::check_safety(&self.loads, self.duration.is_some(), self.force, &privileges).map_err(usage)?;
+        let period = self.period;
+        let runtime = self.runtime.unwrap_or(period);
+        if period > 3_600_000_000_000 {
+            return Err(usage(format!("--period {period} ns is longer than an hour; use e.g. --period 1s")));
+        }
+        if runtime > period {
+            return Err(usage(format!(
+                "--runtime {} is longer than --period {}: the busy part cannot exceed the period; e.g. --runtime 900ms --period 1s",
+                crate::units::duration(runtime),
+                crate::units::duration(period)
+            )));
+        }
+        if runtime < 100_000 {
+            return Err(usage(format!(
+                "--runtime {} is too short to measure in; use 100us or more",
+                crate::units::duration(runtime)
+            )));
+        }
+        if self.threshold >= runtime {
+            return Err(usage(format!(
+                "--threshold {} is not below --runtime {}: no gap could be seen; lower --threshold",
+                crate::units::duration(self.threshold),
+                crate::units::duration(runtime)
+            )));
+        }
+        if self.warmup < Duration::from_millis(100) {
+            return Err(usage(format!(
+                "--warm-up {} ms is too short to calibrate the counter and time the loop; use 100ms or more",
+                self.warmup.as_millis()
+            )));
+        }
+        if self.warmup > Duration::from_secs(60) {
+            return Err(usage("--warm-up longer than a minute pre-heats nothing more; use e.g. --warm-up 1s"));
+        }
+        let (counter, counter_why) = match self.counter.as_str() {
+            "monotonic" => (CounterKind::Monotonic, Some("--counter monotonic".to_string())),
+            asked => match crate::rt::tsc::unusable() {
+                None => (CounterKind::Tsc, None),
+                Some(why) if asked == "tsc" => {
+                    return Err(usage(format!(
+                        "--counter tsc: {why}; use --counter monotonic (or auto, which falls back to it)"
+                    )))
+                }
+                Some(why) => (CounterKind::Monotonic, Some(why)),
+            },
+        };
+        if self.format == Format::Oslat {
+            if self.threshold > 1_000 {
+                return Err(usage(format!(
+                    "--format oslat counts every gap in 1 µs buckets, but --threshold {} leaves gaps below it uncounted; \
+                     use --threshold 1us or less",
+                    crate::units::duration(self.threshold)
+                )));
+            }
+            if 1_000 % self.bucket_size != 0 || self.range < i64::from(self.oslat_buckets) * 1_000 {
+                return Err(usage(format!(
+                    "--format oslat needs 1 µs buckets up to {} µs: use a --bucket-size that divides 1us and --range {}us or more",
+                    self.oslat_buckets, self.oslat_buckets
+                )));
+            }
+        }
+        let mut outputs: Vec<(String, &std::path::Path)> = Vec::new();
+        if let Some(p) = &self.json {
+            outputs.push(("--json".into(), p));
+        }
+        if let Some(p) = &self.samples {
+            if p.as_os_str() == "-" {
+                return Err(usage("--samples -: a samples file is binary; give a file name, e.g. --samples noise.smp"));
+            }
+            outputs.push(("--samples".into(), p));
+        }
+        crate::export::check_outputs(&outputs, &[]).map_err(usage)?;
+        let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
+        layout.check_memory(cpus.len()).map_err(usage)?;
+        let threads: Vec<ThreadPlan> = cpus
+            .cpus()
+            .iter()
+            .enumerate()
+            .map(|(index, &cpu)| ThreadPlan {
+                index,
+                cpu: Some(cpu),
+                sched: SchedParams::simple(policy, priority),
+                interval_ns: period,
+                warmup_cycles: 0,
+            })
+            .collect();
+        let probe = NoisePlan {
+            threads,
+            counter,
+            counter_why,
+            threshold_ns: self.threshold,
+            runtime_ns: runtime,
+            period_ns: period,
+            warmup: self.warmup,
+            mlockall: !self.no_mlockall,
+            main_affinity: self.main_affinity.clone(),
+            watch_signals: policy.is_realtime_priority() && online.difference(&cpus).is_empty(),
+        };
+        let explain = (!self.no_attribute).then(|| crate::session::explain::ExplainPlan {
+            threshold_ns: Some(self.attribute.flatten().unwrap_or(self.threshold).max(self.threshold)),
+            worst: usize::from(self.explain_worst),
+            noise: true,
+        });
+        let plan = Plan {
+            duration: self.duration,
+            max_latency_ns: self.max_noise,
+            strict: self.strict,
+            sample_ring: (self.samples.is_some() || explain.is_some()).then_some(crate::session::SAMPLE_RING),
+            explain,
+            loads: self.loads,
+            samples: self.samples,
+            doctor: Some(super::doctor::sysroot(self.sysroot.as_ref())?),
+            ..Plan::new(ProbeSpec::Noise(probe), layout)
+        };
+        Ok(NoiseOptions {
+            plan,
+            json: self.json,
+            format: self.format,
+            oslat_buckets: self.oslat_buckets,
+            unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
+            quiet: self.quiet,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_rt_thread_on_every_cpu_without_throttling_is_refused_unless_forced() {
+        let online = CpuSet::from_cpus([0, 1]);
+        let all = online.clone();
+        let one = CpuSet::from_cpus([1]);
+        let e = refuse_starving(Policy::Fifo, &all, &online, Some(-1), false).unwrap();
+        assert!(e.contains("sched_rt_runtime_us = -1") && e.contains("--force"), "{e}");
+        assert_eq!(refuse_starving(Policy::Fifo, &all, &online, Some(-1), true), None, "forced");
+        assert_eq!(refuse_starving(Policy::Fifo, &one, &online, Some(-1), false), None, "a CPU is left free");
+        assert_eq!(refuse_starving(Policy::Fifo, &all, &online, Some(950_000), false), None, "throttling protects");
+        assert_eq!(refuse_starving(Policy::Other, &all, &online, Some(-1), false), None, "fair threads share");
+    }
+}

@@ -1,0 +1,158 @@
+//! oslat's outputs from a noise RunResult: its text layout (one column per core) and its
+//! `--json` file. oslat counts every gap between two reads in 1 µs buckets — bucket k holds the
+//! gaps of k−1 to k µs, the last one everything longer — and averages the gaps in those whole
+//! µs; rtlab keeps the noises themselves and the number of reads, from which the same figures
+//! follow exactly.
+
+use crate::result::{RunResult, ThreadResult};
+
+/// One core's figures as oslat prints them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Core {
+    /// CPU.
+    pub cpu: usize,
+    /// Counter frequency (MHz, whole).
+    pub freq_mhz: u64,
+    /// Gap counts per 1 µs bucket (index 0 is oslat's `001`).
+    pub buckets: Vec<u64>,
+    /// Smallest gap in whole µs, counted as oslat does (a gap below 1 µs is 1).
+    pub min_us: u64,
+    /// Mean of the gaps in those whole µs.
+    pub avg_us: f64,
+    /// Largest gap, counted the same way.
+    pub max_us: u64,
+    /// Time measured (s).
+    pub duration_s: f64,
+}
+
+/// The cores of `r` with `buckets` buckets, or why `r` cannot be shown as oslat: it is not a
+/// noise run, or its threshold left gaps of 1 µs or more uncounted.
+pub fn cores(r: &RunResult, buckets: usize) -> Result<Vec<Core>, String> {
+    let Some(cfg) = &r.noise else {
+        return Err("oslat's layout shows noise runs (rtlab noise); this file holds wakeup latencies".into());
+    };
+    if cfg.threshold_ns > 1_000 {
+        return Err(format!(
+            "this run counted only gaps of at least {} ns; oslat's layout needs every gap from 1 µs (--threshold 1us)",
+            cfg.threshold_ns
+        ));
+    }
+    r.threads.iter().filter(|t| t.noise.is_some()).map(|t| core(t, buckets.max(1))).collect()
+}
+
+fn core(t: &ThreadResult, buckets: usize) -> Result<Core, String> {
+    let n = t.noise.as_ref().ok_or("no noise figures")?;
+    let noises = t.stats.cycles;
+    let quiet = n.iterations.saturating_sub(noises);
+    let mut counts = vec![0u64; buckets];
+    counts[0] = quiet;
+    let hist = t.stats.histogram.as_ref().ok_or("the run has no histogram")?;
+    for b in &hist.buckets {
+        // A bucket within one whole µs goes where oslat would put each of its gaps.
+        let k = (b.lo_ns / 1_000) as usize;
+        if b.hi_ns > (k as u64 + 1) * 1_000 && k + 1 < buckets {
+            return Err(format!("histogram bucket {}..{} ns spans more than one µs", b.lo_ns, b.hi_ns));
+        }
+        counts[k.min(buckets - 1)] += b.count;
+    }
+    let to_us = |ns: Option<i64>| ns.map(|v| (v.max(0) as u64) / 1_000 + 1);
+    let min_us = if quiet > 0 { 1 } else { to_us(t.stats.min_ns).unwrap_or(1) };
+    let max_us = if noises > 0 { to_us(t.stats.max_ns).unwrap_or(1) } else { 1 };
+    let reads = n.iterations.max(1);
+    Ok(Core {
+        cpu: t.cpu.unwrap_or(t.thread),
+        freq_mhz: n.counter_mhz.round() as u64,
+        buckets: counts,
+        min_us,
+        avg_us: (n.iterations + n.noise_us_floor) as f64 / reads as f64,
+        max_us,
+        duration_s: n.runtime_ns as f64 / 1e9,
+    })
+}
+
+/// oslat's text: its header, then one column per core.
+pub fn text(r: &RunResult, buckets: usize) -> Result<String, String> {
+    let cores = cores(r, buckets)?;
+    let cfg = r.noise.as_ref().ok_or("not a noise run")?;
+    let row = |f: &dyn Fn(&Core) -> String| cores.iter().map(f).collect::<Vec<_>>().join(" ");
+    let mut out = format!("oslat V 2.40 layout (rtlab {})\n", r.tool.version);
+    out += &format!("Total runtime: \t\t{} seconds\n", r.duration_s.unwrap_or(0.0).round() as u64);
+    out += &format!(
+        "Thread priority: \t{}\n",
+        if cfg.policy.is_realtime_priority() {
+            format!("SCHED_{}:{}", cfg.policy.name().to_uppercase(), cfg.priority)
+        } else {
+            "default".into()
+        }
+    );
+    out += &format!("CPU list: \t\t{}\n", cfg.cpus);
+    out += &format!("Counter: \t\t{}\n", cfg.counter);
+    out += &format!(
+        "Workload: \t\t{}\n",
+        if r.loads.is_empty() { "no".to_string() } else { r.loads.iter().map(|l| l.spec.clone()).collect::<Vec<_>>().join(", ") }
+    );
+    out += &format!("Preheat cores: \t\t{}\n\n", cores.len());
+    out += &format!("Pre-heat for {} seconds...\nTest starts...\nTest completed.\n\n", cfg.warmup_ns as f64 / 1e9);
+    out += &format!("        Core:\t {}\n", row(&|c| c.cpu.to_string()));
+    out += &format!("Counter Freq:\t {} (Mhz)\n", row(&|c| c.freq_mhz.to_string()));
+    for k in 0..buckets {
+        let tail = if k + 1 == buckets { " (including overflows)" } else { "" };
+        out += &format!("    {:03} (us):\t {}{tail}\n", k + 1, row(&|c| c.buckets[k].to_string()));
+    }
+    out += &format!("     Minimum:\t {} (us)\n", row(&|c| c.min_us.to_string()));
+    out += &format!("     Average:\t {} (us)\n", row(&|c| format!("{:.3}", c.avg_us)));
+    out += &format!("     Maximum:\t {} (us)\n", row(&|c| c.max_us.to_string()));
+    out += &format!("     Max-Min:\t {} (us)\n", row(&|c| (c.max_us - c.min_us.min(c.max_us)).to_string()));
+    out += &format!("    Duration:\t {} (sec)\n", row(&|c| format!("{:.3}", c.duration_s)));
+    Ok(out)
+}
+
+/// oslat's `--json` file (its keys, `cmdline:` and `rt_test_version:` included).
+pub fn json(r: &RunResult, buckets: usize) -> Result<Vec<u8>, String> {
+    let cores = cores(r, buckets)?;
+    let date = |t: &Option<String>| {
+        t.as_deref().and_then(crate::timefmt::parse_rfc3339).map(crate::timefmt::rfc2822).unwrap_or_default()
+    };
+    let env = &r.environment;
+    let mut threads = serde_json::Map::new();
+    for (i, c) in cores.iter().enumerate() {
+        let hist: serde_json::Map<String, serde_json::Value> = c
+            .buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| ((k + 1).to_string(), serde_json::json!(n)))
+            .collect();
+        threads.insert(
+            i.to_string(),
+            serde_json::json!({
+                "cpu": c.cpu,
+                "freq": c.freq_mhz,
+                "min": c.min_us,
+                "avg": (c.avg_us * 1e6).round() / 1e6,
+                "max": c.max_us,
+                "duration": (c.duration_s * 1e3).round() / 1e3,
+                "histogram": hist,
+            }),
+        );
+    }
+    let v = serde_json::json!({
+        "file_version": 1,
+        "cmdline:": r.command_line.join(" "),
+        "rt_test_version:": format!("rtlab {}", r.tool.version),
+        "start_time": date(&r.start_time),
+        "end_time": date(&r.end_time),
+        "return_code": r.exit_code(),
+        "sysinfo": {
+            "sysname": "Linux",
+            "nodename": env.hostname.clone().unwrap_or_default(),
+            "release": env.kernel_release.clone().unwrap_or_default(),
+            "version": env.kernel_version.clone().unwrap_or_default(),
+            "machine": env.machine.clone().unwrap_or_default(),
+            "realtime": i32::from(env.preempt_rt == Some(true)),
+        },
+        "num_threads": cores.len(),
+        "thread": threads,
+    });
+    serde_json::to_vec_pretty(&v).map_err(|e| e.to_string())
+}
