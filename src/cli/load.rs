@@ -25,6 +25,8 @@ Keys of every kind:
   mode=thread|process            threads of rtlab, or processes of their own [thread]
 Keys of one kind:
   cpu        variant=float|int   [float]
+             burst=TIME,every=TIME  busy only TIME of every period (1us..1s), on an absolute
+                                 schedule: a periodic task of known size [always busy]
   messaging  fds=N (1..1000) [20]  size=BYTES [100]  transport=socket|pipe [socket]
   memory     size=BYTES per worker (64M, 1G) [64M]
   io         block=BYTES [1M]  dir=PATH [/tmp]

@@ -1,60 +1,7 @@
 //! Value parsers shared by the subcommands. Every error is one sentence naming the value and
 //! the fix.
 
-/// A time unit a value may carry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DefaultUnit {
-    /// Plain numbers are microseconds (intervals, latencies, cyclictest style).
-    Micros,
-    /// Plain numbers are seconds (durations).
-    Seconds,
-}
-
-fn unit_ns(unit: &str) -> Option<f64> {
-    Some(match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" | "sec" => 1e9,
-        "m" | "min" => 60e9,
-        "h" => 3_600e9,
-        "d" => 86_400e9,
-        _ => return None,
-    })
-}
-
-/// Parses `250`, `250us`, `1.5ms`, `30s`, `2h`, `1d` into nanoseconds; a plain number is in
-/// `default` units. Rejects negatives, non-numbers, unknown units and overflow.
-// Not humantime::parse_duration: it takes whole numbers only, and cyclictest users write
-// `-i 1.5ms` and `-D 0.5s`; its unit grammar is what this follows.
-pub fn time_ns(text: &str, default: DefaultUnit) -> Result<i64, String> {
-    let t = text.trim();
-    let example = match default {
-        DefaultUnit::Micros => "e.g. 1000, 250us or 1ms",
-        DefaultUnit::Seconds => "e.g. 30, 30s, 1.5m, 2h or 1d",
-    };
-    if t.starts_with('-') {
-        return Err(format!("'{text}' is negative; give a positive time, {example}"));
-    }
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 =
-        num.parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| format!("'{text}' is not a time; {example}"))?;
-    let scale = if unit.is_empty() {
-        match default {
-            DefaultUnit::Micros => 1e3,
-            DefaultUnit::Seconds => 1e9,
-        }
-    } else {
-        unit_ns(unit.trim())
-            .ok_or_else(|| format!("'{text}' has an unknown unit '{unit}'; use ns, us, ms, s, m, h or d"))?
-    };
-    let ns = value * scale;
-    if ns >= i64::MAX as f64 {
-        return Err(format!("'{text}' is too large"));
-    }
-    Ok(ns.round() as i64)
-}
+pub use crate::units::{time_ns, DefaultUnit};
 
 /// A positive interval (plain number = µs), from 1 µs to 1 h.
 pub fn interval(text: &str) -> Result<i64, String> {

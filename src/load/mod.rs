@@ -104,8 +104,8 @@ impl LoadResult {
 
 fn kind_name(k: &Kind) -> (&'static str, &'static str) {
     match k {
-        Kind::Cpu { int: false } => ("cpu", "terms"),
-        Kind::Cpu { int: true } => ("cpu", "iterations"),
+        Kind::Cpu { int: false, .. } => ("cpu", "terms"),
+        Kind::Cpu { int: true, .. } => ("cpu", "iterations"),
         Kind::Messaging { .. } => ("messaging", "messages"),
         Kind::Memory { .. } => ("memory", "bytes"),
         Kind::Io { .. } => ("io", "bytes"),

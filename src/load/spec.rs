@@ -18,6 +18,10 @@ pub enum Kind {
     Cpu {
         /// Integer variant.
         int: bool,
+        /// Busy only `burst_ns` of every `every_ns`, on an absolute schedule (a periodic task
+        /// of known size: the ground truth of a noise or latency measurement); `None`: always.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duty: Option<Duty>,
     },
     /// hackbench's model: per group, `fds` senders each write `size`-byte messages to every
     /// one of `fds` receivers over socketpairs or pipes; ops = messages delivered.
@@ -46,6 +50,15 @@ pub enum Kind {
         /// The command line.
         cmd: String,
     },
+}
+
+/// A periodic burst: busy for `burst_ns`, then asleep until the next multiple of `every_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Duty {
+    /// Busy time per period (ns).
+    pub burst_ns: i64,
+    /// Period (ns).
+    pub every_ns: i64,
 }
 
 /// A load's scheduling: `other` with a nice value, `batch`, `idle`, `fifo:N`, `rr:N`.
@@ -144,6 +157,14 @@ fn size(v: &str, key: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("{key}='{v}' is not a size; use e.g. {key}=64K, {key}=16M"))
 }
 
+/// A time of 1 µs to 1 s (plain number = µs), for a burst's length and period.
+fn period_ns(v: &str, key: &str) -> Result<i64, String> {
+    crate::units::time_ns(v, crate::units::DefaultUnit::Micros)
+        .ok()
+        .filter(|ns| (1_000..=1_000_000_000).contains(ns))
+        .ok_or_else(|| format!("{key}='{v}' is not a time from 1us to 1s; e.g. {key}=200us"))
+}
+
 fn count(v: &str, key: &str, max: usize) -> Result<usize, String> {
     v.parse::<usize>()
         .ok()
@@ -178,9 +199,13 @@ impl LoadSpec {
     pub fn render(&self) -> String {
         let mut items: Vec<String> = Vec::new();
         let name = match &self.kind {
-            Kind::Cpu { int } => {
+            Kind::Cpu { int, duty } => {
                 if *int {
                     items.push("variant=int".into());
+                }
+                if let Some(d) = duty {
+                    items.push(format!("burst={}ns", d.burst_ns));
+                    items.push(format!("every={}ns", d.every_ns));
                 }
                 "cpu"
             }
@@ -229,7 +254,7 @@ impl LoadSpec {
 
     /// True for loads that keep a CPU busy all the time (what RT throttling protects against).
     pub fn is_busy(&self) -> bool {
-        !matches!(self.kind, Kind::Io { .. })
+        !matches!(self.kind, Kind::Io { .. } | Kind::Cpu { duty: Some(_), .. })
     }
 }
 
@@ -244,6 +269,7 @@ impl FromStr for LoadSpec {
         let mut cpus = None;
         let mut process = false;
         let mut int = false;
+        let (mut burst, mut every) = (None, None);
         let (mut fds, mut msg, mut pipe) = (20usize, 100usize, false);
         let mut bytes = 64usize << 20;
         let (mut block, mut dir) = (1usize << 20, std::env::temp_dir());
@@ -295,6 +321,8 @@ impl FromStr for LoadSpec {
                         _ => return Err(format!("variant='{value}' must be float or int")),
                     }
                 }
+                ("cpu", "burst") => burst = Some(period_ns(value, key)?),
+                ("cpu", "every") => every = Some(period_ns(value, key)?),
                 ("messaging", "fds") => {
                     fds = count(value, key, 1000)?;
                     if fds == 0 {
@@ -327,7 +355,17 @@ impl FromStr for LoadSpec {
             return Err(format!("cmd= belongs to command loads, not {kind_name} (in '{text}')"));
         }
         let kind = match kind_name {
-            "cpu" => Kind::Cpu { int },
+            "cpu" => Kind::Cpu {
+                int,
+                duty: match (burst, every) {
+                    (None, None) => None,
+                    (Some(burst_ns), Some(every_ns)) if burst_ns < every_ns => Some(Duty { burst_ns, every_ns }),
+                    (Some(_), Some(_)) => {
+                        return Err(format!("burst= must be shorter than every= (in '{text}'); e.g. burst=200us,every=10ms"))
+                    }
+                    _ => return Err(format!("burst= and every= go together (in '{text}'); e.g. burst=200us,every=10ms")),
+                },
+            },
             "messaging" | "hackbench" => Kind::Messaging { fds, size: msg, pipe },
             "memory" => Kind::Memory { bytes },
             "io" => {
@@ -354,7 +392,7 @@ mod tests {
     #[test]
     fn specs_parse_with_defaults_and_options() {
         let s: LoadSpec = "cpu:workers=2,policy=idle".parse().unwrap();
-        assert_eq!((s.kind, s.workers, s.sched.policy), (Kind::Cpu { int: false }, 2, Policy::Idle));
+        assert_eq!((s.kind, s.workers, s.sched.policy), (Kind::Cpu { int: false, duty: None }, 2, Policy::Idle));
         let s: LoadSpec = "messaging:workers=4,fds=10,size=1K,transport=pipe,policy=fifo:49".parse().unwrap();
         assert_eq!(s.kind, Kind::Messaging { fds: 10, size: 1024, pipe: true });
         assert_eq!((s.sched.policy, s.sched.priority), (Policy::Fifo, 49));

@@ -12,7 +12,35 @@ const CHUNK: u64 = 4096;
 /// time of any helper threads it starts to `cpu_ns` (the caller adds its own).
 pub fn run(kind: &Kind, id: usize, ops: &AtomicU64, stop: &AtomicBool, cpu_ns: &AtomicU64) -> Result<(), String> {
     match kind {
-        Kind::Cpu { int: false } => {
+        Kind::Cpu { duty: Some(d), int } => {
+            // A periodic burst on an absolute schedule: busy until start + k·every + burst,
+            // then asleep until the next period; a stop is seen at every period.
+            let clock = crate::rt::clock::ClockId::MONOTONIC;
+            let mut next = crate::rt::clock::now(clock);
+            let (mut x, mut acc) = (0x9E37_79B9_7F4A_7C15u64 ^ id as u64, 0f64);
+            while !stop.load(Relaxed) {
+                let until = next + d.burst_ns;
+                let mut n = 0u64;
+                while crate::rt::clock::now(clock) < until {
+                    for _ in 0..64 {
+                        if *int {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                        } else {
+                            acc += 1.0 / (2 * n + 1) as f64;
+                        }
+                        n += 1;
+                    }
+                }
+                ops.fetch_add(n, Relaxed);
+                next += d.every_ns;
+                crate::rt::clock::sleep_until(clock, next);
+            }
+            std::hint::black_box((x, acc));
+            Ok(())
+        }
+        Kind::Cpu { int: false, .. } => {
             // The Leibniz series for π, one term per op.
             let (mut k, mut sum) = (0u64, 0f64);
             while !stop.load(Relaxed) {
@@ -26,7 +54,7 @@ pub fn run(kind: &Kind, id: usize, ops: &AtomicU64, stop: &AtomicBool, cpu_ns: &
             std::hint::black_box(sum);
             Ok(())
         }
-        Kind::Cpu { int: true } => {
+        Kind::Cpu { int: true, .. } => {
             let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ id as u64;
             let mut acc = 0u64;
             while !stop.load(Relaxed) {
@@ -212,8 +240,8 @@ mod tests {
 
     #[test]
     fn cpu_and_memory_workers_count_whole_chunks() {
-        assert_eq!(run_for(&Kind::Cpu { int: false }, 50) % CHUNK, 0);
-        assert_eq!(run_for(&Kind::Cpu { int: true }, 50) % CHUNK, 0);
+        assert_eq!(run_for(&Kind::Cpu { int: false, duty: None }, 50) % CHUNK, 0);
+        assert_eq!(run_for(&Kind::Cpu { int: true, duty: None }, 50) % CHUNK, 0);
         let copied = run_for(&Kind::Memory { bytes: 1 << 20 }, 50);
         assert!(copied > 0 && copied.is_multiple_of(1 << 19), "{copied}");
     }
