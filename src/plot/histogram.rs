@@ -64,15 +64,16 @@ fn log_x_start(series: &[Series]) -> f64 {
 }
 
 /// Draws the histogram of `series` (SVG text), the latency axis logarithmic unless `linear`.
-pub fn svg(caption: &Caption, series: &[Series], linear: bool) -> Result<String, String> {
+/// `quantity` names what the samples are (`Latency`, `Noise gap`).
+pub fn svg(caption: &Caption, series: &[Series], linear: bool, quantity: &str) -> Result<String, String> {
     if linear {
-        draw_on(caption, series, None)
+        draw_on(caption, series, None, quantity)
     } else {
-        draw_on(caption, series, Some(log_x_start(series)))
+        draw_on(caption, series, Some(log_x_start(series)), quantity)
     }
 }
 
-fn draw_on(caption: &Caption, series: &[Series], log_from: Option<f64>) -> Result<String, String> {
+fn draw_on(caption: &Caption, series: &[Series], log_from: Option<f64>, quantity: &str) -> Result<String, String> {
     let floor = 0.7;
     let x_max = series
         .iter()
@@ -93,7 +94,7 @@ fn draw_on(caption: &Caption, series: &[Series], log_from: Option<f64>) -> Resul
                 let mut chart =
                     super::frame(area).build_cartesian_2d(0f64..x_max, (floor..y_top).log_scale()).map_err(err)?;
                 super::axes(&mut chart.configure_mesh())
-                    .x_desc("Latency (µs)")
+                    .x_desc(format!("{quantity} (µs)"))
                     .y_desc("Samples per bucket")
                     .x_label_formatter(&super::plain)
                     .y_label_formatter(&log_label)
@@ -109,7 +110,7 @@ fn draw_on(caption: &Caption, series: &[Series], log_from: Option<f64>) -> Resul
                     .build_cartesian_2d((x_lo..x_hi).log_scale(), (floor..y_top).log_scale())
                     .map_err(err)?;
                 super::axes(&mut chart.configure_mesh())
-                    .x_desc("Latency (µs, logarithmic)")
+                    .x_desc(format!("{quantity} (µs, logarithmic)"))
                     .y_desc("Samples per bucket")
                     .x_label_formatter(&log_label)
                     .y_label_formatter(&log_label)

@@ -17,6 +17,8 @@ pub enum Kind {
     Timeseries,
     /// A sweep directory: p50/p99/p99.9/max against the swept axis, throughput on the right
     Sweep,
+    /// Noise over time from noise runs (rtlab noise): µs of noise per second of each CPU
+    Noise,
 }
 
 /// What a curve stands for.
@@ -58,13 +60,25 @@ pub fn render(
     let unfit = RenderError::Unfit;
     let title_or = |t: &str| title.map_or_else(|| t.to_string(), String::from);
     let drawn = match kind {
-        Kind::Histogram => {
+        Kind::Histogram | Kind::HistogramLinear => {
             let s = histogram_series(inputs, by).map_err(unfit)?;
-            histogram::svg(&caption(&title_or("Latency histogram"), inputs), &s, false)
+            // Noise runs' samples are gaps in busy loops, not wakeups.
+            let noise = inputs.iter().all(|i| i.run().is_some_and(|r| r.kind == crate::result::Kind::Noise));
+            let (title, quantity) = if noise { ("Noise gap histogram", "Noise gap") } else { ("Latency histogram", "Latency") };
+            histogram::svg(&caption(&title_or(title), inputs), &s, kind == Kind::HistogramLinear, quantity)
         }
-        Kind::HistogramLinear => {
-            let s = histogram_series(inputs, by).map_err(unfit)?;
-            histogram::svg(&caption(&title_or("Latency histogram"), inputs), &s, true)
+        Kind::Noise => {
+            let tracks: Vec<super::noise::Track> = inputs
+                .iter()
+                .filter_map(|i| i.run().map(|r| (i, r)))
+                .flat_map(|(i, r)| super::noise::tracks(r, if inputs.len() > 1 { Some(i.name.as_str()) } else { None }))
+                .collect();
+            if tracks.is_empty() {
+                return Err(unfit(
+                    "--kind noise draws noise runs (rtlab noise --json FILE); no input holds one".to_string(),
+                ));
+            }
+            super::noise::svg(&caption(&title_or("Noise over time"), inputs), &tracks)
         }
         Kind::Cdf => {
             let s = cdf_series(inputs, by).map_err(unfit)?;

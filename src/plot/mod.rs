@@ -8,6 +8,7 @@
 pub mod cdf;
 pub mod histogram;
 pub mod inputs;
+pub mod noise;
 pub mod sweep;
 pub mod timeline;
 pub mod timeseries;
@@ -205,13 +206,23 @@ pub fn describe(r: &RunResult) -> String {
         (Some(p), None) => parts.push(p.clone()),
         _ => {}
     }
-    if let Some(c) = &r.config {
+    if let Some(n) = &r.noise {
+        parts.push(format!("noise ≥ {}", crate::units::duration(n.threshold_ns)));
+        parts.push(format!("counter {}", n.counter));
+        if n.runtime_ns < n.period_ns {
+            parts.push(format!("busy {} of {}", crate::units::duration(n.runtime_ns), crate::units::duration(n.period_ns)));
+        }
+    } else if let Some(c) = &r.config {
         parts.push(format!("{} interval", crate::units::duration(c.interval_ns)));
         parts.push(format!("{} sleep", c.method.name()));
     } else if let Some(i) = r.threads.first().and_then(|t| t.interval_ns) {
         parts.push(format!("{} interval", crate::units::duration(i)));
     }
-    parts.push(format!("{} thread{}", r.threads.len(), if r.threads.len() == 1 { "" } else { "s" }));
+    if r.noise.is_none() {
+        parts.push(format!("{} thread{}", r.threads.len(), if r.threads.len() == 1 { "" } else { "s" }));
+    } else {
+        parts.push(format!("{} CPU{}", r.threads.len(), if r.threads.len() == 1 { "" } else { "s" }));
+    }
     if let Some(d) = r.duration_s {
         parts.push(format!("{d:.1} s"));
     }
