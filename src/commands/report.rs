@@ -76,6 +76,15 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
     if runs.len() < 2 {
         return Err(Error::Usage("compare needs at least two runs; give two result files".into()));
     }
+    // Gaps of busy loops and wakeup latencies are different quantities.
+    if let Some((name, _)) = runs.iter().find(|(_, r)| r.kind != runs[0].1.kind) {
+        return Err(Error::Usage(format!(
+            "{name} is a {} run but {} is a {} run: compare noise runs with noise runs and wakeup runs with wakeup runs",
+            kind_name(runs.iter().find(|(n, _)| n == name).map_or(runs[0].1.kind, |(_, r)| r.kind)),
+            runs[0].0,
+            kind_name(runs[0].1.kind)
+        )));
+    }
     let c = compare::compare(&runs);
     let max_sections = if args.all_threads || c.sections.len() <= 9 { usize::MAX } else { 1 };
     let mut text = String::new();
@@ -121,4 +130,11 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
         }
     }
     Ok(0)
+}
+
+fn kind_name(k: crate::result::Kind) -> &'static str {
+    match k {
+        crate::result::Kind::Wakeup => "wakeup-latency",
+        crate::result::Kind::Noise => "noise",
+    }
 }

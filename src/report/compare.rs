@@ -259,6 +259,36 @@ pub fn settings(r: &RunResult) -> Vec<(String, String)> {
     if let Some(d) = &r.environment.doctor {
         out.extend(d.checks.iter().map(|c| (format!("doctor.{}", c.id), c.comparable())));
     }
+    out.extend(noise_settings(r));
+    out
+}
+
+/// A noise run's settings (`noise.threshold_ns`, …) and, per CPU, what it measured: the share
+/// available, the noise per second, the largest single noise and the noises by source
+/// (`noise.cpu1.available_pct`, `noise.cpu1.irq`), so two noise runs compare side by side.
+pub fn noise_settings(r: &RunResult) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Some(cfg) = &r.noise else { return out };
+    let mut v = serde_json::to_value(cfg).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.retain(|k, _| !k.ends_with("_obtained"));
+    }
+    flatten("noise", &v, &mut out);
+    for t in &r.threads {
+        let Some(n) = &t.noise else { continue };
+        let cpu = format!("noise.cpu{}", t.cpu.unwrap_or(t.thread));
+        out.push((format!("{cpu}.available_pct"), format!("{:.5}", n.available_pct)));
+        out.push((format!("{cpu}.noise_us_per_s"), format!("{:.1}", n.noise_per_s_ns / 1e3)));
+        out.push((format!("{cpu}.noises_per_s"), format!("{:.1}", n.noises_per_s)));
+        out.push((format!("{cpu}.max_single_us"), t.stats.max_ns.map_or("-".into(), |m| format!("{:.1}", m as f64 / 1e3))));
+        out.push((format!("{cpu}.loop_ns"), format!("{:.1}", n.loop_ns)));
+        if let Some(src) = &n.sources {
+            for s in crate::trace::noise::Source::ALL {
+                let f = src.of(s);
+                out.push((format!("{cpu}.{}", s.label().to_lowercase()), format!("{} ({:.1} µs)", f.count, f.ns as f64 / 1e3)));
+            }
+        }
+    }
     out
 }
 

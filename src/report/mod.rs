@@ -186,13 +186,17 @@ fn explain_blocks(r: &RunResult, index: usize) -> Result<Vec<Block>, String> {
             numeric: vec![false, true, true],
         });
         let caption = crate::plot::Caption {
-            title: format!(
-                "{} µs on thread {} (CPU {}) cycle {}",
-                crate::units::us_short(e.latency_ns as f64),
-                e.thread,
-                e.cpu,
-                e.cycle
-            ),
+            title: if e.noise {
+                format!("{} µs noise on CPU {} (gap {})", crate::units::us_short(e.latency_ns as f64), e.cpu, e.cycle)
+            } else {
+                format!(
+                    "{} µs on thread {} (CPU {}) cycle {}",
+                    crate::units::us_short(e.latency_ns as f64),
+                    e.thread,
+                    e.cpu,
+                    e.cycle
+                )
+            },
             subtitle: sub.clone(),
         };
         let svg = crate::plot::timeline::svg(&caption, e)?;
@@ -214,6 +218,60 @@ fn explain_blocks(r: &RunResult, index: usize) -> Result<Vec<Block>, String> {
         )));
     }
     Ok(out)
+}
+
+/// A noise run's figures per CPU (rtla osnoise's columns) and its largest interferers.
+fn noise_blocks(r: &RunResult) -> Vec<Block> {
+    use crate::trace::noise::Source;
+    let mut header: Vec<String> =
+        ["CPU", "runtime s", "noise µs", "% CPU available", "max single µs", "noise µs/s", "noises/s", "loop ns", "steal"]
+            .map(String::from)
+            .to_vec();
+    header.extend(Source::ALL.iter().map(|s| s.label().to_string()));
+    let mut rows = Vec::new();
+    let mut top = Vec::new();
+    for t in &r.threads {
+        let Some(n) = &t.noise else { continue };
+        let cpu = opt(&t.cpu);
+        let mut row = vec![
+            cpu.clone(),
+            format!("{:.3}", n.runtime_ns as f64 / 1e9),
+            format!("{:.1}", n.noise_ns as f64 / 1e3),
+            format!("{:.5}", n.available_pct),
+            t.stats.max_ns.map_or("-".into(), |m| format!("{:.1}", m as f64 / 1e3)),
+            format!("{:.1}", n.noise_per_s_ns / 1e3),
+            format!("{:.1}", n.noises_per_s),
+            format!("{:.1}", n.loop_ns),
+            n.steal_ns.map_or("-".into(), crate::units::duration),
+        ];
+        match &n.sources {
+            Some(src) => {
+                row.extend(Source::ALL.iter().map(|s| src.of(*s).count.to_string()));
+                top.extend(src.top.iter().map(|x| {
+                    vec![
+                        cpu.clone(),
+                        x.source.label().to_string(),
+                        x.name.clone(),
+                        x.count.to_string(),
+                        format!("{:.1}", x.ns as f64 / 1e3),
+                    ]
+                }));
+            }
+            None => row.extend(Source::ALL.iter().map(|_| "-".to_string())),
+        }
+        rows.push(row);
+    }
+    let numeric = header.iter().enumerate().map(|(i, _)| i > 0).collect();
+    let mut out = vec![Block::Table { header, rows, numeric }];
+    if !top.is_empty() {
+        out.push(Block::Text("The largest interferers by time (HW: gaps in which the kernel saw nothing):".into()));
+        out.push(Block::Table {
+            header: ["CPU", "source", "name", "count", "time µs"].map(String::from).to_vec(),
+            rows: top,
+            numeric: vec![false, false, false, true, true],
+        });
+    }
+    out
 }
 
 /// The doctor's findings for the measured CPUs: the counts, then every check, worst first.
@@ -270,7 +328,14 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     out.push(Block::Heading(2, input.name.clone()));
     out.push(Block::Text(crate::plot::describe(r)));
     out.push(Block::Verdict(r.verdict.status, r.verdict.message.clone()));
-    out.push(Block::Heading(3, "Per-thread summary".into()));
+    let noise = r.kind == crate::result::Kind::Noise;
+    if noise {
+        out.push(Block::Heading(3, "Noise per CPU".into()));
+        out.extend(noise_blocks(r));
+        out.push(Block::Heading(3, "Noise gaps per CPU".into()));
+    } else {
+        out.push(Block::Heading(3, "Per-thread summary".into()));
+    }
     out.push(summary_table(r));
     out.push(Block::Heading(3, "Warnings".into()));
     out.push(if r.warnings.is_empty() {
@@ -281,7 +346,10 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     out.push(Block::Heading(3, "Machine setup (rtlab doctor)".into()));
     out.extend(doctor_blocks(r));
     if r.explain.is_some() {
-        out.push(Block::Heading(3, "Why it was late (--explain)".into()));
+        out.push(Block::Heading(
+            3,
+            if noise { "The largest noises, explained" } else { "Why it was late (--explain)" }.into(),
+        ));
         out.extend(explain_blocks(r, index)?);
     }
     if !r.loads.is_empty() {
@@ -307,8 +375,13 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     }
     out.push(Block::Heading(3, "Plots".into()));
     let one = std::slice::from_ref(input);
-    out.push(figure(Kind::Histogram, one, Some(By::Thread), format!("histogram-{index}"), "Latency histogram")?);
-    out.push(figure(Kind::Cdf, one, Some(By::Thread), format!("cdf-{index}"), "Latency percentiles (tail)")?);
+    if noise {
+        out.push(figure(Kind::Noise, one, None, format!("noise-{index}"), "Noise over time")?);
+        out.push(figure(Kind::Histogram, one, Some(By::Thread), format!("histogram-{index}"), "Noise gap histogram")?);
+    } else {
+        out.push(figure(Kind::Histogram, one, Some(By::Thread), format!("histogram-{index}"), "Latency histogram")?);
+        out.push(figure(Kind::Cdf, one, Some(By::Thread), format!("cdf-{index}"), "Latency percentiles (tail)")?);
+    }
     if input.samples.is_some() {
         out.push(figure(Kind::Timeseries, one, None, format!("timeseries-{index}"), "Latency over time")?);
     }
@@ -318,7 +391,13 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     out.push(pairs(section_of("environment", r)));
     out.push(Block::Heading(3, "Configuration".into()));
     let config = section_of("config", r);
-    out.push(if r.config.is_none() { Block::Text("Not known (imported data).".into()) } else { pairs(config) });
+    out.push(if noise {
+        pairs(section_of("noise", r).into_iter().filter(|(k, _)| !k.starts_with("cpu")).collect())
+    } else if r.config.is_none() {
+        Block::Text("Not known (imported data).".into())
+    } else {
+        pairs(config)
+    });
     Ok(())
 }
 
