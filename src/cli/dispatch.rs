@@ -95,7 +95,12 @@ impl Parsed {
                 Command::Export(a) => commands::export::execute(&ExportOptions::from_cli(a)?),
                 Command::Schema(a) => commands::schema::execute(&SchemaOptions::from_cli(a)?),
                 Command::Doctor(a) => commands::doctor::execute(&DoctorOptions::from_cli(a)?),
-                Command::Noise(a) => commands::noise::execute(&NoiseOptions::from_cli(*a)?, cl),
+                Command::Noise(a) => match a.sweep {
+                    Some(crate::cli::noise::NoiseSubcommand::Sweep(s)) => {
+                        commands::sweep::execute(&SweepOptions::from_noise(*s)?, cl)
+                    }
+                    None => commands::noise::execute(&NoiseOptions::from_cli(a.args)?, cl),
+                },
                 Command::LoadWorker { spec } => commands::load::worker(&spec),
                 Command::Completions(a) => {
                     crate::export::print(&a.script());

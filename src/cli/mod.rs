@@ -81,7 +81,7 @@ pub enum Command {
     /// Measure OS noise: how much of each CPU the system takes from a busy thread, and who
     /// takes it (oslat, rtla osnoise/hwnoise on any kernel).
     #[command(long_about = noise::LONG_ABOUT)]
-    Noise(Box<noise::NoiseArgs>),
+    Noise(Box<noise::NoiseCommandArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(docs::CompletionsArgs),
     /// Print a man page (roff) of rtlab or of one of its commands.

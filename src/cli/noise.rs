@@ -34,6 +34,98 @@ unless --force. --format oslat prints oslat's layout (and --json writes oslat's 
 
 Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a single noise exceeded --max-noise.";
 
+/// `rtlab noise [sweep]`: one measurement, or a grid of them.
+#[derive(Args, Debug, Clone)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct NoiseCommandArgs {
+    /// `sweep`: a grid of noise measurements.
+    #[command(subcommand)]
+    pub sweep: Option<NoiseSubcommand>,
+    /// The measurement's options.
+    #[command(flatten)]
+    pub args: NoiseArgs,
+}
+
+/// `rtlab noise`'s subcommands.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum NoiseSubcommand {
+    /// A grid of noise runs over loads (workers, kind, policy) and the busy threads' policy,
+    /// each result in --out DIR (sweep.csv with noise columns, sweep.json, points/)
+    Sweep(Box<NoiseSweepArgs>),
+}
+
+/// `rtlab noise sweep` arguments: the axes, then every point's noise options.
+#[derive(Args, Debug, Clone)]
+pub struct NoiseSweepArgs {
+    /// Directory for sweep.csv, sweep.json and points/
+    #[arg(long = "out", value_name = "DIR", required = true)]
+    pub out: PathBuf,
+    /// Load workers axis: 0..4, 0..8:2 or 0,2,4 (applies to the first --load; cpu if none)
+    #[arg(long = "workers", value_name = "COUNTS", value_parser = super::sweep::counts)]
+    pub workers: Option<super::sweep::Counts>,
+    /// Load kind axis: cpu,messaging,memory,io
+    #[arg(long = "load-kind", value_name = "KINDS", value_parser = super::sweep::kinds)]
+    pub load_kinds: Option<super::sweep::List<String>>,
+    /// Load policy axis: other,batch,idle,fifo:N,rr:N
+    #[arg(long = "load-policy", value_name = "POLICIES", value_parser = super::sweep::load_policies)]
+    pub load_policies: Option<super::sweep::List<crate::load::LoadSched>>,
+    /// Busy threads' policy axis: other,fifo:95,…
+    #[arg(long = "probe-policy", value_name = "POLICIES", value_parser = super::sweep::probe_policies)]
+    pub probe_policies: Option<super::sweep::List<(Policy, Option<u32>)>>,
+    /// Keep the points already in DIR and run only the missing ones
+    #[arg(long)]
+    pub resume: bool,
+    /// The options of every point (see `rtlab noise --help`)
+    #[command(flatten)]
+    pub noise: NoiseArgs,
+}
+
+impl crate::commands::sweep::SweepOptions {
+    /// `rtlab noise sweep`: every point a noise run, checked before the first one runs.
+    pub fn from_noise(a: NoiseSweepArgs) -> Result<crate::commands::sweep::SweepOptions, UsageError> {
+        if a.noise.duration.is_none() {
+            return Err(usage("every sweep point needs a length: give -D (e.g. -D 5s)"));
+        }
+        if a.noise.json.is_some() || a.noise.samples.is_some() {
+            return Err(usage("--json and --samples do not apply to a sweep; every result goes into --out DIR"));
+        }
+        let axes = crate::sweep::Axes {
+            load_kinds: a.load_kinds.as_ref().map(|l| l.0.clone()),
+            load_policies: a.load_policies.as_ref().map(|l| l.0.clone()),
+            probe_policies: a.probe_policies.as_ref().map(|l| l.0.clone()),
+            methods: None,
+            workers: a.workers.as_ref().map(|c| c.0.clone()),
+            workers_in_runtime: false,
+        };
+        let points = crate::sweep::expand(&axes, &a.noise.loads).map_err(usage)?;
+        let mut planned = Vec::with_capacity(points.len());
+        for p in points {
+            let mut n = a.noise.clone();
+            n.loads = p.loads.clone();
+            n.quiet = true;
+            if let Some((policy, prio)) = p.probe {
+                n.policy = Some(policy);
+                n.priority = prio;
+            }
+            let opts = NoiseOptions::from_cli(n).map_err(|e| usage(format!("point {} ({}): {}", p.index, p.label(), e.0)))?;
+            planned.push((p, opts.plan));
+        }
+        if a.resume {
+            super::sweep::check_resumable(&a.out, &planned)?;
+        }
+        let axis_names =
+            planned.first().map(|(p, _)| p.axes.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+        Ok(crate::commands::sweep::SweepOptions {
+            out: a.out,
+            resume: a.resume,
+            points: planned,
+            axis_names,
+            duration: a.noise.duration,
+            printout: crate::commands::sweep::Printout::Csv,
+        })
+    }
+}
+
 /// `rtlab noise` arguments (see [`LONG_ABOUT`]).
 #[derive(Args, Debug, Clone)]
 #[command(

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Counts(pub Vec<usize>);
 
-fn counts(s: &str) -> Result<Counts, String> {
+/// Parses a counts axis (`0..20`, `0..20:2`, `0,2,4`).
+pub(super) fn counts(s: &str) -> Result<Counts, String> {
     crate::sweep::parse_counts(s).map(Counts)
 }
 
@@ -28,7 +29,8 @@ fn list<T>(s: &str, f: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, Str
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct List<T>(pub Vec<T>);
 
-fn kinds(s: &str) -> Result<List<String>, String> {
+/// Parses a load-kind axis.
+pub(super) fn kinds(s: &str) -> Result<List<String>, String> {
     list(s, |k| match k {
         "cpu" | "messaging" | "memory" | "io" => Ok(k.to_string()),
         _ => Err(format!("load kind '{k}' cannot be swept; use cpu, messaging, memory or io")),
@@ -36,11 +38,13 @@ fn kinds(s: &str) -> Result<List<String>, String> {
     .map(List)
 }
 
-fn load_policies(s: &str) -> Result<List<LoadSched>, String> {
+/// Parses a load-policy axis.
+pub(super) fn load_policies(s: &str) -> Result<List<LoadSched>, String> {
     crate::sweep::parse_load_policies(s).map(List)
 }
 
-fn probe_policies(s: &str) -> Result<List<(Policy, Option<u32>)>, String> {
+/// Parses a probe-policy axis.
+pub(super) fn probe_policies(s: &str) -> Result<List<(Policy, Option<u32>)>, String> {
     list(s, crate::sweep::parse_probe).map(List)
 }
 
@@ -202,7 +206,7 @@ fn asked_settings(config: &crate::result::Config, loads: &[String]) -> Vec<(Stri
 
 /// With `--resume`, refuses (exit 2) to add points to a sweep measured with other options:
 /// every point already in DIR must have been measured as this sweep would measure it.
-fn check_resumable(out: &std::path::Path, planned: &[(Point, crate::session::Plan)]) -> Result<(), UsageError> {
+pub(super) fn check_resumable(out: &std::path::Path, planned: &[(Point, crate::session::Plan)]) -> Result<(), UsageError> {
     for (p, plan) in planned {
         let file = out.join("points").join(format!("{}.json", p.label()));
         let Ok(text) = std::fs::read_to_string(&file) else { continue };

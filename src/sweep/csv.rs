@@ -25,9 +25,55 @@ fn ms(ns: Option<f64>) -> String {
     ns.map_or_else(String::new, |v| crate::units::ms_fixed(v, 6))
 }
 
+/// The columns after the axes of a noise sweep (`rtlab noise sweep`): over all its CPUs, the
+/// least % of a CPU available, the noise per second and noises per second of the noisiest
+/// CPU, the largest single noise, the 99th percentile of the gaps, then the first load's
+/// throughput.
+pub const NOISE_COLUMNS: [&str; 9] = [
+    "cpu_workers",
+    "min_available_pct",
+    "max_noise_us_per_s",
+    "max_noises_per_s",
+    "max_single_noise_us",
+    "p99_gap_us",
+    "load_throughput_per_s",
+    "load_unit",
+    "load_cpu_per_worker",
+];
+
+fn noise_csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = axis_names.iter().filter(|a| *a != "workers").cloned().collect();
+    header.extend(NOISE_COLUMNS.iter().map(|c| c.to_string()));
+    let _ = w.write_record(&header);
+    for (p, r) in rows {
+        let mut cols: Vec<String> = p.axes.iter().filter(|(k, _)| k != "workers").map(|(_, v)| v.clone()).collect();
+        let figures: Vec<&crate::result::NoiseFigures> = r.threads.iter().filter_map(|t| t.noise.as_ref()).collect();
+        let most = |f: &dyn Fn(&crate::result::NoiseFigures) -> f64| figures.iter().map(|n| f(n)).fold(f64::NAN, f64::max);
+        let st = &r.all.stats;
+        let load = r.loads.first();
+        cols.extend([
+            p.workers.to_string(),
+            format!("{:.5}", figures.iter().map(|n| n.available_pct).fold(f64::NAN, f64::min)),
+            format!("{:.1}", most(&|n| n.noise_per_s_ns / 1e3)),
+            format!("{:.1}", most(&|n| n.noises_per_s)),
+            st.max_ns.map_or_else(String::new, |m| format!("{:.1}", m as f64 / 1e3)),
+            st.percentiles_ns.get("99").copied().flatten().map_or_else(String::new, |v| format!("{:.1}", v as f64 / 1e3)),
+            load.map_or_else(String::new, |l| format!("{:.1}", l.rate_per_s)),
+            load.map_or_else(String::new, |l| l.unit.clone()),
+            load.and_then(|l| l.utilization).map_or_else(String::new, |u| format!("{u:.3}")),
+        ]);
+        let _ = w.write_record(&cols);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
 /// `sweep.csv`: a header, then one row per point (written by the csv crate, which quotes a
-/// value that needs it).
+/// value that needs it); a noise sweep gets [`NOISE_COLUMNS`].
 pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
+    if !rows.is_empty() && rows.iter().all(|(_, r)| r.kind == crate::result::Kind::Noise) {
+        return noise_csv(axis_names, rows);
+    }
     let mut w = ::csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = axis_names.iter().filter(|a| *a != "workers").cloned().collect();
     header.extend(CSV_COLUMNS.iter().map(|c| c.to_string()));
