@@ -107,7 +107,8 @@ impl crate::commands::sweep::SweepOptions {
                 n.policy = Some(policy);
                 n.priority = prio;
             }
-            let opts = NoiseOptions::from_cli(n).map_err(|e| usage(format!("point {} ({}): {}", p.index, p.label(), e.0)))?;
+            let opts =
+                NoiseOptions::from_cli(n).map_err(|e| usage(format!("point {} ({}): {}", p.index, p.label(), e.0)))?;
             planned.push((p, opts.plan));
         }
         if a.resume {
@@ -298,7 +299,10 @@ impl NoiseArgs {
         let priority = match self.priority {
             Some(p) if p < lo || p > hi => {
                 return Err(usage(if policy.is_realtime_priority() {
-                    format!("priority {p} is out of range for SCHED_{}: use 1 to 99, e.g. -p 80", policy.name().to_uppercase())
+                    format!(
+                        "priority {p} is out of range for SCHED_{}: use 1 to 99, e.g. -p 80",
+                        policy.name().to_uppercase()
+                    )
                 } else {
                     format!(
                         "priority {p} is out of range for SCHED_{} (only 0): drop -p, or use --policy fifo -p {p}",

@@ -206,7 +206,10 @@ fn asked_settings(config: &crate::result::Config, loads: &[String]) -> Vec<(Stri
 
 /// With `--resume`, refuses (exit 2) to add points to a sweep measured with other options:
 /// every point already in DIR must have been measured as this sweep would measure it.
-pub(super) fn check_resumable(out: &std::path::Path, planned: &[(Point, crate::session::Plan)]) -> Result<(), UsageError> {
+pub(super) fn check_resumable(
+    out: &std::path::Path,
+    planned: &[(Point, crate::session::Plan)],
+) -> Result<(), UsageError> {
     for (p, plan) in planned {
         let file = out.join("points").join(format!("{}.json", p.label()));
         let Ok(text) = std::fs::read_to_string(&file) else { continue };

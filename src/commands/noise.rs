@@ -52,12 +52,10 @@ pub fn execute(opts: &NoiseOptions, command_line: Vec<String>) -> Result<i32, Er
     }
     let mut warnings = WarningPrinter::default();
     let provenance = Provenance { command_line, environment: Environment::capture() };
-    let (result, failure) =
-        session::measure(&opts.plan, provenance, None, &mut Fanout(vec![&mut warnings]), &signals).map_err(|e| {
-            match e {
-                SessionError::Probe(ProbeError::Usage(m)) => Error::Usage(m),
-                e => Error::Runtime(e.to_string()),
-            }
+    let (result, failure) = session::measure(&opts.plan, provenance, None, &mut Fanout(vec![&mut warnings]), &signals)
+        .map_err(|e| match e {
+            SessionError::Probe(ProbeError::Usage(m)) => Error::Usage(m),
+            e => Error::Runtime(e.to_string()),
         })?;
     warnings.rest(&result);
     let bytes = match (&opts.json, opts.format) {
@@ -66,9 +64,11 @@ pub fn execute(opts: &NoiseOptions, command_line: Vec<String>) -> Result<i32, Er
         (Some(_), Format::Oslat) => Some(crate::export::oslat::json(&result, opts.oslat_buckets as usize)),
     };
     let written = match (&opts.json, bytes) {
-        (Some(path), Some(b)) => b.and_then(|bytes| write_output(path, &bytes).map_err(|e| e.to_string())).map_err(|e| {
-            Error::Runtime(format!("cannot write --json {}: {e}; the summary is all that is left", path.display()))
-        }),
+        (Some(path), Some(b)) => {
+            b.and_then(|bytes| write_output(path, &bytes).map_err(|e| e.to_string())).map_err(|e| {
+                Error::Runtime(format!("cannot write --json {}: {e}; the summary is all that is left", path.display()))
+            })
+        }
         _ => Ok(()),
     };
     let text = match opts.format {

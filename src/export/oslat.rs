@@ -89,7 +89,11 @@ pub fn text(r: &RunResult, buckets: usize) -> Result<String, String> {
     out += &format!("Counter: \t\t{}\n", cfg.counter);
     out += &format!(
         "Workload: \t\t{}\n",
-        if r.loads.is_empty() { "no".to_string() } else { r.loads.iter().map(|l| l.spec.clone()).collect::<Vec<_>>().join(", ") }
+        if r.loads.is_empty() {
+            "no".to_string()
+        } else {
+            r.loads.iter().map(|l| l.spec.clone()).collect::<Vec<_>>().join(", ")
+        }
     );
     out += &format!("Preheat cores: \t\t{}\n\n", cores.len());
     out += &format!("Pre-heat for {} seconds...\nTest starts...\nTest completed.\n\n", cfg.warmup_ns as f64 / 1e9);

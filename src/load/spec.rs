@@ -361,9 +361,13 @@ impl FromStr for LoadSpec {
                     (None, None) => None,
                     (Some(burst_ns), Some(every_ns)) if burst_ns < every_ns => Some(Duty { burst_ns, every_ns }),
                     (Some(_), Some(_)) => {
-                        return Err(format!("burst= must be shorter than every= (in '{text}'); e.g. burst=200us,every=10ms"))
+                        return Err(format!(
+                            "burst= must be shorter than every= (in '{text}'); e.g. burst=200us,every=10ms"
+                        ))
                     }
-                    _ => return Err(format!("burst= and every= go together (in '{text}'); e.g. burst=200us,every=10ms")),
+                    _ => {
+                        return Err(format!("burst= and every= go together (in '{text}'); e.g. burst=200us,every=10ms"))
+                    }
                 },
             },
             "messaging" | "hackbench" => Kind::Messaging { fds, size: msg, pipe },

@@ -87,7 +87,11 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
                     " ({} of {} attributed{})",
                     src.attributed,
                     src.gaps,
-                    if src.lost_events > 0 { format!(", {} trace events lost", src.lost_events) } else { String::new() }
+                    if src.lost_events > 0 {
+                        format!(", {} trace events lost", src.lost_events)
+                    } else {
+                        String::new()
+                    }
                 );
             }
             let top: Vec<String> = src

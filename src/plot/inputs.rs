@@ -64,7 +64,8 @@ pub fn render(
             let s = histogram_series(inputs, by).map_err(unfit)?;
             // Noise runs' samples are gaps in busy loops, not wakeups.
             let noise = inputs.iter().all(|i| i.run().is_some_and(|r| r.kind == crate::result::Kind::Noise));
-            let (title, quantity) = if noise { ("Noise gap histogram", "Noise gap") } else { ("Latency histogram", "Latency") };
+            let (title, quantity) =
+                if noise { ("Noise gap histogram", "Noise gap") } else { ("Latency histogram", "Latency") };
             histogram::svg(&caption(&title_or(title), inputs), &s, kind == Kind::HistogramLinear, quantity)
         }
         Kind::Noise => {

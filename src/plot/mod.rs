@@ -210,7 +210,11 @@ pub fn describe(r: &RunResult) -> String {
         parts.push(format!("noise ≥ {}", crate::units::duration(n.threshold_ns)));
         parts.push(format!("counter {}", n.counter));
         if n.runtime_ns < n.period_ns {
-            parts.push(format!("busy {} of {}", crate::units::duration(n.runtime_ns), crate::units::duration(n.period_ns)));
+            parts.push(format!(
+                "busy {} of {}",
+                crate::units::duration(n.runtime_ns),
+                crate::units::duration(n.period_ns)
+            ));
         }
     } else if let Some(c) = &r.config {
         parts.push(format!("{} interval", crate::units::duration(c.interval_ns)));

@@ -97,12 +97,21 @@ pub struct NoiseProbe {
     handles: Vec<std::thread::JoinHandle<ThreadOutcome>>,
     statuses: Vec<ThreadStatus>,
     steal_at_start: BTreeMap<usize, u64>,
+    /// Set by SIGINT/SIGTERM (the busy threads end on it before the pipeline sees it).
+    interrupt: Option<Arc<AtomicBool>>,
 }
 
 impl NoiseProbe {
     /// A probe for `plan`, not started.
     pub fn new(plan: Plan) -> NoiseProbe {
-        NoiseProbe { plan, shared: None, handles: Vec::new(), statuses: Vec::new(), steal_at_start: BTreeMap::new() }
+        NoiseProbe {
+            plan,
+            shared: None,
+            handles: Vec::new(),
+            statuses: Vec::new(),
+            steal_at_start: BTreeMap::new(),
+            interrupt: None,
+        }
     }
 
     fn abort(&mut self) {
@@ -134,6 +143,7 @@ impl Probe for NoiseProbe {
 
     fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
         let plan = self.plan.clone();
+        self.interrupt = Some(Arc::clone(&sinks.interrupt));
         let privileges = Privileges::current();
         let mut warnings = Vec::new();
         signals::install_wake_handler()
@@ -283,7 +293,7 @@ impl Probe for NoiseProbe {
         }
         if let Some(s) = &self.shared {
             let now = crate::rt::clock::now(crate::rt::clock::ClockId::MONOTONIC);
-            if s.signalled.load(Relaxed) {
+            if s.signalled.load(Relaxed) || self.interrupt.as_ref().is_some_and(|i| i.load(Relaxed)) {
                 fin.end_reason = Some(EndReason::Signal);
             } else if now >= s.until_ns.load(Relaxed) {
                 fin.end_reason = Some(EndReason::Duration);
@@ -371,8 +381,10 @@ impl BusyThread {
         let mut scratch_rec = Recorder::with_logs(&scratch, ExceedLog::off(), ExceedLog::off(), None);
         let mut scratch_series = Series::new();
         let warm_ns = self.plan.warmup.as_nanos().min(i64::MAX as u128) as i64;
+        // The loop times itself without the gaps of 1 µs or more (whatever the threshold asked:
+        // one below the loop's own time would count every pass as noise).
         let pre = NoiseParams {
-            threshold_ticks: coarse.ticks(self.plan.threshold_ns as u64),
+            threshold_ticks: coarse.ticks(self.plan.threshold_ns.max(1_000) as u64),
             scale: coarse,
             runtime_ns: i64::MAX,
             period_ns: i64::MAX,

@@ -280,12 +280,18 @@ pub fn noise_settings(r: &RunResult) -> Vec<(String, String)> {
         out.push((format!("{cpu}.available_pct"), format!("{:.5}", n.available_pct)));
         out.push((format!("{cpu}.noise_us_per_s"), format!("{:.1}", n.noise_per_s_ns / 1e3)));
         out.push((format!("{cpu}.noises_per_s"), format!("{:.1}", n.noises_per_s)));
-        out.push((format!("{cpu}.max_single_us"), t.stats.max_ns.map_or("-".into(), |m| format!("{:.1}", m as f64 / 1e3))));
+        out.push((
+            format!("{cpu}.max_single_us"),
+            t.stats.max_ns.map_or("-".into(), |m| format!("{:.1}", m as f64 / 1e3)),
+        ));
         out.push((format!("{cpu}.loop_ns"), format!("{:.1}", n.loop_ns)));
         if let Some(src) = &n.sources {
             for s in crate::trace::noise::Source::ALL {
                 let f = src.of(s);
-                out.push((format!("{cpu}.{}", s.label().to_lowercase()), format!("{} ({:.1} µs)", f.count, f.ns as f64 / 1e3)));
+                out.push((
+                    format!("{cpu}.{}", s.label().to_lowercase()),
+                    format!("{} ({:.1} µs)", f.count, f.ns as f64 / 1e3),
+                ));
             }
         }
     }

@@ -223,10 +223,19 @@ fn explain_blocks(r: &RunResult, index: usize) -> Result<Vec<Block>, String> {
 /// A noise run's figures per CPU (rtla osnoise's columns) and its largest interferers.
 fn noise_blocks(r: &RunResult) -> Vec<Block> {
     use crate::trace::noise::Source;
-    let mut header: Vec<String> =
-        ["CPU", "runtime s", "noise µs", "% CPU available", "max single µs", "noise µs/s", "noises/s", "loop ns", "steal"]
-            .map(String::from)
-            .to_vec();
+    let mut header: Vec<String> = [
+        "CPU",
+        "runtime s",
+        "noise µs",
+        "% CPU available",
+        "max single µs",
+        "noise µs/s",
+        "noises/s",
+        "loop ns",
+        "steal",
+    ]
+    .map(String::from)
+    .to_vec();
     header.extend(Source::ALL.iter().map(|s| s.label().to_string()));
     let mut rows = Vec::new();
     let mut top = Vec::new();

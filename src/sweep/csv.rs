@@ -49,7 +49,8 @@ fn noise_csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
     for (p, r) in rows {
         let mut cols: Vec<String> = p.axes.iter().filter(|(k, _)| k != "workers").map(|(_, v)| v.clone()).collect();
         let figures: Vec<&crate::result::NoiseFigures> = r.threads.iter().filter_map(|t| t.noise.as_ref()).collect();
-        let most = |f: &dyn Fn(&crate::result::NoiseFigures) -> f64| figures.iter().map(|n| f(n)).fold(f64::NAN, f64::max);
+        let most =
+            |f: &dyn Fn(&crate::result::NoiseFigures) -> f64| figures.iter().map(|n| f(n)).fold(f64::NAN, f64::max);
         let st = &r.all.stats;
         let load = r.loads.first();
         cols.extend([
@@ -58,7 +59,11 @@ fn noise_csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
             format!("{:.1}", most(&|n| n.noise_per_s_ns / 1e3)),
             format!("{:.1}", most(&|n| n.noises_per_s)),
             st.max_ns.map_or_else(String::new, |m| format!("{:.1}", m as f64 / 1e3)),
-            st.percentiles_ns.get("99").copied().flatten().map_or_else(String::new, |v| format!("{:.1}", v as f64 / 1e3)),
+            st.percentiles_ns
+                .get("99")
+                .copied()
+                .flatten()
+                .map_or_else(String::new, |v| format!("{:.1}", v as f64 / 1e3)),
             load.map_or_else(String::new, |l| format!("{:.1}", l.rate_per_s)),
             load.map_or_else(String::new, |l| l.unit.clone()),
             load.and_then(|l| l.utilization).map_or_else(String::new, |u| format!("{u:.3}")),
