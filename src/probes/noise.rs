@@ -4,7 +4,7 @@
 //! of at least the threshold is a sample of the one pipeline (histogram, samples ring,
 //! attribution), and the thread's time measured and noise are its figures.
 
-use super::setup::{apply_sched, wake_until_finished, Gate, GateState};
+use super::setup::{enter, ready, settle, wake_until_finished, Gate, GateState};
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
 use crate::measure::histogram::Layout;
 use crate::measure::noise::{self, Counter, Monotonic, NoiseParams, Scale, Series, Tsc};
@@ -222,28 +222,14 @@ impl Probe for NoiseProbe {
                 )));
             }
         }
-        let mut mlocked = false;
-        if plan.mlockall {
-            let unlimited = privileges.cap_ipc_lock || privileges.rlimit_memlock_bytes.is_none();
-            match memory::lock_all(unlimited) {
-                Ok(()) => mlocked = true,
-                Err(e) => {
-                    warnings.push(Warning::MlockFailed { why: format!("{e}; {}", privileges.explain_mlock_denied()) })
-                }
-            }
-        }
-        if let Some(cpus) = &plan.main_affinity {
-            if let Err(e) = affinity::set_current_thread(cpus) {
-                warnings.push(Warning::MainAffinityFailed { cpus: cpus.to_string(), why: e.to_string() });
-            }
-        }
-        if sinks.strict {
-            let downgrades: Vec<String> = warnings.iter().filter(|w| w.is_downgrade()).map(Warning::message).collect();
-            if !downgrades.is_empty() {
+        let mlocked = match settle(plan.mlockall, plan.main_affinity.as_ref(), &privileges, sinks.strict, &mut warnings)
+        {
+            Ok(m) => m,
+            Err(e) => {
                 self.abort();
-                return Err(ProbeError::Strict(downgrades.join(" ")));
+                return Err(e);
             }
-        }
+        };
         let now = crate::rt::clock::now(crate::rt::clock::ClockId::MONOTONIC);
         if let Some(d) = sinks.duration {
             shared.until_ns.store(now.saturating_add(d.as_nanos().min(i64::MAX as u128) as i64), Relaxed);
@@ -327,23 +313,10 @@ impl BusyThread {
     fn run_on<C: Counter>(self, c: &C) -> ThreadOutcome {
         let tp = &self.tp;
         let mut warnings = Vec::new();
-        // Control signals go to the reporting thread (or are seen pending, with watch_signals).
-        let _ =
-            signals::block_in_current_thread(&[signals::SIGINT, signals::SIGTERM, signals::SIGUSR1, signals::SIGHUP]);
-        if let Some(cpu) = tp.cpu {
-            if let Err(e) = affinity::set_current_thread(&CpuSet::from_cpus([cpu])) {
-                warnings.push(Warning::AffinityFailed { thread: tp.index, cpu, why: e.to_string() });
-            }
-        }
-        apply_sched(tp, &self.privileges, &mut warnings);
-        // A duty cycle's sleep ends early when the run stops.
-        let _ = signals::unblock_in_current_thread(&[signals::WAKE_SIGNAL]);
-        signals::interrupt_sleeps_on(Some(self.stop.as_ref()));
-        memory::prefault_stack(128 * 1024);
-        self.live.hist.prefault();
-        if let Some(r) = &self.ring {
-            r.prefault();
-        }
+        // Control signals go to the reporting thread (or are seen pending, with watch_signals);
+        // a duty cycle's sleep ends early when the run stops.
+        enter(tp, &self.privileges, &mut warnings);
+        ready(&self.stop, &self.live, self.ring.as_deref());
         let hot = [
             noise::noise_loop::<Tsc> as *const () as usize,
             noise::noise_loop::<Monotonic> as *const () as usize,

@@ -4,7 +4,7 @@
 //! thread runs is [`crate::measure::probe::run_loop`]; with `--simulate` the same threads run
 //! it on a simulated clock ([`crate::measure::simulate`]).
 
-use super::setup::{apply_sched, wake_until_finished, Gate, GateState};
+use super::setup::{enter, ready, settle, wake_until_finished, Gate, GateState};
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
 use crate::measure::probe::{self, ClockKind, LoopOutcome, LoopParams, Method, Waiter};
 use crate::measure::ring::SampleRing;
@@ -25,8 +25,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Stack size of a measuring thread; all of it is locked by mlockall.
 const STACK_BYTES: usize = 256 * 1024;
-/// Stack prefaulted before the first sample.
-const PREFAULT_BYTES: usize = 128 * 1024;
 /// How long probe threads may take to set up before the run is abandoned.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -228,30 +226,15 @@ impl Probe for OsThreads {
         statuses.sort_by_key(|s| s.index);
 
         // Lock memory once every thread has mapped and touched its stack, histogram and ring, so
-        // that everything the measuring loops use is locked. MCL_FUTURE only when locking is not
-        // limited: under a finite RLIMIT_MEMLOCK it would make later allocations fail.
-        let mut mlocked = false;
-        if plan.mlockall && !sim {
-            let unlimited = privileges.cap_ipc_lock || privileges.rlimit_memlock_bytes.is_none();
-            match memory::lock_all(unlimited) {
-                Ok(()) => mlocked = true,
-                Err(e) => {
-                    warnings.push(Warning::MlockFailed { why: format!("{e}; {}", privileges.explain_mlock_denied()) })
-                }
-            }
-        }
-        if let (Some(cpus), false) = (&plan.main_affinity, sim) {
-            if let Err(e) = affinity::set_current_thread(cpus) {
-                warnings.push(Warning::MainAffinityFailed { cpus: cpus.to_string(), why: e.to_string() });
-            }
-        }
-        if sinks.strict {
-            let downgrades: Vec<String> = warnings.iter().filter(|w| w.is_downgrade()).map(Warning::message).collect();
-            if !downgrades.is_empty() {
+        // that everything the measuring loops use is locked.
+        let main_affinity = plan.main_affinity.as_ref().filter(|_| !sim);
+        let mlocked = match settle(plan.mlockall && !sim, main_affinity, &privileges, sinks.strict, &mut warnings) {
+            Ok(m) => m,
+            Err(e) => {
                 self.abort();
-                return Err(ProbeError::Strict(downgrades.join(" ")));
+                return Err(e);
             }
-        }
+        };
         if let Some(a) = plan.align {
             let now = crate::rt::clock::now(plan.clock.id());
             let base = match a {
@@ -346,22 +329,10 @@ impl ThreadCtx {
         let sched_now = if sim.is_some() {
             tp.sched
         } else {
-            // Control signals go to the reporting thread, never into a sample.
-            let _ = signals::block_in_current_thread(&[
-                signals::SIGINT,
-                signals::SIGTERM,
-                signals::SIGUSR1,
-                signals::SIGHUP,
-            ]);
-            if let Some(cpu) = tp.cpu {
-                if let Err(e) = affinity::set_current_thread(&CpuSet::from_cpus([cpu])) {
-                    warnings.push(Warning::AffinityFailed { thread: tp.index, cpu, why: e.to_string() });
-                }
-            }
+            enter(tp, &self.privileges, &mut warnings);
             if let Err(e) = rtthread::set_timer_slack(1) {
                 warnings.push(Warning::TimerSlackFailed { thread: tp.index, why: e.to_string() });
             }
-            apply_sched(tp, &self.privileges, &mut warnings);
             if self.method == Method::PosixTimer {
                 let _ = signals::block_in_current_thread(&[signals::TIMER_SIGNAL]);
                 match PosixTimer::for_current_thread(self.clock.id()) {
@@ -374,14 +345,7 @@ impl ThreadCtx {
                     }),
                 }
             }
-            // The stop wakes this thread out of its sleep (a signal without SA_RESTART).
-            let _ = signals::unblock_in_current_thread(&[signals::WAKE_SIGNAL]);
-            signals::interrupt_sleeps_on(Some(self.shared.stop.as_ref()));
-            memory::prefault_stack(PREFAULT_BYTES);
-            self.live.hist.prefault();
-            if let Some(r) = &self.ring {
-                r.prefault();
-            }
+            ready(&self.shared.stop, &self.live, self.ring.as_deref());
             // The measuring code itself must be in RAM before the first sample: memory is
             // locked on fault, so load and lock the loop and the libc calls it makes.
             if let Err(e) = lock_hot_code(self.method) {

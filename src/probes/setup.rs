@@ -2,8 +2,12 @@
 //! at after their setup, the scheduling they ask for (and its fallback), and waking them out of
 //! a sleep when the run stops.
 
-use super::{ThreadPlan, ThreadStatus};
+use super::{ProbeError, ThreadPlan, ThreadStatus};
+use crate::measure::ring::SampleRing;
+use crate::measure::stats::Live;
 use crate::result::warning::Warning;
+use crate::rt::affinity::{self, CpuSet};
+use crate::rt::memory;
 use crate::rt::privileges::Privileges;
 use crate::rt::sched::{self, Policy, SchedParams};
 use crate::rt::signals;
@@ -103,4 +107,67 @@ pub fn apply_sched(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<
         let _ = sched::set_current_thread(&fallback);
     }
     warnings.push(Warning::PolicyDowngraded { thread: tp.index, asked: label(&asked), got: label(&fallback), why });
+}
+
+/// Stack touched before the first sample (a measuring thread's stack is 256 KiB).
+pub const PREFAULT_BYTES: usize = 128 * 1024;
+
+/// Enters a measuring thread: control signals blocked (they go to the reporting thread, never
+/// into a sample), pinned to its CPU, its policy applied (with [`apply_sched`]'s fallback).
+pub fn enter(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<Warning>) {
+    let _ = signals::block_in_current_thread(&[signals::SIGINT, signals::SIGTERM, signals::SIGUSR1, signals::SIGHUP]);
+    if let Some(cpu) = tp.cpu {
+        if let Err(e) = affinity::set_current_thread(&CpuSet::from_cpus([cpu])) {
+            warnings.push(Warning::AffinityFailed { thread: tp.index, cpu, why: e.to_string() });
+        }
+    }
+    apply_sched(tp, privileges, warnings);
+}
+
+/// Readies the calling thread to measure: a stop wakes it out of a sleep ([`signals::WAKE_SIGNAL`],
+/// without `SA_RESTART`) once `stop` is set, and its stack, histogram and ring are touched so that
+/// nothing faults in while measuring.
+pub fn ready(stop: &AtomicBool, live: &Live, ring: Option<&SampleRing>) {
+    let _ = signals::unblock_in_current_thread(&[signals::WAKE_SIGNAL]);
+    signals::interrupt_sleeps_on(Some(stop));
+    memory::prefault_stack(PREFAULT_BYTES);
+    live.hist.prefault();
+    if let Some(r) = ring {
+        r.prefault();
+    }
+}
+
+/// In the starting thread once every measuring thread has set up (and touched what it uses):
+/// locks memory (MCL_FUTURE only when locking is not limited: under a finite RLIMIT_MEMLOCK it
+/// would make later allocations fail), pins the reporting thread, and with `strict` turns any
+/// downgrade into an error. Returns whether memory is locked.
+pub fn settle(
+    mlockall: bool,
+    main_affinity: Option<&CpuSet>,
+    privileges: &Privileges,
+    strict: bool,
+    warnings: &mut Vec<Warning>,
+) -> Result<bool, ProbeError> {
+    let mut mlocked = false;
+    if mlockall {
+        let unlimited = privileges.cap_ipc_lock || privileges.rlimit_memlock_bytes.is_none();
+        match memory::lock_all(unlimited) {
+            Ok(()) => mlocked = true,
+            Err(e) => {
+                warnings.push(Warning::MlockFailed { why: format!("{e}; {}", privileges.explain_mlock_denied()) })
+            }
+        }
+    }
+    if let Some(cpus) = main_affinity {
+        if let Err(e) = affinity::set_current_thread(cpus) {
+            warnings.push(Warning::MainAffinityFailed { cpus: cpus.to_string(), why: e.to_string() });
+        }
+    }
+    if strict {
+        let downgrades: Vec<String> = warnings.iter().filter(|w| w.is_downgrade()).map(Warning::message).collect();
+        if !downgrades.is_empty() {
+            return Err(ProbeError::Strict(downgrades.join(" ")));
+        }
+    }
+    Ok(mlocked)
 }
