@@ -295,25 +295,7 @@ impl NoiseArgs {
                  busy thread, or --runtime/--period for a duty cycle",
             ));
         }
-        let (lo, hi) = policy.priority_range();
-        let priority = match self.priority {
-            Some(p) if p < lo || p > hi => {
-                return Err(usage(if policy.is_realtime_priority() {
-                    format!(
-                        "priority {p} is out of range for SCHED_{}: use 1 to 99, e.g. -p 80",
-                        policy.name().to_uppercase()
-                    )
-                } else {
-                    format!(
-                        "priority {p} is out of range for SCHED_{} (only 0): drop -p, or use --policy fifo -p {p}",
-                        policy.name().to_uppercase()
-                    )
-                }))
-            }
-            Some(p) => p,
-            None if policy.is_realtime_priority() => super::run::DEFAULT_PRIORITY,
-            None => 0,
-        };
+        let priority = parse::policy_priority(policy, self.priority, super::run::DEFAULT_PRIORITY).map_err(usage)?;
         if policy.is_realtime_priority() && self.duration.is_none() {
             return Err(usage(format!(
                 "a busy SCHED_{} thread needs a bounded run: give -D (e.g. -D 30s)",

@@ -69,6 +69,24 @@ pub fn priority(text: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("priority '{text}' is not a number from 0 to 99; use e.g. -p 80"))
 }
 
+/// The priority of `policy`: `asked` when it is in the policy's range, else a sentence with the
+/// fix; without one, `rt_default` for SCHED_FIFO/RR and 0 for the others.
+pub fn policy_priority(policy: crate::rt::sched::Policy, asked: Option<u32>, rt_default: u32) -> Result<u32, String> {
+    let (lo, hi) = policy.priority_range();
+    let name = policy.name().to_uppercase();
+    match asked {
+        Some(p) if (p < lo || p > hi) && policy.is_realtime_priority() => {
+            Err(format!("priority {p} is out of range for SCHED_{name}: use 1 to 99, e.g. -p 80"))
+        }
+        Some(p) if p < lo || p > hi => {
+            Err(format!("priority {p} is out of range for SCHED_{name} (only 0): drop -p, or use --policy fifo -p {p}"))
+        }
+        Some(p) => Ok(p),
+        None if policy.is_realtime_priority() => Ok(rt_default),
+        None => Ok(0),
+    }
+}
+
 /// A warm-up: a number of cycles, or a time with a unit (`2s`, `500ms`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Warmup {

@@ -285,25 +285,7 @@ impl RunArgs {
         let policy = self.policy.unwrap_or(Policy::Fifo);
         let sim = self.simulate.is_some();
 
-        let (lo, hi) = policy.priority_range();
-        let priority = match self.priority {
-            Some(p) if p < lo || p > hi => {
-                return Err(usage(if policy.is_realtime_priority() {
-                    format!(
-                        "priority {p} is out of range for SCHED_{}: use 1 to 99, e.g. -p 80",
-                        policy.name().to_uppercase()
-                    )
-                } else {
-                    format!(
-                        "priority {p} is out of range for SCHED_{} (only 0): drop -p, or use --policy fifo -p {p}",
-                        policy.name().to_uppercase()
-                    )
-                }))
-            }
-            Some(p) => p,
-            None if policy.is_realtime_priority() => DEFAULT_PRIORITY,
-            None => 0,
-        };
+        let priority = parse::policy_priority(policy, self.priority, DEFAULT_PRIORITY).map_err(usage)?;
 
         let deadline_given = self.dl_runtime.is_some() || self.dl_deadline.is_some() || self.dl_period.is_some();
         if deadline_given && policy != Policy::Deadline {

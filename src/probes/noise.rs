@@ -24,8 +24,6 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-/// Stack size of a busy thread; all of it is locked by mlockall.
-const STACK_BYTES: usize = 256 * 1024;
 /// How long the threads may take to set up and pre-heat beyond the pre-heat itself.
 const SETUP_SLACK: Duration = Duration::from_secs(10);
 
@@ -169,10 +167,7 @@ impl Probe for NoiseProbe {
                 shared: Arc::clone(&shared),
                 tx: tx.clone(),
             };
-            let h = std::thread::Builder::new()
-                .name(format!("rtlab-noise-{}", tp.index))
-                .stack_size(STACK_BYTES)
-                .spawn(move || ctx.run());
+            let h = super::setup::spawn(format!("rtlab-noise-{}", tp.index), move || ctx.run());
             match h {
                 Ok(h) => self.handles.push(h),
                 Err(e) => {

@@ -23,8 +23,6 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-/// Stack size of a measuring thread; all of it is locked by mlockall.
-const STACK_BYTES: usize = 256 * 1024;
 /// How long probe threads may take to set up before the run is abandoned.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -187,10 +185,7 @@ impl Probe for OsThreads {
                 shared: Arc::clone(&shared),
                 tx: tx.clone(),
             };
-            let h = std::thread::Builder::new()
-                .name(format!("rtlab-probe-{}", tp.index))
-                .stack_size(STACK_BYTES)
-                .spawn(move || ctx.run());
+            let h = super::setup::spawn(format!("rtlab-probe-{}", tp.index), move || ctx.run());
             match h {
                 Ok(h) => self.handles.push(h),
                 Err(e) => {

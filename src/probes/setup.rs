@@ -171,3 +171,14 @@ pub fn settle(
     }
     Ok(mlocked)
 }
+
+/// Stack size of a measuring thread; all of it is locked by mlockall.
+pub const STACK_BYTES: usize = 256 * 1024;
+
+/// Starts measuring thread `name` running `f`, with a [`STACK_BYTES`] stack.
+pub fn spawn<T: Send + 'static>(
+    name: String,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<T>> {
+    std::thread::Builder::new().name(name).stack_size(STACK_BYTES).spawn(f)
+}
