@@ -23,6 +23,7 @@ pub mod report;
 pub mod result;
 #[allow(unsafe_code)]
 pub mod rt;
+pub mod serve;
 pub mod session;
 pub mod sweep;
 pub mod sysinfo;

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules from the top layer down; a module may import only modules below it.
 const LAYERS: &[&str] = &[
-    "cli", "commands", "output", "report", "plot", "import", "session", "export", "probes", "sweep", "result", "load",
-    "measure", "trace", "sysinfo", "doctor", "error", "timefmt", "units", "rt",
+    "cli", "commands", "output", "report", "plot", "import", "serve", "session", "export", "probes", "sweep", "result",
+    "load", "measure", "trace", "sysinfo", "doctor", "error", "timefmt", "units", "rt",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

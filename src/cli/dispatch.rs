@@ -61,6 +61,7 @@ impl Parsed {
                     | Command::Beam(_)
                     | Command::Doctor(_)
                     | Command::Noise(_)
+                    | Command::Monitor(_)
             ),
         }
     }
@@ -95,6 +96,9 @@ impl Parsed {
                 Command::Export(a) => commands::export::execute(&ExportOptions::from_cli(a)?),
                 Command::Schema(a) => commands::schema::execute(&SchemaOptions::from_cli(a)?),
                 Command::Doctor(a) => commands::doctor::execute(&DoctorOptions::from_cli(a)?),
+                Command::Monitor(a) => {
+                    commands::monitor::execute(&crate::commands::monitor::MonitorOptions::from_cli(*a)?, cl)
+                }
                 Command::Noise(a) => match a.sweep {
                     Some(crate::cli::noise::NoiseSubcommand::Sweep(s)) => {
                         commands::sweep::execute(&SweepOptions::from_noise(*s)?, cl)

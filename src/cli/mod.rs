@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod export;
 pub mod import;
 pub mod load;
+pub mod monitor;
 pub mod noise;
 pub mod parse;
 pub mod plot;
@@ -78,6 +79,9 @@ pub enum Command {
     /// Is this machine set up for real time? Kernel, isolation, IRQs, power, scheduler, memory,
     /// noise and rights for the CPUs you measure, each with evidence, consequence and fix.
     Doctor(doctor::DoctorArgs),
+    /// Run the probes continuously and serve their latency to Prometheus (GET /metrics,
+    /// /healthz, /status on 127.0.0.1:9737).
+    Monitor(Box<monitor::MonitorArgs>),
     /// Measure OS noise: how much of each CPU the system takes from a busy thread, and who
     /// takes it (oslat, rtla osnoise/hwnoise on any kernel).
     #[command(long_about = noise::LONG_ABOUT)]

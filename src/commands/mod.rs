@@ -5,6 +5,7 @@ pub mod doctor;
 pub mod export;
 pub mod import;
 pub mod load;
+pub mod monitor;
 pub mod noise;
 pub mod plot;
 pub mod report;

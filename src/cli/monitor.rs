@@ -1,0 +1,73 @@
+//! `rtlab monitor`: `rtlab run`'s probe options plus where to listen, the sliding window and
+//! the exceedance thresholds.
+
+use super::parse;
+use super::run::RunArgs;
+use super::UsageError;
+use crate::commands::monitor::MonitorOptions;
+use crate::commands::run::RunOptions;
+use clap::Args;
+use std::net::SocketAddr;
+
+/// The default port of `rtlab monitor`.
+pub const DEFAULT_PORT: u16 = 9737;
+
+/// Run the probes continuously and serve their latency to Prometheus: GET /metrics
+/// (histogram per CPU, samples, missed periods, exceedances, maxima, probe and doctor info),
+/// /healthz and /status (the current RunResult). Listens on 127.0.0.1 unless told otherwise.
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "Examples:\n  rtlab monitor\n  rtlab monitor -a 2,3 -p 90 --listen 127.0.0.1:9737 --thresholds 50us,100us,1ms\n\nDefaults: one probe per online CPU at 1 ms, SCHED_FIFO 95 (as rtlab run), 127.0.0.1:9737, a 60 s window for the *_window_max gauges. SIGINT/SIGTERM stop it cleanly. Expose it beyond this host only through a reverse proxy with TLS and authentication (README: rtlab monitor)."
+)]
+pub struct MonitorArgs {
+    /// Address and port to serve on (a non-loopback address exposes the metrics to the network)
+    #[arg(long = "listen", value_name = "ADDR:PORT", default_value = "127.0.0.1:9737")]
+    pub listen: SocketAddr,
+    /// Sliding window of the rtlab_wakeup_latency_window_max_seconds gauges
+    #[arg(long = "window", value_name = "TIME", default_value = "60s", value_parser = parse::duration)]
+    pub window: std::time::Duration,
+    /// Thresholds of rtlab_latency_exceedances_total (comma-separated; plain numbers are µs)
+    #[arg(long = "thresholds", value_name = "TIMES", default_value = "100us,1ms", value_delimiter = ',', value_parser = parse::latency)]
+    pub thresholds: Vec<i64>,
+    /// The probe's options (`rtlab run --help`)
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+impl MonitorOptions {
+    /// Validates the options: the probe's as `rtlab run` does, then what a service may not do.
+    pub fn from_cli(a: MonitorArgs) -> Result<MonitorOptions, UsageError> {
+        for (given, flag, why) in [
+            (a.run.loops.is_some(), "-l", "a monitor runs until stopped (or -D)"),
+            (a.run.samples.is_some(), "--samples", "a samples file would grow without bound; use rtlab run --samples"),
+            (a.run.json.is_some(), "--json", "the current result is served at /status"),
+            (
+                a.run.breaktrace.is_some(),
+                "-b",
+                "a monitor does not stop at a spike; alert on rtlab_latency_exceedances_total",
+            ),
+        ] {
+            if given {
+                return Err(UsageError(format!("{flag} does not apply to rtlab monitor: {why}")));
+            }
+        }
+        if a.window < std::time::Duration::from_secs(1) {
+            return Err(UsageError("--window must be at least 1s; e.g. --window 60s".into()));
+        }
+        let mut thresholds = a.thresholds.clone();
+        thresholds.sort_unstable();
+        thresholds.dedup();
+        if thresholds.len() > 16 {
+            return Err(UsageError("--thresholds: at most 16 (each is a series per CPU)".into()));
+        }
+        let mut run = a.run;
+        run.quiet = true;
+        run.no_checkpoint = true;
+        let RunOptions { mut plan, .. } = RunOptions::from_cli(run)?;
+        // The monitor reads the probes' published figures once a second and sees every sample
+        // (for the window maxima); neither touches the measuring loop.
+        plan.checkpoint = Some(std::time::Duration::from_secs(1));
+        plan.sample_ring = Some(crate::session::SAMPLE_RING);
+        Ok(MonitorOptions { plan, listen: a.listen, window: a.window, thresholds_ns: thresholds })
+    }
+}
