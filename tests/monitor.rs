@@ -61,8 +61,22 @@ fn request(port: u16, raw: &str) -> (u16, String) {
     let _ = s.read_to_end(&mut out);
     let text = String::from_utf8_lossy(&out).to_string();
     let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string());
-    (status, body)
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    if !head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        return (status, body.to_string());
+    }
+    // Prometheus (Go) sends larger bodies in chunks: size line, data, CRLF, …, 0.
+    let mut rest = body;
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    (status, out)
 }
 
 fn promtool_lint(text: &str) -> std::process::Output {
@@ -203,7 +217,8 @@ fn prometheus(target: u16) -> Prometheus {
     std::fs::write(
         &config,
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: rtlab\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: rtlab\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n",
+            std::fs::canonicalize("deploy/rules/rtlab.rules.yml").unwrap().display()
         ),
     )
     .unwrap();
@@ -283,5 +298,43 @@ fn a_real_prometheus_scrapes_it_and_its_quantiles_agree_with_status() {
         let ratio = prom / ours;
         eprintln!("CPU {cpu}: p99 Prometheus {:.1} µs, /status {:.1} µs", prom * 1e6, ours * 1e6);
         assert!((1.0 / 1.6..=1.6).contains(&ratio), "CPU {cpu}: {prom} vs {ours}");
+    }
+    // Every query of the Grafana dashboard returns data from this Prometheus (the recording
+    // rules of deploy/ loaded, Grafana's variables set to everything).
+    let dash: Value =
+        serde_json::from_str(&std::fs::read_to_string("deploy/grafana/rtlab-dashboard.json").unwrap()).unwrap();
+    let exprs: Vec<String> = dash["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(exprs.len() >= 8, "{exprs:?}");
+    for e in exprs {
+        let q = e.replace("$instance", ".*").replace("$__rate_interval", "10s");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut r = query(p.port, &q);
+        while r.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(500));
+            r = query(p.port, &q);
+        }
+        assert!(!r.is_empty(), "the dashboard's query returns no data: {q}");
+    }
+}
+
+#[test]
+fn the_deploy_rules_pass_promtool_and_their_unit_tests() {
+    for args in [
+        vec!["check", "rules", "deploy/rules/rtlab.rules.yml"],
+        vec!["test", "rules", "deploy/rules/rtlab.rules.test.yml"],
+        vec!["check", "config", "deploy/prometheus.yml"],
+    ] {
+        let out = Command::new("promtool").args(&args).output().expect("promtool (apt install prometheus)");
+        assert!(
+            out.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
