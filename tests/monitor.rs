@@ -320,6 +320,42 @@ fn a_real_prometheus_scrapes_it_and_its_quantiles_agree_with_status() {
         }
         assert!(!r.is_empty(), "the dashboard's query returns no data: {q}");
     }
+    // The fleet as rtlab reads it from Prometheus: the host, one thread per CPU, p99 within
+    // one exposition bucket of /status.
+    let url = format!("http://127.0.0.1:{}", p.port);
+    let q = rtlab::import::prometheus::Query {
+        url: url.clone(),
+        since: Duration::from_secs(120),
+        matchers: "job=\"rtlab\"".into(),
+    };
+    let hosts = rtlab::import::prometheus::fetch(&q).unwrap();
+    assert_eq!(hosts.len(), 1, "one host");
+    let (host, r) = &hosts[0];
+    assert_eq!(host, &format!("127.0.0.1:{}", m.port));
+    assert_eq!(r.threads.len(), n_cpus);
+    let (_, status) = get(m.port, "/status", "");
+    let v: Value = serde_json::from_str(&status).unwrap();
+    for t in &r.threads {
+        let ours =
+            v["threads"].as_array().unwrap().iter().find(|x| x["cpu"].as_u64() == t.cpu.map(|c| c as u64)).unwrap();
+        let a = t.stats.percentiles_ns["99"].unwrap() as f64;
+        let b = ours["percentiles_ns"]["99"].as_f64().unwrap();
+        assert!((1.0 / 1.6..=1.6).contains(&(a / b)), "CPU {:?}: fleet p99 {a} vs /status {b}", t.cpu);
+    }
+    // The report and the verdict: 1 ns is exceeded by any real wakeup.
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("fleet.md");
+    let out = Command::new(common::rtlab_path())
+        .args(["report", "--prometheus", &url, "--since", "120s", "--max-latency", "1ns", "-o"])
+        .arg(&md)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains(host.as_str()) && text.contains("FAIL"), "{text}");
+    let out =
+        Command::new(common::rtlab_path()).args(["compare", "--prometheus", &url, "--since", "120s"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "one host cannot be compared");
 }
 
 #[test]

@@ -9,8 +9,13 @@ use std::path::PathBuf;
 #[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
     /// RunResult JSON files, sweep directories, samples files, cyclictest --json or -h output
-    #[arg(required = true, value_name = "INPUT")]
+    #[arg(required_unless_present = "prometheus", value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
+
+    /// The fleet instead: query the Prometheus at URL (http://host:9090) that scrapes rtlab
+    /// monitor; one run per host over --since, worst p99.9 first
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 
     /// The report: FILE.html (one self-contained page) or FILE.md (pictures as SVG files
     /// beside it)
@@ -28,8 +33,13 @@ pub struct ReportArgs {
 pub struct CompareArgs {
     /// Two or more RunResult files, cyclictest --json or -h output, samples files or sweep
     /// directories (each point is a run); the first is the baseline
-    #[arg(required = true, num_args = 2.., value_name = "INPUT")]
+    #[arg(required_unless_present = "prometheus", num_args = 2.., value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
+
+    /// The fleet instead: every host the Prometheus at URL scrapes (the best p99.9 is the
+    /// baseline)
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 
     /// Also draw the tails side by side: FILE.png or FILE.svg
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -52,6 +62,37 @@ pub struct CompareArgs {
     /// Unit of text files' figures when it cannot be seen (-h/-H output of `cyclictest -N`)
     #[arg(long, value_enum)]
     pub unit: Option<crate::cli::import::FileUnit>,
+}
+
+/// Where a fleet's data comes from: a Prometheus that scrapes `rtlab monitor`.
+#[derive(Args, Debug, Clone)]
+pub struct FleetArgs {
+    /// Prometheus base URL, e.g. http://127.0.0.1:9090 (plain HTTP; put TLS in front of it)
+    #[arg(long = "prometheus", value_name = "URL", conflicts_with = "inputs")]
+    pub prometheus: Option<String>,
+    /// The window, ending now (plain number = seconds)
+    #[arg(long = "since", value_name = "TIME", default_value = "24h", requires = "prometheus", value_parser = super::parse::duration)]
+    pub since: std::time::Duration,
+    /// Which series: Prometheus label matchers
+    #[arg(long = "match", value_name = "MATCHERS", default_value = "{job=\"rtlab\"}", requires = "prometheus")]
+    pub matchers: String,
+    /// Verdict per host: fail (exit 3) when a CPU's largest latency in the window exceeds TIME
+    #[arg(long = "max-latency", value_name = "TIME", requires = "prometheus", value_parser = super::parse::latency)]
+    pub max_latency: Option<i64>,
+}
+
+impl FleetArgs {
+    /// The query, when a Prometheus is given; its URL must be http://.
+    pub fn query(&self) -> Result<Option<crate::import::prometheus::Query>, super::UsageError> {
+        let Some(url) = &self.prometheus else { return Ok(None) };
+        if !url.starts_with("http://") {
+            return Err(super::UsageError(format!(
+                "--prometheus {url}: give an http:// URL (e.g. http://127.0.0.1:9090); for TLS, query through a local proxy"
+            )));
+        }
+        let matchers = crate::import::prometheus::matchers(&self.matchers).map_err(super::UsageError)?;
+        Ok(Some(crate::import::prometheus::Query { url: url.clone(), since: self.since, matchers }))
+    }
 }
 
 fn parse_pct(s: &str) -> Result<f64, String> {
@@ -82,7 +123,13 @@ impl ReportOptions {
         };
         let ins: Vec<&std::path::Path> = a.inputs.iter().map(PathBuf::as_path).collect();
         crate::export::check_outputs(&[("-o".into(), &a.output)], &ins).map_err(super::UsageError)?;
-        Ok(ReportOptions { markdown, unit: a.unit.map(|u| u.to_unit()), inputs: a.inputs, output: a.output })
+        Ok(ReportOptions {
+            markdown,
+            unit: a.unit.map(|u| u.to_unit()),
+            fleet: a.fleet.query()?.map(|q| (q, a.fleet.max_latency)),
+            inputs: a.inputs,
+            output: a.output,
+        })
     }
 }
 
@@ -99,6 +146,7 @@ impl CompareOptions {
             None => None,
         };
         Ok(CompareOptions {
+            fleet: a.fleet.query()?.map(|q| (q, a.fleet.max_latency)),
             output,
             fail_if_worse: a.fail_if_worse,
             percentile: a.percentile,

@@ -26,6 +26,8 @@ pub struct CompareOptions {
     pub all_threads: bool,
     /// The unit of text inputs.
     pub unit: Option<crate::import::Unit>,
+    /// A fleet from Prometheus instead of files, and the verdict's threshold (ns).
+    pub fleet: Option<(crate::import::prometheus::Query, Option<i64>)>,
 }
 
 /// A validated `rtlab report`.
@@ -39,13 +41,45 @@ pub struct ReportOptions {
     pub markdown: bool,
     /// The unit of text inputs.
     pub unit: Option<crate::import::Unit>,
+    /// A fleet from Prometheus instead of files, and the verdict's threshold (ns).
+    pub fleet: Option<(crate::import::prometheus::Query, Option<i64>)>,
+}
+
+/// The inputs: the files, or one run per host of the fleet (judged against the threshold);
+/// with the exit code the verdicts call for (3 when a host failed).
+fn gather(
+    files: &[PathBuf],
+    unit: Option<crate::import::Unit>,
+    fleet: &Option<(crate::import::prometheus::Query, Option<i64>)>,
+) -> Result<(Vec<input::Input>, i32), Error> {
+    let Some((q, threshold)) = fleet else {
+        return Ok((input::load_all(files, unit).map_err(|e| Error::Usage(e.to_string()))?, 0));
+    };
+    let hosts = crate::import::prometheus::fetch(q).map_err(Error::Runtime)?;
+    let mut failed = false;
+    let inputs = hosts
+        .into_iter()
+        .map(|(host, mut r)| {
+            if let Some(t) = threshold {
+                crate::import::prometheus::judge(&mut r, *t);
+                failed |= r.verdict.status == crate::result::VerdictStatus::Fail;
+            }
+            input::Input {
+                path: PathBuf::from(&q.url),
+                name: host,
+                content: input::Content::Run(Box::new(r)),
+                samples: None,
+            }
+        })
+        .collect();
+    Ok((inputs, if failed { 3 } else { 0 }))
 }
 
 /// `rtlab report`.
 pub fn report(args: &ReportOptions) -> Result<i32, Error> {
     let markdown = args.markdown;
     let ins: Vec<&std::path::Path> = args.inputs.iter().map(std::path::PathBuf::as_path).collect();
-    let inputs = input::load_all(&args.inputs, args.unit).map_err(|e| Error::Usage(e.to_string()))?;
+    let (inputs, code) = gather(&args.inputs, args.unit, &args.fleet)?;
     let blocks = report::build(&inputs).map_err(Error::Runtime)?;
     if markdown {
         let stem = args.output.file_stem().map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
@@ -65,13 +99,17 @@ pub fn report(args: &ReportOptions) -> Result<i32, Error> {
         written(&args.output, &page)?;
         eprintln!("{} written ({} KiB, self-contained)", args.output.display(), page.len().div_ceil(1024));
     }
-    Ok(0)
+    Ok(code)
 }
 
 /// `rtlab compare`: tables on stdout, optionally the tails as a picture; exit code 3 on a
 /// regression beyond `--fail-if-worse`.
 pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
-    let inputs = input::load_all(&args.inputs, args.unit).map_err(|e| Error::Usage(e.to_string()))?;
+    let (mut inputs, fleet_code) = gather(&args.inputs, args.unit, &args.fleet)?;
+    // A fleet's baseline is its best host (they come worst first).
+    if args.fleet.is_some() {
+        inputs.reverse();
+    }
     let runs = compare::runs(&inputs);
     if runs.len() < 2 {
         return Err(Error::Usage("compare needs at least two runs; give two result files".into()));
@@ -129,7 +167,13 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
             return Ok(3);
         }
     }
-    Ok(0)
+    // Hosts judged against --max-latency: each verdict is printed, a failure exits 3.
+    if args.fleet.as_ref().is_some_and(|f| f.1.is_some()) {
+        for (_, r) in &runs {
+            crate::export::print(&format!("{}\n", r.verdict.message));
+        }
+    }
+    Ok(fleet_code)
 }
 
 fn kind_name(k: crate::result::Kind) -> &'static str {

@@ -6,6 +6,7 @@
 pub mod cyclictest_json;
 pub mod cyclictest_text;
 pub mod input;
+pub mod prometheus;
 
 use crate::measure::histogram::PERCENTILES;
 use crate::result::build::{percentiles, Stated, StatedRun};

@@ -1,0 +1,290 @@
+//! Fleet data from a Prometheus server that scrapes `rtlab monitor`: one RunResult per host
+//! (`instance`), one thread per measured CPU, its histogram the increase of
+//! `rtlab_wakeup_latency_seconds_bucket` over the window, so that `rtlab report` and
+//! `rtlab compare` judge a fleet with the same tables, plots and verdicts as one machine.
+//! Queries go to the HTTP API (`GET /api/v1/query`), evaluated at one instant.
+
+use crate::result::build::{percentiles, Stated, StatedRun};
+use crate::result::{Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Unbinned};
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+/// Time allowed for each query.
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest answer read from the server (a fleet of thousands of CPUs fits easily).
+const MAX_BODY: u64 = 64 << 20;
+
+/// What to ask the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Query {
+    /// Base URL (`http://prometheus:9090`).
+    pub url: String,
+    /// The window, ending now.
+    pub since: Duration,
+    /// Label matchers without braces (`job="rtlab"`).
+    pub matchers: String,
+}
+
+/// The matchers of `--match` (`{job="rtlab"}` or `job="rtlab"`), or why they are refused.
+pub fn matchers(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    let inner = t.strip_prefix('{').and_then(|x| x.strip_suffix('}')).unwrap_or(t).trim();
+    if inner.is_empty() {
+        return Err(format!("--match '{text}' names no label; give e.g. '{{job=\"rtlab\"}}'"));
+    }
+    if inner.contains(['{', '}', '[', ']', '(', ')']) || !inner.contains('=') {
+        return Err(format!(
+            "--match '{text}' is not a list of label matchers; give e.g. '{{job=\"rtlab\",site=\"lab\"}}'"
+        ));
+    }
+    Ok(inner.to_string())
+}
+
+/// A Prometheus duration for `d` (`86400s`).
+fn range(d: Duration) -> String {
+    format!("{}s", d.as_secs().max(1))
+}
+
+/// Runs an instant query; each result as `(labels, value)`.
+fn instant(q: &Query, promql: &str) -> Result<Vec<(BTreeMap<String, String>, f64)>, String> {
+    let url = format!("{}/api/v1/query", q.url.trim_end_matches('/'));
+    let resp = ureq::get(&url).timeout(TIMEOUT).query("query", promql).call().map_err(|e| match e {
+        ureq::Error::Status(code, r) => {
+            let body = r.into_string().unwrap_or_default();
+            format!("{url} answered {code} to {promql}: {}", crate::units::clip(&body, 300))
+        }
+        e => format!("cannot query {url}: {e}; is Prometheus running there?"),
+    })?;
+    let mut body = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(resp.into_reader(), MAX_BODY), &mut body)
+        .map_err(|e| format!("reading the answer of {url}: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| format!("{url} did not answer with Prometheus's JSON ({e})"))?;
+    if v["status"] != "success" {
+        return Err(format!("{url}: {} ({})", v["error"], promql));
+    }
+    let results = v["data"]["result"].as_array().cloned().unwrap_or_default();
+    Ok(results
+        .iter()
+        .filter_map(|r| {
+            let labels = r["metric"]
+                .as_object()?
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect();
+            let value = r["value"][1].as_str()?.parse::<f64>().ok()?;
+            Some((labels, value))
+        })
+        .collect())
+}
+
+fn key(l: &BTreeMap<String, String>) -> (String, String) {
+    (l.get("instance").cloned().unwrap_or_default(), l.get("cpu").cloned().unwrap_or_default())
+}
+
+/// One RunResult per host over the window, worst p99.9 first; an error says what failed.
+pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
+    let (m, s) = (&q.matchers, range(q.since));
+    let buckets =
+        instant(q, &format!("sum by (instance, cpu, le) (increase(rtlab_wakeup_latency_seconds_bucket{{{m}}}[{s}]))"))?;
+    if buckets.is_empty() {
+        return Err(format!(
+            "{} has no rtlab_wakeup_latency_seconds_bucket{{{m}}} in the last {s}: is it scraping rtlab monitor (deploy/prometheus.yml)?",
+            q.url
+        ));
+    }
+    let sums = instant(q, &format!("sum by (instance, cpu) (increase(rtlab_wakeup_latency_seconds_sum{{{m}}}[{s}]))"))?;
+    let missed = instant(q, &format!("sum by (instance, cpu) (increase(rtlab_missed_periods_total{{{m}}}[{s}]))"))?;
+    let maxima = instant(
+        q,
+        &format!("max by (instance, cpu) (max_over_time(rtlab_wakeup_latency_window_max_seconds{{{m}}}[{s}]))"),
+    )?;
+    let versions = instant(q, &format!("max by (instance, version) (last_over_time(rtlab_build_info{{{m}}}[{s}]))"))?;
+    let lookup = |v: &[(BTreeMap<String, String>, f64)]| -> BTreeMap<(String, String), f64> {
+        v.iter().map(|(l, x)| (key(l), *x)).collect()
+    };
+    let (sums, missed, maxima) = (lookup(&sums), lookup(&missed), lookup(&maxima));
+    // Per host and CPU: (le in ns, cumulative count); +Inf as u64::MAX.
+    let mut cum: BTreeMap<(String, String), Vec<(u64, f64)>> = BTreeMap::new();
+    for (l, v) in &buckets {
+        let le = match l.get("le").map(String::as_str) {
+            Some("+Inf") => u64::MAX,
+            Some(x) => match x.parse::<f64>() {
+                Ok(s) => (s * 1e9).round() as u64,
+                Err(_) => continue,
+            },
+            None => continue,
+        };
+        cum.entry(key(l)).or_default().push((le, *v));
+    }
+    let end = SystemTime::now();
+    let start = end - q.since;
+    let mut hosts: BTreeMap<String, Vec<ThreadResult>> = BTreeMap::new();
+    for ((host, cpu), mut les) in cum {
+        les.sort_by_key(|x| x.0);
+        let mut out = Vec::new();
+        let (mut prev_le, mut prev_n) = (0u64, 0u64);
+        let mut unbinned = None;
+        // increase() extrapolates to the window's edges: counts are rounded, never decreasing.
+        for (le, v) in les {
+            let n = (v.max(0.0).round() as u64).max(prev_n);
+            if le == u64::MAX {
+                if n > prev_n {
+                    unbinned = Some(Unbinned { count: n - prev_n, at_least_ns: prev_le });
+                }
+            } else if n > prev_n {
+                out.push(Bucket { lo_ns: prev_le, hi_ns: le, count: n - prev_n });
+            }
+            prev_n = n;
+            if le != u64::MAX {
+                prev_le = le;
+            }
+        }
+        let cycles = prev_n;
+        let k = (host.clone(), cpu.clone());
+        let max_ns = maxima.get(&k).map(|m| (m * 1e9).round() as i64);
+        let h = HistogramRecord { bucket_ns: 0, range_ns: 0, buckets: out, unbinned };
+        let (pct, above) = percentiles(&h, cycles, max_ns);
+        let stats = Stats {
+            cycles,
+            missed: missed.get(&k).map(|m| m.max(0.0).round() as u64),
+            negative: None,
+            min_ns: None,
+            max_ns,
+            max_at_cycle: None,
+            max_at_ns: None,
+            max_at_time: None,
+            mean_ns: sums.get(&k).filter(|_| cycles > 0).map(|s| s * 1e9 / cycles as f64),
+            mean_us_truncated: None,
+            stdev_ns: None,
+            percentiles_ns: pct,
+            percentiles_above_ns: above,
+            over_threshold: 0,
+            histogram: Some(h),
+        };
+        let threads = hosts.entry(host).or_default();
+        threads.push(ThreadResult {
+            thread: threads.len(),
+            cpu: cpu.parse().ok(),
+            cpus_allowed: None,
+            last_cpu: None,
+            policy: None,
+            priority: None,
+            deadline: None,
+            interval_ns: None,
+            timer_slack_ns: None,
+            drift_ns: None,
+            samples_lost: None,
+            stats,
+            logs: None,
+            noise: None,
+        });
+    }
+    let version: BTreeMap<String, String> =
+        versions.iter().map(|(l, _)| (key(l).0, l.get("version").cloned().unwrap_or_default())).collect();
+    let mut out: Vec<(String, RunResult)> = hosts
+        .into_iter()
+        .map(|(host, mut threads)| {
+            threads.sort_by_key(|t| t.cpu);
+            for (i, t) in threads.iter_mut().enumerate() {
+                t.thread = i;
+            }
+            let mut environment = crate::sysinfo::Environment::unknown();
+            environment.hostname = Some(host.clone());
+            let r = RunResult::from_stated(StatedRun {
+                threads,
+                stated: Stated {
+                    command_line: None,
+                    tool_version: version.get(&host).cloned(),
+                    start_time: Some(crate::timefmt::rfc3339(start)),
+                    end_time: Some(crate::timefmt::rfc3339(end)),
+                    environment: Some(environment),
+                },
+                source: Source {
+                    format: "prometheus".into(),
+                    file: format!("{} {{{}}} [{}]", q.url, q.matchers, s),
+                    tool_version: version.get(&host).cloned(),
+                    command_line: None,
+                    unit: "ns".into(),
+                },
+            });
+            (host, r)
+        })
+        .collect();
+    let p999 = |r: &RunResult| r.all.stats.percentiles_ns.get("99.9").copied().flatten().unwrap_or(0);
+    out.sort_by(|a, b| p999(&b.1).cmp(&p999(&a.1)).then(a.0.cmp(&b.0)));
+    Ok(out)
+}
+
+/// Judges each host against `threshold_ns`: a host fails when the largest latency any of its
+/// CPUs saw in the window exceeds it (the window maxima of the monitor); the message counts the
+/// samples in buckets wholly above the threshold (a lower bound).
+pub fn judge(r: &mut RunResult, threshold_ns: i64) {
+    use crate::result::{Exceeded, Verdict, VerdictStatus};
+    let mut exceeded = Vec::new();
+    for t in &r.threads {
+        let Some(max) = t.stats.max_ns.filter(|m| *m > threshold_ns) else { continue };
+        let above: u64 = t
+            .stats
+            .histogram
+            .iter()
+            .flat_map(|h| &h.buckets)
+            .filter(|b| b.lo_ns as i64 >= threshold_ns)
+            .map(|b| b.count)
+            .sum::<u64>()
+            + t.stats.histogram.as_ref().and_then(|h| h.unbinned).map_or(0, |u| u.count);
+        exceeded.push(Exceeded {
+            thread: t.thread,
+            cpu: t.cpu,
+            count: above.max(1),
+            first_cycle: 0,
+            first_at_ns: 0,
+            first_latency_ns: max,
+            worst_latency_ns: max,
+            worst_at_cycle: 0,
+            over_by_ns: max - threshold_ns,
+        });
+    }
+    let host = r.environment.hostname.clone().unwrap_or_default();
+    r.verdict = if exceeded.is_empty() {
+        Verdict {
+            status: VerdictStatus::Pass,
+            threshold_ns: Some(threshold_ns),
+            exceeded,
+            tracemark_written: false,
+            message: format!("PASS: no CPU of {host} exceeded {} in the window", crate::units::us(threshold_ns as f64)),
+        }
+    } else {
+        let parts: Vec<String> = exceeded
+            .iter()
+            .map(|e| {
+                format!(
+                    "CPU {}: max {} (at least {} samples above)",
+                    e.cpu.map_or("-".into(), |c| c.to_string()),
+                    crate::units::us(e.worst_latency_ns as f64),
+                    e.count
+                )
+            })
+            .collect();
+        Verdict {
+            status: VerdictStatus::Fail,
+            threshold_ns: Some(threshold_ns),
+            message: format!("FAIL: {host} exceeded {}: {}", crate::units::us(threshold_ns as f64), parts.join("; ")),
+            exceeded,
+            tracemark_written: false,
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matchers_are_label_lists_with_or_without_braces() {
+        assert_eq!(matchers("{job=\"rtlab\"}").unwrap(), "job=\"rtlab\"");
+        assert_eq!(matchers("job=\"rtlab\",site=~\"lab.*\"").unwrap(), "job=\"rtlab\",site=~\"lab.*\"");
+        assert!(matchers("{}").is_err());
+        assert!(matchers("up) or vector(1").is_err());
+    }
+}
