@@ -45,8 +45,11 @@ fn range(d: Duration) -> String {
     format!("{}s", d.as_secs().max(1))
 }
 
+/// One series of an instant query's answer: its labels and value.
+type Series = (BTreeMap<String, String>, f64);
+
 /// Runs an instant query; each result as `(labels, value)`.
-fn instant(q: &Query, promql: &str) -> Result<Vec<(BTreeMap<String, String>, f64)>, String> {
+fn instant(q: &Query, promql: &str) -> Result<Vec<Series>, String> {
     let url = format!("{}/api/v1/query", q.url.trim_end_matches('/'));
     let resp = ureq::get(&url).timeout(TIMEOUT).query("query", promql).call().map_err(|e| match e {
         ureq::Error::Status(code, r) => {
@@ -100,7 +103,7 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
         &format!("max by (instance, cpu) (max_over_time(rtlab_wakeup_latency_window_max_seconds{{{m}}}[{s}]))"),
     )?;
     let versions = instant(q, &format!("max by (instance, version) (last_over_time(rtlab_build_info{{{m}}}[{s}]))"))?;
-    let lookup = |v: &[(BTreeMap<String, String>, f64)]| -> BTreeMap<(String, String), f64> {
+    let lookup = |v: &[Series]| -> BTreeMap<(String, String), f64> {
         v.iter().map(|(l, x)| (key(l), *x)).collect()
     };
     let (sums, missed, maxima) = (lookup(&sums), lookup(&missed), lookup(&maxima));
