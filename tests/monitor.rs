@@ -374,3 +374,43 @@ fn the_deploy_rules_pass_promtool_and_their_unit_tests() {
         );
     }
 }
+
+#[test]
+fn memory_stays_flat_over_a_simulated_day_at_a_thousand_samples_a_second() {
+    // A simulated probe produces a day of 1 kHz samples (86.4 million) in seconds; the monitor
+    // publishes and is scraped all along. Its resident memory must not grow with them.
+    let port = free_port();
+    let mut child = Command::new(common::rtlab_path())
+        .args(["monitor", "--simulate", "seed:7", "-t1", "-i", "1ms", "-D", "24h", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let rss = |pid: u32| -> Option<u64> {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
+    };
+    let samples = |text: &str| -> u64 {
+        text.lines().find(|l| l.starts_with("rtlab_samples_total{")).and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0)
+    };
+    let mut readings = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        let (code, text) = get(port, "/metrics", "");
+        let (Some(kb), 200) = (rss(child.id()), code) else {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            continue;
+        };
+        readings.push((samples(&text), kb));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(readings.len() >= 4, "{readings:?}");
+    let (early, late) = (readings[1], *readings.last().unwrap());
+    eprintln!("RSS {} kB at {} samples, {} kB at {} samples", early.1, early.0, late.1, late.0);
+    assert!(late.0 > 40_000_000, "most of the day was measured: {readings:?}");
+    assert!(late.1 < early.1 + 8 * 1024, "memory grew with the samples: {readings:?}");
+}

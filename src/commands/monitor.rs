@@ -75,6 +75,13 @@ impl Seconds {
         }
     }
 
+    /// Keeps at most `n` seconds (a simulated run's samples run ahead of the wall clock).
+    fn bound(&mut self, n: usize) {
+        while self.0.len() > n {
+            self.0.pop_front();
+        }
+    }
+
     /// Forgets seconds before `from` (Unix s) and gives the largest `(latency, at)` left.
     fn max_since(&mut self, from: i64) -> Option<(i64, i64)> {
         while self.0.front().is_some_and(|b| b.0 < from) {
@@ -222,10 +229,12 @@ impl Observer for Monitor {
     fn samples(&mut self, thread: usize, samples: &[Sample]) {
         let start = self.started.get_or_insert_with(SystemTime::now);
         let base = start.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64);
+        let keep = self.window.as_secs() as usize + 2;
         if let Some(w) = self.seconds.get_mut(thread) {
             for s in samples {
                 w.add(base + s.at_ns, s.latency_ns);
             }
+            w.bound(keep);
         }
     }
 
