@@ -381,7 +381,18 @@ fn memory_stays_flat_over_a_simulated_day_at_a_thousand_samples_a_second() {
     // publishes and is scraped all along. Its resident memory must not grow with them.
     let port = free_port();
     let mut child = Command::new(common::rtlab_path())
-        .args(["monitor", "--simulate", "seed:7", "-t1", "-i", "1ms", "-D", "24h", "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "monitor",
+            "--simulate",
+            "seed:7",
+            "-t1",
+            "-i",
+            "1ms",
+            "-D",
+            "24h",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -391,7 +402,10 @@ fn memory_stays_flat_over_a_simulated_day_at_a_thousand_samples_a_second() {
         s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
     };
     let samples = |text: &str| -> u64 {
-        text.lines().find(|l| l.starts_with("rtlab_samples_total{")).and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0)
+        text.lines()
+            .find(|l| l.starts_with("rtlab_samples_total{"))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0)
     };
     let mut readings = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -413,4 +427,49 @@ fn memory_stays_flat_over_a_simulated_day_at_a_thousand_samples_a_second() {
     eprintln!("RSS {} kB at {} samples, {} kB at {} samples", early.1, early.0, late.1, late.0);
     assert!(late.0 > 40_000_000, "most of the day was measured: {readings:?}");
     assert!(late.1 < early.1 + 8 * 1024, "memory grew with the samples: {readings:?}");
+}
+
+#[test]
+fn json_windows_rotate_on_time_and_on_sighup_each_a_valid_run_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w.json");
+    let port = free_port();
+    let mut child = Command::new(common::rtlab_path())
+        .args([
+            "monitor",
+            "-a",
+            "0",
+            "-i",
+            "1ms",
+            "-D",
+            "8",
+            "--rotate",
+            "3s",
+            "--keep",
+            "5",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(4500));
+    let _ = Command::new("kill").args(["-HUP", &child.id().to_string()]).status();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let files: Vec<Value> =
+        ["w.json.2", "w.json.1", "w.json"].iter().map(|f| common::read_json(&dir.path().join(f))).collect();
+    let mut previous_end = None;
+    for v in &files {
+        common::assert_valid_run_result(v);
+        assert!(v["threads"][0]["cycles"].as_u64().unwrap() > 0, "{v}");
+        if let Some(end) = previous_end {
+            assert!(v["start_time"].as_str().unwrap() >= end, "windows follow each other");
+        }
+        previous_end = v["end_time"].as_str();
+    }
+    let lengths: Vec<f64> = files.iter().map(|v| v["duration_s"].as_f64().unwrap()).collect();
+    assert!(lengths[0] >= 2.5 && lengths[1] < 2.5, "the first window ran its 3 s, SIGHUP cut the second: {lengths:?}");
 }

@@ -29,6 +29,13 @@ pub struct MonitorArgs {
     /// Thresholds of rtlab_latency_exceedances_total (comma-separated; plain numbers are µs)
     #[arg(long = "thresholds", value_name = "TIMES", default_value = "100us,1ms", value_delimiter = ',', value_parser = parse::latency)]
     pub thresholds: Vec<i64>,
+    /// With --json FILE: write the RunResult of each window of this length to FILE (the
+    /// previous ones become FILE.1, FILE.2, …); SIGHUP ends the window at once
+    #[arg(long = "rotate", value_name = "TIME", default_value = "1h", value_parser = parse::duration)]
+    pub rotate: std::time::Duration,
+    /// With --json FILE: how many earlier windows to keep (FILE.1 … FILE.N)
+    #[arg(long = "keep", value_name = "N", default_value = "24", value_parser = clap::value_parser!(u16).range(0..=10000))]
+    pub keep: u16,
     /// The probe's options (`rtlab run --help`)
     #[command(flatten)]
     pub run: RunArgs,
@@ -40,7 +47,11 @@ impl MonitorOptions {
         for (given, flag, why) in [
             (a.run.loops.is_some(), "-l", "a monitor runs until stopped (or -D)"),
             (a.run.samples.is_some(), "--samples", "a samples file would grow without bound; use rtlab run --samples"),
-            (a.run.json.is_some(), "--json", "the current result is served at /status"),
+            (
+                a.run.json.as_ref().is_some_and(|j| j.as_os_str() == "-"),
+                "--json -",
+                "the current result is served at /status; give a file",
+            ),
             (
                 a.run.breaktrace.is_some(),
                 "-b",
@@ -60,6 +71,10 @@ impl MonitorOptions {
         if thresholds.len() > 16 {
             return Err(UsageError("--thresholds: at most 16 (each is a series per CPU)".into()));
         }
+        if a.rotate < std::time::Duration::from_secs(1) {
+            return Err(UsageError("--rotate must be at least 1s; e.g. --rotate 1h".into()));
+        }
+        let json = a.run.json.clone();
         let mut run = a.run;
         run.quiet = true;
         run.no_checkpoint = true;
@@ -68,6 +83,14 @@ impl MonitorOptions {
         // (for the window maxima); neither touches the measuring loop.
         plan.checkpoint = Some(std::time::Duration::from_secs(1));
         plan.sample_ring = Some(crate::session::SAMPLE_RING);
-        Ok(MonitorOptions { plan, listen: a.listen, window: a.window, thresholds_ns: thresholds })
+        Ok(MonitorOptions {
+            plan,
+            listen: a.listen,
+            window: a.window,
+            thresholds_ns: thresholds,
+            json,
+            rotate: a.rotate,
+            keep: usize::from(a.keep),
+        })
     }
 }

@@ -30,6 +30,12 @@ pub struct MonitorOptions {
     pub window: Duration,
     /// Exceedance thresholds (ns), ascending.
     pub thresholds_ns: Vec<i64>,
+    /// `--json FILE`: each window's RunResult goes there.
+    pub json: Option<std::path::PathBuf>,
+    /// Window length for `--json`.
+    pub rotate: Duration,
+    /// Earlier windows kept (FILE.1 …).
+    pub keep: usize,
 }
 
 /// Serves until SIGINT/SIGTERM (or `-D`); exit 0, 1 when the probe failed.
@@ -45,10 +51,20 @@ pub fn execute(opts: &MonitorOptions, command_line: Vec<String>) -> Result<i32, 
     eprintln!("rtlab monitor: serving http://{}/metrics, /healthz and /status", server.addr);
     let provenance = Provenance { command_line, environment: Environment::capture() };
     let mut monitor = Monitor::new(board, session::base_record(&opts.plan, provenance.clone()), opts);
+    let hup = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if opts.json.is_some() {
+        signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hup))
+            .map_err(|e| Error::Runtime(format!("cannot install the SIGHUP handler: {e}")))?;
+        monitor.windows = Some(Windows::new(opts, hup));
+    }
     let mut warnings = WarningPrinter::default();
     let measured =
         session::measure(&opts.plan, provenance, None, &mut Fanout(vec![&mut monitor, &mut warnings]), &signals);
     server.stop();
+    // The last window, up to the last second published, is written too.
+    if let Some(w) = monitor.windows.as_mut() {
+        w.write_pending()?;
+    }
     let (result, failure) = measured.map_err(|e| Error::Runtime(e.to_string()))?;
     warnings.rest(&result);
     if let Some(f) = failure {
@@ -91,8 +107,93 @@ impl Seconds {
     }
 }
 
+/// `--json FILE`: one RunResult per window, from the difference of two checkpoints, with
+/// each window's extremes taken from the samples themselves.
+struct Windows {
+    path: std::path::PathBuf,
+    rotate: Duration,
+    keep: usize,
+    hup: Arc<std::sync::atomic::AtomicBool>,
+    /// The checkpoint the window started from (`None`: the run's start).
+    base: Option<Vec<crate::measure::stats::Summary>>,
+    began: Instant,
+    began_wall: Option<SystemTime>,
+    /// Per slot: the window's smallest and largest sample (with its time since the window began).
+    extremes: Vec<Option<(i64, (i64, i64))>>,
+    /// The window so far, as of the last checkpoint.
+    pending: Option<RunResult>,
+}
+
+impl Windows {
+    fn new(opts: &MonitorOptions, hup: Arc<std::sync::atomic::AtomicBool>) -> Windows {
+        Windows {
+            path: opts.json.clone().unwrap_or_default(),
+            rotate: opts.rotate,
+            keep: opts.keep,
+            hup,
+            base: None,
+            began: Instant::now(),
+            began_wall: None,
+            extremes: Vec::new(),
+            pending: None,
+        }
+    }
+
+    fn sample(&mut self, slot: usize, at_wall_ns: i64, latency: i64) {
+        let began = self.began_wall.map_or(0, |b| b.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64));
+        if self.extremes.len() <= slot {
+            self.extremes.resize(slot + 1, None);
+        }
+        let e = &mut self.extremes[slot];
+        let at = at_wall_ns - began;
+        *e = Some(match *e {
+            None => (latency, (latency, at)),
+            Some((lo, (hi, hi_at))) => (lo.min(latency), if latency > hi { (latency, at) } else { (hi, hi_at) }),
+        });
+    }
+
+    /// The window so far from checkpoint `out`; when it is over (or SIGHUP came), it is written
+    /// and the next one begins.
+    fn checkpoint(&mut self, out: &Output, base: &ProbeRun) -> Result<(), String> {
+        let began_wall = *self.began_wall.get_or_insert(out.start);
+        let mut figures = out.record(base.clone());
+        for (i, p) in figures.probes.iter_mut().enumerate() {
+            let earlier = self.base.as_ref().and_then(|b| b.get(i));
+            let extremes = self.extremes.get(i).copied().flatten();
+            p.summary = match earlier {
+                Some(e) => p.summary.since(e, extremes),
+                None => p.summary.clone(),
+            };
+        }
+        figures.start = Some(began_wall);
+        figures.end = Some(SystemTime::now());
+        figures.end_reason = crate::result::EndReason::Duration;
+        self.pending = Some(RunResult::build(figures));
+        let hup = self.hup.swap(false, std::sync::atomic::Ordering::Relaxed);
+        if hup || self.began.elapsed() >= self.rotate {
+            self.write_pending().map_err(|e| e.to_string())?;
+            self.base = Some(out.threads.iter().map(|t| t.summary.clone()).collect());
+            self.began = Instant::now();
+            self.began_wall = Some(SystemTime::now());
+            self.extremes.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes the window so far (rotating the earlier ones).
+    fn write_pending(&mut self) -> Result<(), Error> {
+        let Some(r) = self.pending.take() else { return Ok(()) };
+        let bytes = crate::export::json::Json.serialize(&r).map_err(Error::Runtime)?;
+        crate::export::rotate(&self.path, self.keep)
+            .and_then(|()| crate::export::write_output(&self.path, &bytes))
+            .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", self.path.display())))
+    }
+}
+
 /// The observer that publishes.
 struct Monitor {
+    /// `--json FILE` windows.
+    windows: Option<Windows>,
     board: Board,
     base: ProbeRun,
     window: Duration,
@@ -124,6 +225,7 @@ impl Monitor {
     fn new(board: Board, base: ProbeRun, opts: &MonitorOptions) -> Monitor {
         let interval = opts.plan.probe.slots().first().map_or(1_000_000, |s| s.interval_ns);
         Monitor {
+            windows: None,
             board,
             base,
             window: opts.window,
@@ -236,11 +338,21 @@ impl Observer for Monitor {
             }
             w.bound(keep);
         }
+        if let Some(win) = self.windows.as_mut() {
+            for s in samples {
+                win.sample(thread, base + s.at_ns, s.latency_ns);
+            }
+        }
     }
 
     fn checkpoint(&mut self, partial: &Output) {
         if self.started.is_none() {
             self.started = Some(partial.start);
+        }
+        if let Some(w) = self.windows.as_mut() {
+            if let Err(e) = w.checkpoint(partial, &self.base) {
+                eprintln!("rtlab: warning: {e}");
+            }
         }
         let result = RunResult::build(partial.record(self.base.clone()));
         let status = crate::export::json::Json.serialize(&result).unwrap_or_default();

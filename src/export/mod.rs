@@ -64,6 +64,26 @@ pub fn stream_output(path: &Path, produce: impl FnOnce(&mut dyn Write) -> std::i
     Ok(())
 }
 
+/// Shifts the generations of `path` for a rotating output: `path.{keep-1}` → `path.{keep}`, …,
+/// `path` → `path.1` (renames: a symlink is moved, never followed); the oldest beyond `keep`
+/// is replaced. `path` itself is then free for [`write_output`].
+pub fn rotate(path: &Path, keep: usize) -> std::io::Result<()> {
+    let gen = |i: usize| -> PathBuf {
+        let mut s = path.as_os_str().to_owned();
+        s.push(format!(".{i}"));
+        PathBuf::from(s)
+    };
+    for i in (1..keep).rev() {
+        if std::fs::symlink_metadata(gen(i)).is_ok() {
+            std::fs::rename(gen(i), gen(i + 1))?;
+        }
+    }
+    if keep > 0 && std::fs::symlink_metadata(path).is_ok() {
+        std::fs::rename(path, gen(1))?;
+    }
+    Ok(())
+}
+
 /// `Ok` when the only failure is that the reader of stdout went away (EPIPE), as ripgrep does.
 pub fn quiet_on_closed_pipe(r: std::io::Result<()>) -> std::io::Result<()> {
     match r {

@@ -103,9 +103,7 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
         &format!("max by (instance, cpu) (max_over_time(rtlab_wakeup_latency_window_max_seconds{{{m}}}[{s}]))"),
     )?;
     let versions = instant(q, &format!("max by (instance, version) (last_over_time(rtlab_build_info{{{m}}}[{s}]))"))?;
-    let lookup = |v: &[Series]| -> BTreeMap<(String, String), f64> {
-        v.iter().map(|(l, x)| (key(l), *x)).collect()
-    };
+    let lookup = |v: &[Series]| -> BTreeMap<(String, String), f64> { v.iter().map(|(l, x)| (key(l), *x)).collect() };
     let (sums, missed, maxima) = (lookup(&sums), lookup(&missed), lookup(&maxima));
     // Per host and CPU: (le in ns, cumulative count); +Inf as u64::MAX.
     let mut cum: BTreeMap<(String, String), Vec<(u64, f64)>> = BTreeMap::new();

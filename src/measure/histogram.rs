@@ -227,6 +227,18 @@ impl Counts {
         }
     }
 
+    /// What was added since `earlier` (a copy of the same histogram taken before): bucket by
+    /// bucket, never below zero.
+    pub fn since(&self, earlier: &Counts) -> Counts {
+        let mut out = self.clone();
+        if self.layout == earlier.layout {
+            for (a, b) in out.counts.iter_mut().zip(&earlier.counts) {
+                *a = a.saturating_sub(*b);
+            }
+        }
+        out
+    }
+
     /// The counts of the linear buckets (`[i·w, (i+1)·w)` for `i` below range / width).
     pub fn linear(&self) -> &[u64] {
         &self.counts[..self.layout.linear_buckets()]

@@ -504,6 +504,37 @@ impl Summary {
         self.counts.merge(&other.counts);
     }
 
+    /// The samples added since `earlier` (a checkpoint of the same probe taken before): counts,
+    /// sums and histogram are differences; the window's smallest and largest samples, known
+    /// only from the samples themselves, are `min_max` (`(min, (max, at_ns))`).
+    pub fn since(&self, earlier: &Summary, min_max: Option<(i64, (i64, i64))>) -> Summary {
+        let cycles = self.cycles.saturating_sub(earlier.cycles);
+        let exact = self.sum_sq_overflow.is_none() && earlier.sum_sq_overflow.is_none();
+        let mut over = ExceedLog::new(self.over.threshold_ns(), 0);
+        over.count = self.over.count.saturating_sub(earlier.over.count);
+        let has = cycles > 0;
+        Summary {
+            cycles,
+            missed: self.missed.saturating_sub(earlier.missed),
+            negative: self.negative.saturating_sub(earlier.negative),
+            min_ns: min_max.filter(|_| has).map(|m| m.0),
+            max_ns: min_max.filter(|_| has).map(|m| m.1 .0),
+            max_at_cycle: None,
+            max_at_ns: min_max.filter(|_| has).map(|m| m.1 .1),
+            max_at_thread: None,
+            sum_ns: self.sum_ns - earlier.sum_ns,
+            sum_sq_ns2: if exact { self.sum_sq_ns2.wrapping_sub(earlier.sum_sq_ns2) } else { 0 },
+            sum_sq_overflow: (!exact).then(|| {
+                self.sum_sq_overflow.unwrap_or(self.sum_sq_ns2 as f64)
+                    - earlier.sum_sq_overflow.unwrap_or(earlier.sum_sq_ns2 as f64)
+            }),
+            sum_us_truncated: None,
+            over,
+            outliers: ExceedLog::off(),
+            counts: self.counts.since(&earlier.counts),
+        }
+    }
+
     /// Exact mean in ns.
     pub fn mean_ns(&self) -> Option<f64> {
         (self.cycles > 0).then(|| self.sum_ns as f64 / self.cycles as f64)
@@ -547,6 +578,27 @@ impl Summary {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_window_is_the_difference_of_two_checkpoints() {
+        let layout = Layout::DEFAULT;
+        let live = Live::new(layout);
+        let mut r = Recorder::new(&live, Some(50_000));
+        for (i, l) in [10_000i64, 20_000, 60_000].iter().enumerate() {
+            r.record(*l, i as i64, 0);
+        }
+        let before = r.finish();
+        for (i, l) in [30_000i64, 70_000].iter().enumerate() {
+            r.record(*l, 10 + i as i64, 1);
+        }
+        let now = r.finish();
+        let w = now.since(&before, Some((30_000, (70_000, 11))));
+        assert_eq!((w.cycles, w.missed, w.sum_ns, w.over.count), (2, 2, 100_000, 1));
+        assert_eq!(w.sum_sq_ns2, 30_000u128.pow(2) + 70_000u128.pow(2));
+        assert_eq!((w.min_ns, w.max_ns, w.max_at_ns), (Some(30_000), Some(70_000), Some(11)));
+        assert_eq!(w.counts.total(), 2);
+        assert_eq!(w.stdev_ns(), Some(20_000.0));
+    }
 
     #[test]
     fn an_empty_summary_has_no_min_max_mean_or_percentiles() {
