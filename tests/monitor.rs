@@ -473,3 +473,29 @@ fn json_windows_rotate_on_time_and_on_sighup_each_a_valid_run_result() {
     let lengths: Vec<f64> = files.iter().map(|v| v["duration_s"].as_f64().unwrap()).collect();
     assert!(lengths[0] >= 2.5 && lengths[1] < 2.5, "the first window ran its 3 s, SIGHUP cut the second: {lengths:?}");
 }
+
+#[test]
+fn with_explain_the_attribution_of_late_wakeups_is_counted_by_cause() {
+    if !common::is_root() {
+        eprintln!("NOT CHECKED (--explain needs root for a tracefs instance)");
+        return;
+    }
+    // Every wakeup later than 1 µs is explained: all of them on this machine.
+    let m = monitor(&["-a", "0", "--explain=1us"]);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, text) = get(m.port, "/metrics", "");
+        let n: f64 = text
+            .lines()
+            .filter(|l| l.starts_with("rtlab_explained_spikes_total{cause=\"switch\"}"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        if n > 0.0 {
+            assert!(promtool_lint(&text).status.success());
+            assert!(text.contains("rtlab_explained_latency_seconds_total{cause="));
+            break;
+        }
+        assert!(Instant::now() < deadline, "no attribution counted: {text}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}

@@ -291,7 +291,7 @@ impl Monitor {
                 .as_ref()
                 .map(|d| d.checks.iter().map(|c| (c.id.clone(), c.status.label().to_string())).collect())
                 .unwrap_or_default(),
-            attribution: Vec::new(),
+            attribution: out.causes.iter().map(|(c, n, ns)| (c.clone(), *n, *ns as f64 / 1e9)).collect(),
             cpu_seconds: crate::rt::clock::now(crate::rt::clock::ClockId::PROCESS_CPUTIME) as f64 / 1e9,
             resident_bytes: resident_bytes(),
         }

@@ -90,6 +90,8 @@ pub struct Explainer {
     smi_unreadable: bool,
     /// Per slot: a noise run's attribution so far.
     tallies: Vec<crate::trace::noise::Tally>,
+    /// Every late sample explained so far, by cause: spikes it took part in, and time (ns).
+    causes: std::collections::BTreeMap<crate::trace::Cause, (u64, i64)>,
 }
 
 /// `/proc/stat` counts in USER_HZ ticks: 100 a second on Linux.
@@ -112,6 +114,7 @@ impl Explainer {
             smi: std::collections::VecDeque::new(),
             smi_unreadable: false,
             tallies: Vec::new(),
+            causes: std::collections::BTreeMap::new(),
         })
     }
 
@@ -226,6 +229,11 @@ impl Explainer {
                 e.lost_events = self.recorder.lost(spike.cpu);
                 e.steal_ns = self.steal_over(spike.cpu, spike.deadline_ns, spike.wake_ns);
                 e.smis = self.smi_over(spike.cpu, spike.deadline_ns, spike.wake_ns);
+                for p in &e.parts {
+                    let c = self.causes.entry(p.cause).or_default();
+                    c.0 += 1;
+                    c.1 += p.ns;
+                }
                 self.done.push(e);
                 self.trim();
             } else {
@@ -282,6 +290,18 @@ impl Explainer {
                 }
             }
         }
+    }
+
+    /// Every sample explained so far, by cause (its name in results: `blocking_task`):
+    /// `(cause, spikes it took part in, time in ns)`.
+    pub fn causes(&self) -> Vec<(String, u64, i64)> {
+        self.causes
+            .iter()
+            .map(|(c, (n, ns))| {
+                let id = serde_json::to_value(c).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                (id, *n, *ns)
+            })
+            .collect()
     }
 
     /// Keeps the N largest, and the largest [`MAX_EXPLAINED`] above the threshold.

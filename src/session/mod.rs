@@ -123,6 +123,9 @@ pub struct Output {
     pub explain: Option<crate::trace::ExplainSummary>,
     /// A noise run's attribution per slot (`None` where it was off).
     pub noise_sources: Vec<Option<crate::trace::noise::NoiseSources>>,
+    /// `--explain`: every late sample explained so far, by cause: `(cause, spikes, ns)` (in
+    /// checkpoints, for `rtlab monitor`).
+    pub causes: Vec<(String, u64, i64)>,
 }
 
 impl Output {
@@ -325,6 +328,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                         explanations: Vec::new(),
                         explain: None,
                         noise_sources: Vec::new(),
+                        causes: explainer.as_ref().map(|x| x.causes()).unwrap_or_default(),
                     };
                     observer.checkpoint(&partial);
                 }
@@ -363,6 +367,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     warnings.extend(late);
     let end = SystemTime::now();
     drain_rings(&rings, &mut cursors, observer, explainer.as_mut(), &lives);
+    let causes = explainer.as_ref().map(|x| x.causes()).unwrap_or_default();
     let (explanations, noise_sources) = match explainer.take() {
         Some(x) => {
             let (done, summary, sources) = x.finish();
@@ -403,6 +408,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         explanations,
         explain: explain_summary,
         noise_sources,
+        causes,
     })
 }
 
