@@ -353,6 +353,7 @@ fn a_real_prometheus_scrapes_it_and_its_quantiles_agree_with_status() {
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&md).unwrap();
     assert!(text.contains(host.as_str()) && text.contains("FAIL"), "{text}");
+    assert!(text.contains("Fleet heatmap") && dir.path().join("fleet-fleet-heatmap.svg").exists(), "{text}");
     let out =
         Command::new(common::rtlab_path()).args(["compare", "--prometheus", &url, "--since", "120s"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "one host cannot be compared");

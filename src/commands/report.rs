@@ -75,12 +75,35 @@ fn gather(
     Ok((inputs, if failed { 3 } else { 0 }))
 }
 
+/// The fleet's heatmap over the window (all selected hosts and CPUs together).
+fn fleet_heatmap(q: &crate::import::prometheus::Query) -> Result<Vec<Block>, Error> {
+    let heat = crate::import::prometheus::heat(q, 120).map_err(Error::Runtime)?;
+    let caption = crate::plot::Caption {
+        title: "Fleet: wakeup latency over time".into(),
+        subtitle: format!("{} {{{}}}, last {} s", q.url, q.matchers, q.since.as_secs()),
+    };
+    let svg =
+        crate::plot::heatmap::svg(&caption, &heat.times, &heat.bounds_ns, &heat.counts).map_err(Error::Runtime)?;
+    let svg = crate::plot::encode_svg(&svg, "heatmap-").map_err(Error::Runtime)?;
+    Ok(vec![
+        Block::Heading(2, "Fleet heatmap".into()),
+        Block::Figure {
+            name: "fleet-heatmap".into(),
+            caption: "Wakeups per latency bucket over time, every selected host and CPU".into(),
+            svg,
+        },
+    ])
+}
+
 /// `rtlab report`.
 pub fn report(args: &ReportOptions) -> Result<i32, Error> {
     let markdown = args.markdown;
     let ins: Vec<&std::path::Path> = args.inputs.iter().map(std::path::PathBuf::as_path).collect();
     let (inputs, code) = gather(&args.inputs, args.unit, &args.fleet)?;
-    let blocks = report::build(&inputs).map_err(Error::Runtime)?;
+    let mut blocks = report::build(&inputs).map_err(Error::Runtime)?;
+    if let Some((q, _)) = &args.fleet {
+        blocks.splice(1..1, fleet_heatmap(q)?);
+    }
     if markdown {
         let stem = args.output.file_stem().map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
         let dir = args.output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));

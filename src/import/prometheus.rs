@@ -217,6 +217,76 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
     Ok(out)
 }
 
+/// Wakeups per latency bucket over time, the whole selection together (a heatmap's data).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Heat {
+    /// The end of each step (Unix s).
+    pub times: Vec<f64>,
+    /// Bucket upper bounds (ns); the last is `u64::MAX` (+Inf).
+    pub bounds_ns: Vec<u64>,
+    /// Per step, wakeups per bucket (not cumulative).
+    pub counts: Vec<Vec<u64>>,
+}
+
+/// The heatmap data of the window in about `steps` steps (at least 1 s each).
+pub fn heat(q: &Query, steps: u32) -> Result<Heat, String> {
+    let step = (q.since.as_secs() / u64::from(steps.max(1))).max(1);
+    let end = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let start = end.saturating_sub(q.since.as_secs());
+    let promql = format!("sum by (le) (increase(rtlab_wakeup_latency_seconds_bucket{{{}}}[{step}s]))", q.matchers);
+    let url = format!("{}/api/v1/query_range", q.url.trim_end_matches('/'));
+    let resp = ureq::get(&url)
+        .timeout(TIMEOUT)
+        .query("query", &promql)
+        .query("start", &start.to_string())
+        .query("end", &end.to_string())
+        .query("step", &format!("{step}s"))
+        .call()
+        .map_err(|e| format!("cannot query {url}: {e}"))?;
+    let mut body = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(resp.into_reader(), MAX_BODY), &mut body)
+        .map_err(|e| format!("reading the answer of {url}: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| format!("{url}: not Prometheus's JSON ({e})"))?;
+    // le → (time → cumulative count)
+    let mut by_le: BTreeMap<u64, BTreeMap<i64, f64>> = BTreeMap::new();
+    for r in v["data"]["result"].as_array().into_iter().flatten() {
+        let le = match r["metric"]["le"].as_str() {
+            Some("+Inf") => u64::MAX,
+            Some(x) => match x.parse::<f64>() {
+                Ok(s) => (s * 1e9).round() as u64,
+                Err(_) => continue,
+            },
+            None => continue,
+        };
+        for p in r["values"].as_array().into_iter().flatten() {
+            let (Some(t), Some(x)) = (p[0].as_f64(), p[1].as_str().and_then(|x| x.parse::<f64>().ok())) else {
+                continue;
+            };
+            by_le.entry(le).or_default().insert(t.round() as i64, x);
+        }
+    }
+    let times: Vec<i64> =
+        by_le.values().flat_map(|m| m.keys().copied()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let bounds_ns: Vec<u64> = by_le.keys().copied().collect();
+    let counts = times
+        .iter()
+        .map(|t| {
+            let mut prev = 0u64;
+            bounds_ns
+                .iter()
+                .map(|le| {
+                    let c = (by_le[le].get(t).copied().unwrap_or(0.0).max(0.0).round() as u64).max(prev);
+                    let n = c - prev;
+                    prev = c;
+                    n
+                })
+                .collect()
+        })
+        .collect();
+    Ok(Heat { times: times.iter().map(|t| *t as f64).collect(), bounds_ns, counts })
+}
+
 /// Judges each host against `threshold_ns`: a host fails when the largest latency any of its
 /// CPUs saw in the window exceeds it (the window maxima of the monitor); the message counts the
 /// samples in buckets wholly above the threshold (a lower bound).

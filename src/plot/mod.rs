@@ -6,6 +6,7 @@
 //! Plots are exporters: they return bytes and never do I/O.
 
 pub mod cdf;
+pub mod heatmap;
 pub mod histogram;
 pub mod inputs;
 pub mod noise;
