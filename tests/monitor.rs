@@ -500,3 +500,32 @@ fn with_explain_the_attribution_of_late_wakeups_is_counted_by_cause() {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+#[test]
+fn healthz_fails_when_a_probe_is_starved_off_its_schedule() {
+    if !common::is_root() {
+        eprintln!("NOT CHECKED (an RT load needs root)");
+        return;
+    }
+    let cpu = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap()
+        .trim()
+        .rsplit([',', '-'])
+        .next()
+        .unwrap()
+        .to_string();
+    // A fair probe under a FIFO busy loop on its CPU gets the CPU only when the kernel's fair
+    // server lets it: a few dozen of its thousand periods a second.
+    let load = format!("cpu:policy=fifo:90,cpus={cpu}");
+    let m = monitor(&["-a", &cpu, "--policy", "other", "-D", "15", "--load", &load]);
+    let deadline = Instant::now() + Duration::from_secs(14);
+    loop {
+        let (code, body) = get(m.port, "/healthz", "");
+        if code == 503 {
+            assert!(body.contains("off schedule") || body.contains("no sample"), "{body}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "healthz stayed {code}: {body}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}

@@ -203,6 +203,8 @@ struct Monitor {
     seconds: Vec<Seconds>,
     /// Per slot: the sample count and when it last grew.
     progress: Vec<(u64, Instant)>,
+    /// Sample counts of every slot over the last seconds: `(when, counts)`.
+    history: VecDeque<(Instant, Vec<u64>)>,
     interval: Duration,
     process_start: f64,
 }
@@ -234,6 +236,7 @@ impl Monitor {
             statuses: Vec::new(),
             seconds: Vec::new(),
             progress: Vec::new(),
+            history: VecDeque::new(),
             interval: Duration::from_nanos(interval.max(0) as u64),
             process_start: unix_s(SystemTime::now()),
         }
@@ -298,7 +301,8 @@ impl Monitor {
     }
 
     /// Why the probes are not alive and on schedule, if they are not: a slot without a new
-    /// sample for three periods and two seconds.
+    /// sample for three periods and two seconds, or one that delivered fewer than half of its
+    /// periods as samples over the last five seconds or more.
     fn unhealthy(&mut self, out: &Output) -> Option<String> {
         let now = Instant::now();
         let patience = self.interval * 3 + Duration::from_secs(2);
@@ -318,7 +322,38 @@ impl Monitor {
                 ));
             }
         }
-        (!stuck.is_empty()).then(|| format!("no sample for {:.0} s from {}", patience.as_secs_f64(), stuck.join(", ")))
+        if !stuck.is_empty() {
+            return Some(format!("no sample for {:.0} s from {}", patience.as_secs_f64(), stuck.join(", ")));
+        }
+        // On schedule: over the last 5 s or more, each slot delivered at least half of its periods
+        // as samples (a starved or stalling probe misses the rest).
+        self.history.push_back((now, out.threads.iter().map(|t| t.summary.counts.total()).collect()));
+        while self.history.len() > 2 && now - self.history[1].0 >= Duration::from_secs(5) {
+            self.history.pop_front();
+        }
+        let (then, counts) = self.history.front()?;
+        let span = now - *then;
+        if span < Duration::from_secs(5) || self.interval.is_zero() {
+            return None;
+        }
+        let expected = span.as_secs_f64() / self.interval.as_secs_f64();
+        let behind: Vec<String> = out
+            .threads
+            .iter()
+            .zip(counts)
+            .filter_map(|(t, before)| {
+                let got = t.summary.counts.total().saturating_sub(*before) as f64;
+                (got < expected / 2.0).then(|| {
+                    format!(
+                        "thread {} (CPU {}) delivered {got:.0} samples in {:.1} s, {expected:.0} periods",
+                        t.plan.index,
+                        t.plan.cpu.map_or("any".into(), |c| c.to_string()),
+                        span.as_secs_f64()
+                    )
+                })
+            })
+            .collect();
+        (!behind.is_empty()).then(|| format!("off schedule: {}", behind.join("; ")))
     }
 }
 
