@@ -177,27 +177,24 @@ impl Probe for NoiseProbe {
             }
         }
         drop(tx);
+        let reports = match super::setup::collect(&rx, plan.threads.len(), Instant::now() + plan.warmup + SETUP_SLACK) {
+            Ok(r) => r,
+            Err(missing) => {
+                shared.gate.open(GateState::Abort);
+                self.handles.clear();
+                return Err(ProbeError::Start(format!(
+                    "{missing} busy threads did not get a CPU to set up and pre-heat within {} s: a task at a higher RT \
+                     priority is using their CPUs; stop it or give the threads a higher priority (--priority)",
+                    (plan.warmup + SETUP_SLACK).as_secs()
+                )));
+            }
+        };
         let mut statuses = Vec::with_capacity(plan.threads.len());
         let mut loop_ns: Vec<(usize, f64)> = Vec::new();
-        let deadline = Instant::now() + plan.warmup + SETUP_SLACK;
-        while statuses.len() < plan.threads.len() {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(s) => {
-                    loop_ns.push((s.status.index, s.loop_ns));
-                    statuses.push(s.status);
-                    warnings.extend(s.warnings);
-                }
-                Err(_) => {
-                    shared.gate.open(GateState::Abort);
-                    self.handles.clear();
-                    return Err(ProbeError::Start(format!(
-                        "{} busy threads did not get a CPU to set up and pre-heat within {} s: a task at a higher RT \
-                         priority is using their CPUs; stop it or give the threads a higher priority (--priority)",
-                        plan.threads.len() - statuses.len(),
-                        (plan.warmup + SETUP_SLACK).as_secs()
-                    )));
-                }
-            }
+        for s in reports {
+            loop_ns.push((s.status.index, s.loop_ns));
+            statuses.push(s.status);
+            warnings.extend(s.warnings);
         }
         statuses.sort_by_key(|s| s.index);
         if sinks.interrupt.load(Relaxed) {

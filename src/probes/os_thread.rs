@@ -198,25 +198,22 @@ impl Probe for OsThreads {
 
         // A probe that cannot even finish its setup is starved by something at a higher RT
         // priority; waiting forever would hang rtlab.
-        let mut statuses: Vec<ThreadStatus> = Vec::with_capacity(plan.threads.len());
-        let setup_deadline = Instant::now() + SETUP_TIMEOUT;
-        while statuses.len() < plan.threads.len() {
-            match rx.recv_timeout(setup_deadline.saturating_duration_since(Instant::now())) {
-                Ok(s) => {
-                    statuses.push(s.status);
-                    warnings.extend(s.warnings);
-                }
-                Err(_) => {
-                    shared.gate.open(GateState::Abort);
-                    // Threads still in setup will see the abort when they get a CPU; they are not joined.
-                    self.handles.clear();
-                    return Err(ProbeError::Start(format!(
-                        "{} measuring threads did not get a CPU within 10 s to set up: a task at a higher RT priority \
-                         is using every CPU they may run on; stop it or give the probe a higher priority (-p)",
-                        plan.threads.len() - statuses.len()
-                    )));
-                }
+        let reports = match super::setup::collect(&rx, plan.threads.len(), Instant::now() + SETUP_TIMEOUT) {
+            Ok(r) => r,
+            Err(missing) => {
+                shared.gate.open(GateState::Abort);
+                // Threads still in setup will see the abort when they get a CPU; they are not joined.
+                self.handles.clear();
+                return Err(ProbeError::Start(format!(
+                    "{missing} measuring threads did not get a CPU within 10 s to set up: a task at a higher RT priority \
+                     is using every CPU they may run on; stop it or give the probe a higher priority (-p)"
+                )));
             }
+        };
+        let mut statuses: Vec<ThreadStatus> = Vec::with_capacity(plan.threads.len());
+        for s in reports {
+            statuses.push(s.status);
+            warnings.extend(s.warnings);
         }
         statuses.sort_by_key(|s| s.index);
 

@@ -182,3 +182,17 @@ pub fn spawn<T: Send + 'static>(
 ) -> std::io::Result<std::thread::JoinHandle<T>> {
     std::thread::Builder::new().name(name).stack_size(STACK_BYTES).spawn(f)
 }
+
+/// Waits for one setup report from each of `n` threads until `deadline`; `Err(missing)` when
+/// some did not report in time (starved by a task at a higher RT priority): waiting forever
+/// would hang rtlab.
+pub fn collect<T>(rx: &std::sync::mpsc::Receiver<T>, n: usize, deadline: std::time::Instant) -> Result<Vec<T>, usize> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        match rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+            Ok(s) => out.push(s),
+            Err(_) => return Err(n - out.len()),
+        }
+    }
+    Ok(out)
+}
