@@ -82,8 +82,14 @@ fn fleet_heatmap(q: &crate::import::prometheus::Query) -> Result<Vec<Block>, Err
         title: "Fleet: wakeup latency over time".into(),
         subtitle: format!("{} {{{}}}, last {} s", q.url, q.matchers, q.since.as_secs()),
     };
-    let svg =
-        crate::plot::heatmap::svg(&caption, &heat.times, &heat.bounds_ns, &heat.counts).map_err(Error::Runtime)?;
+    if heat.counts.iter().flatten().all(|n| *n == 0) {
+        return Ok(vec![
+            Block::Heading(2, "Fleet heatmap".into()),
+            Block::Text(format!("Not drawn: no wakeup was counted in the last {} s.", q.since.as_secs())),
+        ]);
+    }
+    let svg = crate::plot::heatmap::svg(&caption, &heat.times, &heat.bounds_ns, &heat.counts, heat.width_s)
+        .map_err(Error::Runtime)?;
     let svg = crate::plot::encode_svg(&svg, "heatmap-").map_err(Error::Runtime)?;
     Ok(vec![
         Block::Heading(2, "Fleet heatmap".into()),

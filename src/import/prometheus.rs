@@ -224,16 +224,21 @@ pub struct Heat {
     pub times: Vec<f64>,
     /// Bucket upper bounds (ns); the last is `u64::MAX` (+Inf).
     pub bounds_ns: Vec<u64>,
-    /// Per step, wakeups per bucket (not cumulative).
+    /// Per step, wakeups per bucket (not cumulative) in the `width_s` seconds before it.
     pub counts: Vec<Vec<u64>>,
+    /// The span each step counts (s): the step, at least a minute.
+    pub width_s: u64,
 }
 
 /// The heatmap data of the window in about `steps` steps (at least 1 s each).
 pub fn heat(q: &Query, steps: u32) -> Result<Heat, String> {
     let step = (q.since.as_secs() / u64::from(steps.max(1))).max(1);
+    // increase() needs two scrapes in its range: at least a minute (4 × the usual 15 s scrape
+    // interval), else one step.
+    let width = step.max(60);
     let end = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let start = end.saturating_sub(q.since.as_secs());
-    let promql = format!("sum by (le) (increase(rtlab_wakeup_latency_seconds_bucket{{{}}}[{step}s]))", q.matchers);
+    let promql = format!("sum by (le) (increase(rtlab_wakeup_latency_seconds_bucket{{{}}}[{width}s]))", q.matchers);
     let url = format!("{}/api/v1/query_range", q.url.trim_end_matches('/'));
     let resp = ureq::get(&url)
         .timeout(TIMEOUT)
@@ -284,7 +289,7 @@ pub fn heat(q: &Query, steps: u32) -> Result<Heat, String> {
                 .collect()
         })
         .collect();
-    Ok(Heat { times: times.iter().map(|t| *t as f64).collect(), bounds_ns, counts })
+    Ok(Heat { times: times.iter().map(|t| *t as f64).collect(), bounds_ns, counts, width_s: width })
 }
 
 /// Judges each host against `threshold_ns`: a host fails when the largest latency any of its

@@ -32,8 +32,14 @@ fn bound_label(ns: u64) -> String {
 }
 
 /// Draws the heatmap (SVG text): `times` (s, any origin), `bounds_ns` (ascending, +Inf last as
-/// `u64::MAX`), `counts[time][bucket]`.
-pub fn svg(caption: &Caption, times: &[f64], bounds_ns: &[u64], counts: &[Vec<u64>]) -> Result<String, String> {
+/// `u64::MAX`), `counts[time][bucket]`, each the wakeups of the `width_s` seconds before it.
+pub fn svg(
+    caption: &Caption,
+    times: &[f64],
+    bounds_ns: &[u64],
+    counts: &[Vec<u64>],
+    width_s: u64,
+) -> Result<String, String> {
     // Rows from the first bucket with a wakeup to the last.
     let used = |b: usize| counts.iter().any(|row| row.get(b).is_some_and(|n| *n > 0));
     let lo = (0..bounds_ns.len()).find(|b| used(*b)).unwrap_or(0);
@@ -46,9 +52,7 @@ pub fn svg(caption: &Caption, times: &[f64], bounds_ns: &[u64], counts: &[Vec<u6
         let mut chart =
             super::frame(area).build_cartesian_2d(-step..x_end - step, lo as f64..hi as f64 + 1.0).map_err(err)?;
         super::axes(&mut chart.configure_mesh())
-            .x_desc(format!(
-                "Time (s since the window's start); darkest cell: {max} wakeups in one step of {step:.0} s"
-            ))
+            .x_desc(format!("Time (s since the first step with data); each cell: wakeups in the {width_s} s before it (darkest {max})"))
             .y_desc("Wakeup latency (bucket upper bound)")
             .y_labels((hi - lo + 1).min(24))
             .y_label_formatter(&|y| bounds_ns.get(*y as usize).map_or(String::new(), |b| bound_label(*b)))
