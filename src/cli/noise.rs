@@ -98,8 +98,7 @@ impl crate::commands::sweep::SweepOptions {
             workers_in_runtime: false,
         };
         let points = crate::sweep::expand(&axes, &a.noise.loads).map_err(usage)?;
-        let mut planned = Vec::with_capacity(points.len());
-        for p in points {
+        super::sweep::planned_sweep(a.out, a.resume, a.noise.duration, points, |p| {
             let mut n = a.noise.clone();
             n.loads = p.loads.clone();
             n.quiet = true;
@@ -107,22 +106,7 @@ impl crate::commands::sweep::SweepOptions {
                 n.policy = Some(policy);
                 n.priority = prio;
             }
-            let opts =
-                NoiseOptions::from_cli(n).map_err(|e| usage(format!("point {} ({}): {}", p.index, p.label(), e.0)))?;
-            planned.push((p, opts.plan));
-        }
-        if a.resume {
-            super::sweep::check_resumable(&a.out, &planned)?;
-        }
-        let axis_names =
-            planned.first().map(|(p, _)| p.axes.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
-        Ok(crate::commands::sweep::SweepOptions {
-            out: a.out,
-            resume: a.resume,
-            points: planned,
-            axis_names,
-            duration: a.noise.duration,
-            printout: crate::commands::sweep::Printout::Csv,
+            NoiseOptions::from_cli(n).map(|o| o.plan)
         })
     }
 }
@@ -343,7 +327,7 @@ impl NoiseArgs {
         }
         let (counter, counter_why) = match self.counter.as_str() {
             "monotonic" => (CounterKind::Monotonic, Some("--counter monotonic".to_string())),
-            asked => match crate::rt::tsc::unusable() {
+            asked => match crate::doctor::tsc_unusable(&crate::doctor::Sysroot::default()) {
                 None => (CounterKind::Tsc, None),
                 Some(why) if asked == "tsc" => {
                     return Err(usage(format!(

@@ -151,9 +151,9 @@ impl SweepArgs {
             workers_in_runtime: runtime != RuntimeKind::Os,
         };
         let points = expand(&axes, &self.run.loads).map_err(usage)?;
-        let mut planned = Vec::with_capacity(points.len());
-        for p in points {
-            let mut a = self.run.clone();
+        let run = self.run.clone();
+        planned_sweep(self.out, self.resume, self.run.duration, points, |p| {
+            let mut a = run.clone();
             a.loads = p.loads.clone();
             if let Some((policy, prio)) = p.probe {
                 a.policy = Some(policy);
@@ -169,24 +169,30 @@ impl SweepArgs {
                     RuntimeKind::Os => {}
                 }
             }
-            let opts =
-                RunOptions::from_cli(a).map_err(|e| usage(format!("point {} ({}): {}", p.index, p.label(), e.0)))?;
-            planned.push((p, opts.plan));
-        }
-        if self.resume {
-            check_resumable(&self.out, &planned)?;
-        }
-        let axis_names =
-            planned.first().map(|(p, _)| p.axes.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
-        Ok(SweepOptions {
-            out: self.out,
-            resume: self.resume,
-            points: planned,
-            axis_names,
-            duration: self.run.duration,
-            printout: Printout::Csv,
+            RunOptions::from_cli(a).map(|o| o.plan)
         })
     }
+}
+
+/// A sweep of `points` into `out`: each point's plan from `plan_of` (its error names the
+/// point), `--resume` checked against what `out` holds, the swept axes named.
+pub(super) fn planned_sweep(
+    out: PathBuf,
+    resume: bool,
+    duration: Option<std::time::Duration>,
+    points: Vec<Point>,
+    plan_of: impl Fn(&Point) -> Result<crate::session::Plan, UsageError>,
+) -> Result<SweepOptions, UsageError> {
+    let mut planned = Vec::with_capacity(points.len());
+    for p in points {
+        let plan = plan_of(&p).map_err(|e| usage(format!("point {} ({}): {}", p.index, p.label(), e.0)))?;
+        planned.push((p, plan));
+    }
+    if resume {
+        check_resumable(&out, &planned)?;
+    }
+    let axis_names = planned.first().map(|(p, _)| p.axes.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    Ok(SweepOptions { out, resume, points: planned, axis_names, duration, printout: Printout::Csv })
 }
 
 /// The settings of a configuration that decide what is measured (what was obtained, such as

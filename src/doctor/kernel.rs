@@ -1,7 +1,7 @@
 //! Kernel checks (preemption, tick, timers, clocksource) and isolation checks (isolcpus,
 //! nohz_full, RCU callbacks, IRQ and workqueue affinity, cpusets, timer migration, RCU).
 
-use super::{mask_of, parse_mask, Area, Check, Facts, Status};
+use super::{mask_of, parse_mask, Area, Check, Facts, Status, Sysroot};
 use crate::rt::affinity::CpuSet;
 
 /// The preemption model from the debugfs switch (`none voluntary (full) lazy`), else from the
@@ -259,13 +259,7 @@ fn tsc(f: &Facts) -> Check {
             f.arch.as_deref().unwrap_or("architecture unknown")
         ));
     }
-    let flags: Vec<&str> = f
-        .cpuinfo
-        .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "flags").map(|(_, v)| v))
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect();
+    let flags = cpu_flags(&f.cpuinfo);
     if flags.is_empty() {
         return c.unknown("/proc/cpuinfo has no flags line");
     }
@@ -282,6 +276,41 @@ fn tsc(f: &Facts) -> Check {
             .consequence("The TSC may change rate or stop in deep idle states: the kernel may mark it unstable and switch to a slow clocksource mid-run.")
             .fix("use hardware with an invariant TSC, or keep CPUs out of deep C-states (rtlab holds /dev/cpu_dma_latency at 0 during runs)")
     }
+}
+
+/// The flags of `/proc/cpuinfo`'s first `flags` line.
+fn cpu_flags(cpuinfo: &str) -> Vec<&str> {
+    cpuinfo
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "flags").map(|(_, v)| v))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect()
+}
+
+/// Why the TSC cannot be a busy loop's clock, from `/proc/cpuinfo`'s text and the kernel's
+/// current clocksource, or `None` when it can: an x86 CPU whose counter is invariant
+/// (`constant_tsc`: one rate in every P-state; `nonstop_tsc`: it runs in every C-state) and
+/// that the kernel itself keeps as its clocksource (it found it synchronized across CPUs).
+pub fn tsc_unusable_from(arch_x86_64: bool, cpuinfo: &str, clocksource: &str) -> Option<String> {
+    if !arch_x86_64 {
+        return Some("this is not an x86_64 machine".into());
+    }
+    let flags = cpu_flags(cpuinfo);
+    if let Some(f) = ["constant_tsc", "nonstop_tsc"].into_iter().find(|f| !flags.contains(f)) {
+        return Some(format!("the CPU does not report {f} (its TSC is not invariant)"));
+    }
+    let cs = clocksource.trim();
+    (cs != "tsc").then(|| format!("the kernel's clocksource is {cs}, not tsc (it does not trust the TSC)"))
+}
+
+/// [`tsc_unusable_from`] for the machine under `root`, built for this architecture.
+pub fn tsc_unusable(root: &Sysroot) -> Option<String> {
+    let cpuinfo = root.read("/proc/cpuinfo").unwrap_or_default();
+    let cs = root
+        .read("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .unwrap_or_else(|_| "unknown".into());
+    tsc_unusable_from(cfg!(target_arch = "x86_64"), &cpuinfo, &cs)
 }
 
 /// Kernel checks.
@@ -555,6 +584,21 @@ pub(super) fn isolation(f: &Facts) -> Vec<Check> {
 
 #[cfg(test)]
 mod tests {
+    const FLAGS: &str = "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc rdtscp\n";
+
+    #[test]
+    fn an_invariant_tsc_the_kernel_keeps_as_its_clocksource_is_usable() {
+        assert_eq!(super::tsc_unusable_from(true, FLAGS, "tsc\n"), None);
+    }
+
+    #[test]
+    fn a_tsc_that_stops_in_idle_or_that_the_kernel_distrusts_is_not_used_and_says_why() {
+        let no_nonstop = FLAGS.replace(" nonstop_tsc", "");
+        assert!(super::tsc_unusable_from(true, &no_nonstop, "tsc").unwrap().contains("nonstop_tsc"));
+        assert!(super::tsc_unusable_from(true, FLAGS, "hpet\n").unwrap().contains("clocksource is hpet"));
+        assert!(super::tsc_unusable_from(false, FLAGS, "tsc").unwrap().contains("not an x86_64"));
+    }
+
     use super::*;
 
     #[test]

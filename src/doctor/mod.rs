@@ -15,8 +15,8 @@ mod rights;
 mod sample;
 mod sysroot;
 
-pub use kernel::preempt_model;
-pub use sample::{parse_stat, CpuTimes, Snapshot};
+pub use kernel::{preempt_model, tsc_unusable, tsc_unusable_from};
+pub use sample::{parse_stat, steal_ticks, CpuTimes, Snapshot, NS_PER_TICK};
 pub use sysroot::Sysroot;
 
 use crate::rt::affinity::CpuSet;

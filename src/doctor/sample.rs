@@ -69,6 +69,18 @@ pub fn parse_table(text: &str) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// `/proc/stat` counts in USER_HZ ticks: 100 a second on Linux.
+pub const NS_PER_TICK: i64 = 10_000_000;
+
+/// Steal ticks per CPU as `/proc/stat` under `root` says now (empty when it cannot be read).
+pub fn steal_ticks(root: &Sysroot) -> BTreeMap<usize, u64> {
+    root.read("/proc/stat")
+        .ok()
+        .and_then(|t| parse_stat(&t).ok())
+        .map(|m| m.into_iter().map(|(c, t)| (c, t.steal)).collect())
+        .unwrap_or_default()
+}
+
 /// Time a CPU spent in each state since boot, in USER_HZ ticks (`/proc/stat`'s `cpuN` line).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuTimes {

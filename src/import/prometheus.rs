@@ -48,10 +48,15 @@ fn range(d: Duration) -> String {
 /// One series of an instant query's answer: its labels and value.
 type Series = (BTreeMap<String, String>, f64);
 
-/// Runs an instant query; each result as `(labels, value)`.
-fn instant(q: &Query, promql: &str) -> Result<Vec<Series>, String> {
-    let url = format!("{}/api/v1/query", q.url.trim_end_matches('/'));
-    let resp = ureq::get(&url).timeout(TIMEOUT).query("query", promql).call().map_err(|e| match e {
+/// `GET {url}/api/v1/{path}` with `params`: the answer's `data.result`, or what went wrong.
+fn api(q: &Query, path: &str, params: &[(&str, &str)]) -> Result<Vec<serde_json::Value>, String> {
+    let url = format!("{}/api/v1/{path}", q.url.trim_end_matches('/'));
+    let promql = params.iter().find(|p| p.0 == "query").map_or("", |p| p.1);
+    let mut req = ureq::get(&url).timeout(TIMEOUT);
+    for (k, v) in params {
+        req = req.query(k, v);
+    }
+    let resp = req.call().map_err(|e| match e {
         ureq::Error::Status(code, r) => {
             let body = r.into_string().unwrap_or_default();
             format!("{url} answered {code} to {promql}: {}", crate::units::clip(&body, 300))
@@ -64,10 +69,22 @@ fn instant(q: &Query, promql: &str) -> Result<Vec<Series>, String> {
     let v: serde_json::Value =
         serde_json::from_str(&body).map_err(|e| format!("{url} did not answer with Prometheus's JSON ({e})"))?;
     if v["status"] != "success" {
-        return Err(format!("{url}: {} ({})", v["error"], promql));
+        return Err(format!("{url}: {} ({promql})", v["error"]));
     }
-    let results = v["data"]["result"].as_array().cloned().unwrap_or_default();
-    Ok(results
+    Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
+}
+
+/// A bucket's `le` label in ns (`+Inf`: `u64::MAX`).
+fn le_ns(label: Option<&str>) -> Option<u64> {
+    match label? {
+        "+Inf" => Some(u64::MAX),
+        x => x.parse::<f64>().ok().map(|s| (s * 1e9).round() as u64),
+    }
+}
+
+/// Runs an instant query; each result as `(labels, value)`.
+fn instant(q: &Query, promql: &str) -> Result<Vec<Series>, String> {
+    Ok(api(q, "query", &[("query", promql)])?
         .iter()
         .filter_map(|r| {
             let labels = r["metric"]
@@ -108,14 +125,7 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
     // Per host and CPU: (le in ns, cumulative count); +Inf as u64::MAX.
     let mut cum: BTreeMap<(String, String), Vec<(u64, f64)>> = BTreeMap::new();
     for (l, v) in &buckets {
-        let le = match l.get("le").map(String::as_str) {
-            Some("+Inf") => u64::MAX,
-            Some(x) => match x.parse::<f64>() {
-                Ok(s) => (s * 1e9).round() as u64,
-                Err(_) => continue,
-            },
-            None => continue,
-        };
+        let Some(le) = le_ns(l.get("le").map(String::as_str)) else { continue };
         cum.entry(key(l)).or_default().push((le, *v));
     }
     let end = SystemTime::now();
@@ -239,31 +249,12 @@ pub fn heat(q: &Query, steps: u32) -> Result<Heat, String> {
     let end = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let start = end.saturating_sub(q.since.as_secs());
     let promql = format!("sum by (le) (increase(rtlab_wakeup_latency_seconds_bucket{{{}}}[{width}s]))", q.matchers);
-    let url = format!("{}/api/v1/query_range", q.url.trim_end_matches('/'));
-    let resp = ureq::get(&url)
-        .timeout(TIMEOUT)
-        .query("query", &promql)
-        .query("start", &start.to_string())
-        .query("end", &end.to_string())
-        .query("step", &format!("{step}s"))
-        .call()
-        .map_err(|e| format!("cannot query {url}: {e}"))?;
-    let mut body = String::new();
-    std::io::Read::read_to_string(&mut std::io::Read::take(resp.into_reader(), MAX_BODY), &mut body)
-        .map_err(|e| format!("reading the answer of {url}: {e}"))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&body).map_err(|e| format!("{url}: not Prometheus's JSON ({e})"))?;
+    let (start, end, step_s) = (start.to_string(), end.to_string(), format!("{step}s"));
+    let results = api(q, "query_range", &[("query", &promql), ("start", &start), ("end", &end), ("step", &step_s)])?;
     // le → (time → cumulative count)
     let mut by_le: BTreeMap<u64, BTreeMap<i64, f64>> = BTreeMap::new();
-    for r in v["data"]["result"].as_array().into_iter().flatten() {
-        let le = match r["metric"]["le"].as_str() {
-            Some("+Inf") => u64::MAX,
-            Some(x) => match x.parse::<f64>() {
-                Ok(s) => (s * 1e9).round() as u64,
-                Err(_) => continue,
-            },
-            None => continue,
-        };
+    for r in &results {
+        let Some(le) = le_ns(r["metric"]["le"].as_str()) else { continue };
         for p in r["values"].as_array().into_iter().flatten() {
             let (Some(t), Some(x)) = (p[0].as_f64(), p[1].as_str().and_then(|x| x.parse::<f64>().ok())) else {
                 continue;

@@ -182,8 +182,6 @@ pub struct NoiseOutcome {
     pub start_ns: i64,
     /// It stopped because of a SIGINT/SIGTERM it saw pending.
     pub signalled: bool,
-    /// Noise over time.
-    pub series: Series,
 }
 
 /// Runs the busy loop until `until_ns`, `stop` or `interrupt` (checked every 1024 reads), or
@@ -209,7 +207,6 @@ pub fn noise_loop<C: Counter>(
         noise_us_floor: 0,
         start_ns: start,
         signalled: false,
-        series: Series { interval_ns: 0, points: Vec::new(), len: 0 },
     };
     let mut window_start = start;
     // Signals are looked for about once a millisecond: 2^15 reads of a loop of 20-40 ns.

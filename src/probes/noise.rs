@@ -122,18 +122,6 @@ impl NoiseProbe {
     }
 }
 
-/// Steal ticks per CPU from `/proc/stat`.
-fn steal_ticks() -> BTreeMap<usize, u64> {
-    std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|t| crate::doctor::parse_stat(&t).ok())
-        .map(|m| m.into_iter().map(|(c, t)| (c, t.steal)).collect())
-        .unwrap_or_default()
-}
-
-/// `/proc/stat` counts in USER_HZ ticks: 100 a second on Linux.
-const NS_PER_STAT_TICK: i64 = 10_000_000;
-
 impl Probe for NoiseProbe {
     fn slots(&self) -> usize {
         self.plan.threads.len()
@@ -226,7 +214,7 @@ impl Probe for NoiseProbe {
         if let Some(d) = sinks.duration {
             shared.until_ns.store(now.saturating_add(d.as_nanos().min(i64::MAX as u128) as i64), Relaxed);
         }
-        self.steal_at_start = steal_ticks();
+        self.steal_at_start = crate::doctor::steal_ticks(&crate::doctor::Sysroot::default());
         let start = SystemTime::now();
         let schedule_start = Instant::now();
         shared.gate.open(GateState::Go);
@@ -256,7 +244,7 @@ impl Probe for NoiseProbe {
 
     fn join(self: Box<Self>) -> Finished {
         let mut fin = Finished::default();
-        let steal_end = steal_ticks();
+        let steal_end = crate::doctor::steal_ticks(&crate::doctor::Sysroot::default());
         for h in self.handles {
             // A busy thread does not panic; if one did, its figures are lost and the run fails loudly.
             let mut t = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -264,7 +252,7 @@ impl Probe for NoiseProbe {
                 n.steal_ns = steal_end
                     .get(&cpu)
                     .zip(self.steal_at_start.get(&cpu))
-                    .map(|(e, s)| e.saturating_sub(*s) as i64 * NS_PER_STAT_TICK);
+                    .map(|(e, s)| e.saturating_sub(*s) as i64 * crate::doctor::NS_PER_TICK);
             }
             fin.warnings.extend(t.warnings.iter().cloned());
             fin.slots.push(t);
@@ -365,7 +353,6 @@ impl BusyThread {
         let busy = scale.ns(coarse.ticks(heated.runtime_ns.max(0) as u64)) as f64
             - scale.ns(coarse.ticks(heated.noise_ns)) as f64;
         let loop_ns = if heated.iterations > 0 { busy.max(0.0) / heated.iterations as f64 } else { f64::MAX };
-        drop(scratch_series);
 
         let mut rec = Recorder::with_logs(
             &self.live,
@@ -415,7 +402,7 @@ impl BusyThread {
                 noise_ns: o.noise_ns,
                 available_pct: 0.0,
                 noise_per_s_ns: 0.0,
-                noises_per_s: summary.cycles as f64 * 1e9 / o.runtime_ns.max(1) as f64,
+                noises_per_s: 0.0,
                 noise_us_floor: o.noise_us_floor,
                 steal_ns: None,
                 sources: None,
@@ -425,7 +412,7 @@ impl BusyThread {
                     count: series.points[..n].iter().map(|p| p.1).collect(),
                 },
             }
-            .derive()
+            .derive(summary.cycles)
         });
         ThreadOutcome {
             plan: tp.clone(),

@@ -95,11 +95,13 @@ pub struct NoiseFigures {
 }
 
 impl NoiseFigures {
-    /// Fills the derived figures (% available, rates) from the measured ones.
-    pub fn derive(mut self) -> NoiseFigures {
+    /// Fills the derived figures (% available, rates) from the measured ones and the number of
+    /// `noises`.
+    pub fn derive(mut self, noises: u64) -> NoiseFigures {
         let rt = self.runtime_ns.max(1) as f64;
         self.available_pct = ((self.runtime_ns as f64 - self.noise_ns as f64) * 100.0 / rt).clamp(0.0, 100.0);
         self.noise_per_s_ns = self.noise_ns as f64 * 1e9 / rt;
+        self.noises_per_s = noises as f64 * 1e9 / rt;
         self
     }
 }

@@ -94,9 +94,6 @@ pub struct Explainer {
     causes: std::collections::BTreeMap<crate::trace::Cause, (u64, i64)>,
 }
 
-/// `/proc/stat` counts in USER_HZ ticks: 100 a second on Linux.
-const NS_PER_TICK: i64 = 10_000_000;
-
 impl Explainer {
     /// Starts recording `cpus` (the reader runs on the other online CPUs when there are any).
     /// Starts recording `cpus`; the trace reader runs on `reader` (anywhere when `None`).
@@ -165,10 +162,12 @@ impl Explainer {
     }
 
     fn sample_steal(&mut self) {
-        let Ok(text) = std::fs::read_to_string("/proc/stat") else { return };
-        let Ok(times) = crate::doctor::parse_stat(&text) else { return };
+        let ticks = crate::doctor::steal_ticks(&crate::doctor::Sysroot::default());
+        if ticks.is_empty() {
+            return;
+        }
         let now = crate::rt::clock::now(crate::rt::clock::ClockId::MONOTONIC);
-        self.steal.push_back((now, times.into_iter().map(|(c, t)| (c, t.steal)).collect()));
+        self.steal.push_back((now, ticks));
         while self.steal.front().is_some_and(|(t, _)| *t < now - 10_000_000_000) {
             self.steal.pop_front();
         }
@@ -208,7 +207,7 @@ impl Explainer {
     fn steal_over(&self, cpu: usize, from: i64, to: i64) -> Option<i64> {
         let before = self.steal.iter().rev().find(|(t, _)| *t <= from)?;
         let after = self.steal.iter().find(|(t, _)| *t >= to)?;
-        Some((after.1.get(&cpu)?.saturating_sub(*before.1.get(&cpu)?)) as i64 * NS_PER_TICK)
+        Some((after.1.get(&cpu)?.saturating_sub(*before.1.get(&cpu)?)) as i64 * crate::doctor::NS_PER_TICK)
     }
 
     /// Explains the pending spikes whose events have been read (all of them when `force`).

@@ -200,47 +200,43 @@ impl Explanation {
                 format!("{who} {} {:.1} %", us(p.ns as f64), p.share)
             })
             .collect();
-        let mut out = if e.noise {
-            format!(
-                "{} {} on CPU {} (gap {}): {}\n",
-                if first { "max noise" } else { "noise" },
+        let mut out = String::new();
+        if e.noise {
+            let label = if first { "max noise" } else { "noise" };
+            out += &format!(
+                "{label} {} on CPU {} (gap {}): {}\n",
                 us(e.latency_ns as f64),
                 e.cpu,
                 e.cycle,
                 parts.join(", ")
-            )
+            );
+            if let Some(b) = &e.blocking {
+                out += &format!("  {}:{} ({}) took the CPU from the busy thread\n", b.comm, b.pid, b.policy);
+            }
         } else {
-            format!(
-                "{} {} on thread {} (CPU {}) cycle {}: {}\n",
-                if first { "max" } else { "spike" },
+            let label = if first { "max" } else { "spike" };
+            out += &format!(
+                "{label} {} on thread {} (CPU {}) cycle {}: {}\n",
                 us(e.latency_ns as f64),
                 e.thread,
                 e.cpu,
                 e.cycle,
                 parts.join(", ")
-            )
-        };
-        let at = |x: Option<i64>| x.map_or_else(|| "not seen".to_string(), |v| format!("+{}", us(v as f64)));
-        if e.noise {
-            if let Some(b) = &e.blocking {
-                out += &format!("  {}:{} ({}) took the CPU from the busy thread\n", b.comm, b.pid, b.policy);
-            }
-        } else {
-            out += &format!("  timer fired {}, switched to the probe {}", at(e.fired_ns), at(e.switched_ns));
-        }
-        if let (Some(b), false) = (&e.blocking, e.noise) {
-            out += &format!(
-                "; {}:{} {}",
-                b.comm,
-                b.pid,
-                if b.preempted_late {
-                    "has lower priority than the probe yet kept the CPU: preempted late (a non-preemptible kernel section)"
-                } else {
-                    "has higher priority than the probe"
-                }
             );
-        }
-        if !e.noise {
+            let at = |x: Option<i64>| x.map_or_else(|| "not seen".to_string(), |v| format!("+{}", us(v as f64)));
+            out += &format!("  timer fired {}, switched to the probe {}", at(e.fired_ns), at(e.switched_ns));
+            if let Some(b) = &e.blocking {
+                out += &format!(
+                    "; {}:{} {}",
+                    b.comm,
+                    b.pid,
+                    if b.preempted_late {
+                        "has lower priority than the probe yet kept the CPU: preempted late (a non-preemptible kernel section)"
+                    } else {
+                        "has higher priority than the probe"
+                    }
+                );
+            }
             out.push('\n');
         }
         if let Some(st) = e.steal_ns.filter(|s| *s > 0) {
