@@ -106,6 +106,110 @@ fn a_switch_the_kernel_did_not_trace_leaves_its_gap_unaccounted_and_names_the_ta
     assert_eq!(ns(&e, Cause::Switch, ""), 2_000);
 }
 
+#[test]
+fn a_probe_silent_past_the_switch_budget_is_split_so_the_parts_still_sum_to_the_latency() {
+    // Timer at +2 µs, switch at +10 µs, clock read at +200 µs with no event between.
+    let e = run("switch_silence.txt", 200);
+    sums_to_the_latency(&e);
+    assert_eq!(ns(&e, Cause::ExitFromIdle, ""), 1_000);
+    assert_eq!(ns(&e, Cause::TimerIrq, ""), 2_000);
+    // The idle after the timer (7 µs) and the first 43 µs of the probe: the 50 µs switch budget.
+    assert_eq!(ns(&e, Cause::Switch, ""), 50_000);
+    assert_eq!(ns(&e, Cause::Unaccounted, ""), 147_000, "the rest of the silence, from +53 µs to +200 µs");
+    let last = e.timeline.last().unwrap();
+    assert_eq!((last.what.as_str(), last.start_ns, last.end_ns), ("no event", 53_000, 200_000), "{:#?}", e.timeline);
+    assert!(e.note.as_deref().unwrap().contains("longer than a switch takes"));
+}
+
+#[test]
+fn the_idle_exit_bound_holds_over_every_idle_stretch_of_the_window() {
+    // Idle 0-30 µs, an IRQ, idle 35-95 µs, the timer: 50 µs of exit at most, the last ones.
+    let e = run("idle_stretches.txt", 101);
+    sums_to_the_latency(&e);
+    assert_eq!(ns(&e, Cause::ExitFromIdle, ""), 50_000);
+    assert_eq!(ns(&e, Cause::Unaccounted, ""), 30_000 + 10_000);
+    assert_eq!(ns(&e, Cause::Irq, "eth0"), 5_000);
+    // A tighter bound (the PM QoS limit rtlab holds: only polling idle) leaves less to the exit.
+    let spike = Spike { thread: 0, cpu: 1, cycle: 7, tid: 500, deadline_ns: D, wake_ns: D + 101_000 };
+    let tight = Bounds { idle_exit_ns: 20_000, ..Bounds::default() };
+    let e = explain(&spike, &events("idle_stretches.txt"), tight, &|_| None);
+    sums_to_the_latency(&e);
+    assert_eq!(ns(&e, Cause::ExitFromIdle, ""), 20_000);
+    assert_eq!(ns(&e, Cause::Unaccounted, ""), 70_000);
+}
+
+#[test]
+fn a_probe_that_slept_before_its_deadline_did_not_arm_its_timer_late() {
+    let e = run("early_sleep.txt", 8);
+    sums_to_the_latency(&e);
+    assert_eq!(ns(&e, Cause::ExitFromIdle, ""), 2_000, "deadline → the timer interrupt, the CPU idle");
+    assert_eq!(ns(&e, Cause::BlockingTask, ""), 0);
+    assert!(e.blocking.is_none());
+}
+
+#[test]
+fn a_blocker_of_the_probes_priority_or_of_unknown_priority_is_not_called_higher() {
+    let e = run("equal_blocker.txt", 1004);
+    sums_to_the_latency(&e);
+    let b = e.blocking.as_ref().unwrap();
+    assert_eq!((b.priority, b.preempted_late), (rtlab::trace::explain::Rank::Equal, false));
+    let text = e.describe(true);
+    assert!(text.contains("blk:4711 has the probe's priority"), "{text}");
+    assert!(!text.contains("higher priority"), "{text}");
+    let e = run("fifo_blocker.txt", 1004);
+    assert_eq!(e.blocking.as_ref().unwrap().priority, rtlab::trace::explain::Rank::Higher);
+    assert!(e.describe(true).contains("blk:4711 has higher priority than the probe"));
+    let e = run("unknown_blocker.txt", 403);
+    sums_to_the_latency(&e);
+    let b = e.blocking.as_ref().unwrap();
+    assert_eq!((b.priority, b.policy.as_str()), (rtlab::trace::explain::Rank::Unknown, "priority unknown"));
+    let text = e.describe(true);
+    assert!(text.contains("its priority is unknown") && !text.contains("higher priority"), "{text}");
+}
+
+#[test]
+fn an_nmi_ends_only_itself_and_an_irq_entered_inside_its_rounded_start_keeps_its_time() {
+    // softirq TIMER from +10; NMI 21.5-26 µs (its end minus delta_ns); eth0 printed at +22
+    // and exits at +43; the softirq exits at +50.
+    let e = run("nmi_overlap.txt", 54);
+    sums_to_the_latency(&e);
+    assert_eq!(ns(&e, Cause::Nmi, "perf_event_nmi_handler"), 4_500);
+    assert_eq!(ns(&e, Cause::Irq, "eth0"), 17_000, "from the NMI's end to its exit");
+    assert_eq!(ns(&e, Cause::Softirq, "TIMER"), 11_500 + 7_000);
+}
+
+#[test]
+fn an_interrupt_whose_exit_was_lost_is_unaccounted_after_its_last_event_never_named() {
+    let e = run("lost_exit.txt", 307);
+    sums_to_the_latency(&e);
+    assert_eq!(ns(&e, Cause::Irq, "eth0"), 2_000, "from its entry to its last event");
+    assert_eq!(ns(&e, Cause::Unaccounted, ""), 293_000);
+    assert!(e.note.as_deref().unwrap().contains("exit event of IRQ eth0 was lost"), "{:?}", e.note);
+}
+
+#[test]
+fn every_fixture_explains_to_parts_that_sum_to_the_latency_at_any_wakeup() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir("tests/fixtures/trace").unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".txt") {
+            continue;
+        }
+        let ev = events(&name);
+        for wake_us in [1, 2, 5, 10, 37, 100, 199, 200, 250, 307, 403, 1004, 3008, 5000] {
+            if name.starts_with("noise_") {
+                let gap = Spike { thread: 0, cpu: 1, cycle: 1, tid: 700, deadline_ns: D, wake_ns: D + wake_us * 1000 };
+                let (e, _) = rtlab::trace::noise::attribute(&gap, &ev, &|_| None);
+                sums_to_the_latency(&e);
+            } else {
+                sums_to_the_latency(&run(&name, wake_us));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 14 * 17, "every fixture at every wakeup: {checked}");
+}
+
 // Ground truth on the real kernel (root, tracefs): loads whose effect is known, and the
 // explanation must name them.
 
@@ -159,6 +263,18 @@ fn explained_under(load: &[&str], args: &[&str]) -> serde_json::Value {
             .exists(),
         "the instance is removed at exit"
     );
+    // On the real kernel too, every explanation partitions its latency exactly.
+    for e in v["explanations"].as_array().unwrap() {
+        let parts: i64 = e["parts"].as_array().unwrap().iter().map(|p| p["ns"].as_i64().unwrap()).sum();
+        assert_eq!(parts, e["latency_ns"].as_i64().unwrap(), "{e:#}");
+        let covered: i64 = e["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["end_ns"].as_i64().unwrap() - s["start_ns"].as_i64().unwrap())
+            .sum();
+        assert_eq!(covered, e["latency_ns"].as_i64().unwrap(), "{e:#}");
+    }
     v
 }
 

@@ -61,6 +61,35 @@ fn a_gap_is_split_exactly_into_irqs_softirqs_a_thread_an_nmi_and_the_kernels_own
 }
 
 #[test]
+fn overhead_is_bounded_per_interrupt_and_the_rest_of_a_stolen_gap_is_hardware_noise() {
+    // 200 µs with one 3 µs tick: 10 µs of kernel entry/exit at most, 187 µs the host's.
+    let (e, occ) = gap("noise_steal.txt", 200);
+    assert_eq!(ns(&e, Cause::Vector, "local_timer"), 3_000);
+    let mut t = Tally::default();
+    t.gap();
+    t.add(&e, &occ);
+    let f = t.figures(0);
+    assert_eq!(f.overhead_ns, rtlab::trace::noise::OVERHEAD_PER_ENTRY_NS);
+    assert_eq!((f.hw.count, f.hw.ns), (1, 200_000 - 3_000 - rtlab::trace::noise::OVERHEAD_PER_ENTRY_NS));
+    assert_eq!((f.irq.count, f.irq.ns), (1, 3_000));
+    assert_eq!(f.hw.ns + f.irq.ns + f.overhead_ns, 200_000, "the sources and the overhead partition the gap");
+}
+
+#[test]
+fn an_nmi_printed_just_after_the_gap_is_the_nmi_not_hardware_noise() {
+    // NMI from +6 µs (its end at +21 µs minus 15 µs) in a gap that ends at +20 µs.
+    let (e, occ) = gap("noise_nmi_after.txt", 20);
+    assert_eq!(ns(&e, Cause::Nmi, "perf_event_nmi_handler"), 14_000);
+    assert_eq!(ns(&e, Cause::Unaccounted, ""), 6_000);
+    assert!(e.note.is_none(), "the kernel did run: {:?}", e.note);
+    let mut t = Tally::default();
+    t.gap();
+    t.add(&e, &occ);
+    let f = t.figures(0);
+    assert_eq!((f.nmi.count, f.nmi.ns, f.hw.count, f.overhead_ns), (1, 14_000, 0, 6_000));
+}
+
+#[test]
 fn a_gap_without_any_event_is_hardware_or_hypervisor_noise() {
     let (e, occ) = gap("noise_silent.txt", 15);
     assert_eq!(e.parts.len(), 1);

@@ -52,20 +52,40 @@ fn policy_of(pid: i32) -> Option<String> {
     )
 }
 
-/// The longest an idle `cpu` takes to take an interrupt: its deepest enabled idle state's
-/// exit latency plus 20 µs of interrupt entry, at least the default bound.
-fn idle_exit_ns(cpu: usize) -> i64 {
+/// Interrupt entry on top of an idle state's exit latency.
+const IRQ_ENTRY_NS: i64 = 20_000;
+
+/// The longest an idle `cpu` takes to take an interrupt: the exit latency of the deepest idle
+/// state it may enter, plus [`IRQ_ENTRY_NS`]. A state may be entered when it is enabled and its
+/// exit latency is within the PM QoS limit `qos_us` (`/dev/cpu_dma_latency`, which rtlab holds
+/// at 0 µs by default: then only polling idle is entered). Without cpuidle states (a VM, no
+/// driver) the default bound.
+pub fn idle_exit_ns(root: &crate::doctor::Sysroot, cpu: usize, qos_us: Option<i32>) -> i64 {
     let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
-    let deepest = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("state"))
-        .filter(|e| std::fs::read_to_string(e.path().join("disable")).is_ok_and(|d| d.trim() == "0"))
-        .filter_map(|e| std::fs::read_to_string(e.path().join("latency")).ok()?.trim().parse::<i64>().ok())
+    let states: Vec<String> =
+        root.list(&dir).unwrap_or_default().into_iter().filter(|n| n.starts_with("state")).collect();
+    if states.is_empty() {
+        return Bounds::default().idle_exit_ns;
+    }
+    let deepest = states
+        .iter()
+        .filter(|n| root.read(&format!("{dir}/{n}/disable")).is_ok_and(|d| d.trim() == "0"))
+        .filter_map(|n| root.read(&format!("{dir}/{n}/latency")).ok()?.trim().parse::<i64>().ok())
+        .filter(|lat| qos_us.is_none_or(|q| *lat <= i64::from(q.max(0))))
         .max()
         .unwrap_or(0);
-    (deepest * 1000 + 20_000).max(Bounds::default().idle_exit_ns)
+    deepest * 1000 + IRQ_ENTRY_NS
+}
+
+/// Adds one explained spike to the running tally by cause: the spike counts once for each
+/// cause it had, however many of its parts share it; the time is every part's.
+fn tally_causes(causes: &mut std::collections::BTreeMap<crate::trace::Cause, (u64, i64)>, e: &Explanation) {
+    let mut had = std::collections::BTreeSet::new();
+    for p in &e.parts {
+        let c = causes.entry(p.cause).or_default();
+        c.0 += had.insert(p.cause) as u64;
+        c.1 += p.ns;
+    }
 }
 
 /// The explaining side of a run.
@@ -92,6 +112,9 @@ pub struct Explainer {
     tallies: Vec<crate::trace::noise::Tally>,
     /// Every late sample explained so far, by cause: spikes it took part in, and time (ns).
     causes: std::collections::BTreeMap<crate::trace::Cause, (u64, i64)>,
+    /// Per CPU: the idle exit bound, fixed once the probe has started (and the PM QoS limit
+    /// it holds is known).
+    idle_exit: std::collections::BTreeMap<usize, i64>,
 }
 
 impl Explainer {
@@ -112,11 +135,16 @@ impl Explainer {
             smi_unreadable: false,
             tallies: Vec::new(),
             causes: std::collections::BTreeMap::new(),
+            idle_exit: std::collections::BTreeMap::new(),
         })
     }
 
-    /// The slots' CPUs and thread ids, once the probe has started.
-    pub fn slots(&mut self, slots: Vec<(Option<usize>, i32)>) {
+    /// The slots' CPUs and thread ids, once the probe has started, and the PM QoS limit it
+    /// holds on `/dev/cpu_dma_latency` (µs), if any: it decides which idle states may be entered.
+    pub fn slots(&mut self, slots: Vec<(Option<usize>, i32)>, dma_latency_us: Option<i32>) {
+        let root = crate::doctor::Sysroot::default();
+        self.idle_exit =
+            slots.iter().filter_map(|s| s.0).map(|c| (c, idle_exit_ns(&root, c, dma_latency_us))).collect();
         self.tallies = vec![Default::default(); slots.len()];
         self.slots = slots;
         self.sample_smi();
@@ -223,16 +251,13 @@ impl Explainer {
         for (spike, seen) in std::mem::take(&mut self.pending) {
             if force || seen.elapsed() > PATIENCE || self.recorder.caught_up(spike.cpu, spike.wake_ns + 100_000) {
                 let events = self.recorder.events(spike.cpu, spike.deadline_ns - LOOKBACK_NS, spike.wake_ns + 100_000);
-                let bounds = Bounds { idle_exit_ns: idle_exit_ns(spike.cpu), ..Bounds::default() };
+                let idle = self.idle_exit.get(&spike.cpu).copied().unwrap_or(Bounds::default().idle_exit_ns);
+                let bounds = Bounds { idle_exit_ns: idle, ..Bounds::default() };
                 let mut e = explain(&spike, &events, bounds, &policy_of);
                 e.lost_events = self.recorder.lost(spike.cpu);
                 e.steal_ns = self.steal_over(spike.cpu, spike.deadline_ns, spike.wake_ns);
                 e.smis = self.smi_over(spike.cpu, spike.deadline_ns, spike.wake_ns);
-                for p in &e.parts {
-                    let c = self.causes.entry(p.cause).or_default();
-                    c.0 += 1;
-                    c.1 += p.ns;
-                }
+                tally_causes(&mut self.causes, &e);
                 self.done.push(e);
                 self.trim();
             } else {
@@ -363,5 +388,44 @@ pub fn unavailable(plan: ExplainPlan, why: String) -> ExplainSummary {
         unavailable: Some(why),
         buffer_kb: BUFFER_KB,
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{explain::Part, Cause};
+
+    fn part(cause: Cause, name: &str, ns: i64) -> Part {
+        Part { cause, name: name.into(), ns, share: 0.0 }
+    }
+
+    #[test]
+    fn a_spike_with_two_parts_of_one_cause_counts_once_for_that_cause() {
+        let spike = Spike { thread: 0, cpu: 1, cycle: 0, tid: 1, deadline_ns: 0, wake_ns: 30 };
+        let mut e = explain(&spike, &[], Bounds::default(), &|_| None);
+        e.parts = vec![part(Cause::Irq, "eth0", 10), part(Cause::Irq, "nvme0", 15), part(Cause::Switch, "", 5)];
+        let mut causes = std::collections::BTreeMap::new();
+        tally_causes(&mut causes, &e);
+        tally_causes(&mut causes, &e);
+        assert_eq!(causes[&Cause::Irq], (2, 50), "two spikes, 25 ns of IRQs each");
+        assert_eq!(causes[&Cause::Switch], (2, 10));
+    }
+
+    #[test]
+    fn the_idle_exit_bound_follows_the_states_the_pm_qos_limit_allows() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("sys/devices/system/cpu/cpu1/cpuidle");
+        for (state, latency, disabled) in [("state0", 0, 0), ("state1", 2, 0), ("state2", 10, 0), ("state3", 100, 1)] {
+            let d = base.join(state);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("latency"), format!("{latency}\n")).unwrap();
+            std::fs::write(d.join("disable"), format!("{disabled}\n")).unwrap();
+        }
+        let root = crate::doctor::Sysroot::new(dir.path());
+        assert_eq!(idle_exit_ns(&root, 1, None), 10_000 + IRQ_ENTRY_NS, "the deepest enabled state: C2, 10 µs");
+        assert_eq!(idle_exit_ns(&root, 1, Some(0)), IRQ_ENTRY_NS, "held at 0 µs: only polling idle");
+        assert_eq!(idle_exit_ns(&root, 1, Some(5)), 2_000 + IRQ_ENTRY_NS);
+        assert_eq!(idle_exit_ns(&root, 0, Some(0)), Bounds::default().idle_exit_ns, "no cpuidle: the default bound");
     }
 }

@@ -277,7 +277,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     warnings.iter().for_each(|w| observer.warning(w));
     observer.started(&statuses, dma_latency_us);
     if let Some(x) = explainer.as_mut() {
-        x.slots(statuses.iter().map(|s| (s.cpu, s.tid)).collect());
+        x.slots(statuses.iter().map(|s| (s.cpu, s.tid)).collect(), dma_latency_us);
     }
     let mut doctor = None;
     let started = Instant::now();

@@ -102,8 +102,42 @@ pub struct Blocker {
     /// Scheduling, as far as known (`FIFO 90`, `RT 90` when FIFO/RR cannot be told, `OTHER`).
     pub policy: String,
     /// It has lower priority than the probe yet kept the CPU: it was preempted late (a
-    /// non-preemptible kernel section); false when it simply has higher priority.
+    /// non-preemptible kernel section); false otherwise (see `priority`).
     pub preempted_late: bool,
+    /// Its priority against the probe's, as far as the events (or its policy) show it.
+    #[serde(default)]
+    pub priority: Rank,
+}
+
+/// A blocking task's priority against the probe's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Rank {
+    /// Higher: it rightly kept the CPU.
+    Higher,
+    /// The same: a FIFO task keeps the CPU until it blocks or yields, an RR task for its slice.
+    Equal,
+    /// Lower: it should have been preempted at once (preempted late).
+    Lower,
+    /// No switch, wakeup or policy in the window shows it.
+    #[default]
+    Unknown,
+}
+
+impl Rank {
+    /// The words `describe` prints after the task's name.
+    pub fn words(self) -> &'static str {
+        match self {
+            Rank::Higher => "has higher priority than the probe",
+            Rank::Equal => {
+                "has the probe's priority: a FIFO task keeps the CPU until it blocks or yields (RR: for its time slice)"
+            }
+            Rank::Lower => {
+                "has lower priority than the probe yet kept the CPU: preempted late (a non-preemptible kernel section)"
+            }
+            Rank::Unknown => "kept the CPU; its priority is unknown (no switch or wakeup in the window shows it)",
+        }
+    }
 }
 
 /// Which row of the timeline a span is drawn in.
@@ -226,16 +260,7 @@ impl Explanation {
             let at = |x: Option<i64>| x.map_or_else(|| "not seen".to_string(), |v| format!("+{}", us(v as f64)));
             out += &format!("  timer fired {}, switched to the probe {}", at(e.fired_ns), at(e.switched_ns));
             if let Some(b) = &e.blocking {
-                out += &format!(
-                    "; {}:{} {}",
-                    b.comm,
-                    b.pid,
-                    if b.preempted_late {
-                        "has lower priority than the probe yet kept the CPU: preempted late (a non-preemptible kernel section)"
-                    } else {
-                        "has higher priority than the probe"
-                    }
-                );
+                out += &format!("; {}:{} {}", b.comm, b.pid, b.priority.words());
             }
             out.push('\n');
         }
@@ -419,7 +444,11 @@ pub fn explain(
     }
     steps.sort_by_key(|s| s.0);
     let mut task: Option<Task> = None;
-    let mut stack: Vec<Ctx> = Vec::new();
+    // Open contexts, innermost last, each with the last instant an event showed it open.
+    let mut stack: Vec<(Ctx, i64)> = Vec::new();
+    // Contexts whose exit event was never seen: from their last sign of life to the instant
+    // something showed them closed, what ran is not known.
+    let mut lost: Vec<(i64, i64, Ctx)> = Vec::new();
     let mut blocking: Option<Task> = None;
     let mut spans: Vec<(i64, i64, Cause, String, Lane)> = Vec::new();
     let mut t = d;
@@ -429,7 +458,9 @@ pub fn explain(
     // Whoever held the CPU before that kept the probe from sleeping: they are the cause.
     let late_arm = fire_at.is_some_and(|f| {
         events.iter().any(|e| {
-            e.ts_ns + 1_000 >= d
+            // Trace timestamps are truncated to the µs: an event printed before the deadline
+            // happened before it (the probe slept in time).
+            e.ts_ns >= d
                 && e.ts_ns < f
                 && (e.pid == spike.tid || matches!(&e.kind, Kind::Switch { next_pid, .. } if *next_pid == spike.tid))
         })
@@ -437,7 +468,7 @@ pub fn explain(
     // The blocker is looked for once at the deadline (a late-armed timer) and once at the firing.
     let (mut looked_at_deadline, mut looked_at_fire) = (false, false);
     let mut seen = 0usize;
-    let mut attribute = |from: i64, to: i64, task: &Option<Task>, stack: &[Ctx], blocking: &mut Option<Task>| {
+    let mut attribute = |from: i64, to: i64, task: &Option<Task>, stack: &[(Ctx, i64)], blocking: &mut Option<Task>| {
         if to <= from {
             return;
         }
@@ -451,7 +482,7 @@ pub fn explain(
         cuts.push(to);
         for pair in cuts.windows(2) {
             let (a, b) = (pair[0], pair[1]);
-            let (cause, name, lane) = match stack.last() {
+            let (cause, name, lane) = match stack.last().map(|c| &c.0) {
                 Some(Ctx::Irq(n)) => (Cause::Irq, n.clone(), Lane::Irq),
                 Some(Ctx::Softirq(n)) => (Cause::Softirq, n.clone(), Lane::Softirq),
                 Some(Ctx::Vector(_, true)) => (Cause::TimerIrq, String::new(), Lane::Irq),
@@ -550,54 +581,108 @@ pub fn explain(
         if *ts >= d {
             seen += 1;
         }
+        // An event inside the open contexts shows them still open (a switch or an exit
+        // closes them instead; an NMI may come at any time).
+        if matches!(step, Step::Event(e) if !matches!(e.kind, Kind::Switch { .. } | Kind::IrqExit { .. } | Kind::SoftirqExit { .. } | Kind::VectorExit { .. }))
+        {
+            stack.iter_mut().filter(|c| !matches!(c.0, Ctx::Nmi(_))).for_each(|c| c.1 = c.1.max(at));
+        }
         match step {
-            Step::NmiStart(h) => stack.push(Ctx::Nmi(h.clone())),
+            Step::NmiStart(h) => stack.push((Ctx::Nmi(h.clone()), at)),
+            // Only the NMI ends: what it interrupted (or what its rounded start put above it)
+            // goes on.
             Step::NmiEnd => {
-                if let Some(i) = stack.iter().rposition(|c| matches!(c, Ctx::Nmi(_))) {
-                    stack.truncate(i);
+                if let Some(i) = stack.iter().rposition(|c| matches!(c.0, Ctx::Nmi(_))) {
+                    stack.remove(i);
                 }
             }
             Step::Event(e) => match &e.kind {
                 Kind::Switch { next_pid, next_comm, next_prio, .. } => {
                     task = Some(Task { pid: *next_pid, comm: next_comm.clone(), prio: *next_prio });
-                    // A switch happens in task context: whatever was open has ended.
-                    stack.clear();
+                    // A switch happens in task context: whatever was open has ended, and an
+                    // interrupt context still open lost its exit event.
+                    for (c, seen) in stack.drain(..) {
+                        if !matches!(c, Ctx::Nmi(_)) {
+                            lost.push((seen, at, c));
+                        }
+                    }
                 }
-                Kind::IrqEntry { name, .. } => stack.push(Ctx::Irq(name.clone())),
-                Kind::IrqExit { .. } => pop(&mut stack, |c| matches!(c, Ctx::Irq(_))),
-                Kind::SoftirqEntry { name } => stack.push(Ctx::Softirq(name.clone())),
-                Kind::SoftirqExit { .. } => pop(&mut stack, |c| matches!(c, Ctx::Softirq(_))),
+                Kind::IrqEntry { name, .. } => enter(&mut stack, Ctx::Irq(name.clone()), at),
+                Kind::IrqExit { .. } => pop(&mut stack, |c| matches!(c, Ctx::Irq(_)), at, &mut lost),
+                Kind::SoftirqEntry { name } => enter(&mut stack, Ctx::Softirq(name.clone()), at),
+                Kind::SoftirqExit { .. } => pop(&mut stack, |c| matches!(c, Ctx::Softirq(_)), at, &mut lost),
                 Kind::VectorEntry { name } => match name.split_once('\u{0}') {
-                    Some((n, _)) => stack.push(Ctx::Vector(n.to_string(), true)),
-                    None => stack.push(Ctx::Vector(name.clone(), false)),
+                    Some((n, _)) => enter(&mut stack, Ctx::Vector(n.to_string(), true), at),
+                    None => enter(&mut stack, Ctx::Vector(name.clone(), false), at),
                 },
-                Kind::VectorExit { name } => pop(&mut stack, |c| matches!(c, Ctx::Vector(n, _) if n == name)),
+                Kind::VectorExit { name } => {
+                    pop(&mut stack, |c| matches!(c, Ctx::Vector(n, _) if n == name), at, &mut lost)
+                }
                 _ => {}
             },
         }
     }
     attribute(t, w, &task, &stack, &mut blocking);
     let mut note = Vec::new();
+    // A context whose exit was lost: after its last event, the time is not known to be its.
+    for (from, to, c) in &lost {
+        let (cause, name) = match c {
+            Ctx::Irq(n) => (Cause::Irq, n.as_str()),
+            Ctx::Softirq(n) => (Cause::Softirq, n.as_str()),
+            Ctx::Vector(_, true) => (Cause::TimerIrq, ""),
+            Ctx::Vector(n, false) => (Cause::Vector, n.as_str()),
+            Ctx::Nmi(n) => (Cause::Nmi, n.as_str()),
+        };
+        let mut moved = false;
+        let mut out = Vec::with_capacity(spans.len() + 2);
+        for sp in spans.drain(..) {
+            let (a, b) = (sp.0.max(*from), sp.1.min(*to));
+            if sp.2 != cause || sp.3 != name || a >= b {
+                out.push(sp);
+                continue;
+            }
+            moved = true;
+            if sp.0 < a {
+                out.push((sp.0, a, sp.2, sp.3.clone(), sp.4));
+            }
+            out.push((a, b, Cause::Unaccounted, String::new(), Lane::Unaccounted));
+            if b < sp.1 {
+                out.push((b, sp.1, sp.2, sp.3, sp.4));
+            }
+        }
+        spans = out;
+        if moved {
+            note.push(format!(
+                "the exit event of {} {} was lost: after its last event its time is unaccounted",
+                cause.label(),
+                name
+            ));
+        }
+    }
     // Idle beyond the exit bound, and a silent switch beyond its bound: no event explains them.
+    // The idle closest to the timer is the exit, up to the bound over all idle stretches;
+    // every earlier idle moment is unexplained.
+    spans.sort_by_key(|s| s.0);
     let mut idle_left = bounds.idle_exit_ns;
+    let mut heads = Vec::new();
     for s in spans.iter_mut().rev() {
         if s.2 == Cause::ExitFromIdle {
             let len = s.1 - s.0;
             if len > idle_left {
-                // The part closest to the timer is the exit; what came before is unexplained.
                 let cut = s.1 - idle_left;
-                let mut head = s.clone();
-                head.1 = cut;
-                head.2 = Cause::Unaccounted;
-                head.4 = Lane::Unaccounted;
+                heads.push((s.0, cut, Cause::Unaccounted, String::new(), Lane::Unaccounted));
                 s.0 = cut;
-                spans.push(head);
-                note.push("the CPU was idle longer than its deepest idle state takes to exit, with no event: a hypervisor (or an SMI) held it".to_string());
-                break;
+                idle_left = 0;
+            } else {
+                idle_left -= len;
             }
-            idle_left -= len;
         }
     }
+    if !heads.is_empty() {
+        note.push("the CPU was idle longer than its deepest idle state takes to exit, with no event: a hypervisor (or an SMI) held it".to_string());
+    }
+    spans.extend(heads);
+    spans.retain(|s| s.1 > s.0);
     for s in spans.iter_mut() {
         if s.2 == Cause::IrqsDisabled && s.1 - s.0 > bounds.irqs_off_ns {
             s.2 = Cause::Unaccounted;
@@ -610,21 +695,26 @@ pub fn explain(
         }
     }
     spans.sort_by_key(|s| s.0);
+    // The first moments of the switch are the switch, up to its bound; the rest is unexplained
+    // (split, never dropped: the parts always sum to the latency).
     let mut switch_left = bounds.switch_ns;
+    let mut tails = Vec::new();
     for s in spans.iter_mut() {
         if s.2 == Cause::Switch && s.4 == Lane::Probe {
             let len = s.1 - s.0;
             if len > switch_left {
-                s.0 += switch_left;
+                tails.push((s.0 + switch_left, s.1, Cause::Unaccounted, String::new(), Lane::Unaccounted));
+                s.1 = s.0 + switch_left;
                 switch_left = 0;
-                s.2 = Cause::Unaccounted;
-                s.4 = Lane::Unaccounted;
                 note.push("the probe ran for longer than a switch takes before reading its clock, with no event: a hypervisor (or an SMI) held the CPU".to_string());
             } else {
                 switch_left -= len;
             }
         }
     }
+    spans.extend(tails);
+    spans.retain(|s| s.1 > s.0);
+    spans.sort_by_key(|s| s.0);
     note.dedup();
     if fired.is_none() {
         note.push("no event shows the probe's timer firing (events lost, or another wakeup method): the time before its switch is unaccounted".into());
@@ -678,9 +768,19 @@ pub fn explain(
         let held = parts.iter().any(|p| p.cause == Cause::BlockingTask);
         held.then(|| {
             let probe_rt = probe_prio.is_some_and(|p| p < 100);
+            // Kernel priorities: the smaller, the higher.
+            let priority = match probe_prio {
+                Some(p) if b.prio != UNKNOWN => match b.prio.cmp(&p) {
+                    std::cmp::Ordering::Less => Rank::Higher,
+                    std::cmp::Ordering::Equal => Rank::Equal,
+                    std::cmp::Ordering::Greater => Rank::Lower,
+                },
+                _ => Rank::Unknown,
+            };
             Blocker {
                 policy: policy_label(b.pid, b.prio, policy_of),
-                preempted_late: probe_rt && probe_prio.is_some_and(|p| b.prio != UNKNOWN && b.prio > p),
+                preempted_late: probe_rt && priority == Rank::Lower,
+                priority,
                 comm: b.comm,
                 pid: b.pid,
             }
@@ -706,8 +806,23 @@ pub fn explain(
     }
 }
 
-fn pop(stack: &mut Vec<Ctx>, is: impl Fn(&Ctx) -> bool) {
-    if let Some(i) = stack.iter().rposition(is) {
-        stack.truncate(i);
+/// Opens `c` at `at`: beneath any NMI open above it (an NMI cannot be interrupted; an entry
+/// inside one is an artefact of the NMI's start being computed from its end).
+fn enter(stack: &mut Vec<(Ctx, i64)>, c: Ctx, at: i64) {
+    let top = stack.iter().rposition(|c| !matches!(c.0, Ctx::Nmi(_))).map_or(0, |i| i + 1);
+    stack.insert(top, (c, at));
+}
+
+/// Closes the innermost context that `is` at `at`: the contexts opened inside it that are still
+/// open lost their exit events (NMIs excepted: they end by themselves).
+fn pop(stack: &mut Vec<(Ctx, i64)>, is: impl Fn(&Ctx) -> bool, at: i64, lost: &mut Vec<(i64, i64, Ctx)>) {
+    if let Some(i) = stack.iter().rposition(|c| is(&c.0)) {
+        for (k, (c, seen)) in stack.drain(i..).collect::<Vec<_>>().into_iter().enumerate() {
+            match c {
+                _ if k == 0 => {}
+                Ctx::Nmi(_) => stack.push((c, seen)),
+                c => lost.push((seen, at, c)),
+            }
+        }
     }
 }

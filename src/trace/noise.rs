@@ -14,6 +14,11 @@ use std::collections::BTreeMap;
 /// and the gap's ends are dated by a clock read just after it.
 pub const SLACK_NS: i64 = 2_000;
 
+/// The most of a gap's uncovered time put down to the kernel's own entry and exit, per
+/// interrupt, softirq, NMI or thread switch seen in it; beyond that the time is hardware or
+/// hypervisor noise (a host that stole 200 µs next to a 3 µs tick is not 197 µs of overhead).
+pub const OVERHEAD_PER_ENTRY_NS: i64 = 10_000;
+
 /// osnoise's kinds of interference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -60,7 +65,8 @@ impl Source {
 /// How often and how long one kind of interference took the CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SourceFigures {
-    /// Occurrences (an interrupt entered, a thread switched in; for HW: gaps with no event).
+    /// Occurrences (an interrupt entered, a thread switched in; for HW: gaps with time no
+    /// event and no kernel overhead explains).
     pub count: u64,
     /// Time (ns).
     pub ns: i64,
@@ -86,7 +92,8 @@ pub struct NoiseSources {
     pub gaps: u64,
     /// Of those, attributed from the CPU's events.
     pub attributed: u64,
-    /// Gaps with no event at all (hardware or hypervisor).
+    /// Hardware or hypervisor: gaps with no event at all, and time beyond the kernel's overhead
+    /// in gaps with events.
     pub hw: SourceFigures,
     /// NMIs.
     pub nmi: SourceFigures,
@@ -96,8 +103,8 @@ pub struct NoiseSources {
     pub softirq: SourceFigures,
     /// Other threads.
     pub thread: SourceFigures,
-    /// Time no event covers inside gaps where something ran: entering and leaving the kernel,
-    /// the switches (ns).
+    /// Time no event covers inside gaps where something ran, up to [`OVERHEAD_PER_ENTRY_NS`]
+    /// per occurrence: entering and leaving the kernel, the switches (ns).
     pub overhead_ns: i64,
     /// The largest interferers by time (at most 10).
     pub top: Vec<Named>,
@@ -137,18 +144,23 @@ impl Tally {
         self.gaps += 1;
     }
 
-    /// Adds one attributed gap.
+    /// Adds one attributed gap. Its uncovered time is the kernel's entry and exit up to
+    /// [`OVERHEAD_PER_ENTRY_NS`] per occurrence of interference in it; the rest (all of it in
+    /// a gap where nothing ran) is HW, and the gap counts as one HW occurrence.
     pub fn add(&mut self, e: &Explanation, occurrences: &Occurrences) {
         self.attributed += 1;
-        let seen = e.parts.iter().any(|p| Source::of(p.cause).is_some());
+        let mut uncovered = 0;
         for p in &e.parts {
             match Source::of(p.cause) {
                 Some(s) => self.named.entry((s, p.name.clone())).or_default().1 += p.ns,
-                None if seen => self.overhead_ns += p.ns,
-                None => self.hw.ns += p.ns,
+                None => uncovered += p.ns,
             }
         }
-        if !seen {
+        let entries: u64 = occurrences.values().sum();
+        let overhead = uncovered.min(entries as i64 * OVERHEAD_PER_ENTRY_NS);
+        self.overhead_ns += overhead;
+        if uncovered > overhead {
+            self.hw.ns += uncovered - overhead;
             self.hw.count += 1;
         }
         for (k, n) in occurrences {
@@ -256,7 +268,9 @@ pub fn attribute(
             Kind::VectorExit { name } => w.pop(|c| matches!(c, Ctx::Vector(n) if n == name)),
             Kind::SoftirqEntry { name } if inside => w.stack.push((Ctx::Softirq(name.clone()), false)),
             Kind::SoftirqExit { .. } => w.pop(|c| matches!(c, Ctx::Softirq(_))),
-            Kind::Nmi { handler, delta_ns } if inside && e.ts_ns > a => {
+            // An NMI is one event at its end (µs timestamps): it belongs to the gap when it
+            // overlaps it, even when its end is printed just after the gap.
+            Kind::Nmi { handler, delta_ns } if e.ts_ns - delta_ns < b && e.ts_ns > a => {
                 nmis.push(((e.ts_ns - delta_ns).clamp(a, b), at, handler.clone()));
                 *w.occurrences.entry((Source::Nmi, handler.clone())).or_default() += 1;
             }
@@ -320,6 +334,7 @@ pub fn attribute(
             pid,
             policy: policy_of(pid).unwrap_or_else(|| "policy unknown".into()),
             preempted_late: false,
+            priority: super::explain::Rank::Unknown,
         })
     });
     let nothing = parts.iter().all(|p| p.cause == Cause::Unaccounted);

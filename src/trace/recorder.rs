@@ -60,18 +60,21 @@ const KEEP_BYTES: usize = 64 << 20;
 /// spike waits at most this long for its events.
 const READ_EVERY: Duration = Duration::from_millis(50);
 
-/// One CPU's recent events, kept as the text read (parsed only when a spike asks for them):
-/// `(first event's time, last event's time, lines)` per read.
+/// One CPU's recent events, kept as the text read (parsed only when a spike asks for them).
 #[derive(Debug, Default)]
 struct Window {
-    chunks: Mutex<VecDeque<(i64, i64, String)>>,
+    chunks: Mutex<VecDeque<Chunk>>,
     /// The newest event's time (ns): everything before it has been read.
     read_until: AtomicI64,
-    /// Lines that did not parse (counted when a window is parsed).
+    /// Lines that did not parse (counted the first time their chunk is parsed).
     unparsed: AtomicU64,
     /// Events dropped from the window because it was full before they aged out.
     evicted: AtomicU64,
 }
+
+/// One read of a CPU's events: `(first event's time, last event's time, lines)`, and whether its
+/// unparsable lines have been counted (a chunk may be parsed for many windows).
+type Chunk = (i64, i64, String, bool);
 
 /// The time of a trace line, without parsing the rest.
 fn line_ts(line: &str) -> Option<i64> {
@@ -108,7 +111,7 @@ fn drain(pipes: &mut [(std::fs::File, Vec<u8>)], windows: &[Window]) -> bool {
                     let (Some(first), Some(newest)) = (first, newest) else { continue };
                     w.read_until.fetch_max(newest, Relaxed);
                     let mut chunks = w.chunks.lock().unwrap_or_else(|e| e.into_inner());
-                    chunks.push_back((first, newest, text));
+                    chunks.push_back((first, newest, text, false));
                     let keep_from = w.read_until.load(Relaxed) - KEEP_NS;
                     while chunks.front().is_some_and(|c| c.1 < keep_from) {
                         chunks.pop_front();
@@ -172,17 +175,20 @@ impl Recorder {
     /// `cpu`'s events from `from_ns` to `to_ns`, in time order.
     pub fn events(&self, cpu: usize, from_ns: i64, to_ns: i64) -> Vec<Event> {
         let Some(w) = self.window(cpu) else { return Vec::new() };
-        let chunks = w.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut chunks = w.chunks.lock().unwrap_or_else(|e| e.into_inner());
         let mut v = Vec::new();
-        for (_, _, text) in chunks.iter().filter(|c| c.1 >= from_ns && c.0 <= to_ns) {
+        for (_, _, text, counted) in chunks.iter_mut().filter(|c| c.1 >= from_ns && c.0 <= to_ns) {
+            let mut unparsed = 0;
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
                 match parse(line) {
                     Some(e) if e.ts_ns >= from_ns && e.ts_ns <= to_ns => v.push(e),
                     Some(_) => {}
-                    None => {
-                        w.unparsed.fetch_add(1, Relaxed);
-                    }
+                    None => unparsed += 1,
                 }
+            }
+            if !*counted {
+                w.unparsed.fetch_add(unparsed, Relaxed);
+                *counted = true;
             }
         }
         v.sort_by_key(|e| e.ts_ns);
@@ -228,5 +234,31 @@ impl Drop for Recorder {
         self.finish();
         // The reader (and its open pipes) is gone: the instance can be removed.
         self.instance.take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unparsable_line_is_counted_as_lost_once_however_often_its_chunk_is_parsed() {
+        let text = "          <idle>-0       [001] d.h1.  1000.000001: local_timer_entry: vector=236\n\
+                    garbage that is no trace line\n\
+                    <idle>-0       [001] d.h1.  1000.000004: local_timer_exit: vector=236\n"
+            .to_string();
+        let window = Window::default();
+        window.chunks.lock().unwrap().push_back((1_000_000_001_000, 1_000_000_004_000, text, false));
+        let r = Recorder {
+            instance: None,
+            cpus: vec![1],
+            windows: Arc::new(vec![window]),
+            stop: Arc::new(AtomicBool::new(true)),
+            reader: None,
+        };
+        for _ in 0..3 {
+            assert_eq!(r.events(1, 1_000_000_000_000, 1_000_000_010_000).len(), 2);
+        }
+        assert_eq!(r.lost(1), 1);
     }
 }
