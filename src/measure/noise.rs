@@ -178,8 +178,12 @@ pub struct NoiseOutcome {
     pub noise_ns: u64,
     /// Σ ⌊gap / 1 µs⌋ over the noises (oslat's average counts every gap in whole µs).
     pub noise_us_floor: u64,
+    /// Time spent recording the noises (ns): kept out of both the noise and the runtime.
+    pub own_ns: i64,
     /// Start on CLOCK_MONOTONIC (ns): gaps are dated from it.
     pub start_ns: i64,
+    /// Time from the start to the end of the loop (ns): what the series covers.
+    pub elapsed_ns: i64,
     /// It stopped because of a SIGINT/SIGTERM it saw pending.
     pub signalled: bool,
 }
@@ -205,7 +209,9 @@ pub fn noise_loop<C: Counter>(
         runtime_ns: 0,
         noise_ns: 0,
         noise_us_floor: 0,
+        own_ns: 0,
         start_ns: start,
+        elapsed_ns: 0,
         signalled: false,
     };
     let mut window_start = start;
@@ -225,6 +231,9 @@ pub fn noise_loop<C: Counter>(
         };
         let mut last = first;
         let mut ended = false;
+        // Ticks spent recording gaps in this window: the loop's own time, neither noise nor
+        // runtime.
+        let mut own = 0u64;
         loop {
             let t = c.ticks();
             let d = t.wrapping_sub(last);
@@ -237,6 +246,9 @@ pub fn noise_loop<C: Counter>(
                 series.add(at, ns);
                 out.noise_ns += ns;
                 out.noise_us_floor += ns / 1000;
+                // The next gap is measured from here: recording one must not read as another.
+                last = c.ticks();
+                own += last.wrapping_sub(t);
             }
             if t >= end_ticks {
                 break;
@@ -253,7 +265,8 @@ pub fn noise_loop<C: Counter>(
                 }
             }
         }
-        out.runtime_ns += p.scale.ns(last - first) as i64;
+        out.runtime_ns += p.scale.ns((last - first).saturating_sub(own)) as i64;
+        out.own_ns += p.scale.ns(own) as i64;
         if ended || p.until_ns.is_some_and(|u| c.mono_ns() >= u) || !duty {
             break 'run;
         }
@@ -266,7 +279,8 @@ pub fn noise_loop<C: Counter>(
             break 'run;
         }
     }
-    series.extend_to(c.mono_ns() - start);
+    out.elapsed_ns = c.mono_ns() - start;
+    series.extend_to(out.elapsed_ns);
     out
 }
 
@@ -284,6 +298,8 @@ mod tests {
         reads: Cell<u64>,
         step: u64,
         gaps: Vec<(u64, u64)>,
+        /// Ticks a CLOCK_MONOTONIC read (and the recording around it) costs.
+        mono_cost: u64,
     }
 
     impl Counter for Script {
@@ -295,6 +311,7 @@ mod tests {
             self.t.get()
         }
         fn mono_ns(&self) -> i64 {
+            self.t.set(self.t.get() + self.mono_cost);
             (self.t.get() / 2) as i64
         }
         fn sleep_until(&self, ns: i64) {
@@ -323,6 +340,7 @@ mod tests {
             reads: Cell::new(0),
             step: 40,
             gaps: vec![(100, 10_000), (200, 2 * 980), (300, 2 * 979 + 1)],
+            mono_cost: 0,
         };
         let live = Live::new(Layout::DEFAULT);
         let mut rec = Recorder::new(&live, None);
@@ -338,8 +356,10 @@ mod tests {
         // The first gap ended at read 100: 101 reads of 20 ns plus 5 µs after the start.
         assert_eq!(s.max_at_ns, Some(101 * 20 + 5_000));
         // The loop ends at the first read at or past 20 µs: read 653, at 40079 ticks; it
-        // began at read 0 (40 ticks): 40039 ticks are 20019.5 ns, rounded down.
-        assert_eq!((out.iterations, out.runtime_ns), (653, 20_019));
+        // began at read 0 (40 ticks). Reads 101 and 201 resume the loop after recording a gap
+        // (not iterations); those two reads (80 ticks) are the loop's own time, not runtime:
+        // 40039 − 80 ticks are 19979.5 ns, rounded down.
+        assert_eq!((out.iterations, out.runtime_ns, out.own_ns), (651, 19_979, 40));
         assert_eq!(series.len, 1);
         assert_eq!(series.points[0], (6_020, 2));
     }
@@ -347,7 +367,7 @@ mod tests {
     #[test]
     fn a_duty_cycle_measures_only_the_busy_part_of_each_period() {
         // 1 ms busy every 4 ms for 10 ms: three windows (0-1, 4-5, 8-9 ms); the sleeps are not noise.
-        let c = Script { t: Cell::new(0), reads: Cell::new(0), step: 40, gaps: vec![] };
+        let c = Script { t: Cell::new(0), reads: Cell::new(0), step: 40, gaps: vec![], mono_cost: 0 };
         let live = Live::new(Layout::DEFAULT);
         let mut rec = Recorder::new(&live, None);
         let mut series = Series::new();
@@ -355,6 +375,26 @@ mod tests {
         let out = noise_loop(&c, &params(1_000, 1_000_000, 4_000_000, 10_000_000), &mut rec, &mut series, &stop, &stop);
         assert_eq!(rec.finish().cycles, 0, "no gap: the sleeps between windows are not noise");
         assert_eq!((out.runtime_ns, out.iterations), (3_000_000, 3 * 50_000));
+    }
+
+    #[test]
+    fn recording_a_gap_is_neither_the_next_gap_nor_runtime() {
+        // 10 ns a read, a 30 ns threshold, one 100 ns gap at read 100; dating and recording a
+        // gap costs 62 ns (124 ticks), more than the threshold.
+        let c = Script { t: Cell::new(0), reads: Cell::new(0), step: 20, gaps: vec![(100, 180)], mono_cost: 124 };
+        let live = Live::new(Layout::DEFAULT);
+        let mut rec = Recorder::new(&live, None);
+        let mut series = Series::new();
+        let stop = AtomicBool::new(false);
+        let out = noise_loop(&c, &params(30, 10, 10, 20_000), &mut rec, &mut series, &stop, &stop);
+        let s = rec.finish();
+        assert_eq!(s.cycles, 1, "one gap, not one per read after it");
+        assert_eq!(s.max_ns, Some(100));
+        // The recording and the read that resumes the loop: 124 + 20 ticks.
+        assert_eq!(out.own_ns, 72, "the recording, timed by the counter");
+        // Runtime: the loop's reads after its first, 10 ns each, and the 90 ns of the gap beyond
+        // its own read; the recording is not in it.
+        assert_eq!(out.runtime_ns as u64, out.iterations * 10 + 90);
     }
 
     #[test]

@@ -410,6 +410,7 @@ impl BusyThread {
                     interval_ns: series.interval_ns,
                     noise_ns: series.points[..n].iter().map(|p| p.0).collect(),
                     count: series.points[..n].iter().map(|p| p.1).collect(),
+                    span_ns: o.elapsed_ns,
                 },
             }
             .derive(summary.cycles)

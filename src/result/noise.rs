@@ -63,6 +63,10 @@ pub struct NoiseSeries {
     pub noise_ns: Vec<u64>,
     /// Noises per interval.
     pub count: Vec<u32>,
+    /// Time the series covers from the start (ns): the last interval ends there and may be
+    /// shorter than the others (0 in files written before it was recorded: full intervals).
+    #[serde(default)]
+    pub span_ns: i64,
 }
 
 /// One CPU's noise.
