@@ -95,7 +95,7 @@ fn tuned_rt() -> Tree {
             "/boot/config-6.1.0-rt-amd64",
             "CONFIG_HZ=1000\nCONFIG_NO_HZ_FULL=y\nCONFIG_HIGH_RES_TIMERS=y\nCONFIG_PREEMPT_RT=y\nCONFIG_PREEMPT_RCU=y\nCONFIG_RCU_BOOST=y\nCONFIG_RCU_NOCB_CPU=y\n",
         )
-        .put("/proc/cmdline", "BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,domain,2-3 nohz_full=2-3 rcu_nocbs=2-3 irqaffinity=0-1 kthread_cpus=0-1\n")
+        .put("/proc/cmdline", "BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,domain,2-3 nohz_full=2-3 rcu_nocbs=2-3 irqaffinity=0-1 workqueue.unbound_cpus=0-1\n")
         .put("/proc/timer_list", &(0..4).map(|c| format!("cpu: {c}\n  .resolution: 1 nsecs\n  .hres_active    : 1\n")).collect::<String>())
         .put("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc\n")
         .put("/sys/devices/system/clocksource/clocksource0/available_clocksource", "tsc hpet acpi_pm\n")
@@ -282,6 +282,52 @@ fn a_tuned_preempt_rt_machine_passes_every_check() {
     assert_eq!(status(&v, "interrupts.affinity"), "warn");
     assert!(check(&v, "interrupts.affinity")["finding"].as_str().unwrap().contains("24 (eth0)"), "{v}");
     assert_eq!(code, 0, "warnings alone exit 0 without --strict");
+}
+
+#[test]
+fn rcu_nocbs_is_read_in_every_form_the_kernel_takes() {
+    let t = tuned_rt();
+    t.put("/sys/devices/system/cpu/possible", "0-3\n");
+    for (cmdline, expected) in [
+        ("rcu_nocbs=all", "ok"),
+        ("rcu_nocbs=2-N", "ok"),
+        ("rcu_nocbs=0-3:1/2", "warn"), // CPUs 0 and 2: CPU 3 runs its own callbacks
+        ("rcu_nocbs=N", "warn"),       // CPU 3 only
+        ("rcu_nocbs", "warn"),         // nothing offloaded at boot
+    ] {
+        t.put("/proc/cmdline", &format!("BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,domain,2-3 {cmdline}\n"));
+        let (v, _) = doctor(t.root(), &["--cpus", "2-3"]);
+        let c = check(&v, "isolation.rcu_nocbs");
+        assert_eq!(c["status"], expected, "{cmdline}: {c:#}");
+    }
+    let (v, _) = doctor(t.root(), &["--cpus", "2-3"]);
+    assert!(check(&v, "isolation.rcu_nocbs")["finding"].as_str().unwrap().contains("CPU 2-3 runs its own"));
+    t.put("/proc/cmdline", "BOOT_IMAGE=/vmlinuz rcu_nocbs=0-3:1/2\n");
+    let (v, _) = doctor(t.root(), &["--cpus", "2-3"]);
+    assert!(check(&v, "isolation.rcu_nocbs")["finding"].as_str().unwrap().contains("CPU 3 runs its own"), "{v:#}");
+}
+
+#[test]
+fn the_housekeeping_fix_names_mainline_parameters_only() {
+    let t = tuned_rt();
+    t.put("/sys/devices/virtual/workqueue/cpumask", "f\n");
+    let (v, _) = doctor(t.root(), &["--cpus", "2-3"]);
+    let c = check(&v, "isolation.housekeeping");
+    assert_eq!(c["status"], "warn");
+    let fix = c["fix"].as_str().unwrap();
+    assert!(fix.contains("workqueue.unbound_cpus=0-1") && fix.contains("nohz_full="), "{fix}");
+    assert!(!fix.contains("kthread_cpus"), "not a mainline parameter: {fix}");
+}
+
+#[test]
+fn an_irq_allowed_on_a_measured_cpu_is_found_even_when_it_is_delivered_elsewhere() {
+    let t = tuned_rt();
+    // IRQ 25 is delivered to CPU 0 but allowed on every CPU: it may move to CPU 2 at any time.
+    t.put("/proc/irq/25/smp_affinity_list", "0-3\n").put("/proc/irq/25/effective_affinity_list", "0\n");
+    let (v, _) = doctor(t.root(), &["--cpus", "2-3"]);
+    let c = check(&v, "interrupts.affinity");
+    assert_eq!(c["status"], "warn", "{c:#}");
+    assert!(c["finding"].as_str().unwrap().contains("25 (nvme0q0)"), "{c:#}");
 }
 
 #[test]

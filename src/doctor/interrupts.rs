@@ -15,8 +15,12 @@ const ALARM: f64 = 10.0;
 /// the doctor warns.
 const IPI_WARN: f64 = 50.0;
 
-fn affinity(f: &Facts, irq: &str) -> Option<(String, CpuSet)> {
-    ["effective_affinity_list", "smp_affinity_list"].iter().find_map(|name| {
+/// Where IRQ `irq` goes: its effective affinity (where it is delivered now) when `allowed` is
+/// false, else the affinity it is allowed (`smp_affinity_list`: where it may be moved to).
+fn affinity(f: &Facts, irq: &str, allowed: bool) -> Option<(String, CpuSet)> {
+    let names: &[&str] =
+        if allowed { &["smp_affinity_list"] } else { &["effective_affinity_list", "smp_affinity_list"] };
+    names.iter().find_map(|name| {
         let path = format!("/proc/irq/{irq}/{name}");
         let set = f.cpu_list_file(&path).ok()?;
         Some((path, set))
@@ -63,7 +67,7 @@ fn device_irqs(f: &Facts) -> Vec<Check> {
                         on.iter().map(|(c, r)| format!("CPU{c} +{:.0}", r * seconds)).collect::<Vec<_>>().join(" ")
                     ),
                 );
-        let aff = affinity(f, &row.name);
+        let aff = affinity(f, &row.name, false);
         if let Some((path, set)) = &aff {
             c = c.evidence(path.clone(), set.to_string());
         }
@@ -88,7 +92,7 @@ fn device_irqs(f: &Facts) -> Vec<Check> {
     let mut affine = Vec::new();
     let mut unreadable = None;
     for row in after.iter().filter(|r| r.numbered() && !active_irqs.contains(&r.name)) {
-        match affinity(f, &row.name) {
+        match affinity(f, &row.name, true) {
             Some((_, set)) => {
                 let hit = f.inside(&set).cpus().to_vec();
                 if !hit.is_empty() {

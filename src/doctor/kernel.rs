@@ -380,11 +380,14 @@ fn rcu_nocbs(f: &Facts) -> Check {
     let Ok(line) = &f.cmdline else {
         return c.unreadable("/proc/cmdline", f.cmdline.as_ref().err().map_or("", String::as_str));
     };
+    // rcu_nocbs alone offloads nothing at boot (only at run time, through cpusets); its list
+    // takes the kernel's cpu-list forms (`all`, `N`, `0-31:2/4`), as nohz_full's does.
     for p in ["rcu_nocbs", "nohz_full"] {
         if let Some(v) = f.param(p) {
-            c = c.evidence("/proc/cmdline", format!("{p}={v}"));
-            if let Ok(s) = CpuSet::parse(&v) {
-                set = CpuSet::from_cpus(set.cpus().iter().chain(s.cpus()).copied());
+            c = c.evidence("/proc/cmdline", if v.is_empty() { p.to_string() } else { format!("{p}={v}") });
+            match super::kernel_cpu_list(&v, f.last_cpu()) {
+                Ok(s) => set = CpuSet::from_cpus(set.cpus().iter().chain(s.cpus()).copied()),
+                Err(e) => return c.unknown(format!("{p}={v} is not a CPU list the doctor understands ({e})")),
             }
         }
     }
@@ -454,7 +457,7 @@ fn irq_default(f: &Facts) -> Check {
 fn workqueues(f: &Facts) -> Check {
     let c = Check::new(Area::Isolation, "isolation.housekeeping", "kernel threads and unbound workqueues");
     let path = "/sys/devices/virtual/workqueue/cpumask";
-    let (c, hit) = masked(f, c, path, &["kthread_cpus", "housekeeping"]);
+    let (c, hit) = masked(f, c, path, &["workqueue.unbound_cpus", "isolcpus", "nohz_full"]);
     let Some(hit) = hit else { return c };
     let hk = f.housekeeping();
     c.verdict(
@@ -471,7 +474,10 @@ fn workqueues(f: &Facts) -> Check {
     .fix(if hk.is_empty() {
         "leave one CPU unmeasured, then confine unbound work to it".to_string()
     } else {
-        format!("echo {} > {path}; add kthread_cpus={hk} to the kernel command line", mask_of(&hk))
+        format!(
+            "echo {} > {path}; at boot: workqueue.unbound_cpus={hk} (Linux 6.6 and later), and nohz_full= or isolcpus=domain, on the measured CPUs (kernel threads keep to the housekeeping CPUs they leave)",
+            mask_of(&hk)
+        )
     })
 }
 

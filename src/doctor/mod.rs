@@ -328,6 +328,18 @@ impl Facts<'_> {
         })
     }
 
+    /// The highest CPU number of the machine (what `N` means in a kernel CPU list): the last
+    /// possible CPU, else the last online one.
+    pub fn last_cpu(&self) -> usize {
+        self.root
+            .read("/sys/devices/system/cpu/possible")
+            .ok()
+            .and_then(|t| CpuSet::parse(t.trim()).ok())
+            .and_then(|s| s.cpus().last().copied())
+            .or_else(|| self.online.cpus().last().copied())
+            .unwrap_or(0)
+    }
+
     /// A `CONFIG_` option's value (`y`, `m`, a number) when the configuration is readable.
     pub fn config(&self, option: &str) -> Result<Option<&str>, &str> {
         match &self.config {
@@ -511,6 +523,46 @@ pub(crate) fn parse_mask(text: &str) -> Result<CpuSet, String> {
     Ok(CpuSet::from_cpus(cpus))
 }
 
+/// A CPU list as the kernel parses it on its command line (kernel-parameters.txt, "cpu lists"):
+/// comma-separated `A`, `A-B`, `A-B:USED/GROUP` (the first USED of every GROUP CPUs of the
+/// range), where a number may be `N` (the last CPU, `last`); `all` for every CPU; empty for none.
+pub fn kernel_cpu_list(text: &str, last: usize) -> Result<CpuSet, String> {
+    let num = |t: &str| -> Result<usize, String> {
+        match t.trim() {
+            "N" => Ok(last),
+            t => t.parse::<usize>().map_err(|_| format!("'{t}' is not a CPU number")),
+        }
+    };
+    let mut cpus = Vec::new();
+    for group in text.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+        if group == "all" {
+            cpus.extend(0..=last);
+            continue;
+        }
+        let (range, stride) = match group.split_once(':') {
+            Some((r, s)) => {
+                let (used, size) = s.split_once('/').ok_or_else(|| format!("'{group}': expected A-B:USED/GROUP"))?;
+                let (used, size) = (num(used)?, num(size)?);
+                if used == 0 || size == 0 || used > size {
+                    return Err(format!("'{group}': USED/GROUP must be 1 ≤ USED ≤ GROUP"));
+                }
+                (r, Some((used, size)))
+            }
+            None => (group, None),
+        };
+        let (a, b) = match range.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => (num(range)?, num(range)?),
+        };
+        if a > b || b > last {
+            return Err(format!("'{group}' is outside CPUs 0-{last}"));
+        }
+        let (used, size) = stride.unwrap_or((1, 1));
+        cpus.extend((a..=b).filter(|c| (c - a) % size < used));
+    }
+    Ok(CpuSet::from_cpus(cpus))
+}
+
 /// The mask of `cpus` as the kernel reads it (`/proc/irq/*/smp_affinity`).
 pub(crate) fn mask_of(cpus: &CpuSet) -> String {
     let words = cpus.cpus().iter().max().map_or(1, |m| m / 32 + 1);
@@ -545,6 +597,18 @@ impl Facts<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_cpu_lists_take_all_n_and_strided_ranges() {
+        let l = |t: &str| kernel_cpu_list(t, 7).map(|s| s.to_string());
+        assert_eq!(l("all").unwrap(), "0-7");
+        assert_eq!(l("N").unwrap(), "7");
+        assert_eq!(l("1-N").unwrap(), "1-7");
+        assert_eq!(l("0-7:2/4").unwrap(), "0-1,4-5");
+        assert_eq!(l("1,3-5").unwrap(), "1,3-5");
+        assert_eq!(l("").unwrap(), "");
+        assert!(l("0-9").is_err() && l("x").is_err() && l("0-3:3/2").is_err());
+    }
 
     #[test]
     fn cpu_masks_read_and_write_as_the_kernel_does() {
