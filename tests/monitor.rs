@@ -124,6 +124,64 @@ fn the_exposition_passes_promtool_and_holds_one_histogram_per_measured_cpu() {
     assert!(om.ends_with("# EOF\n") && om.contains("# TYPE rtlab_samples counter"), "OpenMetrics on request");
 }
 
+/// The value of the first sample line starting with `prefix`.
+fn metric(text: &str, prefix: &str) -> Option<f64> {
+    text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+#[test]
+fn every_figure_of_a_scrape_and_of_status_is_of_one_instant_even_at_a_slow_period() {
+    // At 100 ms a period a probe records about 30 samples in 3 s: fewer than any batch, so
+    // nothing may wait for one (count, sum, maximum and missed come with the histogram).
+    let port = free_port();
+    let mut child = Command::new(common::rtlab_path())
+        .args(["monitor", "-a", "0", "-i", "100ms", "--thresholds", "15us,100us", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    let (code, text) = get(port, "/metrics", "");
+    let (_, status) = get(port, "/status", "");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(code, 200, "{text}");
+    let l = "{cpu=\"0\",thread=\"0\"}";
+    let count = metric(&text, &format!("rtlab_wakeup_latency_seconds_count{l}")).unwrap();
+    let sum = metric(&text, &format!("rtlab_wakeup_latency_seconds_sum{l}")).unwrap();
+    assert!(count >= 5.0, "{text}");
+    assert_eq!(metric(&text, &format!("rtlab_samples_total{l}")), Some(count));
+    assert!(sum > 0.0, "the sum holds the samples the count holds: {text}");
+    let max = metric(&text, &format!("rtlab_wakeup_latency_max_seconds{l}")).expect("a maximum once there are samples");
+    let window_max = metric(&text, &format!("rtlab_wakeup_latency_window_max_seconds{l}")).unwrap();
+    assert!(max >= window_max, "the maximum since the start is at least the window's: {max} < {window_max}");
+    assert!(max >= sum / count, "the maximum is at least the mean");
+    let t_max = metric(&text, &format!("rtlab_wakeup_latency_max_time_seconds{l}")).unwrap();
+    let t_window = metric(&text, &format!("rtlab_wakeup_latency_window_max_time_seconds{l}")).unwrap();
+    if max == window_max {
+        assert!((t_max - t_window).abs() < 1e-6, "one sample, one time: {t_max} vs {t_window}");
+    }
+    // Cumulative buckets never exceed the count, and the thresholds' exceedances are the rest.
+    let le =
+        |b: &str| metric(&text, &format!("rtlab_wakeup_latency_seconds_bucket{{cpu=\"0\",thread=\"0\",le=\"{b}\"}}"));
+    assert!(le("0.0001").unwrap() <= count);
+    let over = metric(&text, "rtlab_latency_exceedances_total{cpu=\"0\",thread=\"0\",threshold=\"0.0001\"}").unwrap();
+    assert_eq!(over, count - le("0.0001").unwrap());
+    assert!(text.contains("threshold=\"0.000015\""), "{text}");
+    // /status: cycles, histogram, mean and maximum of one instant; percentiles never below it.
+    let v: Value = serde_json::from_str(&status).unwrap();
+    let t = &v["threads"][0];
+    let cycles = t["cycles"].as_u64().unwrap();
+    assert!(cycles >= 5, "{t}");
+    let max_ns = t["max_ns"].as_i64().expect("a maximum with the samples");
+    assert!(t["mean_ns"].as_f64().unwrap() > 0.0 && t["mean_ns"].as_f64().unwrap() <= max_ns as f64);
+    for (q, p) in t["percentiles_ns"].as_object().unwrap() {
+        assert!(p.as_i64().unwrap() <= max_ns, "p{q} above the maximum: {t}");
+    }
+    assert_eq!(t["percentiles_ns"]["99.999"].as_i64(), Some(max_ns), "the top percentile holds the maximum: {t}");
+}
+
 #[test]
 fn only_get_on_three_paths_is_served_and_status_is_the_current_run_result() {
     let m = monitor(&["-a", "0"]);

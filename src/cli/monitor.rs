@@ -83,6 +83,9 @@ impl MonitorOptions {
         // (for the window maxima); neither touches the measuring loop.
         plan.checkpoint = Some(std::time::Duration::from_secs(1));
         plan.sample_ring = Some(crate::session::SAMPLE_RING);
+        // Every `le` bound and threshold is counted exactly by the probes (≤ b, > t).
+        plan.cuts_ns = crate::serve::exposition::bucket_bounds_ns();
+        plan.cuts_ns.extend(thresholds.iter().map(|t| *t as u64));
         Ok(MonitorOptions {
             plan,
             listen: a.listen,

@@ -194,6 +194,15 @@ impl Histogram {
     pub fn snapshot(&self) -> Counts {
         Counts { layout: self.layout, counts: self.counts.iter().map(|c| c.load(Relaxed)).collect() }
     }
+
+    /// Copies the counts into `into` (of this layout), without allocating.
+    pub fn snapshot_into(&self, into: &mut Counts) {
+        into.layout = self.layout;
+        into.counts.resize(self.counts.len(), 0);
+        for (d, c) in into.counts.iter_mut().zip(self.counts.iter()) {
+            *d = c.load(Relaxed);
+        }
+    }
 }
 
 /// A plain (non-atomic) copy of histogram counts, for statistics and merging.

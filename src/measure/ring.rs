@@ -77,8 +77,14 @@ impl SampleRing {
     }
 
     /// Reads every sample published since `cursor` (consumer only), calling `f` in order.
-    pub fn drain(&self, cursor: &mut Cursor, mut f: impl FnMut(Sample)) {
-        let head = self.head.load(Acquire);
+    pub fn drain(&self, cursor: &mut Cursor, f: impl FnMut(Sample)) {
+        self.drain_upto(cursor, u64::MAX, f)
+    }
+
+    /// [`SampleRing::drain`], but only the samples before cycle `limit`: the rest stay for the
+    /// next drain.
+    pub fn drain_upto(&self, cursor: &mut Cursor, limit: u64, mut f: impl FnMut(Sample)) {
+        let head = self.head.load(Acquire).min(limit.max(cursor.next));
         let cap = self.capacity();
         if head - cursor.next > cap {
             cursor.lost += head - cursor.next - cap;
@@ -121,6 +127,21 @@ mod tests {
         assert_eq!(got.len(), 5);
         assert_eq!(got[3], Sample { cycle: 3, at_ns: 30, latency_ns: 300 });
         assert_eq!(c, Cursor { next: 5, lost: 0 });
+    }
+
+    #[test]
+    fn a_drain_up_to_a_cycle_leaves_the_later_samples_for_the_next() {
+        let r = SampleRing::new(8);
+        for i in 0..6 {
+            r.push(i, i);
+        }
+        let (mut c, mut got) = (Cursor::default(), vec![]);
+        r.drain_upto(&mut c, 4, |s| got.push(s.cycle));
+        assert_eq!((got.clone(), c.next), (vec![0, 1, 2, 3], 4));
+        r.drain_upto(&mut c, 2, |s| got.push(s.cycle));
+        assert_eq!(got.len(), 4, "a limit behind the cursor reads nothing");
+        r.drain(&mut c, |s| got.push(s.cycle));
+        assert_eq!(got, vec![0, 1, 2, 3, 4, 5]);
     }
 
     #[test]

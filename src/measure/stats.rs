@@ -28,24 +28,33 @@ pub struct Live {
     /// Σ of the latencies as cyclictest computes each one, in whole µs (see
     /// [`cyclictest_us`]).
     pub sum_us: AtomicI64,
-    /// The exact statistics as of the last publication (for checkpoints).
+    /// The exact sums and the seqlock that makes every figure here one instant's (for
+    /// checkpoints).
     published: Published,
+    /// Exact count boundaries (ns, ascending): samples ≤ each are counted exactly, whatever
+    /// the histogram's buckets (`rtlab monitor`'s `le` bounds and thresholds). Usually empty.
+    cuts: Box<[u64]>,
+    /// Samples per interval between cuts: `[0]` ≤ cuts[0], `[i]` in (cuts[i−1], cuts[i]], the
+    /// last > every cut.
+    cut_counts: Box<[AtomicU64]>,
     /// The probe's schedule start (ns on its clock; `i64::MIN` until it starts): a sample's
     /// `at_ns` is relative to it.
     pub start_ns: AtomicI64,
 }
 
-/// How many times a checkpoint tries to read a consistent publication before it gives up.
+/// How many times a checkpoint tries to read a consistent state before it gives up.
 pub const CHECKPOINT_TRIES: u32 = 10_000;
 
-/// How often (in samples) a probe publishes its exact sums for checkpoints.
-pub const PUBLISH_EVERY: u64 = 1024;
+/// How many times a checkpoint tries to copy the histogram between two samples before it
+/// copies it just before the other figures instead.
+const STRICT_TRIES: u32 = 64;
 
-/// Exact figures published by the probe through a seqlock every [`PUBLISH_EVERY`] samples.
+/// The probe's exact sums, written with every sample; `seq` is odd while a sample is being
+/// recorded, so that a checkpoint reads every live figure (count, sums, extremes, missed,
+/// histogram, cut counts) as of one sample.
 #[derive(Debug, Default)]
 struct Published {
     seq: AtomicU64,
-    cycles: AtomicU64,
     sum_lo: AtomicU64,
     sum_hi: AtomicU64,
     sq_lo: AtomicU64,
@@ -53,7 +62,6 @@ struct Published {
     /// Carries of Σx² out of 128 bits.
     sq_wraps: AtomicU64,
     negative: AtomicU64,
-    max: AtomicI64,
     max_at_cycle: AtomicU64,
     max_at_ns: AtomicI64,
 }
@@ -61,7 +69,18 @@ struct Published {
 impl Live {
     /// Empty live cells with a histogram of `layout`.
     pub fn new(layout: Layout) -> Live {
+        Live::with_cuts(layout, &[])
+    }
+
+    /// Empty live cells that also count exactly how many samples are ≤ each of `cuts` (ns).
+    pub fn with_cuts(layout: Layout, cuts: &[u64]) -> Live {
+        let mut cuts = cuts.to_vec();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let intervals = if cuts.is_empty() { 0 } else { cuts.len() + 1 };
         Live {
+            cuts: cuts.into_boxed_slice(),
+            cut_counts: (0..intervals).map(|_| AtomicU64::new(0)).collect(),
             cycles: AtomicU64::new(0),
             cur: AtomicI64::new(0),
             min: AtomicI64::new(i64::MAX),
@@ -75,18 +94,36 @@ impl Live {
         }
     }
 
-    /// A checkpoint of a running probe: its exact sums, maximum and its position as of the
-    /// last publication (at most [`PUBLISH_EVERY`] − 1 samples old), the current minimum and
-    /// missed count, and the histogram as it is now (it may hold a few more samples). `None`
-    /// when no consistent publication could be read in [`CHECKPOINT_TRIES`] tries (the probe
-    /// was preempted mid-publication): the reader never spins without bound.
+    /// The exact count boundaries (ns, ascending), if any.
+    pub fn cuts(&self) -> &[u64] {
+        &self.cuts
+    }
+
+    /// A checkpoint of a running probe: every figure — count, exact sums, minimum, maximum and
+    /// its position, missed periods, the histogram, the cut counts — as of one sample (read
+    /// between two samples under the probe's seqlock, so a percentile is never below a sample
+    /// it holds and `sum / count` is a true mean). A probe that records faster than the
+    /// histogram can be copied between two samples (only a simulated one does) gets the
+    /// histogram of an instant just before the rest, every other figure still of one instant.
+    /// `None` when no consistent state could be read in [`CHECKPOINT_TRIES`] tries (the probe
+    /// preempted while recording): the reader never spins without bound.
     pub fn checkpoint(&self) -> Option<Summary> {
         let p = &self.published;
+        let mut counts = self.hist.snapshot();
+        let mut cut_counts = vec![0; self.cut_counts.len()];
         let mut tries = 0;
-        let (cycles, sum, sq, sq_wraps, negative, max, at_cycle, at_ns) = loop {
+        let (cycles, sum, sq, sq_wraps, negative, min, max, at_cycle, at_ns, missed) = loop {
             tries += 1;
             if tries > CHECKPOINT_TRIES {
                 return None;
+            }
+            // A probe recording faster than the histogram can be copied between two samples
+            // (a simulated one): the histogram is copied just before the rest, which is then
+            // one instant's. Its maximum is still at least every sample the copy holds.
+            let racing = tries > STRICT_TRIES;
+            if racing {
+                self.hist.snapshot_into(&mut counts);
+                fence(Acquire);
             }
             let s1 = p.seq.load(Acquire);
             if s1 % 2 == 1 {
@@ -94,15 +131,23 @@ impl Live {
                 continue;
             }
             let v = (
-                p.cycles.load(Relaxed),
+                self.cycles.load(Relaxed),
                 ((p.sum_hi.load(Relaxed) as u128) << 64 | p.sum_lo.load(Relaxed) as u128) as i128,
                 (p.sq_hi.load(Relaxed) as u128) << 64 | p.sq_lo.load(Relaxed) as u128,
                 p.sq_wraps.load(Relaxed),
                 p.negative.load(Relaxed),
-                p.max.load(Relaxed),
+                self.min.load(Relaxed),
+                self.max.load(Relaxed),
                 p.max_at_cycle.load(Relaxed),
                 p.max_at_ns.load(Relaxed),
+                self.missed.load(Relaxed),
             );
+            if !racing {
+                self.hist.snapshot_into(&mut counts);
+            }
+            for (c, a) in cut_counts.iter_mut().zip(self.cut_counts.iter()) {
+                *c = a.load(Relaxed);
+            }
             fence(Acquire);
             if p.seq.load(Relaxed) == s1 {
                 break v;
@@ -111,9 +156,9 @@ impl Live {
         let has = cycles > 0;
         Some(Summary {
             cycles,
-            missed: self.missed.load(Relaxed),
+            missed,
             negative,
-            min_ns: has.then(|| self.min.load(Relaxed)),
+            min_ns: has.then_some(min),
             max_ns: has.then_some(max),
             max_at_cycle: has.then_some(at_cycle),
             max_at_ns: has.then_some(at_ns),
@@ -124,7 +169,8 @@ impl Live {
             sum_us_truncated: None,
             over: ExceedLog::off(),
             outliers: ExceedLog::off(),
-            counts: self.hist.snapshot(),
+            counts,
+            cut_counts,
         })
     }
 
@@ -248,11 +294,6 @@ fn sum_sq_beyond_128_bits(wraps: u64, low: u128) -> Option<f64> {
     (wraps > 0).then(|| wraps as f64 * 2f64.powi(128) + low as f64)
 }
 
-/// Where the code of the (cold, out-of-line) checkpoint publication lies, to lock it in memory.
-pub fn publish_code_address() -> usize {
-    Recorder::publish as *const () as usize
-}
-
 /// The measuring thread's bookkeeping: exact sums in 128 bits plus the live cells.
 #[derive(Debug)]
 pub struct Recorder<'a> {
@@ -303,6 +344,11 @@ impl<'a> Recorder<'a> {
     #[inline(always)]
     pub fn record(&mut self, latency: i64, at_ns: i64, missed: u64) {
         let l = self.live;
+        let p = &l.published;
+        // Seqlock writer (plain stores on x86): odd while this sample is being recorded.
+        let seq = p.seq.load(Relaxed);
+        p.seq.store(seq + 1, Relaxed);
+        fence(Release);
         let cycle = l.cycles.load(Relaxed);
         self.sum += latency as i128;
         // |latency| ≤ 2^63, so a square fits in u128; the sum may not: each carry out of 128
@@ -327,13 +373,24 @@ impl<'a> Recorder<'a> {
             r.push(at_ns, latency);
         }
         l.hist.record(latency);
+        if !l.cuts.is_empty() {
+            let i = l.cuts.partition_point(|c| (*c as i128) < latency as i128);
+            let c = &l.cut_counts[i];
+            c.store(c.load(Relaxed) + 1, Relaxed);
+        }
         l.cur.store(latency, Relaxed);
         l.sum.store(l.sum.load(Relaxed).wrapping_add(latency), Relaxed);
         l.missed.store(l.missed.load(Relaxed) + missed, Relaxed);
         l.cycles.store(cycle + 1, Relaxed);
-        if (cycle + 1).is_multiple_of(PUBLISH_EVERY) {
-            self.publish(cycle + 1);
-        }
+        p.sum_lo.store(self.sum as u128 as u64, Relaxed);
+        p.sum_hi.store(((self.sum as u128) >> 64) as u64, Relaxed);
+        p.sq_lo.store(self.sum_sq as u64, Relaxed);
+        p.sq_hi.store((self.sum_sq >> 64) as u64, Relaxed);
+        p.sq_wraps.store(self.sum_sq_wraps, Relaxed);
+        p.negative.store(self.negative, Relaxed);
+        p.max_at_cycle.store(self.max_at_cycle, Relaxed);
+        p.max_at_ns.store(self.max_at_ns, Relaxed);
+        p.seq.store(seq + 2, Release);
     }
 
     /// Tells readers the schedule start (once, before the first sample).
@@ -360,27 +417,6 @@ impl<'a> Recorder<'a> {
         }
     }
 
-    /// Publishes the exact figures for checkpoints (seqlock writer: plain stores on x86).
-    #[cold]
-    #[inline(never)]
-    fn publish(&self, cycles: u64) {
-        let p = &self.live.published;
-        let s = p.seq.load(Relaxed);
-        p.seq.store(s + 1, Relaxed);
-        fence(Release);
-        p.cycles.store(cycles, Relaxed);
-        p.sum_lo.store(self.sum as u128 as u64, Relaxed);
-        p.sum_hi.store(((self.sum as u128) >> 64) as u64, Relaxed);
-        p.sq_lo.store(self.sum_sq as u64, Relaxed);
-        p.sq_hi.store((self.sum_sq >> 64) as u64, Relaxed);
-        p.sq_wraps.store(self.sum_sq_wraps, Relaxed);
-        p.negative.store(self.negative, Relaxed);
-        p.max.store(self.live.max.load(Relaxed), Relaxed);
-        p.max_at_cycle.store(self.max_at_cycle, Relaxed);
-        p.max_at_ns.store(self.max_at_ns, Relaxed);
-        p.seq.store(s + 2, Release);
-    }
-
     /// The finished statistics.
     pub fn finish(&self) -> Summary {
         let l = self.live;
@@ -401,6 +437,7 @@ impl<'a> Recorder<'a> {
             over: self.over.clone(),
             outliers: self.outliers.clone(),
             counts: l.hist.snapshot(),
+            cut_counts: l.cut_counts.iter().map(|c| c.load(Relaxed)).collect(),
         }
     }
 }
@@ -440,6 +477,9 @@ pub struct Summary {
     pub outliers: ExceedLog,
     /// The histogram.
     pub counts: Counts,
+    /// Exact counts between the probe's cuts ([`Live::cuts`]; empty without cuts): `[0]` ≤
+    /// the first cut, `[i]` in (cut i−1, cut i], the last above every cut.
+    pub cut_counts: Vec<u64>,
 }
 
 impl Summary {
@@ -461,6 +501,7 @@ impl Summary {
             over: ExceedLog::off(),
             outliers: ExceedLog::off(),
             counts: Counts::empty(layout),
+            cut_counts: Vec::new(),
         }
     }
 
@@ -477,6 +518,7 @@ impl Summary {
 
     /// Adds thread `thread`'s summary into this one (`self` tracks which thread had the max).
     pub fn merge(&mut self, other: &Summary, thread: usize) {
+        let was_empty = self.cycles == 0 && self.cut_counts.is_empty();
         self.cycles += other.cycles;
         self.missed += other.missed;
         self.negative += other.negative;
@@ -502,6 +544,14 @@ impl Summary {
             self.max_at_thread = Some(other.max_at_thread.unwrap_or(thread));
         }
         self.counts.merge(&other.counts);
+        if was_empty {
+            self.cut_counts = other.cut_counts.clone();
+        } else if self.cut_counts.len() == other.cut_counts.len() {
+            self.cut_counts.iter_mut().zip(&other.cut_counts).for_each(|(a, b)| *a += b);
+        } else {
+            // Different cuts cannot be added: none is exact any more.
+            self.cut_counts.clear();
+        }
     }
 
     /// The samples added since `earlier` (a checkpoint of the same probe taken before): counts,
@@ -532,6 +582,11 @@ impl Summary {
             over,
             outliers: ExceedLog::off(),
             counts: self.counts.since(&earlier.counts),
+            cut_counts: if self.cut_counts.len() == earlier.cut_counts.len() {
+                self.cut_counts.iter().zip(&earlier.cut_counts).map(|(a, b)| a.saturating_sub(*b)).collect()
+            } else {
+                self.cut_counts.clone()
+            },
         }
     }
 
@@ -666,22 +721,89 @@ mod tests {
     }
 
     #[test]
-    fn a_checkpoint_holds_the_exact_figures_of_the_last_publication() {
+    fn a_checkpoint_holds_every_figure_of_one_instant() {
         let live = Live::new(Layout::DEFAULT);
         let mut r = Recorder::new(&live, None);
-        let samples: Vec<i64> = (0..2 * PUBLISH_EVERY as i64 + 5).map(|i| (i * 37) % 5000 - 10).collect();
+        // A 40 ms stall among ordinary samples: the checkpoint right after it must hold it
+        // everywhere (count, sums, maximum, histogram), not only in the histogram.
+        let mut samples: Vec<i64> = (0..2_000i64).map(|i| (i * 37) % 5000 - 10).collect();
+        samples.push(40_000_000);
         for (i, &v) in samples.iter().enumerate() {
-            r.record(v, i as i64, 0);
+            r.record(v, i as i64, (v > 1_000_000) as u64 * 40);
         }
         let c = live.checkpoint().unwrap();
-        let upto = &samples[..2 * PUBLISH_EVERY as usize];
-        let exact = Summary::from_samples(Layout::DEFAULT, upto);
-        assert_eq!(c.cycles, 2 * PUBLISH_EVERY);
+        let exact = Summary::from_samples(Layout::DEFAULT, &samples);
+        assert_eq!(c.cycles, samples.len() as u64);
         assert_eq!((c.sum_ns, c.sum_sq_ns2, c.negative), (exact.sum_ns, exact.sum_sq_ns2, exact.negative));
-        assert_eq!((c.max_ns, c.max_at_cycle), (exact.max_ns, exact.max_at_cycle));
-        assert_eq!(c.counts.total(), samples.len() as u64, "the histogram is as of now");
+        assert_eq!((c.max_ns, c.max_at_cycle, c.min_ns), (Some(40_000_000), Some(2_000), exact.min_ns));
+        assert_eq!(c.missed, 40);
+        assert_eq!(c.counts.total(), c.cycles);
+        assert_eq!(c.percentiles()["99.99"], Some(40_000_000), "the stall's bucket edge, capped at the true max");
         let empty = Live::new(Layout::DEFAULT);
         assert_eq!(empty.checkpoint().unwrap().mean_ns(), None);
+    }
+
+    #[test]
+    fn checkpoints_taken_while_a_probe_records_are_each_a_prefix_of_its_samples() {
+        // 100 µs buckets to 10 ms: a histogram small enough to copy between two samples even
+        // in a debug build.
+        let layout = Layout::new(100_000, 10_000_000).unwrap();
+        let live = std::sync::Arc::new(Live::with_cuts(layout, &[1_000, 2_500]));
+        let samples: Vec<i64> = (0..3_000i64).map(|i| (i * 7919) % 4_000).collect();
+        let writer = {
+            let (live, samples) = (std::sync::Arc::clone(&live), samples.clone());
+            std::thread::spawn(move || {
+                let mut r = Recorder::new(&live, None);
+                for (i, &v) in samples.iter().enumerate() {
+                    r.record(v, i as i64, 0);
+                    // A period of 100 µs, busy: checkpoints fall between samples and during them.
+                    let t = std::time::Instant::now();
+                    while t.elapsed() < std::time::Duration::from_micros(100) {
+                        std::hint::spin_loop();
+                    }
+                }
+            })
+        };
+        let (mut seen, mut mid_run, mut whole) = (0, 0, 0);
+        while !writer.is_finished() || seen == 0 {
+            if let Some(c) = live.checkpoint() {
+                let n = c.cycles as usize;
+                let prefix = &samples[..n];
+                // The histogram is of the same instant, or (when the reader could not copy it
+                // between two samples) of one just before.
+                assert!(c.counts.total() <= c.cycles);
+                whole += (c.counts.total() == c.cycles && n > 0 && n < samples.len()) as usize;
+                assert_eq!(c.sum_ns, prefix.iter().map(|v| *v as i128).sum::<i128>());
+                assert_eq!(c.max_ns, prefix.iter().copied().max());
+                let le = |b: i64| prefix.iter().filter(|v| **v <= b).count() as u64;
+                if n > 0 {
+                    assert_eq!(c.cut_counts, vec![le(1_000), le(2_500) - le(1_000), n as u64 - le(2_500)]);
+                }
+                seen += 1;
+                mid_run += (n > 0 && n < samples.len()) as usize;
+            }
+        }
+        writer.join().unwrap();
+        assert!(seen > 0 && mid_run > 0, "checkpoints were taken while the probe recorded: {mid_run} of {seen}");
+        assert!(whole > 0, "at 100 µs a sample, the histogram is copied between two samples: {whole} of {mid_run}");
+    }
+
+    #[test]
+    fn cuts_count_samples_at_or_below_each_bound_exactly() {
+        let live = Live::with_cuts(Layout::DEFAULT, &[15_000, 1_500, 1_500]);
+        assert_eq!(live.cuts(), &[1_500, 15_000], "sorted, once each");
+        let mut r = Recorder::new(&live, None);
+        for v in [-5, 1_000, 1_500, 1_501, 14_999, 15_000, 15_001, 40_000_000] {
+            r.record(v, 0, 0);
+        }
+        let s = r.finish();
+        // ≤ 1.5 µs: -5, 1000, 1500; ≤ 15 µs: 1501, 14999, 15000; above: 15001, 40 ms.
+        assert_eq!(s.cut_counts, vec![3, 3, 2]);
+        let mut all = Summary::empty(Layout::DEFAULT);
+        all.merge(&s, 0);
+        all.merge(&s, 1);
+        assert_eq!(all.cut_counts, vec![6, 6, 4]);
+        assert_eq!(all.since(&s, None).cut_counts, vec![3, 3, 2]);
     }
 
     #[test]

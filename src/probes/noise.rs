@@ -297,11 +297,8 @@ impl BusyThread {
         // a duty cycle's sleep ends early when the run stops.
         enter(tp, &self.privileges, &mut warnings);
         ready(&self.stop, &self.live, self.ring.as_deref());
-        let hot = [
-            noise::noise_loop::<Tsc> as *const () as usize,
-            noise::noise_loop::<Monotonic> as *const () as usize,
-            crate::measure::stats::publish_code_address(),
-        ];
+        let hot =
+            [noise::noise_loop::<Tsc> as *const () as usize, noise::noise_loop::<Monotonic> as *const () as usize];
         for addr in hot {
             if let Err(e) = memory::lock_code_at(addr, 16 << 10, 48 << 10) {
                 warnings.push(Warning::MlockFailed { why: format!("locking the busy loop's code: {e}") });

@@ -472,8 +472,6 @@ fn lock_hot_code(method: Method) -> std::io::Result<()> {
     };
     memory::lock_code_at(loop_fn, 16 << 10, 48 << 10)?;
     memory::lock_code_at(measure::<probe::AbsSleep> as *const () as usize, 4 << 10, 12 << 10)?;
-    // The seqlock publication is cold and not inlined: it may lie outside the loop's pages.
-    memory::lock_code_at(crate::measure::stats::publish_code_address(), 4 << 10, 12 << 10)?;
     memory::lock_sleep_calls()?;
     if method == Method::Sleep {
         memory::lock_code_at(std::thread::sleep as *const () as usize, 4 << 10, 12 << 10)?;

@@ -33,6 +33,9 @@ pub trait Observer {
     /// Probes are released; `threads` are what they obtained; `dma_latency_us` is the PM QoS
     /// request held, if any.
     fn started(&mut self, _threads: &[ThreadStatus], _dma_latency_us: Option<i32>) {}
+    /// The wall-clock instant the probes' schedule starts (every sample's `at_ns` counts
+    /// from it), told just before [`Observer::started`].
+    fn schedule_start(&mut self, _start: SystemTime) {}
     /// About once a second while measuring.
     fn tick(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot], _elapsed: Duration) {}
     /// SIGUSR1: print the current table (to stderr).
@@ -57,6 +60,9 @@ pub struct Fanout<'a>(pub Vec<&'a mut dyn Observer>);
 impl Observer for Fanout<'_> {
     fn started(&mut self, t: &[ThreadStatus], dma: Option<i32>) {
         self.0.iter_mut().for_each(|o| o.started(t, dma));
+    }
+    fn schedule_start(&mut self, start: SystemTime) {
+        self.0.iter_mut().for_each(|o| o.schedule_start(start));
     }
     fn tick(&mut self, t: &[ThreadStatus], l: &[LiveSnapshot], e: Duration) {
         self.0.iter_mut().for_each(|o| o.tick(t, l, e));
@@ -247,7 +253,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let (mut explainer, mut explain_summary) = start_explainer(plan, &mut early);
     let mut probe = plan.probe.create();
     let n = probe.slots();
-    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::new(plan.layout))).collect();
+    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::with_cuts(plan.layout, &plan.cuts_ns))).collect();
     let rings: Vec<Option<Arc<SampleRing>>> =
         (0..n).map(|_| plan.sample_ring.map(|c| Arc::new(SampleRing::new(c)))).collect();
     let mut cursors = vec![Cursor::default(); n];
@@ -275,6 +281,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     // What --explain found before the probe started comes first.
     warnings.splice(0..0, early);
     warnings.iter().for_each(|w| observer.warning(w));
+    observer.schedule_start(start);
     observer.started(&statuses, dma_latency_us);
     if let Some(x) = explainer.as_mut() {
         x.slots(statuses.iter().map(|s| (s.cpu, s.tid)).collect(), dma_latency_us);
@@ -310,6 +317,11 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                 // figures unreadable for a while: this checkpoint is skipped, the next one comes.
                 let summaries: Option<Vec<Summary>> = lives.iter().map(|l| l.checkpoint()).collect();
                 if let Some(summaries) = summaries {
+                    // The observer gets every sample the checkpoint holds, and none after it,
+                    // before the checkpoint itself: its window maxima and the checkpoint's
+                    // figures are of one instant.
+                    let upto: Vec<u64> = summaries.iter().map(|s| s.cycles).collect();
+                    drain_rings_upto(&rings, &mut cursors, observer, explainer.as_mut(), &lives, Some(&upto));
                     let partial = Output {
                         threads: checkpoint_slots(&plan.probe, &statuses, summaries),
                         start,
@@ -509,13 +521,27 @@ fn drain_rings(
     rings: &[Option<Arc<SampleRing>>],
     cursors: &mut [Cursor],
     observer: &mut dyn Observer,
+    explainer: Option<&mut explain::Explainer>,
+    lives: &[Arc<Live>],
+) {
+    drain_rings_upto(rings, cursors, observer, explainer, lives, None)
+}
+
+/// Hands the observer (and the explainer) the samples the rings hold: all of them, or for
+/// each slot only those before the cycle `upto[slot]`.
+fn drain_rings_upto(
+    rings: &[Option<Arc<SampleRing>>],
+    cursors: &mut [Cursor],
+    observer: &mut dyn Observer,
     mut explainer: Option<&mut explain::Explainer>,
     lives: &[Arc<Live>],
+    upto: Option<&[u64]>,
 ) {
     for (i, (ring, cursor)) in rings.iter().zip(cursors.iter_mut()).enumerate() {
         if let Some(r) = ring {
             let mut batch = Vec::new();
-            r.drain(cursor, |s| batch.push(s));
+            let limit = upto.and_then(|u| u.get(i).copied()).unwrap_or(u64::MAX);
+            r.drain_upto(cursor, limit, |s| batch.push(s));
             if !batch.is_empty() {
                 if let Some(x) = explainer.as_deref_mut() {
                     x.samples(i, &batch, lives[i].start_ns.load(Relaxed));

@@ -48,6 +48,9 @@ pub struct Plan {
     pub doctor: Option<Sysroot>,
     /// `--explain`: record the measured CPUs' events and explain late samples.
     pub explain: Option<super::explain::ExplainPlan>,
+    /// Bounds (ns) at or below which the probes count samples exactly, whatever the histogram's
+    /// buckets (`rtlab monitor`'s `le` bounds and exceedance thresholds).
+    pub cuts_ns: Vec<u64>,
 }
 
 impl Plan {
@@ -68,6 +71,7 @@ impl Plan {
             config: None,
             doctor: Some(Sysroot::default()),
             explain: None,
+            cuts_ns: Vec::new(),
         }
     }
 
