@@ -115,21 +115,18 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
     }
     let sums = instant(q, &format!("sum by (instance, cpu) (increase(rtlab_wakeup_latency_seconds_sum{{{m}}}[{s}]))"))?;
     let missed = instant(q, &format!("sum by (instance, cpu) (increase(rtlab_missed_periods_total{{{m}}}[{s}]))"))?;
-    let maxima = instant(
-        q,
-        &format!("max by (instance, cpu) (max_over_time(rtlab_wakeup_latency_window_max_seconds{{{m}}}[{s}]))"),
-    )?;
+    let end = SystemTime::now();
+    let start = end - q.since;
+    let maxima = window_maxima(q, start, end)?;
     let versions = instant(q, &format!("max by (instance, version) (last_over_time(rtlab_build_info{{{m}}}[{s}]))"))?;
     let lookup = |v: &[Series]| -> BTreeMap<(String, String), f64> { v.iter().map(|(l, x)| (key(l), *x)).collect() };
-    let (sums, missed, maxima) = (lookup(&sums), lookup(&missed), lookup(&maxima));
+    let (sums, missed) = (lookup(&sums), lookup(&missed));
     // Per host and CPU: (le in ns, cumulative count); +Inf as u64::MAX.
     let mut cum: BTreeMap<(String, String), Vec<(u64, f64)>> = BTreeMap::new();
     for (l, v) in &buckets {
         let Some(le) = le_ns(l.get("le").map(String::as_str)) else { continue };
         cum.entry(key(l)).or_default().push((le, *v));
     }
-    let end = SystemTime::now();
-    let start = end - q.since;
     let mut hosts: BTreeMap<String, Vec<ThreadResult>> = BTreeMap::new();
     for ((host, cpu), mut les) in cum {
         les.sort_by_key(|x| x.0);
@@ -153,7 +150,16 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
         }
         let cycles = prev_n;
         let k = (host.clone(), cpu.clone());
-        let max_ns = maxima.get(&k).map(|m| (m * 1e9).round() as i64);
+        // The gauges' largest sample inside the window, when the histogram agrees that the
+        // largest sample lies in its bucket; otherwise the exact maximum is not known.
+        let top = out.last().map(|b| (b.lo_ns, b.hi_ns)).map(|(lo, hi)| match unbinned {
+            Some(u) => (u.at_least_ns, u64::MAX),
+            None => (lo, hi),
+        });
+        let max_ns = maxima.get(&k).copied().filter(|g| {
+            let g = *g as u64;
+            top.is_some_and(|(lo, hi)| g >= lo && g <= hi)
+        });
         let h = HistogramRecord { bucket_ns: 0, range_ns: 0, buckets: out, unbinned };
         let (pct, above) = percentiles(&h, cycles, max_ns);
         let stats = Stats {
@@ -227,6 +233,56 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
     Ok(out)
 }
 
+/// Points of the window-max gauges read over the window, at most this many per series.
+const MAXIMA_POINTS: u64 = 1_000;
+
+/// Per `(instance, cpu)`: the largest latency (ns) the monitors' window-max gauges report
+/// *inside* `start..end` — a gauge point counts only when the time gauge beside it says its
+/// sample happened in the window (the gauge covers the minute before each scrape, which may
+/// reach back before the window).
+fn window_maxima(q: &Query, start: SystemTime, end: SystemTime) -> Result<BTreeMap<(String, String), i64>, String> {
+    let unix = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let (from, to) = (unix(start), unix(end));
+    let step = (q.since.as_secs() / MAXIMA_POINTS).max(1);
+    let range = |metric: &str| -> Result<Vec<(BTreeMap<String, String>, BTreeMap<i64, f64>)>, String> {
+        let promql = format!("{metric}{{{}}}", q.matchers);
+        let (a, b, st) = (format!("{from:.3}"), format!("{to:.3}"), format!("{step}s"));
+        let results = api(q, "query_range", &[("query", &promql), ("start", &a), ("end", &b), ("step", &st)])?;
+        Ok(results
+            .iter()
+            .filter_map(|r| {
+                let labels: BTreeMap<String, String> = r["metric"]
+                    .as_object()?
+                    .iter()
+                    .filter(|(k, _)| *k != "__name__")
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect();
+                let points = r["values"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|p| Some(((p[0].as_f64()? * 1000.0).round() as i64, p[1].as_str()?.parse().ok()?)))
+                    .collect();
+                Some((labels, points))
+            })
+            .collect())
+    };
+    let values = range("rtlab_wakeup_latency_window_max_seconds")?;
+    let times: BTreeMap<BTreeMap<String, String>, BTreeMap<i64, f64>> =
+        range("rtlab_wakeup_latency_window_max_time_seconds")?.into_iter().collect();
+    let mut out: BTreeMap<(String, String), i64> = BTreeMap::new();
+    for (labels, points) in values {
+        let Some(when) = times.get(&labels) else { continue };
+        for (t, v) in points {
+            if when.get(&t).is_some_and(|w| *w >= from && *w <= to) {
+                let ns = (v * 1e9).round() as i64;
+                let m = out.entry(key(&labels)).or_insert(ns);
+                *m = (*m).max(ns);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Wakeups per latency bucket over time, the whole selection together (a heatmap's data).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Heat {
@@ -283,27 +339,46 @@ pub fn heat(q: &Query, steps: u32) -> Result<Heat, String> {
     Ok(Heat { times: times.iter().map(|t| *t as f64).collect(), bounds_ns, counts, width_s: width })
 }
 
-/// Judges each host against `threshold_ns`: a host fails when the largest latency any of its
-/// CPUs saw in the window exceeds it (the window maxima of the monitor); the message counts the
-/// samples in buckets wholly above the threshold (a lower bound).
+/// Judges each host against `threshold_ns` on the window alone: a CPU fails when its
+/// histogram has samples in buckets wholly above the threshold, or when the largest sample the
+/// monitor reported inside the window is above it. The count is what the evidence shows: the
+/// samples in buckets wholly above (a lower bound), or 1 for a maximum above the threshold in a
+/// bucket that straddles it. A CPU whose top bucket straddles the threshold with no maximum
+/// known also fails, its samples there said to be *possibly* above.
 pub fn judge(r: &mut RunResult, threshold_ns: i64) {
     use crate::result::{Exceeded, Verdict, VerdictStatus};
     let mut exceeded = Vec::new();
+    let mut unsure = Vec::new();
     for t in &r.threads {
-        let Some(max) = t.stats.max_ns.filter(|m| *m > threshold_ns) else { continue };
-        let above: u64 = t
-            .stats
-            .histogram
-            .iter()
-            .flat_map(|h| &h.buckets)
-            .filter(|b| b.lo_ns as i64 >= threshold_ns)
-            .map(|b| b.count)
-            .sum::<u64>()
-            + t.stats.histogram.as_ref().and_then(|h| h.unbinned).map_or(0, |u| u.count);
+        let h = t.stats.histogram.as_ref();
+        let above: u64 =
+            h.iter().flat_map(|h| &h.buckets).filter(|b| b.lo_ns as i64 >= threshold_ns).map(|b| b.count).sum::<u64>()
+                + h.and_then(|h| h.unbinned).filter(|u| u.at_least_ns as i64 >= threshold_ns).map_or(0, |u| u.count);
+        // The highest non-empty bucket: the largest sample lies in it.
+        let top = h.and_then(|h| match h.unbinned {
+            Some(u) => Some((u.at_least_ns as i64, i64::MAX, u.count)),
+            None => h.buckets.last().map(|b| (b.lo_ns as i64, b.hi_ns as i64, b.count)),
+        });
+        let max = t.stats.max_ns.filter(|m| *m > threshold_ns);
+        let count = if above > 0 { above } else { max.map_or(0, |_| 1) };
+        if count == 0 {
+            if let (None, Some((lo, hi, n))) = (t.stats.max_ns, top) {
+                if hi > threshold_ns && lo < threshold_ns {
+                    unsure.push(format!(
+                        "CPU {}: {n} samples between {} and {} may be above (the window's maximum is not known)",
+                        t.cpu.map_or("-".into(), |c| c.to_string()),
+                        crate::units::us(lo as f64),
+                        crate::units::us(hi as f64)
+                    ));
+                }
+            }
+            continue;
+        }
+        let max = max.or(top.map(|(lo, _, _)| lo)).unwrap_or(threshold_ns);
         exceeded.push(Exceeded {
             thread: t.thread,
             cpu: t.cpu,
-            count: above.max(1),
+            count,
             first_cycle: 0,
             first_at_ns: 0,
             first_latency_ns: max,
@@ -313,7 +388,7 @@ pub fn judge(r: &mut RunResult, threshold_ns: i64) {
         });
     }
     let host = r.environment.hostname.clone().unwrap_or_default();
-    r.verdict = if exceeded.is_empty() {
+    r.verdict = if exceeded.is_empty() && unsure.is_empty() {
         Verdict {
             status: VerdictStatus::Pass,
             threshold_ns: Some(threshold_ns),
@@ -322,17 +397,20 @@ pub fn judge(r: &mut RunResult, threshold_ns: i64) {
             message: format!("PASS: no CPU of {host} exceeded {} in the window", crate::units::us(threshold_ns as f64)),
         }
     } else {
-        let parts: Vec<String> = exceeded
+        let known = |e: &Exceeded| r.threads.iter().any(|t| t.thread == e.thread && t.stats.max_ns.is_some());
+        let mut parts: Vec<String> = exceeded
             .iter()
             .map(|e| {
                 format!(
-                    "CPU {}: max {} (at least {} samples above)",
+                    "CPU {}: {} {} (at least {})",
                     e.cpu.map_or("-".into(), |c| c.to_string()),
+                    if known(e) { "max" } else { "max at least" },
                     crate::units::us(e.worst_latency_ns as f64),
-                    e.count
+                    format!("{} above", crate::units::count(e.count, "sample"))
                 )
             })
             .collect();
+        parts.extend(unsure);
         Verdict {
             status: VerdictStatus::Fail,
             threshold_ns: Some(threshold_ns),
