@@ -233,6 +233,10 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
     Ok(out)
 }
 
+/// One series of a range query's answer: its labels (without the name) and its points
+/// (Unix ms → value).
+type RangeSeries = (BTreeMap<String, String>, BTreeMap<i64, f64>);
+
 /// Points of the window-max gauges read over the window, at most this many per series.
 const MAXIMA_POINTS: u64 = 1_000;
 
@@ -244,7 +248,7 @@ fn window_maxima(q: &Query, start: SystemTime, end: SystemTime) -> Result<BTreeM
     let unix = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     let (from, to) = (unix(start), unix(end));
     let step = (q.since.as_secs() / MAXIMA_POINTS).max(1);
-    let range = |metric: &str| -> Result<Vec<(BTreeMap<String, String>, BTreeMap<i64, f64>)>, String> {
+    let range = |metric: &str| -> Result<Vec<RangeSeries>, String> {
         let promql = format!("{metric}{{{}}}", q.matchers);
         let (a, b, st) = (format!("{from:.3}"), format!("{to:.3}"), format!("{step}s"));
         let results = api(q, "query_range", &[("query", &promql), ("start", &a), ("end", &b), ("step", &st)])?;
@@ -402,11 +406,11 @@ pub fn judge(r: &mut RunResult, threshold_ns: i64) {
             .iter()
             .map(|e| {
                 format!(
-                    "CPU {}: {} {} (at least {})",
+                    "CPU {}: {} {} (at least {} above)",
                     e.cpu.map_or("-".into(), |c| c.to_string()),
                     if known(e) { "max" } else { "max at least" },
                     crate::units::us(e.worst_latency_ns as f64),
-                    format!("{} above", crate::units::count(e.count, "sample"))
+                    crate::units::count(e.count, "sample")
                 )
             })
             .collect();
