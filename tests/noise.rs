@@ -142,7 +142,8 @@ fn traced() -> bool {
 #[test]
 fn a_noise_run_records_its_figures_and_their_arithmetic_holds_exactly() {
     let cpu = busy_cpu();
-    let (v, _) = noise_json(&["-c", &cpu, "-D", "1"]);
+    let attribute = if common::is_root() { "--attribute" } else { "--no-attribute" };
+    let (v, _) = noise_json(&["-c", &cpu, "-D", "1", attribute]);
     assert_eq!(v["kind"], "noise");
     let cfg = &v["noise"];
     assert_eq!(cfg["threshold_ns"], 1000);
@@ -177,6 +178,21 @@ fn a_noise_run_records_its_figures_and_their_arithmetic_holds_exactly() {
             assert_eq!(parts as u64, noise, "the sources partition the noise: {src:#}");
         }
     }
+}
+
+#[test]
+fn a_run_is_unattributed_unless_asked_and_the_result_says_which_it_was() {
+    let cpu = busy_cpu();
+    let (v, _) = noise_json(&["-c", &cpu, "-D", "1"]);
+    assert!(v["noise"]["attribution_threshold_ns"].is_null(), "{}", v["noise"]);
+    assert!(v["threads"][0]["noise"]["sources"].is_null(), "no trace events were recorded");
+    assert!(v["explain"].is_null() || v["explain"]["instance"].is_null(), "{}", v["explain"]);
+    if !traced() {
+        return;
+    }
+    let (v, _) = noise_json(&["-c", &cpu, "-D", "1", "--attribute=5us"]);
+    assert_eq!(v["noise"]["attribution_threshold_ns"], 5000);
+    assert!(v["threads"][0]["noise"]["sources"].is_object());
 }
 
 #[test]
@@ -216,7 +232,7 @@ fn a_fifo_task_taking_the_cpu_200us_every_10ms_shows_as_100_thread_noises_a_seco
     }
     let cpu = busy_cpu();
     let load = format!("cpu:policy=fifo:90,cpus={cpu},burst=200us,every=10ms");
-    let (v, _) = noise_json(&["-c", &cpu, "-D", "3", "--load", &load]);
+    let (v, _) = noise_json(&["-c", &cpu, "-D", "3", "--attribute", "--load", &load]);
     let n = &v["threads"][0]["noise"];
     let runtime_s = n["runtime_ns"].as_f64().unwrap() / 1e9;
     let top = n["sources"]["top"].as_array().unwrap();
@@ -239,7 +255,7 @@ fn a_timer_driven_load_shows_as_irq_and_softirq_noise() {
     }
     use std::os::unix::process::CommandExt;
     let cpu = busy_cpu();
-    let (quiet, _) = noise_json(&["-c", &cpu, "-D", "2"]);
+    let (quiet, _) = noise_json(&["-c", &cpu, "-D", "2", "--attribute"]);
     let mut stress = std::process::Command::new("stress-ng")
         .args(["--timer", "1", "--timer-freq", "20000", "--taskset", &cpu, "--timeout", "6s"])
         .stdout(std::process::Stdio::null())
@@ -248,7 +264,7 @@ fn a_timer_driven_load_shows_as_irq_and_softirq_noise() {
         .spawn()
         .expect("stress-ng (apt install stress-ng)");
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let (loaded, _) = noise_json(&["-c", &cpu, "-D", "2"]);
+    let (loaded, _) = noise_json(&["-c", &cpu, "-D", "2", "--attribute"]);
     let _ = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{}", stress.id())]).status();
     let _ = stress.wait();
     let irq = |v: &Value| {

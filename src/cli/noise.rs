@@ -22,11 +22,12 @@ One thread per CPU (pinned, its policy applied, memory locked) pre-heats its CPU
 reads the counter back to back (the TSC where it is invariant, else clock_gettime). Every gap of \
 at least --threshold is noise: its length goes into the histogram that drops nothing, and the \
 table gives per CPU the runtime, the noise, the % of the CPU available, the largest single \
-noise, noises per second and, from the CPU's trace events, how many came from hardware/the \
-hypervisor (HW), NMIs, IRQs, softirqs and other threads (as rtla osnoise, on any kernel).
+noise, noises per second and, with --attribute, from the CPU's trace events, how many came from \
+hardware/the hypervisor (HW), NMIs, IRQs, softirqs and other threads (as rtla osnoise, on any \
+kernel; tracing lengthens each interruption it records, so it is off unless asked for).
 
 Defaults: every online CPU, SCHED_OTHER, threshold 1 µs, no duty cycle (--runtime = --period = \
-1 s), attribution of every noise (root and tracefs; --no-attribute turns it off), until Ctrl-C \
+1 s), no attribution (--attribute: every noise, from trace events; root and tracefs), until Ctrl-C \
 (or -D). Times without a unit are µs (--threshold, --runtime, --period, --max-noise) or seconds (-D).
 
 An RT-priority run needs -D; a busy RT thread on every CPU with RT throttling off is refused \
@@ -156,15 +157,17 @@ pub struct NoiseArgs {
     pub counter: String,
 
     /// Attribute the noises of at least TIME (default: --threshold) to HW, NMI, IRQ, softirq
-    /// and threads from the measured CPUs' trace events (rtlab's own tracefs instance)
+    /// and threads from the measured CPUs' trace events (rtlab's own tracefs instance). Off by
+    /// default: recording the events lengthens each interruption (BENCHMARKS.md section 8)
     #[arg(long = "attribute", value_name = "TIME", num_args = 0..=1, require_equals = true, value_parser = parse::latency, conflicts_with = "no_attribute")]
     pub attribute: Option<Option<i64>>,
 
-    /// Do not record trace events (no attribution; nothing added to each interruption)
+    /// Record no trace events (the default; kept for scripts written when attribution was on
+    /// by default)
     #[arg(long = "no-attribute")]
     pub no_attribute: bool,
 
-    /// Keep the N largest noises explained whole (parts and timeline) in the result
+    /// With --attribute: keep the N largest noises explained whole (parts and timeline)
     #[arg(long = "explain-worst", value_name = "N", default_value = "10", value_parser = clap::value_parser!(u16).range(0..=1000))]
     pub explain_worst: u16,
 
@@ -389,8 +392,8 @@ impl NoiseArgs {
             main_affinity: self.main_affinity.clone(),
             watch_signals: policy.is_realtime_priority() && online.difference(&cpus).is_empty(),
         };
-        let explain = (!self.no_attribute).then(|| crate::session::explain::ExplainPlan {
-            threshold_ns: Some(self.attribute.flatten().unwrap_or(self.threshold).max(self.threshold)),
+        let explain = self.attribute.map(|at| crate::session::explain::ExplainPlan {
+            threshold_ns: Some(at.unwrap_or(self.threshold).max(self.threshold)),
             worst: usize::from(self.explain_worst),
             noise: true,
         });

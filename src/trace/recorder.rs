@@ -46,6 +46,31 @@ pub const EVENTS: &[&str] = &[
     "osnoise/thread_noise",
 ];
 
+/// The events a noise gap's attribution reads (`trace::noise`): the contexts that take a busy
+/// thread's CPU and nothing else. Every event recorded on the measured CPU lengthens the
+/// interruption it belongs to, so wakeups, timer callbacks, IPIs sent and work items — which
+/// the attribution does not need — are not recorded.
+pub const NOISE_EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "irq_vectors/local_timer_entry",
+    "irq_vectors/local_timer_exit",
+    "irq_vectors/reschedule_entry",
+    "irq_vectors/reschedule_exit",
+    "irq_vectors/call_function_entry",
+    "irq_vectors/call_function_exit",
+    "irq_vectors/call_function_single_entry",
+    "irq_vectors/call_function_single_exit",
+    "irq_vectors/irq_work_entry",
+    "irq_vectors/irq_work_exit",
+    "irq_vectors/thermal_apic_entry",
+    "irq_vectors/thermal_apic_exit",
+    "nmi/nmi_handler",
+];
+
 /// Per-CPU trace buffer (KiB): about five seconds of a busy CPU's events at 1 kHz.
 pub const BUFFER_KB: usize = 2048;
 
@@ -133,10 +158,11 @@ fn drain(pipes: &mut [(std::fs::File, Vec<u8>)], windows: &[Window]) -> bool {
 }
 
 impl Recorder {
-    /// Starts recording `cpus` into the instance `rtlab-PID`; the reader thread runs on
-    /// `reader_cpus` (keep it off the measured CPUs) when given.
-    pub fn start(cpus: &CpuSet, reader_cpus: Option<&CpuSet>) -> Result<Recorder, String> {
-        let instance = Instance::create(&format!("rtlab-{}", std::process::id()), cpus, BUFFER_KB, EVENTS)?;
+    /// Starts recording `events` ([`EVENTS`], [`NOISE_EVENTS`]) of `cpus` into the instance
+    /// `rtlab-PID`; the reader thread runs on `reader_cpus` (keep it off the measured CPUs)
+    /// when given.
+    pub fn start(cpus: &CpuSet, reader_cpus: Option<&CpuSet>, events: &[&str]) -> Result<Recorder, String> {
+        let instance = Instance::create(&format!("rtlab-{}", std::process::id()), cpus, BUFFER_KB, events)?;
         let mut pipes = Vec::new();
         for &c in cpus.cpus() {
             let f = instance.pipe(c).map_err(|e| format!("cannot read CPU {c}'s events ({e})"))?;
