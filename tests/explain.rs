@@ -489,9 +489,8 @@ fn ctrl_c_during_an_explained_run_removes_the_instance_and_keeps_the_explanation
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let instance = format!("/sys/kernel/tracing/instances/rtlab-{}", child.id());
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    assert!(std::path::Path::new(&instance).is_dir(), "the run records in its own instance");
+    let instance = instance_of(child.id()).expect("the run records in its own instance");
     let _ = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status();
     let out = child.wait_with_output().unwrap();
     assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
@@ -499,6 +498,92 @@ fn ctrl_c_during_an_explained_run_removes_the_instance_and_keeps_the_explanation
     let v = common::read_json(&json);
     assert_eq!(v["end_reason"], "signal");
     assert_eq!(v["explanations"].as_array().unwrap().len(), 1);
+}
+
+/// The tracefs instance of rtlab process `pid` (`rtlab-PID-XXXXXXXX`), if it has one.
+fn instance_of(pid: u32) -> Option<std::path::PathBuf> {
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .ok()?
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with(&format!("rtlab-{pid}-")))
+        .map(|e| e.path())
+}
+
+#[test]
+fn sighup_ends_a_run_cleanly_and_a_second_signal_still_removes_the_instance() {
+    if let Some(why) = untraceable() {
+        eprintln!("SKIPPED (needs the real kernel's tracefs): {why}");
+        return;
+    }
+    let _one = REAL_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let spawn = |json: &std::path::Path| {
+        std::process::Command::new(common::rtlab_path())
+            .args(["run", "-q", "-t1", "-a", &probe_cpu(), "-i1ms", "--explain-worst", "1", "--json"])
+            .arg(json)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // SIGHUP (a closed terminal) is a stop like SIGTERM: the result is written, the instance gone.
+    let json = dir.path().join("hup.json");
+    let child = spawn(&json);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let instance = instance_of(child.id()).expect("the run records in its own instance");
+    let _ = std::process::Command::new("kill").args(["-HUP", &child.id().to_string()]).status();
+    let out = child.wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    assert!(!instance.exists(), "removed at exit");
+    assert_eq!(common::read_json(&json)["end_reason"], "signal");
+    // Two signals at once: the emergency exit (130) still switches tracing off and removes it.
+    let child = spawn(&dir.path().join("twice.json"));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let instance = instance_of(child.id()).expect("the run records in its own instance");
+    let pid = child.id().to_string();
+    let _ = std::process::Command::new("kill").args(["-TERM", &pid]).status();
+    let _ = std::process::Command::new("kill").args(["-TERM", &pid]).status();
+    let out = child.wait_with_output().unwrap();
+    if out.status.code() == Some(130) {
+        assert!(!instance.exists(), "the emergency exit removed {}", instance.display());
+    } else {
+        // The first signal's clean stop won the race: the instance went the normal way.
+        assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+        assert!(!instance.exists());
+    }
+}
+
+#[test]
+fn an_instance_whose_owner_died_is_removed_and_a_live_one_is_kept() {
+    if let Some(why) = untraceable() {
+        eprintln!("SKIPPED (needs the real kernel's tracefs): {why}");
+        return;
+    }
+    let _one = REAL_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let root = std::path::Path::new("/sys/kernel/tracing/instances");
+    // A dead run's instance named with a PID that is alive now (ours: a reused PID), and one
+    // that a live process holds locked.
+    let dead = root.join(format!("rtlab-{}-0badc0de", std::process::id()));
+    let live = root.join("rtlab-1-0c0ffee0");
+    std::fs::create_dir(&dead).unwrap();
+    std::fs::create_dir(&live).unwrap();
+    let mut holder =
+        std::process::Command::new("flock").arg(&live).args(["sleep", "30"]).spawn().expect("flock (util-linux)");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = common::rtlab()
+        .args(["run", "-q", "-t1", "-a", &probe_cpu(), "-l", "100", "--explain", "--json", "-"])
+        .output()
+        .unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let kept = live.exists();
+    let _ = std::fs::remove_dir(&live);
+    let _ = std::fs::remove_dir(&dead);
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["explain"]["unavailable"].is_null(), "{}", v["explain"]);
+    assert!(kept, "a live instance is never touched");
+    assert!(!dead.exists(), "the dead run's instance was removed although its PID is alive");
 }
 
 #[test]

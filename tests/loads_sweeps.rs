@@ -137,6 +137,20 @@ fn no_load_process_survives_sigint() {
 }
 
 #[test]
+fn a_command_that_leaves_its_session_does_not_outlive_the_run() {
+    // setsid puts the sleeper in a new session and process group: a process-group kill misses it.
+    let marker = "sleep 987653";
+    let out = Std::new(rtlab_path())
+        .args(["run", "-t1", "-i", "1ms", "-q", "-D", "1", "--load"])
+        .arg(format!("command:cmd=setsid sh -c '{marker}' & {marker}"))
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(wait_gone(marker).is_empty(), "{:?}", processes_with(marker));
+}
+
+#[test]
 fn no_load_process_survives_rtlab_being_killed() {
     let marker = "sleep 987652";
     let mut child = Std::new(rtlab_path())

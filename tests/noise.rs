@@ -196,6 +196,27 @@ fn a_run_is_unattributed_unless_asked_and_the_result_says_which_it_was() {
 }
 
 #[test]
+fn a_run_interrupted_during_its_pre_heat_ends_as_rtlab_run_does() {
+    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("n.json");
+    let child = std::process::Command::new(common::rtlab_path())
+        .args(["noise", "-q", "-c", &busy_cpu(), "-D", "10", "--warm-up", "3s", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let _ = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = common::read_json(&json);
+    common::assert_valid_run_result(&v);
+    assert_eq!(v["end_reason"], "signal");
+}
+
+#[test]
 fn a_threshold_the_loop_cannot_resolve_is_refused_with_its_iteration_time() {
     let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = common::rtlab()

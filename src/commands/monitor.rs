@@ -53,6 +53,8 @@ pub fn execute(opts: &MonitorOptions, command_line: Vec<String>) -> Result<i32, 
     let mut monitor = Monitor::new(board, session::base_record(&opts.plan, provenance.clone()), opts);
     let hup = Arc::new(std::sync::atomic::AtomicBool::new(false));
     if opts.json.is_some() {
+        // SIGHUP ends the window (logrotate's postrotate), not the monitor.
+        signals.hup_does_not_stop();
         signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hup))
             .map_err(|e| Error::Runtime(format!("cannot install the SIGHUP handler: {e}")))?;
         monitor.windows = Some(Windows::new(opts, hup));

@@ -675,11 +675,15 @@ fn command_supervisor(
         cpus: spec.cpu_set(),
         death_signal: None,
     };
+    // Every process the command starts carries this mark, even one that leaves its process
+    // group or session: the stop kills them all.
+    let token = process::load_token(id);
     std::thread::Builder::new().name(format!("rtlab-cmd-{id}")).spawn(move || {
         let mut quick_failures = 0;
         while !stop.load(Relaxed) {
             let mut c = Command::new("sh");
             c.arg("-c").arg(&cmd).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+            c.env(process::LOAD_MARK, &token);
             let started = Instant::now();
             let mut child = match process::spawn(&mut c, &opts) {
                 Ok(ch) => ch,
@@ -703,11 +707,14 @@ fn command_supervisor(
                     }
                     let _ = process::kill_group(child.id(), signals::SIGKILL);
                     let _ = child.wait();
+                    process::kill_marked(&token);
                     return;
                 }
                 if let Ok(Some(status)) = child.try_wait() {
-                    // The command ended by itself: the rest of its group goes too, then restart.
+                    // The command ended by itself: the rest of its group goes too (and what
+                    // left it), then restart.
                     let _ = process::kill_group(child.id(), signals::SIGKILL);
+                    process::kill_marked(&token);
                     if started.elapsed() < Duration::from_millis(200) {
                         quick_failures += 1;
                         if quick_failures >= 5 {

@@ -185,12 +185,11 @@ impl Probe for NoiseProbe {
             warnings.extend(s.warnings);
         }
         statuses.sort_by_key(|s| s.index);
-        if sinks.interrupt.load(Relaxed) {
-            self.abort();
-            return Err(ProbeError::Start("interrupted during the pre-heat; nothing was measured".into()));
-        }
+        // Interrupted during the pre-heat: the run starts and ends at once, as `rtlab run`'s does
+        // (exit 0, `end_reason: signal`, every output written, no noise measured).
+        let interrupted = sinks.interrupt.load(Relaxed);
         // A gap shorter than one pass of the loop cannot be told from the loop itself.
-        if let Some(&(i, slowest)) = loop_ns.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+        if let Some(&(i, slowest)) = loop_ns.iter().filter(|_| !interrupted).max_by(|a, b| a.1.total_cmp(&b.1)) {
             if plan.threshold_ns as f64 <= slowest {
                 self.abort();
                 let cpu = plan.threads[i].cpu.map_or("?".into(), |c| c.to_string());

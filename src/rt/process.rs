@@ -74,6 +74,48 @@ pub fn spawn(cmd: &mut Command, opts: &SpawnOptions) -> io::Result<Child> {
     cmd.spawn()
 }
 
+/// The environment variable that marks every process a `command:` load starts, however it
+/// detaches (`setsid`, a double fork): its value is a token unique to one load of one run.
+pub const LOAD_MARK: &str = "RTLAB_LOAD";
+
+/// A token no other process can predict: rtlab's PID, the load's number and random bits.
+pub fn load_token(id: usize) -> String {
+    let mut b = [0u8; 8];
+    // SAFETY: `b` is writable for its length.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    let r = if n == 8 { u64::from_ne_bytes(b) } else { super::clock::now(super::clock::ClockId::MONOTONIC) as u64 };
+    format!("{}-{id}-{r:016x}", std::process::id())
+}
+
+/// Sends SIGKILL to every process whose environment holds `LOAD_MARK=token` (read from
+/// `/proc/PID/environ`); the number killed. What a load left behind in another session or
+/// process group cannot outlive rtlab's stop this way.
+pub fn kill_marked(token: &str) -> usize {
+    let needle = format!("{LOAD_MARK}={token}");
+    let me = std::process::id();
+    let mut killed = 0;
+    let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        if pid == me {
+            continue;
+        }
+        // Bounded read: an environment is at most a few hundred KiB.
+        let Ok(f) = std::fs::File::open(e.path().join("environ")) else { continue };
+        let mut env = Vec::new();
+        if std::io::Read::read_to_end(&mut std::io::Read::take(f, 1 << 20), &mut env).is_err() {
+            continue;
+        }
+        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            // SAFETY: kill takes plain integers.
+            if unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) } == 0 {
+                killed += 1;
+            }
+        }
+    }
+    killed
+}
+
 /// Sends `signal` to every process of the group `pgid`.
 pub fn kill_group(pgid: u32, signal: i32) -> io::Result<()> {
     // SAFETY: kill with a negative pid addresses a process group; no memory is involved.

@@ -184,9 +184,9 @@ impl Drop for PosixTimer {
 // SAFETY: a timer_t is an opaque kernel handle; it may be moved between threads.
 unsafe impl Send for PosixTimer {}
 
-/// True when SIGINT or SIGTERM is pending for this process while the calling thread blocks
-/// them: a busy thread that starves the thread that would handle it can see a Ctrl-C this way
-/// (one system call; the signal stays pending for its handler).
+/// True when SIGINT, SIGTERM or SIGHUP is pending for this process while the calling thread
+/// blocks them: a busy thread that starves the thread that would handle it can see a Ctrl-C
+/// this way (one system call; the signal stays pending for its handler).
 pub fn stop_signal_pending() -> bool {
     // SAFETY: sigset_t is plain data, initialised by sigpending.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -195,5 +195,33 @@ pub fn stop_signal_pending() -> bool {
         return false;
     }
     // SAFETY: `set` was initialised by sigpending.
-    unsafe { libc::sigismember(&set, libc::SIGINT) == 1 || libc::sigismember(&set, libc::SIGTERM) == 1 }
+    unsafe {
+        libc::sigismember(&set, libc::SIGINT) == 1
+            || libc::sigismember(&set, libc::SIGTERM) == 1
+            || libc::sigismember(&set, libc::SIGHUP) == 1
+    }
+}
+
+/// Makes `signal` end the run: the first one sets `stop`; one that comes while `stop` is set
+/// already exits at once with 130 — after switching off and removing rtlab's tracefs instance
+/// (only async-signal-safe calls: close, open, write, rmdir, `_exit`), so that an emergency exit
+/// never leaves the kernel recording. Returns the handler's id (to remove it again).
+pub fn on_stop_signal(
+    signal: i32,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> io::Result<signal_hook::SigId> {
+    let action = move || {
+        if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            super::tracefs::emergency_teardown();
+            // SAFETY: _exit is async-signal-safe and ends the process at once.
+            unsafe { libc::_exit(130) };
+        }
+    };
+    // SAFETY: the action only uses atomics and async-signal-safe system calls.
+    unsafe { signal_hook::low_level::register(signal, action) }
+}
+
+/// Removes a handler installed by [`on_stop_signal`].
+pub fn remove_handler(id: signal_hook::SigId) {
+    signal_hook::low_level::unregister(id);
 }

@@ -55,11 +55,16 @@ pub fn mount_point() -> Result<PathBuf, String> {
     Ok(PathBuf::from("/sys/kernel/tracing"))
 }
 
-/// rtlab's own tracefs instance (`instances/rtlab-PID`): its own buffers, clock and events, so
-/// the system's main buffer and other tools' instances are never touched. Removed on drop.
+/// rtlab's own tracefs instance (`instances/rtlab-PID-XXXXXXXX`, a random suffix: PIDs are reused
+/// and containers share the host's tracefs): its own buffers, clock and events, so the system's
+/// main buffer and other tools' instances are never touched. Its owner holds an exclusive
+/// `flock` on its directory for as long as it lives, which is how a later rtlab tells a dead
+/// run's instance (lock free) from a live one. Removed on drop, and by an emergency exit.
 #[derive(Debug)]
 pub struct Instance {
     dir: PathBuf,
+    /// The directory, locked while the instance is ours.
+    _lock: std::fs::File,
     /// The events enabled (`sched/sched_switch`).
     pub enabled: Vec<String>,
     /// The events asked for that this kernel does not have.
@@ -67,20 +72,31 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// Creates `instances/NAME` with the `mono` clock (CLOCK_MONOTONIC, the probes' clock),
-    /// `buffer_kb` per CPU, tracing only `cpus`, and each of `events` (`sched/sched_switch`)
-    /// this kernel has; instances left by dead rtlab processes are removed first.
+    /// Creates `instances/PREFIX-PID-XXXXXXXX` with the `mono` clock (CLOCK_MONOTONIC, the
+    /// probes' clock), `buffer_kb` per CPU, tracing only `cpus`, and each of `events`
+    /// (`sched/sched_switch`) this kernel has; instances left by dead rtlab processes are
+    /// removed first.
     pub fn create(
-        name: &str,
+        prefix: &str,
         cpus: &super::affinity::CpuSet,
         buffer_kb: usize,
         events: &[&str],
     ) -> Result<Instance, String> {
         let root = mount_point()?;
-        remove_stale(&root.join("instances"));
+        remove_stale(&root.join("instances"), prefix);
+        let name = format!("{prefix}-{}-{:08x}", std::process::id(), random_u32());
         let dir = root.join("instances").join(name);
         std::fs::create_dir(&dir).map_err(|e| format!("cannot create the tracefs instance {} ({e})", dir.display()))?;
-        let mut inst = Instance { dir, enabled: Vec::new(), missing: Vec::new() };
+        let lock = match lock_dir(&dir) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Err(format!("the tracefs instance {} is locked by another process", dir.display())),
+            Err(e) => {
+                let _ = std::fs::remove_dir(&dir);
+                return Err(format!("cannot lock the tracefs instance {} ({e})", dir.display()));
+            }
+        };
+        register_emergency(&dir);
+        let mut inst = Instance { dir, _lock: lock, enabled: Vec::new(), missing: Vec::new() };
         inst.write("trace_clock", "mono").map_err(|e| format!("the mono trace clock is not available ({e})"))?;
         inst.write("buffer_size_kb", &buffer_kb.to_string()).map_err(|e| format!("buffer_size_kb: {e}"))?;
         let mut mask = vec![0u32; cpus.cpus().iter().max().map_or(1, |m| m / 32 + 1)];
@@ -115,10 +131,13 @@ impl Instance {
     /// give fails with `WouldBlock`); each read consumes what it returns.
     pub fn pipe(&self, cpu: usize) -> io::Result<std::fs::File> {
         use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
+        use std::os::unix::io::AsRawFd;
+        let f = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
-            .open(self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe")))
+            .open(self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe")))?;
+        emergency_pipe(f.as_raw_fd());
+        Ok(f)
     }
 
     /// Events CPU `cpu`'s buffer lost: overwritten before they were read, and dropped.
@@ -138,21 +157,125 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        unregister_emergency();
         self.stop();
         // rmdir fails while a pipe is open: the readers are joined before the instance drops.
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
 
-/// Removes `rtlab-PID` instances whose process no longer exists (left by a killed rtlab).
-fn remove_stale(instances: &Path) {
+/// A random number from the kernel (`getrandom`), for names no other process can predict.
+fn random_u32() -> u32 {
+    let mut b = [0u8; 4];
+    // SAFETY: `b` is writable for its length.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n == 4 {
+        u32::from_ne_bytes(b)
+    } else {
+        // No entropy source: the time is unique enough for a name (the lock decides ownership).
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
+    }
+}
+
+/// Takes an exclusive, non-blocking `flock` on directory `dir`: the open directory while the
+/// lock is held, `None` when another process holds it.
+fn lock_dir(dir: &Path) -> io::Result<Option<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW).open(dir)?;
+    // SAFETY: a valid descriptor of our own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(Some(f));
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(None)
+    } else {
+        Err(e)
+    }
+}
+
+/// Removes instances left by dead rtlab processes: `PREFIX-PID-XXXXXXXX` ones whose lock nobody
+/// holds (its owner died; this works across PID namespaces and whatever the PID became), and
+/// `PREFIX-PID` ones of older rtlab versions whose process is gone. A live one is never touched.
+fn remove_stale(instances: &Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(instances) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if let Some(pid) = name.strip_prefix("rtlab-").and_then(|p| p.parse::<u32>().ok()) {
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = std::fs::remove_dir(e.path());
+        let Some(rest) = name.strip_prefix(prefix).and_then(|r| r.strip_prefix('-')) else { continue };
+        let stale = match rest.split_once('-') {
+            Some((pid, suffix)) if pid.parse::<u32>().is_ok() && suffix.len() == 8 => {
+                matches!(lock_dir(&e.path()), Ok(Some(_)))
             }
+            None => rest.parse::<u32>().is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()),
+            _ => false,
+        };
+        if stale {
+            let _ = std::fs::write(e.path().join("tracing_on"), b"0");
+            let _ = std::fs::remove_dir(e.path());
         }
+    }
+}
+
+/// What an emergency exit needs to tear the live instance down with async-signal-safe calls
+/// only: its paths as C strings and the descriptors of its open pipes.
+struct Emergency {
+    dir: std::ffi::CString,
+    tracing_on: std::ffi::CString,
+    pipes: [std::sync::atomic::AtomicI32; 64],
+}
+
+/// The live instance's teardown, if there is one (leaked on purpose: a signal handler may read
+/// it at any moment; one small allocation per instance).
+static EMERGENCY: std::sync::atomic::AtomicPtr<Emergency> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+fn register_emergency(dir: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).ok();
+    let (Some(d), Some(on)) = (c(dir), c(&dir.join("tracing_on"))) else { return };
+    let e = Box::new(Emergency {
+        dir: d,
+        tracing_on: on,
+        pipes: std::array::from_fn(|_| std::sync::atomic::AtomicI32::new(-1)),
+    });
+    EMERGENCY.store(Box::leak(e), std::sync::atomic::Ordering::SeqCst);
+}
+
+fn emergency_pipe(fd: i32) {
+    let p = EMERGENCY.load(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: a registered Emergency is leaked, never freed.
+    if let Some(e) = unsafe { p.as_ref() } {
+        if let Some(slot) = e.pipes.iter().find(|s| s.load(std::sync::atomic::Ordering::SeqCst) < 0) {
+            slot.store(fd, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+fn unregister_emergency() {
+    EMERGENCY.store(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Switches the live instance off and removes it, from a signal handler about to `_exit`:
+/// closes its pipes (rmdir fails while one is open), writes 0 to its `tracing_on`, removes its
+/// directory. Async-signal-safe: atomics, close, open, write, rmdir.
+pub fn emergency_teardown() {
+    let p = EMERGENCY.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: a registered Emergency is leaked, never freed.
+    let Some(e) = (unsafe { p.as_ref() }) else { return };
+    for slot in &e.pipes {
+        let fd = slot.swap(-1, std::sync::atomic::Ordering::SeqCst);
+        if fd >= 0 {
+            // SAFETY: closing a descriptor we opened; the process exits right after.
+            unsafe { libc::close(fd) };
+        }
+    }
+    // SAFETY: NUL-terminated paths; plain system calls.
+    unsafe {
+        let fd = libc::open(e.tracing_on.as_ptr(), libc::O_WRONLY);
+        if fd >= 0 {
+            libc::write(fd, b"0".as_ptr().cast(), 1);
+            libc::close(fd);
+        }
+        libc::rmdir(e.dir.as_ptr());
     }
 }

@@ -159,10 +159,10 @@ fn drain(pipes: &mut [(std::fs::File, Vec<u8>)], windows: &[Window]) -> bool {
 
 impl Recorder {
     /// Starts recording `events` ([`EVENTS`], [`NOISE_EVENTS`]) of `cpus` into the instance
-    /// `rtlab-PID`; the reader thread runs on `reader_cpus` (keep it off the measured CPUs)
+    /// `rtlab-PID-XXXXXXXX`; the reader thread runs on `reader_cpus` (keep it off the measured CPUs)
     /// when given.
     pub fn start(cpus: &CpuSet, reader_cpus: Option<&CpuSet>, events: &[&str]) -> Result<Recorder, String> {
-        let instance = Instance::create(&format!("rtlab-{}", std::process::id()), cpus, BUFFER_KB, events)?;
+        let instance = Instance::create("rtlab", cpus, BUFFER_KB, events)?;
         let mut pipes = Vec::new();
         for &c in cpus.cpus() {
             let f = instance.pipe(c).map_err(|e| format!("cannot read CPU {c}'s events ({e})"))?;
@@ -228,7 +228,7 @@ impl Recorder {
         own + self.instance.as_ref().map_or(0, |i| i.lost(cpu))
     }
 
-    /// The instance's name (`rtlab-PID`).
+    /// The instance's name (`rtlab-PID-XXXXXXXX`).
     pub fn instance(&self) -> String {
         self.instance
             .as_ref()
