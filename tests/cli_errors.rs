@@ -308,3 +308,31 @@ fn plot_report_compare_and_beam_refuse_every_bad_value() {
         ("beam run -D 0", "'0'"),
     ]);
 }
+
+#[test]
+fn a_value_given_to_explain_with_a_space_is_refused_with_the_joined_form() {
+    let e = refused(&["-l", "10", "--explain", "300us"]);
+    assert!(e.contains("did you mean --explain=300us?"), "{e}");
+}
+
+#[test]
+fn an_output_directory_that_does_not_exist_is_bad_usage_before_anything_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = format!("{}/", dir.path().join("missing-dir").display());
+    let err = common::refused(&["import", "tests/fixtures/cyclictest/v2.10-t2-H60.json", "-o", &missing]);
+    assert!(err.contains("missing-dir/: directory does not exist"), "{err}");
+}
+
+#[test]
+fn a_sweep_axis_that_repeats_a_value_is_refused() {
+    for (axis, value, says) in [
+        ("--methods", "abs,abs", "gives abs twice"),
+        ("--methods", "abs,rel,ABS", "gives ABS twice"),
+        ("--workers", "0,2,2", "gives 2 workers twice"),
+        ("--workers", "0..4,2", "gives 2 workers twice"),
+        ("--load-policy", "other,other", "gives other twice"),
+    ] {
+        let err = common::refused(&["sweep", "--out", "/tmp/rtlab-never", axis, value, "-D", "1"]);
+        assert!(err.contains(says), "{axis} {value}: {err}");
+    }
+}

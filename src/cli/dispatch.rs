@@ -40,7 +40,7 @@ impl Parsed {
         };
         match result {
             Ok(p) => Ok(p),
-            Err(e) => match clap_error(e, &program) {
+            Err(e) => match clap_error(e, &program, args) {
                 Ok(help) => Ok(Parsed::Help(help)),
                 Err(usage) => Err(usage.into()),
             },

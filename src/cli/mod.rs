@@ -98,9 +98,23 @@ pub enum Command {
     },
 }
 
-/// Turns a clap error into cyclictest-style help (`Ok`) or a one-line usage error.
-pub fn clap_error(e: clap::Error, program: &str) -> Result<String, UsageError> {
+/// Options whose value must be joined with `=` (their value is optional): `--explain 300us`
+/// parses as `--explain` and a stray `300us`.
+const JOINED_VALUE: [&str; 2] = ["--explain", "--attribute"];
+
+/// Turns a clap error into cyclictest-style help (`Ok`) or a one-line usage error; `args` (the
+/// command line) lets it say what a stray value was meant for.
+pub fn clap_error(e: clap::Error, program: &str, args: &[String]) -> Result<String, UsageError> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if let (ErrorKind::UnknownArgument, Some(ContextValue::String(arg))) = (e.kind(), e.get(ContextKind::InvalidArg)) {
+        let after = args.windows(2).find(|w| w[1] == *arg && JOINED_VALUE.contains(&w[0].as_str()));
+        if let Some(w) = after {
+            return Err(UsageError(format!(
+                "unexpected argument '{arg}' after {0}: its value is joined with '='; did you mean {0}={arg}?",
+                w[0]
+            )));
+        }
+    }
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             Ok(e.render().to_string())

@@ -18,11 +18,25 @@ pub struct Counts(pub Vec<usize>);
 
 /// Parses a counts axis (`0..20`, `0..20:2`, `0,2,4`).
 pub(super) fn counts(s: &str) -> Result<Counts, String> {
-    crate::sweep::parse_counts(s).map(Counts)
+    let c = crate::sweep::parse_counts(s)?;
+    if let Some(i) = (1..c.len()).find(|&i| c[..i].contains(&c[i])) {
+        return Err(format!("'{s}' gives {} workers twice: each point would run twice; list each value once", c[i]));
+    }
+    Ok(Counts(c))
 }
 
-fn list<T>(s: &str, f: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
-    s.split(',').map(|x| f(x.trim())).collect()
+fn list<T: PartialEq>(s: &str, f: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    let items: Vec<T> = s.split(',').map(|x| f(x.trim())).collect::<Result<_, _>>()?;
+    once_each(s, items)
+}
+
+/// `items` of the axis `s`, refused when one is given twice (its point would run twice).
+fn once_each<T: PartialEq>(s: &str, items: Vec<T>) -> Result<Vec<T>, String> {
+    if let Some(i) = (1..items.len()).find(|&i| items[..i].contains(&items[i])) {
+        let word = s.split(',').nth(i).map_or("a value", str::trim);
+        return Err(format!("'{s}' gives {word} twice: each point would run twice; list each value once"));
+    }
+    Ok(items)
 }
 
 /// A comma-separated axis (a newtype, so clap takes it as one value).
@@ -40,7 +54,7 @@ pub(super) fn kinds(s: &str) -> Result<List<String>, String> {
 
 /// Parses a load-policy axis.
 pub(super) fn load_policies(s: &str) -> Result<List<LoadSched>, String> {
-    crate::sweep::parse_load_policies(s).map(List)
+    once_each(s, crate::sweep::parse_load_policies(s)?).map(List)
 }
 
 /// Parses a probe-policy axis.

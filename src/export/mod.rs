@@ -138,6 +138,14 @@ pub fn check_output(path: &Path) -> Result<(), String> {
         return Ok(());
     }
     let dir = parent_of(path);
+    // `-o results/` names a directory: it must exist (a file cannot be written under that name).
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") && !path.is_dir() {
+        return Err(format!(
+            "{}: directory does not exist; create it first, or name a file such as {}",
+            path.display(),
+            path.join("result.json").display()
+        ));
+    }
     if !dir.is_dir() {
         return Err(format!(
             "{}: directory '{}' does not exist; create it first or choose another path",
