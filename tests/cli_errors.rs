@@ -336,3 +336,15 @@ fn a_sweep_axis_that_repeats_a_value_is_refused() {
         assert!(err.contains(says), "{axis} {value}: {err}");
     }
 }
+
+#[test]
+fn pseudo_files_that_block_or_never_end_are_refused_without_reading_them() {
+    for path in ["/sys/kernel/tracing/trace_pipe", "/proc/kmsg", "/proc/self/status"] {
+        if !std::path::Path::new(path).exists() {
+            eprintln!("NOT CHECKED: {path} does not exist here");
+            continue;
+        }
+        let err = common::refused(&["show", path]);
+        assert!(err.contains("pseudo-file, not a result file"), "{path}: {err}");
+    }
+}

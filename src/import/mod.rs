@@ -205,6 +205,11 @@ pub fn open_input(path: &Path, streaming: bool) -> Result<Box<dyn std::io::Read>
     if let Some(what) = what {
         return Err(format!("is {what}, not a result file; give a regular file"));
     }
+    // /proc, /sys and tracefs files pass as regular files but may block forever or consume
+    // what they give (trace_pipe takes the system's events).
+    if let Some(fs) = crate::rt::fs::pseudo_filesystem(path) {
+        return Err(format!("is a {fs} pseudo-file, not a result file; copy what you need to a regular file first"));
+    }
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
     Ok(Box::new(std::io::BufReader::with_capacity(1 << 16, file)))
 }

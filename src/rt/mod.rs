@@ -19,6 +19,7 @@ pub mod affinity;
 pub mod clock;
 pub mod cpuidle;
 pub mod fifo;
+pub mod fs;
 pub mod memory;
 pub mod msr;
 pub mod pm_qos;
