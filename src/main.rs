@@ -34,7 +34,8 @@ fn main() {
         Ok(code) => code,
         // The one place an error becomes an exit code.
         Err(e) => {
-            eprintln!("rtlab: {e}");
+            // One line, whatever a path or a server's answer in it holds.
+            eprintln!("rtlab: {}", rtlab::units::printable(&e.to_string()));
             e.exit_code()
         }
     };

@@ -112,6 +112,17 @@ pub fn count(n: u64, noun: &str) -> String {
     }
 }
 
+/// `s` with every control character (escape sequences, newlines, tabs) replaced by `�`, so
+/// that text from outside (a label, a server's answer, a path) cannot move the terminal's
+/// cursor, forge a line of output or break an SVG.
+pub fn printable(s: &str) -> String {
+    if s.chars().any(char::is_control) {
+        s.chars().map(|c| if c.is_control() { '\u{fffd}' } else { c }).collect()
+    } else {
+        s.to_string()
+    }
+}
+
 /// `s` cut to `n` characters with an ellipsis.
 pub fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {

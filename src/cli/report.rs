@@ -87,7 +87,8 @@ impl FleetArgs {
         let Some(url) = &self.prometheus else { return Ok(None) };
         if !url.starts_with("http://") {
             return Err(super::UsageError(format!(
-                "--prometheus {url}: give an http:// URL (e.g. http://127.0.0.1:9090); for TLS, query through a local proxy"
+                "--prometheus {}: give an http:// URL (e.g. http://127.0.0.1:9090); for TLS, query through a local proxy",
+                crate::import::prometheus::strip_userinfo(url)
             )));
         }
         let matchers = crate::import::prometheus::matchers(&self.matchers).map_err(super::UsageError)?;

@@ -65,7 +65,7 @@ fn gather(
                 failed |= r.verdict.status == crate::result::VerdictStatus::Fail;
             }
             input::Input {
-                path: PathBuf::from(&q.url),
+                path: PathBuf::from(q.shown_url()),
                 name: host,
                 content: input::Content::Run(Box::new(r)),
                 samples: None,
@@ -80,7 +80,7 @@ fn fleet_heatmap(q: &crate::import::prometheus::Query) -> Result<Vec<Block>, Err
     let heat = crate::import::prometheus::heat(q, 120).map_err(Error::Runtime)?;
     let caption = crate::plot::Caption {
         title: "Fleet: wakeup latency over time".into(),
-        subtitle: format!("{} {{{}}}, last {} s", q.url, q.matchers, q.since.as_secs()),
+        subtitle: format!("{} {{{}}}, last {} s", q.shown_url(), q.matchers, q.since.as_secs()),
     };
     if heat.counts.iter().flatten().all(|n| *n == 0) {
         return Ok(vec![

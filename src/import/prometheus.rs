@@ -7,7 +7,15 @@
 use crate::result::build::{percentiles, Stated, StatedRun};
 use crate::result::{Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult, Unbinned};
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Hosts, CPUs per host and buckets per CPU a fleet report holds at most: what a hostile or
+/// misconfigured server answers beyond is left out, said so (a real fleet is far below).
+const MAX_HOSTS: usize = 1_000;
+/// CPUs per host at most.
+const MAX_CPUS: usize = 4_096;
+/// `le` buckets per CPU at most (rtlab monitor exports 44).
+const MAX_LE: usize = 1_000;
 
 /// Time allowed for each query.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -48,30 +56,114 @@ fn range(d: Duration) -> String {
 /// One series of an instant query's answer: its labels and value.
 type Series = (BTreeMap<String, String>, f64);
 
-/// `GET {url}/api/v1/{path}` with `params`: the answer's `data.result`, or what went wrong.
-fn api(q: &Query, path: &str, params: &[(&str, &str)]) -> Result<Vec<serde_json::Value>, String> {
+/// One series of the API's answer: labels (control characters replaced), and the sample of
+/// an instant query or the points of a range query (`[time, "value"]`).
+#[derive(Debug, Default, serde::Deserialize)]
+struct RawSeries {
+    #[serde(default)]
+    metric: BTreeMap<String, String>,
+    #[serde(default)]
+    value: Option<(f64, String)>,
+    #[serde(default)]
+    values: Vec<(f64, String)>,
+}
+
+#[derive(serde::Deserialize)]
+struct Answer {
+    status: String,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    data: Option<AnswerData>,
+}
+
+#[derive(serde::Deserialize)]
+struct AnswerData {
+    #[serde(default)]
+    result: Vec<RawSeries>,
+}
+
+/// The time one fleet query (all its API calls together) may take.
+const FLEET_BUDGET: Duration = Duration::from_secs(90);
+
+impl Query {
+    /// The URL as it may be shown or written: without its `user:password@` (sent as Basic
+    /// authentication, never printed).
+    pub fn shown_url(&self) -> String {
+        strip_userinfo(&self.url)
+    }
+}
+
+/// `url` without the userinfo of its authority.
+pub fn strip_userinfo(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let out = if scheme.is_empty() { format!("{host}{tail}") } else { format!("{scheme}://{host}{tail}") };
+    crate::units::printable(&out)
+}
+
+/// `GET {url}/api/v1/{path}` with `params`, within `deadline`: the answer's `data.result`, or what
+/// went wrong. Redirects are not followed (Prometheus's API does not redirect), the answer is
+/// read up to [`MAX_BODY`], and what the server says is shown without control characters.
+fn api(q: &Query, deadline: Instant, path: &str, params: &[(&str, &str)]) -> Result<Vec<RawSeries>, String> {
+    let shown = format!("{}/api/v1/{path}", q.shown_url().trim_end_matches('/'));
     let url = format!("{}/api/v1/{path}", q.url.trim_end_matches('/'));
     let promql = params.iter().find(|p| p.0 == "query").map_or("", |p| p.1);
-    let mut req = ureq::get(&url).timeout(TIMEOUT);
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(format!(
+            "the fleet query took more than {} s in all; narrow it with --match or --since",
+            FLEET_BUDGET.as_secs()
+        ));
+    }
+    let agent = ureq::AgentBuilder::new().redirects(0).timeout(TIMEOUT.min(left)).build();
+    let mut req = agent.get(&url);
     for (k, v) in params {
         req = req.query(k, v);
     }
+    let said = |text: &str| crate::units::printable(&crate::units::clip(text, 300));
     let resp = req.call().map_err(|e| match e {
         ureq::Error::Status(code, r) => {
             let body = r.into_string().unwrap_or_default();
-            format!("{url} answered {code} to {promql}: {}", crate::units::clip(&body, 300))
+            format!("{shown} answered {code} to {promql}: {}", said(&body))
         }
-        e => format!("cannot query {url}: {e}; is Prometheus running there?"),
+        e => format!(
+            "cannot query {shown}: {}; is Prometheus running there?",
+            said(&e.to_string().replace(&q.url, &q.shown_url()))
+        ),
     })?;
-    let mut body = String::new();
-    std::io::Read::read_to_string(&mut std::io::Read::take(resp.into_reader(), MAX_BODY), &mut body)
-        .map_err(|e| format!("reading the answer of {url}: {e}"))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&body).map_err(|e| format!("{url} did not answer with Prometheus's JSON ({e})"))?;
-    if v["status"] != "success" {
-        return Err(format!("{url}: {} ({promql})", v["error"]));
+    if (300..400).contains(&resp.status()) {
+        let to = resp.header("location").unwrap_or("?");
+        return Err(format!(
+            "{shown} answered a redirect ({}) to {}: Prometheus's API does not redirect; give its own URL",
+            resp.status(),
+            said(&strip_userinfo(to))
+        ));
     }
-    Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(resp.into_reader(), MAX_BODY + 1), &mut body)
+        .map_err(|e| format!("reading the answer of {shown}: {e}"))?;
+    if body.len() as u64 > MAX_BODY {
+        return Err(format!(
+            "{shown}: answer larger than {} MiB to {promql}; narrow it with --match or --since",
+            MAX_BODY >> 20
+        ));
+    }
+    let a: Answer = serde_json::from_slice(&body)
+        .map_err(|e| format!("{shown} did not answer with Prometheus's JSON ({})", said(&e.to_string())))?;
+    if a.status != "success" {
+        return Err(format!("{shown}: {} ({promql})", said(a.error.as_deref().unwrap_or("no error given"))));
+    }
+    let mut result = a.data.map(|d| d.result).unwrap_or_default();
+    for r in &mut result {
+        r.metric = std::mem::take(&mut r.metric)
+            .into_iter()
+            .map(|(k, v)| (crate::units::printable(&k), crate::units::printable(&v)))
+            .collect();
+    }
+    Ok(result)
 }
 
 /// A bucket's `le` label in ns (`+Inf`: `u64::MAX`).
@@ -82,18 +174,14 @@ fn le_ns(label: Option<&str>) -> Option<u64> {
     }
 }
 
-/// Runs an instant query; each result as `(labels, value)`.
-fn instant(q: &Query, promql: &str) -> Result<Vec<Series>, String> {
-    Ok(api(q, "query", &[("query", promql)])?
-        .iter()
+/// Runs an instant query; each result as `(labels, value)` (NaN and infinities kept: the
+/// caller decides what a non-finite value means).
+fn instant(q: &Query, deadline: Instant, promql: &str) -> Result<Vec<Series>, String> {
+    Ok(api(q, deadline, "query", &[("query", promql)])?
+        .into_iter()
         .filter_map(|r| {
-            let labels = r["metric"]
-                .as_object()?
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect();
-            let value = r["value"][1].as_str()?.parse::<f64>().ok()?;
-            Some((labels, value))
+            let value = r.value.as_ref()?.1.parse::<f64>().ok()?;
+            Some((r.metric, value))
         })
         .collect())
 }
@@ -104,29 +192,86 @@ fn key(l: &BTreeMap<String, String>) -> (String, String) {
 
 /// One RunResult per host over the window, worst p99.9 first; an error says what failed.
 pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
+    let deadline = Instant::now() + FLEET_BUDGET;
     let (m, s) = (&q.matchers, range(q.since));
-    let buckets =
-        instant(q, &format!("sum by (instance, cpu, le) (increase(rtlab_wakeup_latency_seconds_bucket{{{m}}}[{s}]))"))?;
+    let buckets = instant(
+        q,
+        deadline,
+        &format!("sum by (instance, cpu, le) (increase(rtlab_wakeup_latency_seconds_bucket{{{m}}}[{s}]))"),
+    )?;
+    let none = |what: &str| {
+        format!(
+            "{} has no {what}rtlab_wakeup_latency_seconds_bucket{{{m}}} in the last {s}: is it scraping rtlab monitor (deploy/prometheus.yml)?",
+            q.shown_url()
+        )
+    };
     if buckets.is_empty() {
-        return Err(format!(
-            "{} has no rtlab_wakeup_latency_seconds_bucket{{{m}}} in the last {s}: is it scraping rtlab monitor (deploy/prometheus.yml)?",
-            q.url
-        ));
+        return Err(none(""));
     }
-    let sums = instant(q, &format!("sum by (instance, cpu) (increase(rtlab_wakeup_latency_seconds_sum{{{m}}}[{s}]))"))?;
-    let missed = instant(q, &format!("sum by (instance, cpu) (increase(rtlab_missed_periods_total{{{m}}}[{s}]))"))?;
-    let end = SystemTime::now();
-    let start = end - q.since;
-    let maxima = window_maxima(q, start, end)?;
-    let versions = instant(q, &format!("max by (instance, version) (last_over_time(rtlab_build_info{{{m}}}[{s}]))"))?;
-    let lookup = |v: &[Series]| -> BTreeMap<(String, String), f64> { v.iter().map(|(l, x)| (key(l), *x)).collect() };
-    let (sums, missed) = (lookup(&sums), lookup(&missed));
     // Per host and CPU: (le in ns, cumulative count); +Inf as u64::MAX.
     let mut cum: BTreeMap<(String, String), Vec<(u64, f64)>> = BTreeMap::new();
     for (l, v) in &buckets {
         let Some(le) = le_ns(l.get("le").map(String::as_str)) else { continue };
         cum.entry(key(l)).or_default().push((le, *v));
     }
+    if cum.is_empty() {
+        return Err(none("usable (with an le label) "));
+    }
+    let mut bad = Vec::new();
+    cum.retain(|(host, cpu), les| {
+        let why = if les.len() > MAX_LE {
+            Some(format!("{} buckets (at most {MAX_LE})", les.len()))
+        } else {
+            les.iter().find(|(_, v)| !v.is_finite() || *v < 0.0).map(|(_, v)| format!("a count of {v}"))
+        };
+        if let Some(why) = why {
+            bad.push((format!("{host} CPU {cpu}"), why));
+        }
+        les.len() <= MAX_LE && les.iter().all(|(_, v)| v.is_finite() && *v >= 0.0)
+    });
+    for (who, why) in &bad {
+        eprintln!("rtlab: warning: {} is left out: its histogram answered {why}", crate::units::clip(who, 200));
+    }
+    if cum.is_empty() {
+        return Err(none("usable (finite, non-negative) "));
+    }
+    let host_names: std::collections::BTreeSet<String> = cum.keys().map(|k| k.0.clone()).collect();
+    if host_names.len() > MAX_HOSTS {
+        let keep: std::collections::BTreeSet<String> = host_names.iter().take(MAX_HOSTS).cloned().collect();
+        eprintln!(
+            "rtlab: warning: {} hosts answered; the report holds the first {MAX_HOSTS} by name: narrow the selection with --match",
+            host_names.len()
+        );
+        cum.retain(|k, _| keep.contains(&k.0));
+    }
+    let mut per_host: BTreeMap<String, usize> = BTreeMap::new();
+    cum.retain(|k, _| {
+        let n = per_host.entry(k.0.clone()).or_default();
+        *n += 1;
+        *n <= MAX_CPUS
+    });
+    if per_host.values().any(|n| *n > MAX_CPUS) {
+        eprintln!(
+            "rtlab: warning: a host answered more than {MAX_CPUS} CPUs; the report holds the first {MAX_CPUS} of each"
+        );
+    }
+    let sums = instant(
+        q,
+        deadline,
+        &format!("sum by (instance, cpu) (increase(rtlab_wakeup_latency_seconds_sum{{{m}}}[{s}]))"),
+    )?;
+    let missed =
+        instant(q, deadline, &format!("sum by (instance, cpu) (increase(rtlab_missed_periods_total{{{m}}}[{s}]))"))?;
+    let end = SystemTime::now();
+    let start = end - q.since;
+    let maxima = window_maxima(q, deadline, start, end)?;
+    let versions =
+        instant(q, deadline, &format!("max by (instance, version) (last_over_time(rtlab_build_info{{{m}}}[{s}]))"))?;
+    // Sums and missed periods that are not finite non-negative numbers are unknown.
+    let lookup = |v: &[Series]| -> BTreeMap<(String, String), f64> {
+        v.iter().filter(|(_, x)| x.is_finite() && *x >= 0.0).map(|(l, x)| (key(l), *x)).collect()
+    };
+    let (sums, missed) = (lookup(&sums), lookup(&missed));
     let mut hosts: BTreeMap<String, Vec<ThreadResult>> = BTreeMap::new();
     for ((host, cpu), mut les) in cum {
         les.sort_by_key(|x| x.0);
@@ -219,7 +364,7 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
                 },
                 source: Source {
                     format: "prometheus".into(),
-                    file: format!("{} {{{}}} [{}]", q.url, q.matchers, s),
+                    file: format!("{} {{{}}} [{}]", q.shown_url(), q.matchers, s),
                     tool_version: version.get(&host).cloned(),
                     command_line: None,
                     unit: "ns".into(),
@@ -244,29 +389,30 @@ const MAXIMA_POINTS: u64 = 1_000;
 /// *inside* `start..end` — a gauge point counts only when the time gauge beside it says its
 /// sample happened in the window (the gauge covers the minute before each scrape, which may
 /// reach back before the window).
-fn window_maxima(q: &Query, start: SystemTime, end: SystemTime) -> Result<BTreeMap<(String, String), i64>, String> {
+fn window_maxima(
+    q: &Query,
+    deadline: Instant,
+    start: SystemTime,
+    end: SystemTime,
+) -> Result<BTreeMap<(String, String), i64>, String> {
     let unix = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     let (from, to) = (unix(start), unix(end));
     let step = (q.since.as_secs() / MAXIMA_POINTS).max(1);
     let range = |metric: &str| -> Result<Vec<RangeSeries>, String> {
         let promql = format!("{metric}{{{}}}", q.matchers);
         let (a, b, st) = (format!("{from:.3}"), format!("{to:.3}"), format!("{step}s"));
-        let results = api(q, "query_range", &[("query", &promql), ("start", &a), ("end", &b), ("step", &st)])?;
+        let results =
+            api(q, deadline, "query_range", &[("query", &promql), ("start", &a), ("end", &b), ("step", &st)])?;
         Ok(results
-            .iter()
-            .filter_map(|r| {
-                let labels: BTreeMap<String, String> = r["metric"]
-                    .as_object()?
+            .into_iter()
+            .map(|mut r| {
+                r.metric.remove("__name__");
+                let points = r
+                    .values
                     .iter()
-                    .filter(|(k, _)| *k != "__name__")
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .filter_map(|(t, v)| Some(((t * 1000.0).round() as i64, v.parse::<f64>().ok()?)))
                     .collect();
-                let points = r["values"]
-                    .as_array()?
-                    .iter()
-                    .filter_map(|p| Some(((p[0].as_f64()? * 1000.0).round() as i64, p[1].as_str()?.parse().ok()?)))
-                    .collect();
-                Some((labels, points))
+                (r.metric, points)
             })
             .collect())
     };
@@ -276,7 +422,8 @@ fn window_maxima(q: &Query, start: SystemTime, end: SystemTime) -> Result<BTreeM
     let mut out: BTreeMap<(String, String), i64> = BTreeMap::new();
     for (labels, points) in values {
         let Some(when) = times.get(&labels) else { continue };
-        for (t, v) in points {
+        // NaN, infinities and negative values say nothing about a latency: unknown.
+        for (t, v) in points.into_iter().filter(|(_, v)| v.is_finite() && *v >= 0.0) {
             if when.get(&t).is_some_and(|w| *w >= from && *w <= to) {
                 let ns = (v * 1e9).round() as i64;
                 let m = out.entry(key(&labels)).or_insert(ns);
@@ -310,15 +457,18 @@ pub fn heat(q: &Query, steps: u32) -> Result<Heat, String> {
     let start = end.saturating_sub(q.since.as_secs());
     let promql = format!("sum by (le) (increase(rtlab_wakeup_latency_seconds_bucket{{{}}}[{width}s]))", q.matchers);
     let (start, end, step_s) = (start.to_string(), end.to_string(), format!("{step}s"));
-    let results = api(q, "query_range", &[("query", &promql), ("start", &start), ("end", &end), ("step", &step_s)])?;
-    // le → (time → cumulative count)
+    let deadline = Instant::now() + FLEET_BUDGET;
+    let results =
+        api(q, deadline, "query_range", &[("query", &promql), ("start", &start), ("end", &end), ("step", &step_s)])?;
+    // le → (time → cumulative count), on the exposition's bounds only: a foreign `le` (another
+    // exporter's, a hostile server's thousands) is not a row of the heatmap.
+    let bounds: std::collections::BTreeSet<u64> =
+        crate::serve::exposition::bucket_bounds_ns().into_iter().chain([u64::MAX]).collect();
     let mut by_le: BTreeMap<u64, BTreeMap<i64, f64>> = BTreeMap::new();
     for r in &results {
-        let Some(le) = le_ns(r["metric"]["le"].as_str()) else { continue };
-        for p in r["values"].as_array().into_iter().flatten() {
-            let (Some(t), Some(x)) = (p[0].as_f64(), p[1].as_str().and_then(|x| x.parse::<f64>().ok())) else {
-                continue;
-            };
+        let Some(le) = le_ns(r.metric.get("le").map(String::as_str)).filter(|le| bounds.contains(le)) else { continue };
+        for (t, x) in &r.values {
+            let Some(x) = x.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0) else { continue };
             by_le.entry(le).or_default().insert(t.round() as i64, x);
         }
     }

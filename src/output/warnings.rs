@@ -19,7 +19,7 @@ pub struct WarningPrinter {
 impl WarningPrinter {
     fn print(&mut self, message: &str) {
         if !self.printed.iter().any(|p| p == message) {
-            let _ = writeln!(std::io::stderr(), "rtlab: warning: {message}");
+            let _ = writeln!(std::io::stderr(), "rtlab: warning: {}", crate::units::printable(message));
             self.printed.push(message.to_string());
         }
     }

@@ -3,8 +3,26 @@
 use super::Block;
 use crate::result::VerdictStatus;
 
+/// Text from the data (host names, labels, messages) as inline Markdown: HTML is escaped (a
+/// `<script>` in a label stays text), line breaks and control characters cannot start a forged
+/// heading or move a terminal's cursor.
+fn inline(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\n' | '\r' => out.push(' '),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    inline(s).replace('|', "\\|")
 }
 
 /// A table with its columns padded to equal width (up to 40 characters), so it reads in a
@@ -61,30 +79,49 @@ pub fn render(blocks: &[Block], stem: &str) -> (Vec<u8>, Vec<(String, Vec<u8>)>)
     for b in blocks {
         match b {
             Block::Heading(level, t) => {
-                out += &format!("{} {t}\n\n", "#".repeat(*level as usize));
+                out += &format!("{} {}\n\n", "#".repeat(*level as usize), inline(t));
             }
-            Block::Text(t) => out += &format!("{t}\n\n"),
+            Block::Text(t) => out += &format!("{}\n\n", inline(t)),
             Block::Verdict(s, m) => {
                 let mark = match s {
                     VerdictStatus::Pass => "✅",
                     VerdictStatus::Fail => "❌",
                     VerdictStatus::NotChecked => "➖",
                 };
-                out += &format!("> {mark} **Verdict:** {m}\n\n");
+                out += &format!("> {mark} **Verdict:** {}\n\n", inline(m));
             }
             Block::List(items) => {
                 for i in items {
-                    out += &format!("- {i}\n");
+                    out += &format!("- {}\n", inline(i));
                 }
                 out.push('\n');
             }
             Block::Table { header, rows, numeric } => out += &table(header, rows, numeric),
             Block::Figure { name, caption, svg } => {
                 let file = format!("{stem}-{name}.svg");
-                out += &format!("![{caption}]({file})\n\n");
+                out += &format!("![{}]({file})\n\n", inline(caption).replace(['[', ']'], ""));
                 files.push((file, svg.clone().into_bytes()));
             }
         }
     }
     (out.into_bytes(), files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_line_breaks_and_control_characters_from_the_data_stay_text() {
+        let blocks = vec![
+            Block::Heading(2, "host <script>alert(1)</script>\n# forged".into()),
+            Block::Text("a\u{1b}]0;title\u{7}b".into()),
+            Block::Table { header: vec!["h".into()], rows: vec![vec!["x|y<b>".into()]], numeric: vec![false] },
+        ];
+        let (md, _) = render(&blocks, "r");
+        let md = String::from_utf8(md).unwrap();
+        assert!(md.contains("## host &lt;script&gt;alert(1)&lt;/script&gt; # forged"), "{md}");
+        assert!(!md.contains('\u{1b}') && !md.contains('\u{7}'), "{md:?}");
+        assert!(md.contains("x\\|y&lt;b&gt;"), "{md}");
+    }
 }
