@@ -191,6 +191,14 @@ fn only_get_on_three_paths_is_served_and_status_is_the_current_run_result() {
         405
     );
     assert_eq!(request(m.port, "DELETE /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").0, 405);
+    // HEAD wherever GET is served: the head without a body.
+    let (code, body) = request(m.port, "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!((code, body.as_str()), (200, ""));
+    // OpenMetrics only when acceptable (q=0 is not), whatever the case of the media type.
+    let (_, om) = get(m.port, "/metrics", "Accept: application/openmetrics-text;q=0, text/plain\r\n");
+    assert!(!om.ends_with("# EOF\n"), "q=0: the text format");
+    let (_, om) = get(m.port, "/metrics", "Accept: Application/OpenMetrics-Text; version=1.0.0\r\n");
+    assert!(om.ends_with("# EOF\n"), "OpenMetrics, matched without case");
     let (code, body) = get(m.port, "/healthz", "");
     assert_eq!((code, body.as_str()), (200, "ok\n"));
     let (code, body) = get(m.port, "/status", "");
@@ -198,6 +206,107 @@ fn only_get_on_three_paths_is_served_and_status_is_the_current_run_result() {
     let v: Value = serde_json::from_str(&body).unwrap();
     common::assert_valid_run_result(&v);
     assert_eq!(v["end_reason"], "checkpoint");
+}
+
+/// Good scrapes while `attack` runs on its own threads until told to stop: how many of `n`
+/// (one every 150 ms, 3 s allowed each) got their 200.
+fn good_scrapes_during(
+    port: u16,
+    n: usize,
+    attack: impl Fn(u16, &std::sync::atomic::AtomicBool) + Send + Sync + 'static,
+) -> usize {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let attack = std::sync::Arc::new(attack);
+    let threads: Vec<_> = (0..64)
+        .map(|_| {
+            let (stop, attack) = (std::sync::Arc::clone(&stop), std::sync::Arc::clone(&attack));
+            std::thread::spawn(move || attack(port, &stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut ok = 0;
+    for _ in 0..n {
+        let t = Instant::now();
+        let (code, body) = get(port, "/metrics", "");
+        if code == 200 && body.contains("rtlab_samples_total") && t.elapsed() < Duration::from_secs(3) {
+            ok += 1;
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        let _ = t.join();
+    }
+    ok
+}
+
+#[test]
+fn idle_silent_slow_and_never_reading_clients_cannot_keep_a_good_scrape_out() {
+    let m = monitor(&["-a", "0"]);
+    // 64 sockets that send nothing, reconnecting whenever they are closed.
+    let ok = good_scrapes_during(m.port, 20, |port, stop| {
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+                s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+                let mut b = [0u8; 1];
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    match std::io::Read::read(&mut s, &mut b) {
+                        Ok(0) => break,
+                        Err(e)
+                            if e.kind() == std::io::ErrorKind::WouldBlock
+                                || e.kind() == std::io::ErrorKind::TimedOut => {}
+                        _ => break,
+                    }
+                }
+            }
+        }
+    });
+    assert_eq!(ok, 20, "every good scrape got through 64 idle reconnecting sockets");
+    // Slowloris: a header byte every half second.
+    let ok = good_scrapes_during(m.port, 10, |port, stop| {
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { continue };
+            for b in b"GET /metrics HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa".iter() {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) || s.write_all(&[*b]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    });
+    assert_eq!(ok, 10, "every good scrape got through 64 slowloris clients");
+    // Pipelined requests whose answers are never read.
+    let ok = good_scrapes_during(m.port, 10, |port, stop| {
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { continue };
+            let req = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".repeat(200);
+            let _ = s.write_all(&req);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if s.write_all(b"").is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    assert_eq!(ok, 10, "every good scrape got through 64 clients that never read");
+}
+
+#[test]
+fn a_non_loopback_listen_address_is_warned_about() {
+    let port = free_port();
+    let mut child = Command::new(common::rtlab_path())
+        .args(["monitor", "-a", "0", "-i", "1ms", "-D", "2", "--listen"])
+        .arg(format!("0.0.0.0:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("rtlab: warning: --listen 0.0.0.0:") && err.contains("not a loopback address"), "{err}");
 }
 
 #[test]

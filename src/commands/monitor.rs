@@ -49,6 +49,12 @@ pub fn execute(opts: &MonitorOptions, command_line: Vec<String>) -> Result<i32, 
         ))
     })?;
     eprintln!("rtlab monitor: serving http://{}/metrics, /healthz and /status", server.addr);
+    if !server.addr.ip().is_loopback() {
+        eprintln!(
+            "rtlab: warning: --listen {} is not a loopback address: /status serves this machine's kernel command line, hostname and findings to anyone who can reach it, without authentication; put a proxy with TLS and credentials in front, or listen on 127.0.0.1 (README, Security)",
+            opts.listen
+        );
+    }
     let provenance = Provenance { command_line, environment: Environment::capture() };
     let mut monitor = Monitor::new(board, session::base_record(&opts.plan, provenance.clone()), opts);
     let hup = Arc::new(std::sync::atomic::AtomicBool::new(false));
