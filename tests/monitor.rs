@@ -663,6 +663,45 @@ fn json_windows_rotate_on_time_and_on_sighup_each_a_valid_run_result() {
 }
 
 #[test]
+fn json_windows_keep_their_length_and_a_failed_write_moves_no_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w.json");
+    let run = |secs: &str| {
+        Command::new(common::rtlab_path())
+            .args(["monitor", "-a", "0", "-i", "1ms", "-D", secs, "--rotate", "2s", "--keep", "3", "--listen"])
+            .arg(format!("127.0.0.1:{}", free_port()))
+            .arg("--json")
+            .arg(&json)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap()
+    };
+    let out = run("7");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Three closed windows of 2 s on the checkpoints' grid (each took 3 s when the check came a
+    // checkpoint late); the run's last second had no checkpoint of its own.
+    for f in ["w.json.2", "w.json.1", "w.json"] {
+        let v = common::read_json(&dir.path().join(f));
+        let d = v["duration_s"].as_f64().unwrap();
+        assert!(d < 2.6, "{f} lasted {d} s for --rotate 2s");
+    }
+    // A directory planted at w.json.2: the next window cannot rotate; nothing moves, the path
+    // at fault is named, and the monitor ends with 1.
+    let kept: Vec<String> =
+        ["w.json", "w.json.1"].iter().map(|f| std::fs::read_to_string(dir.path().join(f)).unwrap()).collect();
+    std::fs::remove_file(dir.path().join("w.json.2")).unwrap();
+    std::fs::create_dir(dir.path().join("w.json.2")).unwrap();
+    let out = run("3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("w.json.2 is a directory; remove it"), "{err}");
+    for (f, before) in ["w.json", "w.json.1"].iter().zip(&kept) {
+        assert_eq!(&std::fs::read_to_string(dir.path().join(f)).unwrap(), before, "{f} was not moved or lost");
+    }
+}
+
+#[test]
 fn with_explain_the_attribution_of_late_wakeups_is_counted_by_cause() {
     if !common::is_root() {
         eprintln!("NOT CHECKED (--explain needs root for a tracefs instance)");

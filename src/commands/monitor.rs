@@ -70,14 +70,14 @@ pub fn execute(opts: &MonitorOptions, command_line: Vec<String>) -> Result<i32, 
         session::measure(&opts.plan, provenance, None, &mut Fanout(vec![&mut monitor, &mut warnings]), &signals);
     server.stop();
     // The last window, up to the last second published, is written too.
-    if let Some(w) = monitor.windows.as_mut() {
-        w.write_pending()?;
-    }
+    let windows = monitor.windows.as_mut().map(Windows::finish);
     let (result, failure) = measured.map_err(|e| Error::Runtime(e.to_string()))?;
     warnings.rest(&result);
     if let Some(f) = failure {
         return Err(Error::Runtime(f));
     }
+    // A window that could not be written fails the monitor (exit 1), after it served to the end.
+    windows.transpose()?;
     Ok(0)
 }
 
@@ -116,34 +116,48 @@ impl Seconds {
 }
 
 /// `--json FILE`: one RunResult per window, from the difference of two checkpoints, with
-/// each window's extremes taken from the samples themselves.
+/// each window's extremes taken from the samples themselves. FILE holds the current window,
+/// rewritten every [`SAVE_EVERY`] checkpoints (`end_reason: checkpoint`) and when it closes; a
+/// closed window moves to FILE.1 (the older ones further) only once the next one has been written
+/// beside it ([`crate::export::write_rotated`]).
 struct Windows {
     path: std::path::PathBuf,
-    rotate: Duration,
     keep: usize,
     hup: Arc<std::sync::atomic::AtomicBool>,
     /// The checkpoint the window started from (`None`: the run's start).
     base: Option<Vec<crate::measure::stats::Summary>>,
-    began: Instant,
+    /// Checkpoints in a window (one a second: `--rotate` in seconds), and so far in this one.
+    per_window: u64,
+    checkpoints: u64,
     began_wall: Option<SystemTime>,
     /// Per slot: the window's smallest and largest sample (with its time since the window began).
     extremes: Vec<Option<(i64, (i64, i64))>>,
     /// The window so far, as of the last checkpoint.
     pending: Option<RunResult>,
+    /// FILE holds a closed window (or an earlier run's file): the next write rotates first.
+    closed_on_file: bool,
+    /// The first write that failed, said again when the monitor ends (exit 1).
+    failed: Option<String>,
 }
+
+/// The current window is rewritten every this many checkpoints (seconds): a crash or an
+/// emergency exit loses at most that much of it.
+const SAVE_EVERY: u64 = 10;
 
 impl Windows {
     fn new(opts: &MonitorOptions, hup: Arc<std::sync::atomic::AtomicBool>) -> Windows {
         Windows {
             path: opts.json.clone().unwrap_or_default(),
-            rotate: opts.rotate,
             keep: opts.keep,
             hup,
             base: None,
-            began: Instant::now(),
+            per_window: (opts.rotate.as_secs_f64().round() as u64).max(1),
+            checkpoints: 0,
             began_wall: None,
             extremes: Vec::new(),
             pending: None,
+            closed_on_file: true,
+            failed: None,
         }
     }
 
@@ -160,10 +174,14 @@ impl Windows {
         });
     }
 
-    /// The window so far from checkpoint `out`; when it is over (or SIGHUP came), it is written
-    /// and the next one begins.
-    fn checkpoint(&mut self, out: &Output, base: &ProbeRun) -> Result<(), String> {
+    /// The window so far from checkpoint `out`; when it is over (its `--rotate` worth of
+    /// checkpoints, on the checkpoints' own one-second grid so windows do not drift, or SIGHUP
+    /// came) it is written and the next one begins where it ended.
+    fn checkpoint(&mut self, out: &Output, base: &ProbeRun) {
         let began_wall = *self.began_wall.get_or_insert(out.start);
+        self.checkpoints += 1;
+        let hup = self.hup.swap(false, std::sync::atomic::Ordering::Relaxed);
+        let closing = hup || self.checkpoints >= self.per_window;
         let mut figures = out.record(base.clone());
         for (i, p) in figures.probes.iter_mut().enumerate() {
             let earlier = self.base.as_ref().and_then(|b| b.get(i));
@@ -173,28 +191,56 @@ impl Windows {
                 None => p.summary.clone(),
             };
         }
+        let end = SystemTime::now();
         figures.start = Some(began_wall);
-        figures.end = Some(SystemTime::now());
-        figures.end_reason = crate::result::EndReason::Duration;
+        figures.end = Some(end);
+        figures.end_reason =
+            if closing { crate::result::EndReason::Duration } else { crate::result::EndReason::Checkpoint };
         self.pending = Some(RunResult::build(figures));
-        let hup = self.hup.swap(false, std::sync::atomic::Ordering::Relaxed);
-        if hup || self.began.elapsed() >= self.rotate {
-            self.write_pending().map_err(|e| e.to_string())?;
+        if closing {
+            self.save(true);
             self.base = Some(out.threads.iter().map(|t| t.summary.clone()).collect());
-            self.began = Instant::now();
-            self.began_wall = Some(SystemTime::now());
+            self.began_wall = Some(end);
+            self.checkpoints = 0;
             self.extremes.clear();
+        } else if self.checkpoints.is_multiple_of(SAVE_EVERY) {
+            self.save(false);
         }
-        Ok(())
     }
 
-    /// Writes the window so far (rotating the earlier ones).
-    fn write_pending(&mut self) -> Result<(), Error> {
-        let Some(r) = self.pending.take() else { return Ok(()) };
-        let bytes = crate::export::json::Json.serialize(&r).map_err(Error::Runtime)?;
-        crate::export::rotate(&self.path, self.keep)
-            .and_then(|()| crate::export::write_output(&self.path, &bytes))
-            .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", self.path.display())))
+    /// Writes the window so far to FILE (rotating first when FILE holds a closed window);
+    /// `closes`: this is its last version. A failure is warned about at once and kept.
+    fn save(&mut self, closes: bool) {
+        let Some(r) = self.pending.as_ref() else { return };
+        let written = crate::export::json::Json.serialize(r).and_then(|bytes| {
+            if self.closed_on_file {
+                crate::export::write_rotated(&self.path, self.keep, &bytes)
+            } else {
+                crate::export::write_output(&self.path, &bytes)
+                    .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+            }
+        });
+        match written {
+            Ok(()) => self.closed_on_file = closes,
+            Err(e) => {
+                eprintln!("rtlab: warning: --json window: {e}");
+                self.failed.get_or_insert(format!("--json window: {e}"));
+            }
+        }
+    }
+
+    /// At the end: the last window, up to the last checkpoint, as a closed one.
+    fn finish(&mut self) -> Result<(), Error> {
+        if self.pending.is_some() && self.checkpoints > 0 {
+            if let Some(r) = self.pending.as_mut() {
+                r.end_reason = crate::result::EndReason::Duration;
+            }
+            self.save(true);
+        }
+        match self.failed.take() {
+            Some(f) => Err(Error::Runtime(f)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -415,9 +461,7 @@ impl Observer for Monitor {
             self.started = Some(partial.start);
         }
         if let Some(w) = self.windows.as_mut() {
-            if let Err(e) = w.checkpoint(partial, &self.base) {
-                eprintln!("rtlab: warning: {e}");
-            }
+            w.checkpoint(partial, &self.base);
         }
         let result = RunResult::build(partial.record(self.base.clone()));
         let status = crate::export::json::Json.serialize(&result).unwrap_or_default();

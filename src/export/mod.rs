@@ -84,6 +84,36 @@ pub fn rotate(path: &Path, keep: usize) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes `bytes` as the newest generation of a rotating output: first to a temporary file
+/// beside `path` (synced), then — only once that succeeded, and every generation's name was
+/// checked to be free or a file — shifts the generations ([`rotate`]) and renames the temporary
+/// file to `path`. A full disk or a directory planted at `path.N` fails before any generation
+/// moves, and the error names the path at fault.
+pub fn write_rotated(path: &Path, keep: usize, bytes: &[u8]) -> Result<(), String> {
+    let fail = |p: &Path, e: &dyn std::fmt::Display| format!("cannot write {}: {e}", p.display());
+    refuse_special(path).map_err(|e| fail(path, &e))?;
+    let mut tmp = temp_beside(path).map_err(|e| fail(path, &e))?;
+    tmp.write_all(bytes).and_then(|()| tmp.as_file().sync_all()).map_err(|e| fail(path, &e))?;
+    for i in 1..=keep {
+        let mut s = path.as_os_str().to_owned();
+        s.push(format!(".{i}"));
+        let g = PathBuf::from(s);
+        if let Ok(m) = std::fs::symlink_metadata(&g) {
+            if !(m.is_file() || m.file_type().is_symlink()) {
+                return Err(format!(
+                    "cannot rotate {}: {} is a {}; remove it",
+                    path.display(),
+                    g.display(),
+                    kind_of(&m.file_type())
+                ));
+            }
+        }
+    }
+    rotate(path, keep).map_err(|e| format!("cannot rotate {}: {e}", path.display()))?;
+    tmp.persist(path).map_err(|e| fail(path, &e.error))?;
+    Ok(())
+}
+
 /// `Ok` when the only failure is that the reader of stdout went away (EPIPE), as ripgrep does.
 pub fn quiet_on_closed_pipe(r: std::io::Result<()>) -> std::io::Result<()> {
     match r {
