@@ -81,3 +81,53 @@ fn files_that_are_not_samples_are_refused() {
     let out = rtlab().args(["run", "-l", "5", "--samples", "/nonexistent-dir/s.bin"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_trailer_too_large_or_not_matching_the_threads_is_refused() {
+    use rtlab::export::samples::{header_bytes, push_record, trailer_bytes, Header, Record, ThreadInfo, Trailer};
+    let dir = tempfile::tempdir().unwrap();
+    let header = Header {
+        schema: "rtlab.samples/1".into(),
+        clock: "monotonic".into(),
+        start_time: "2026-11-23T00:00:00Z".into(),
+        threads: vec![ThreadInfo { thread: 0, cpu: Some(0), interval_ns: 1_000_000, identity: None }],
+    };
+    let write = |name: &str, trailer: &[u8]| {
+        let mut b = header_bytes(&header);
+        push_record(&mut b, &Record { thread: 0, cycle: 0, wake_ns: 1_000, latency_ns: 5_000 });
+        b.extend_from_slice(trailer);
+        let p = dir.path().join(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+    // The lost counts of 100 000 threads for a file of one.
+    let p = write("lost.smp", &trailer_bytes(&Trailer { records: 1, lost: vec![0; 100_000] }));
+    let out = rtlab().arg("samples").arg(&p).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the trailer counts lost samples for 100000 threads, but the header has 1"), "{err}");
+    // An end record that announces a 512 MiB trailer.
+    let mut end = Vec::new();
+    push_record(&mut end, &Record { thread: 0xFFFF, cycle: 512 << 20, wake_ns: 0, latency_ns: 0 });
+    let p = write("big.smp", &end);
+    let out = rtlab().arg("samples").arg(&p).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the trailer claims 536870912 bytes"), "{err}");
+}
+
+#[test]
+fn an_import_of_more_threads_than_cyclictest_runs_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.txt");
+    std::fs::write(
+        &p,
+        "T: 0 ( 100) P:95 I:1000 C:   10 Min:      1 Act:    2 Avg:    2 Max:       5\n\
+         T:5000 ( 101) P:95 I:1000 C:   10 Min:      1 Act:    2 Avg:    2 Max:       5\n",
+    )
+    .unwrap();
+    let out = rtlab().arg("show").arg(&p).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("thread 5000: cyclictest runs at most 4096 threads"), "{err}");
+}

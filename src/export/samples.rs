@@ -174,14 +174,23 @@ impl<R: std::io::Read> Reader<R> {
         let cycle = u64::from_le_bytes(b[2..10].try_into().expect("8 bytes"));
         if thread == END {
             self.done = true;
-            if cycle > 1 << 30 {
+            // A trailer holds a few numbers per thread: a megabyte is far more than rtlab writes.
+            if cycle > 1 << 20 {
                 return Err(format!("the trailer claims {cycle} bytes; the file is damaged"));
             }
             let mut t = vec![0u8; cycle as usize];
             if read_full(&mut self.input, &mut t)? < t.len() {
                 return Err("the trailer is cut short".into());
             }
-            self.trailer = Some(serde_json::from_slice(&t).map_err(|e| format!("the trailer is not valid: {e}"))?);
+            let trailer: Trailer = serde_json::from_slice(&t).map_err(|e| format!("the trailer is not valid: {e}"))?;
+            if trailer.lost.len() != self.header.threads.len() {
+                return Err(format!(
+                    "the trailer counts lost samples for {} threads, but the header has {}; the file is damaged",
+                    trailer.lost.len(),
+                    self.header.threads.len()
+                ));
+            }
+            self.trailer = Some(trailer);
             return Ok(None);
         }
         if thread as usize >= self.header.threads.len() {

@@ -87,6 +87,12 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
         let i: usize = k.parse().map_err(|_| err(None, format!("thread key \"{k}\" is not a thread number")))?;
         indexed.push((i, t));
     }
+    if indexed.len() > crate::export::samples::MAX_THREADS {
+        return Err(err(
+            None,
+            format!("{} threads: cyclictest runs at most {}", indexed.len(), crate::export::samples::MAX_THREADS),
+        ));
+    }
     indexed.sort_by_key(|(i, _)| *i);
     if indexed.iter().enumerate().any(|(pos, (i, _))| pos != *i) {
         return Err(err(None, "thread numbers are not 0, 1, 2, …".into()));

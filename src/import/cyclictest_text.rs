@@ -102,6 +102,15 @@ fn parse_histogram(ctx: &Ctx<'_>, lines: &[(usize, &str)], unit: Unit) -> Result
     if n == 0 {
         return Err(ctx.err(min_no, "'# Min Latencies:' lists no thread"));
     }
+    if n > crate::export::samples::MAX_THREADS {
+        return Err(ctx.err(
+            min_no,
+            format!(
+                "'# Min Latencies:' lists {n} threads; cyclictest runs at most {}",
+                crate::export::samples::MAX_THREADS
+            ),
+        ));
+    }
     let need = |label: &str| -> Result<Vec<i64>, ImportError> {
         let (no, v) = footer
             .get(label)
@@ -181,6 +190,12 @@ fn parse_t_lines(ctx: &Ctx<'_>, lines: &[(usize, &str)], unit: Option<Unit>) -> 
             Ok(&rest[..end])
         };
         let index: usize = ctx.num(no, field("T:", "(")?.trim(), "thread number")?;
+        if index >= crate::export::samples::MAX_THREADS {
+            return Err(ctx.err(
+                no,
+                format!("thread {index}: cyclictest runs at most {} threads", crate::export::samples::MAX_THREADS),
+            ));
+        }
         let prio: u32 = ctx.num(no, field("P:", " I:")?.trim(), "priority")?;
         let interval: i64 = ctx.num(no, field("I:", " C:")?.trim(), "interval")?;
         let cycles: u64 = ctx.num(no, field("C:", " Min:")?.trim(), "cycle count")?;

@@ -284,8 +284,19 @@ pub fn import_text(path: &Path, text: &str, unit: Option<Unit>) -> Result<RunRes
     }
     if text.trim_start().starts_with('{') {
         if text.contains("\"schema\": \"rtlab.run/1\"") || text.contains("\"schema\":\"rtlab.run/1\"") {
-            return serde_json::from_str(text)
-                .map_err(|e| err(Some(e.line()), format!("not a valid rtlab.run/1 file: {e}")));
+            let r: RunResult = serde_json::from_str(text)
+                .map_err(|e| err(Some(e.line()), format!("not a valid rtlab.run/1 file: {e}")))?;
+            if r.threads.len() > crate::export::samples::MAX_THREADS {
+                return Err(err(
+                    None,
+                    format!(
+                        "{} threads: rtlab measures at most {}; the file is not one of its results",
+                        r.threads.len(),
+                        crate::export::samples::MAX_THREADS
+                    ),
+                ));
+            }
+            return Ok(r);
         }
         return cyclictest_json::parse(path, text);
     }
