@@ -495,8 +495,12 @@ fn a_real_prometheus_scrapes_it_and_its_quantiles_agree_with_status() {
         }
         assert!(!r.is_empty(), "the dashboard's query returns no data: {q}");
     }
-    // The fleet as rtlab reads it from Prometheus: the host, one thread per CPU, p99 within
-    // one exposition bucket of /status.
+    // The fleet as rtlab reads it from Prometheus: the host, one thread per CPU, and its p99
+    // from the histogram's increase over the window, compared with what Prometheus makes of
+    // the same samples (the same increase, at the same moment): both lie in the same exposition
+    // bucket, rtlab's at its upper edge, Prometheus's interpolated inside it (a rank on a bucket
+    // edge, or a scrape between the two queries, may move either by one bucket). /status holds
+    // other samples (the window misses those before the first scrape): not comparable exactly.
     let url = format!("http://127.0.0.1:{}", p.port);
     let q = rtlab::import::prometheus::Query {
         url: url.clone(),
@@ -508,18 +512,16 @@ fn a_real_prometheus_scrapes_it_and_its_quantiles_agree_with_status() {
     let (host, r) = &hosts[0];
     assert_eq!(host, &format!("127.0.0.1:{}", m.port));
     assert_eq!(r.threads.len(), n_cpus);
-    let (_, status) = get(m.port, "/status", "");
-    let v: Value = serde_json::from_str(&status).unwrap();
+    let same = query(
+        p.port,
+        "histogram_quantile(0.99, sum by (cpu, le) (increase(rtlab_wakeup_latency_seconds_bucket{job=\"rtlab\"}[120s])))",
+    );
     for t in &r.threads {
-        let ours =
-            v["threads"].as_array().unwrap().iter().find(|x| x["cpu"].as_u64() == t.cpu.map(|c| c as u64)).unwrap();
+        let cpu = t.cpu.unwrap().to_string();
+        let prom = same.iter().find(|x| x["metric"]["cpu"] == cpu.as_str()).map(value).unwrap() * 1e9;
         let a = t.stats.percentiles_ns["99"].unwrap() as f64;
-        assert!(
-            consistent(a, &ours["percentiles_ns"]),
-            "CPU {:?}: fleet p99 {a} vs /status {}",
-            t.cpu,
-            ours["percentiles_ns"]
-        );
+        eprintln!("CPU {cpu}: fleet p99 {:.1} µs, Prometheus on the same increase {:.1} µs", a / 1e3, prom / 1e3);
+        assert!(a >= prom / 1.5 && a <= prom * 2.25, "CPU {cpu}: fleet p99 {a} vs Prometheus's {prom}");
     }
     // A step needs two scrapes inside its range: the heatmap fills a few seconds after the start.
     let deadline = Instant::now() + Duration::from_secs(20);
