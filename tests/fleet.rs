@@ -85,73 +85,41 @@ fn ok_json(s: &mut std::net::TcpStream, body: &str) {
 
 /// Serves `fleet` for 30 s at most; the window ends about when the server starts.
 fn serve(fleet: Fleet, since_s: f64) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let end = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
     let start = end - since_s;
-    std::thread::spawn(move || {
-        let until = Instant::now() + Duration::from_secs(30);
-        listener.set_nonblocking(true).unwrap();
-        while Instant::now() < until {
-            let Ok((stream, _)) = listener.accept() else {
-                std::thread::sleep(Duration::from_millis(10));
-                continue;
-            };
-            stream.set_nonblocking(false).unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            loop {
-                let mut h = String::new();
-                if reader.read_line(&mut h).unwrap() == 0 || h == "\r\n" {
-                    break;
-                }
-            }
-            let target = line.split_whitespace().nth(1).unwrap_or("");
-            let (path, qs) = target.split_once('?').unwrap_or((target, ""));
-            let params: Vec<(String, String)> =
-                qs.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.into(), decode(v))).collect();
-            let query = params.iter().find(|p| p.0 == "query").map_or("", |p| p.1.as_str());
-            let labels = r#""instance":"lab-1","job":"rtlab","cpu":"1","thread":"0""#;
-            let result = if path.ends_with("/query_range") && query.starts_with("rtlab_wakeup_latency_window_max") {
-                let time = query.starts_with("rtlab_wakeup_latency_window_max_time");
-                let points: Vec<String> = fleet
-                    .gauge
-                    .iter()
-                    .map(|(t, v, w)| format!("[{:.3},\"{}\"]", start + t, if time { start + w } else { *v }))
-                    .collect();
-                format!(r#"[{{"metric":{{{labels}}},"values":[{}]}}]"#, points.join(","))
-            } else if query.contains("increase(rtlab_wakeup_latency_seconds_bucket") && path.ends_with("/query") {
-                let series: Vec<String> = fleet
-                    .buckets
-                    .iter()
-                    .map(|(le, n)| {
-                        format!(r#"{{"metric":{{"instance":"lab-1","cpu":"1","le":"{le}"}},"value":[{end},"{n}"]}}"#)
-                    })
-                    .collect();
-                format!("[{}]", series.join(","))
-            } else if query.contains("max_over_time(rtlab_wakeup_latency_window_max_seconds") {
-                format!(r#"[{{"metric":{{"instance":"lab-1","cpu":"1"}},"value":[{end},"{}"]}}]"#, fleet.max_over_time)
-            } else if query.contains("rtlab_wakeup_latency_seconds_sum") {
-                format!(r#"[{{"metric":{{"instance":"lab-1","cpu":"1"}},"value":[{end},"0.009"]}}]"#)
-            } else if query.contains("rtlab_missed_periods_total") {
-                format!(r#"[{{"metric":{{"instance":"lab-1","cpu":"1"}},"value":[{end},"0"]}}]"#)
-            } else if query.contains("rtlab_build_info") {
-                format!(r#"[{{"metric":{{"instance":"lab-1","version":"0.1.0"}},"value":[{end},"1"]}}]"#)
-            } else {
-                "[]".to_string()
-            };
-            let kind = if path.ends_with("/query_range") { "matrix" } else { "vector" };
-            let body = format!(r#"{{"status":"success","data":{{"resultType":"{kind}","result":{result}}}}}"#);
-            let mut s = stream;
-            let _ = write!(
-                s,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    port
+    serve_raw(move |path, query, s| {
+        let labels = r#""instance":"lab-1","job":"rtlab","cpu":"1","thread":"0""#;
+        let result = if path.ends_with("/query_range") && query.starts_with("rtlab_wakeup_latency_window_max") {
+            let time = query.starts_with("rtlab_wakeup_latency_window_max_time");
+            let points: Vec<String> = fleet
+                .gauge
+                .iter()
+                .map(|(t, v, w)| format!("[{:.3},\"{}\"]", start + t, if time { start + w } else { *v }))
+                .collect();
+            format!(r#"[{{"metric":{{{labels}}},"values":[{}]}}]"#, points.join(","))
+        } else if query.contains("increase(rtlab_wakeup_latency_seconds_bucket") && path.ends_with("/query") {
+            let series: Vec<String> = fleet
+                .buckets
+                .iter()
+                .map(|(le, n)| {
+                    format!(r#"{{"metric":{{"instance":"lab-1","cpu":"1","le":"{le}"}},"value":[{end},"{n}"]}}"#)
+                })
+                .collect();
+            format!("[{}]", series.join(","))
+        } else if query.contains("max_over_time(rtlab_wakeup_latency_window_max_seconds") {
+            format!(r#"[{{"metric":{{"instance":"lab-1","cpu":"1"}},"value":[{end},"{}"]}}]"#, fleet.max_over_time)
+        } else if query.contains("rtlab_wakeup_latency_seconds_sum") {
+            format!(r#"[{{"metric":{{"instance":"lab-1","cpu":"1"}},"value":[{end},"0.009"]}}]"#)
+        } else if query.contains("rtlab_missed_periods_total") {
+            format!(r#"[{{"metric":{{"instance":"lab-1","cpu":"1"}},"value":[{end},"0"]}}]"#)
+        } else if query.contains("rtlab_build_info") {
+            format!(r#"[{{"metric":{{"instance":"lab-1","version":"0.1.0"}},"value":[{end},"1"]}}]"#)
+        } else {
+            "[]".to_string()
+        };
+        let kind = if path.ends_with("/query_range") { "matrix" } else { "vector" };
+        ok_json(s, &format!(r#"{{"status":"success","data":{{"resultType":"{kind}","result":{result}}}}}"#));
+    })
 }
 
 /// `rtlab report --prometheus … --since 300s --max-latency 100us`: exit code and the verdict line.

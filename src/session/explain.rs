@@ -121,8 +121,7 @@ impl Explainer {
     /// Starts recording `cpus` (the reader runs on the other online CPUs when there are any).
     /// Starts recording `cpus`; the trace reader runs on `reader` (anywhere when `None`).
     pub fn start(plan: ExplainPlan, cpus: &CpuSet, reader: Option<&CpuSet>) -> Result<Explainer, String> {
-        let events = if plan.noise { crate::trace::recorder::NOISE_EVENTS } else { crate::trace::recorder::EVENTS };
-        let recorder = Recorder::start(cpus, reader, events)?;
+        let recorder = Recorder::start(cpus, reader, &crate::trace::recorder::events(plan.noise))?;
         Ok(Explainer {
             recorder,
             plan,

@@ -11,45 +11,10 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The events recorded: scheduling, interrupts, softirqs, timers, IPIs, NMIs, workqueues, and
-/// the osnoise tracepoints where the kernel has them. `sched_wakeup` and `hrtimer_expire_exit`
-/// are left out: they say nothing `sched_waking` and `hrtimer_expire_entry` do not, and every
-/// event between a deadline and the wakeup adds to the latency it explains.
-pub const EVENTS: &[&str] = &[
-    "sched/sched_switch",
-    "sched/sched_waking",
-    "irq/irq_handler_entry",
-    "irq/irq_handler_exit",
-    "irq/softirq_entry",
-    "irq/softirq_exit",
-    "timer/hrtimer_expire_entry",
-    "irq_vectors/local_timer_entry",
-    "irq_vectors/local_timer_exit",
-    "irq_vectors/reschedule_entry",
-    "irq_vectors/reschedule_exit",
-    "irq_vectors/call_function_entry",
-    "irq_vectors/call_function_exit",
-    "irq_vectors/call_function_single_entry",
-    "irq_vectors/call_function_single_exit",
-    "irq_vectors/irq_work_entry",
-    "irq_vectors/irq_work_exit",
-    "irq_vectors/thermal_apic_entry",
-    "irq_vectors/thermal_apic_exit",
-    "ipi/ipi_send_cpu",
-    "ipi/ipi_send_cpumask",
-    "nmi/nmi_handler",
-    "workqueue/workqueue_execute_start",
-    "workqueue/workqueue_execute_end",
-    "osnoise/irq_noise",
-    "osnoise/softirq_noise",
-    "osnoise/nmi_noise",
-    "osnoise/thread_noise",
-];
-
 /// The events a noise gap's attribution reads (`trace::noise`): the contexts that take a busy
 /// thread's CPU and nothing else. Every event recorded on the measured CPU lengthens the
 /// interruption it belongs to, so wakeups, timer callbacks, IPIs sent and work items — which
-/// the attribution does not need — are not recorded.
+/// the attribution does not need — are not recorded for it.
 pub const NOISE_EVENTS: &[&str] = &[
     "sched/sched_switch",
     "irq/irq_handler_entry",
@@ -70,6 +35,30 @@ pub const NOISE_EVENTS: &[&str] = &[
     "irq_vectors/thermal_apic_exit",
     "nmi/nmi_handler",
 ];
+
+/// What `--explain` records besides [`NOISE_EVENTS`]: wakeups, timer callbacks, IPIs sent,
+/// work items, and the osnoise tracepoints where the kernel has them. `sched_wakeup` and
+/// `hrtimer_expire_exit` are left out: they say nothing `sched_waking` and
+/// `hrtimer_expire_entry` do not, and every event between a deadline and the wakeup adds to the
+/// latency it explains.
+pub const EXPLAIN_EXTRA_EVENTS: &[&str] = &[
+    "sched/sched_waking",
+    "timer/hrtimer_expire_entry",
+    "ipi/ipi_send_cpu",
+    "ipi/ipi_send_cpumask",
+    "workqueue/workqueue_execute_start",
+    "workqueue/workqueue_execute_end",
+    "osnoise/irq_noise",
+    "osnoise/softirq_noise",
+    "osnoise/nmi_noise",
+    "osnoise/thread_noise",
+];
+
+/// The events to record: for a noise run's attribution, or for `--explain`.
+pub fn events(noise: bool) -> Vec<&'static str> {
+    let extra: &[&str] = if noise { &[] } else { EXPLAIN_EXTRA_EVENTS };
+    NOISE_EVENTS.iter().chain(extra).copied().collect()
+}
 
 /// Per-CPU trace buffer (KiB): about five seconds of a busy CPU's events at 1 kHz.
 pub const BUFFER_KB: usize = 2048;
@@ -158,7 +147,7 @@ fn drain(pipes: &mut [(std::fs::File, Vec<u8>)], windows: &[Window]) -> bool {
 }
 
 impl Recorder {
-    /// Starts recording `events` ([`EVENTS`], [`NOISE_EVENTS`]) of `cpus` into the instance
+    /// Starts recording `events` ([`events`]) of `cpus` into the instance
     /// `rtlab-PID-XXXXXXXX`; the reader thread runs on `reader_cpus` (keep it off the measured CPUs)
     /// when given.
     pub fn start(cpus: &CpuSet, reader_cpus: Option<&CpuSet>, events: &[&str]) -> Result<Recorder, String> {
