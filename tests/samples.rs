@@ -131,3 +131,51 @@ fn an_import_of_more_threads_than_cyclictest_runs_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("thread 5000: cyclictest runs at most 4096 threads"), "{err}");
 }
+
+#[test]
+fn a_samples_file_of_4096_threads_makes_a_report_of_bounded_size() {
+    use rtlab::export::samples::{header_bytes, push_record, trailer_bytes, Header, Record, ThreadInfo, Trailer};
+    let dir = tempfile::tempdir().unwrap();
+    let n = 4096;
+    let header = Header {
+        schema: "rtlab.samples/1".into(),
+        clock: "monotonic".into(),
+        start_time: "2026-11-23T00:00:00Z".into(),
+        threads: (0..n)
+            .map(|t| ThreadInfo { thread: t, cpu: Some(t % 2), interval_ns: 1_000_000, identity: None })
+            .collect(),
+    };
+    let mut b = header_bytes(&header);
+    for c in 0..3u64 {
+        for t in 0..n {
+            push_record(
+                &mut b,
+                &Record {
+                    thread: t as u16,
+                    cycle: c,
+                    wake_ns: (c as i64 + 1) * 1_000_000,
+                    latency_ns: 5_000 + t as i64,
+                },
+            );
+        }
+    }
+    b.extend_from_slice(&trailer_bytes(&Trailer { records: 3 * n as u64, lost: vec![0; n] }));
+    let smp = dir.path().join("many.smp");
+    std::fs::write(&smp, b).unwrap();
+    let html = dir.path().join("r.html");
+    let out = rtlab().arg("report").arg(&smp).arg("-o").arg(&html).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let size = std::fs::metadata(&html).unwrap().len();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("4096 threads: the pictures draw them together"), "said so");
+    assert!(size < 10 << 20, "the report of 4096 threads is {size} bytes");
+    // SAFETY: getrusage fills a plain struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    eprintln!("report: {} KiB of HTML, children's peak RSS {} MiB", size >> 10, ru.ru_maxrss >> 10);
+    assert!(
+        ru.ru_maxrss < 512 << 10,
+        "peak RSS {} KiB (the histograms of a samples file are sized to its samples)",
+        ru.ru_maxrss
+    );
+}

@@ -255,6 +255,9 @@ pub fn sweep_data(input: &Input) -> Option<sweep::Sweep> {
     Some(sweep::Sweep { axis, groups, throughput_unit })
 }
 
+/// Threads of a samples file drawn as tracks of their own; more are drawn as one.
+pub const MAX_TRACKS: usize = 32;
+
 /// The tracks of a samples file, streamed twice (time span, then bins): memory does not grow
 /// with the file.
 pub fn timeseries_tracks(input: &Input) -> Result<Option<(Vec<timeseries::Track>, i64)>, String> {
@@ -266,10 +269,17 @@ pub fn timeseries_tracks(input: &Input) -> Result<Option<(Vec<timeseries::Track>
         t_end = t_end.max(rec.wake_ns);
     }
     let mut r = open()?;
-    let labels = r.header().threads.iter().map(|t| label_of(t.thread, t.cpu)).collect();
+    // Many threads are drawn as one track: a thousand lines say nothing a single one does not,
+    // and each costs the picture its own path.
+    let together = r.header().threads.len() > MAX_TRACKS;
+    let labels = if together {
+        vec![format!("all {} threads", r.header().threads.len())]
+    } else {
+        r.header().threads.iter().map(|t| label_of(t.thread, t.cpu)).collect()
+    };
     let mut b = timeseries::Binner::new(labels, t_end);
     while let Some(rec) = r.next_record().map_err(|e| format!("{}: {e}", path.display()))? {
-        b.add(rec.thread as usize, rec.wake_ns, rec.latency_ns);
+        b.add(if together { 0 } else { rec.thread as usize }, rec.wake_ns, rec.latency_ns);
     }
     Ok(Some(b.finish()))
 }

@@ -384,12 +384,21 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     }
     out.push(Block::Heading(3, "Plots".into()));
     let one = std::slice::from_ref(input);
+    let by = if r.threads.len() > MAX_CURVES {
+        out.push(Block::Text(format!(
+            "{} threads: the pictures draw them together (one curve per thread up to {MAX_CURVES}).",
+            r.threads.len()
+        )));
+        By::Input
+    } else {
+        By::Thread
+    };
     if noise {
         out.push(figure(Kind::Noise, one, None, format!("noise-{index}"), "Noise over time")?);
-        out.push(figure(Kind::Histogram, one, Some(By::Thread), format!("histogram-{index}"), "Noise gap histogram")?);
+        out.push(figure(Kind::Histogram, one, Some(by), format!("histogram-{index}"), "Noise gap histogram")?);
     } else {
-        out.push(figure(Kind::Histogram, one, Some(By::Thread), format!("histogram-{index}"), "Latency histogram")?);
-        out.push(figure(Kind::Cdf, one, Some(By::Thread), format!("cdf-{index}"), "Latency percentiles (tail)")?);
+        out.push(figure(Kind::Histogram, one, Some(by), format!("histogram-{index}"), "Latency histogram")?);
+        out.push(figure(Kind::Cdf, one, Some(by), format!("cdf-{index}"), "Latency percentiles (tail)")?);
     }
     if input.samples.is_some() {
         out.push(figure(Kind::Timeseries, one, None, format!("timeseries-{index}"), "Latency over time")?);
@@ -573,11 +582,25 @@ pub fn build(inputs: &[Input]) -> Result<Vec<Block>, String> {
         out.extend(comparison_blocks(&compare::compare(&runs), 1 + 8));
         out.push(figure(Kind::Cdf, inputs, Some(By::Input), "compare-cdf".into(), "Tails side by side")?);
     }
-    for (i, input) in inputs.iter().enumerate() {
+    for (i, input) in inputs.iter().enumerate().take(MAX_DETAILED) {
         match &input.content {
             Content::Run(r) => run_blocks(input, r, i, &mut out)?,
             Content::Sweep(..) => sweep_blocks(input, i, &mut out)?,
         }
     }
+    if inputs.len() > MAX_DETAILED {
+        out.push(Block::Heading(2, format!("{} more inputs", inputs.len() - MAX_DETAILED)));
+        out.push(Block::Text(format!(
+            "A report details at most {MAX_DETAILED} inputs (a fleet's worst first); the other {} are in the comparison above only: {}.",
+            inputs.len() - MAX_DETAILED,
+            crate::units::clip(&inputs[MAX_DETAILED..].iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", "), 2000)
+        )));
+    }
     Ok(out)
 }
+
+/// Inputs a report details (sections, tables, pictures); more are compared only, said so.
+pub const MAX_DETAILED: usize = 50;
+
+/// Threads drawn one curve each; a run with more is drawn with its threads together, said so.
+pub const MAX_CURVES: usize = crate::plot::inputs::MAX_TRACKS;

@@ -99,6 +99,16 @@ pub struct Snapshot {
     pub resident_bytes: u64,
 }
 
+/// Samples of `s` at or below `b` ns, exactly from the probe's cut counts (`cuts`: the
+/// probe's sorted cuts, which hold every `le` bound and threshold); from the histogram only
+/// when the probe counted no cuts (then exact where `b + 1` is a bucket edge, below otherwise).
+pub fn samples_at_or_below(s: &crate::measure::stats::Summary, cuts: &[u64], b: u64) -> u64 {
+    match cuts.binary_search(&b) {
+        Ok(i) if s.cut_counts.len() == cuts.len() + 1 => s.cut_counts[..=i].iter().sum(),
+        _ => s.counts.nonzero().filter(|(_, hi, _)| *hi <= b + 1).map(|(_, _, c)| c).sum(),
+    }
+}
+
 /// A float as Prometheus writes it (`+Inf`, shortest round trip otherwise).
 fn num(v: f64) -> String {
     if v.is_infinite() {
@@ -291,6 +301,34 @@ pub fn render(s: &Snapshot, openmetrics: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::histogram::Layout;
+    use crate::measure::stats::{Live, Recorder};
+
+    #[test]
+    fn le_bounds_and_thresholds_count_exactly_whatever_the_histograms_buckets() {
+        // 10 µs buckets and a 15 µs threshold: no bucket edge at 1.5 µs, 15 µs or 15 ms.
+        let layout = Layout::new(10_000, 10_000_000).unwrap();
+        let mut cuts = bucket_bounds_ns();
+        cuts.push(15_000);
+        cuts.sort_unstable();
+        cuts.dedup();
+        let live = Live::with_cuts(layout, &cuts);
+        let mut r = Recorder::new(&live, None);
+        for v in [11_400, 15_000, 15_001, 1_500, 1_501, 40_000_000] {
+            r.record(v, 0, 0);
+        }
+        let s = r.finish();
+        let le = |b: u64| samples_at_or_below(&s, &cuts, b);
+        assert_eq!(le(1_500), 1, "a sample of exactly the bound is at or below it");
+        assert_eq!(le(15_000), 4);
+        assert_eq!(s.cycles - le(15_000), 2, "exceedances of 15 µs: the samples above it");
+        assert_eq!(le(15_000_000), 5);
+        assert_eq!(le(1_000_000_000), 6);
+        // From the histogram alone, only bucket edges are exact: 15 µs reads as 10 µs.
+        let mut bare = s.clone();
+        bare.cut_counts.clear();
+        assert_eq!(samples_at_or_below(&bare, &cuts, 15_000), 2);
+    }
 
     fn one() -> Snapshot {
         let bounds = bucket_bounds();
