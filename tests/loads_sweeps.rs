@@ -106,7 +106,10 @@ fn run_with_loads_records_their_throughput_in_the_result() {
     let loads = r["loads"].as_array().unwrap();
     assert_eq!(loads.len(), 2);
     assert_eq!(loads[0]["policy"], "idle");
-    assert!(loads[0]["rate_per_s"].as_f64().unwrap() > 0.0);
+    // SCHED_IDLE runs only when nothing else wants the CPU: on a busy machine it may do nothing
+    // in 300 ms. Its rate is recorded all the same; the fair messaging load always progresses.
+    assert!(loads[0]["rate_per_s"].as_f64().unwrap() >= 0.0);
+    assert!(loads[1]["rate_per_s"].as_f64().unwrap() > 0.0, "{}", loads[1]);
 }
 
 #[test]
