@@ -266,7 +266,10 @@ fn a_fifo_task_taking_the_cpu_200us_every_10ms_shows_as_100_thread_noises_a_seco
     eprintln!("ground truth: {per_s:.1} noises/s of {each_us:.1} µs (100/s of 200 µs expected)");
     assert!((85.0..=115.0).contains(&per_s), "about 100 a second: {per_s}");
     assert!((150.0..=260.0).contains(&each_us), "about 200 µs each: {each_us}");
-    assert_eq!(top[0]["name"], load_thread["name"], "the largest interferer by time: {top:#?}");
+    // It outranks every interrupt; only another thread can take more (on a busy machine, a fair
+    // task sharing the CPU with the SCHED_OTHER busy thread does).
+    let rank = top.iter().position(|x| x["name"] == load_thread["name"]).unwrap();
+    assert!(top[..rank].iter().all(|x| x["source"] == "thread"), "the largest interferer but threads: {top:#?}");
 }
 
 #[test]
