@@ -433,5 +433,7 @@ fn noise_results_plot_report_compare_and_sweep() {
     assert_eq!(rows[0][..3], ["cpu_workers", "min_available_pct", "max_noise_us_per_s"]);
     let avail = |r: &Vec<&str>| r[1].parse::<f64>().unwrap();
     assert_eq!(rows.len(), 3);
-    assert!(avail(&rows[2]) < avail(&rows[1]) - 20.0, "a fair CPU hog beside the busy thread takes a share: {csv}");
+    // Alone, the busy thread has nearly all of its CPU; a fair hog beside it takes about half.
+    // On a busy machine the first point already shares the CPU: the hog still takes a share.
+    assert!(avail(&rows[2]) < avail(&rows[1]) * 0.9, "a fair CPU hog beside the busy thread takes a share: {csv}");
 }

@@ -276,16 +276,21 @@ fn sweep_axes_that_only_mean_something_for_os_threads_are_refused_for_runtimes()
     assert!(!Path::new("/tmp/never").exists());
 }
 
-/// Runs `args` for a while, asks for the live table with SIGUSR1 after `after`, and returns stderr.
+/// Runs `args` for a while, asks for the live table with SIGUSR1 after `after` and then every
+/// half second until the run ends (a runtime that starts slowly on a busy machine has its
+/// samples in a later table), and returns stderr.
 fn status_table(args: &[&str], after: Duration) -> String {
-    let child = std::process::Command::new(rtlab_path())
+    let mut child = std::process::Command::new(rtlab_path())
         .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(after);
-    let _ = std::process::Command::new("kill").args(["-USR1", &child.id().to_string()]).status();
+    while child.try_wait().unwrap().is_none() {
+        let _ = std::process::Command::new("kill").args(["-USR1", &child.id().to_string()]).status();
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -298,11 +303,16 @@ fn the_live_table_shows_a_runtime_probe_on_request() {
         (vec!["run", "--runtime", "beam", "-D", "4s", "-i", "1ms", "-q"], Duration::from_millis(3000)),
     ] {
         let err = status_table(&args, after);
-        let table: Vec<&str> =
-            err.lines().skip_while(|l| !l.starts_with("rtlab: ") || l.starts_with("rtlab: warning")).collect();
-        assert!(table.len() >= 3, "{args:?}: no live table in {err}");
-        assert!(table[1].split_whitespace().collect::<Vec<_>>().starts_with(&["thread", "cpu", "policy", "cycles"]));
-        let row: Vec<&str> = table[2].split_whitespace().collect();
+        // The tables printed: each a `rtlab: …` line, its header, and a row per thread.
+        let lines: Vec<&str> = err.lines().collect();
+        let tables: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].starts_with("rtlab: ") && !lines[i].starts_with("rtlab: warning"))
+            .filter(|&i| {
+                lines.get(i + 1).is_some_and(|h| h.split_whitespace().take(4).eq(["thread", "cpu", "policy", "cycles"]))
+            })
+            .collect();
+        assert!(!tables.is_empty(), "{args:?}: no live table in {err}");
+        let row: Vec<&str> = lines[tables[tables.len() - 1] + 2].split_whitespace().collect();
         assert_eq!(row[0], "0", "{args:?}: {err}");
         assert!(row[3].parse::<u64>().unwrap() > 0, "{args:?}: the probe had recorded samples: {err}");
     }
