@@ -466,7 +466,9 @@ fn a_duration_counts_from_an_aligned_schedules_start() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let r = read_json(&json);
     let periods = r["all"]["cycles"].as_u64().unwrap() + r["all"]["missed"].as_u64().unwrap();
-    assert!((990..=1001).contains(&periods), "{periods} periods of 1 ms in -D 1 from the aligned start");
+    // From the release instead, up to 2 s fewer; the stop itself is noticed by a SCHED_OTHER
+    // thread, a few ms late on a busy machine.
+    assert!((990..=1050).contains(&periods), "{periods} periods of 1 ms in -D 1 from the aligned start");
     assert_eq!(r["end_reason"], "duration");
 }
 

@@ -225,8 +225,17 @@ impl tokio::io::AsyncWrite for Tracked {
 /// answers, else the oldest of all. A client that connects and asks at once is always served.
 fn victim(conns: &[Arc<Conn>]) -> Option<&Arc<Conn>> {
     let oldest = |f: &dyn Fn(&Conn) -> bool| conns.iter().filter(|c| f(c)).min_by_key(|c| c.accepted);
-    oldest(&|c| !c.spoke.load(Relaxed)).or_else(|| oldest(&|c| c.stalled_for().is_some())).or_else(|| oldest(&|_| true))
+    // A connection accepted a moment ago may have sent its request without having been read
+    // yet (a busy machine): it is not taken for a silent one.
+    let settled = |c: &Conn| c.accepted.elapsed() > SETTLE;
+    oldest(&|c| settled(c) && !c.spoke.load(Relaxed))
+        .or_else(|| oldest(&|c| c.stalled_for().is_some()))
+        .or_else(|| oldest(&settled))
+        .or_else(|| oldest(&|_| true))
 }
+
+/// How long a new connection is given before it may be judged silent.
+const SETTLE: Duration = Duration::from_millis(100);
 
 /// A client that has not sent a byte this long after connecting is closed.
 pub const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(1);
