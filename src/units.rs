@@ -116,8 +116,14 @@ pub fn count(n: u64, noun: &str) -> String {
 /// that text from outside (a label, a server's answer, a path) cannot move the terminal's
 /// cursor, forge a line of output or break an SVG.
 pub fn printable(s: &str) -> String {
-    if s.chars().any(char::is_control) {
-        s.chars().map(|c| if c.is_control() { '\u{fffd}' } else { c }).collect()
+    printable_but(s, &[])
+}
+
+/// [`printable`], keeping the control characters in `keep` (line ends and tabs of a text).
+pub fn printable_but(s: &str, keep: &[char]) -> String {
+    let bad = |c: char| c.is_control() && !keep.contains(&c);
+    if s.chars().any(bad) {
+        s.chars().map(|c| if bad(c) { '\u{fffd}' } else { c }).collect()
     } else {
         s.to_string()
     }

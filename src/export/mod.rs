@@ -127,11 +127,7 @@ pub fn quiet_on_closed_pipe(r: std::io::Result<()>) -> std::io::Result<()> {
 pub fn print(text: &str) {
     // Names and messages from the inputs (a host name, a label) must not drive the terminal:
     // control characters other than line ends and tabs are replaced.
-    let text: std::borrow::Cow<str> = if text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        text.chars().map(|c| if c.is_control() && c != '\n' && c != '\t' { '\u{fffd}' } else { c }).collect()
-    } else {
-        text.into()
-    };
+    let text = crate::units::printable_but(text, &['\n', '\t']);
     let mut out = std::io::stdout().lock();
     let _ = quiet_on_closed_pipe(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
 }

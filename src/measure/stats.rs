@@ -359,13 +359,17 @@ impl<'a> Recorder<'a> {
         if latency < l.min.load(Relaxed) {
             l.min.store(latency, Relaxed);
         }
+        // Figures that change rarely are published only when they change.
         if latency > l.max.load(Relaxed) {
             l.max.store(latency, Relaxed);
             self.max_at_cycle = cycle;
             self.max_at_ns = at_ns;
+            p.max_at_cycle.store(cycle, Relaxed);
+            p.max_at_ns.store(at_ns, Relaxed);
         }
         if latency < 0 {
             self.negative += 1;
+            p.negative.store(self.negative, Relaxed);
         }
         self.over.check(latency, cycle, at_ns);
         self.outliers.check(latency, cycle, at_ns);
@@ -387,9 +391,6 @@ impl<'a> Recorder<'a> {
         p.sq_lo.store(self.sum_sq as u64, Relaxed);
         p.sq_hi.store((self.sum_sq >> 64) as u64, Relaxed);
         p.sq_wraps.store(self.sum_sq_wraps, Relaxed);
-        p.negative.store(self.negative, Relaxed);
-        p.max_at_cycle.store(self.max_at_cycle, Relaxed);
-        p.max_at_ns.store(self.max_at_ns, Relaxed);
         p.seq.store(seq + 2, Release);
     }
 
