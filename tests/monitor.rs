@@ -758,3 +758,45 @@ fn healthz_fails_when_a_probe_is_starved_off_its_schedule() {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+#[test]
+fn out_of_file_descriptors_the_accept_loop_waits_instead_of_spinning() {
+    let port = free_port();
+    // 40 descriptors: the monitor's own and about thirty clients; the rest wait in the backlog
+    // and every accept fails with EMFILE until a connection ends.
+    let mut child = Command::new("prlimit")
+        .args(["--nofile=40", "--"])
+        .arg(common::rtlab_path())
+        .args(["monitor", "-a", "0", "-i", "1ms", "-D", "8", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prlimit (util-linux)");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while get(port, "/metrics", "").0 != 200 {
+        assert!(Instant::now() < deadline, "the monitor did not publish");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut held = Vec::new();
+    for _ in 0..80 {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n");
+            held.push(s);
+        }
+    }
+    let ticks = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let f: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let before = ticks(child.id());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = ticks(child.id()) - before;
+    drop(held);
+    let _ = child.kill();
+    let _ = child.wait();
+    // A spinning accept loop takes a whole CPU: 200 ticks in 2 s; the probe itself takes a few.
+    assert!(used < 60, "{used} ticks of CPU in 2 s while out of descriptors");
+}
