@@ -800,3 +800,27 @@ fn out_of_file_descriptors_the_accept_loop_waits_instead_of_spinning() {
     // A spinning accept loop takes a whole CPU: 200 ticks in 2 s; the probe itself takes a few.
     assert!(used < 60, "{used} ticks of CPU in 2 s while out of descriptors");
 }
+
+#[test]
+fn a_double_sigterm_keeps_the_current_window_saved_so_far() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w.json");
+    let mut child = Command::new(common::rtlab_path())
+        .args(["monitor", "-a", "0", "-i", "1ms", "--rotate", "1h", "--listen"])
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(12));
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let _ = child.wait();
+    // Saved every 10 s: the emergency exit loses at most the seconds since.
+    let v = common::read_json(&json);
+    common::assert_valid_run_result(&v);
+    assert!(v["threads"][0]["cycles"].as_u64().unwrap() > 5_000, "{}", v["threads"][0]["cycles"]);
+}
