@@ -323,3 +323,15 @@ fn hostile_labels_and_error_bodies_cannot_drive_the_terminal_or_break_the_report
     assert!(!md.contains("<script>") && md.contains("&lt;script&gt;"), "{md}");
     assert!(!md.lines().any(|l| l.starts_with("FAIL")), "no forged line: {md}");
 }
+
+#[test]
+fn more_hosts_than_a_report_holds_are_cut_and_said_so() {
+    let series: Vec<String> = (0..1100)
+        .flat_map(|h| [bucket(&format!("h{h:04}"), "0.00005", "10"), bucket(&format!("h{h:04}"), "+Inf", "10")])
+        .collect();
+    let port = serve_raw(buckets_only(series));
+    let (code, text) = judged(port);
+    assert_eq!(code, 0, "{}", &text[..text.len().min(2000)]);
+    assert!(text.contains("1100 hosts answered; the report holds the first 1000 by name"), "said so");
+    assert!(text.contains("h0999") && !text.contains("h1000"), "the first 1000 by name");
+}
