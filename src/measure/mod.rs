@@ -7,3 +7,4 @@ pub mod probe;
 pub mod ring;
 pub mod simulate;
 pub mod stats;
+pub mod work;

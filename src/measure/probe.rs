@@ -5,6 +5,7 @@
 //! simulation share the same bookkeeping, and each is compiled without indirection.
 
 use super::stats::{Exceedance, Recorder};
+use super::work::{Job, NoWork, WorkRecorder};
 use crate::rt::clock::{self, ClockId};
 use crate::rt::signals::PosixTimer;
 use serde::{Deserialize, Serialize};
@@ -237,9 +238,42 @@ pub struct LoopOutcome {
 /// recorder's stores; no allocation, lock, I/O or other system call.
 #[inline(never)]
 pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, stop: &AtomicBool) -> LoopOutcome {
+    looped(w, &mut NoWork, None, p, rec, stop)
+}
+
+/// The same loop for a task that works after each wakeup (absolute schedules): `job` runs,
+/// and `work` records its response and run times and its deadline; releases that pass while
+/// it works are skipped and counted as missed periods (the one rule, on the response time).
+#[inline(never)]
+pub fn run_work_loop<W: Waiter, J: Job>(
+    w: &mut W,
+    job: &mut J,
+    work: &mut WorkRecorder<'_>,
+    p: &LoopParams,
+    rec: &mut Recorder<'_>,
+    stop: &AtomicBool,
+) -> LoopOutcome {
+    looped(w, job, Some(work), p, rec, stop)
+}
+
+/// The one loop; with [`NoWork`] every line about work compiles away.
+#[inline(always)]
+fn looped<W: Waiter, J: Job>(
+    w: &mut W,
+    job: &mut J,
+    mut work: Option<&mut WorkRecorder<'_>>,
+    p: &LoopParams,
+    rec: &mut Recorder<'_>,
+    stop: &AtomicBool,
+) -> LoopOutcome {
     let interval = p.interval_ns;
     let start = w.start(interval, p.start_at);
     rec.started(start);
+    if J::ENABLED {
+        if let Some(wr) = work.as_deref_mut() {
+            wr.started(start);
+        }
+    }
     let mut next = start + interval;
     let mut warm = p.warmup_cycles;
     let mut recorded = 0u64;
@@ -266,6 +300,12 @@ pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, st
         if let Some(k) = wake.overrun {
             missed = k;
         }
+        let mut done = now;
+        if J::ENABLED {
+            done = job.run(now);
+            // Releases that passed while the job ran are skipped: the one rule, on the response.
+            missed = missed_periods(done - intended, interval);
+        }
         if W::ABSOLUTE {
             next = intended + interval;
             if missed > 0 {
@@ -280,6 +320,11 @@ pub fn run_loop<W: Waiter>(w: &mut W, p: &LoopParams, rec: &mut Recorder<'_>, st
             continue;
         }
         rec.record(latency, now - start, missed);
+        if J::ENABLED {
+            if let Some(wr) = work.as_deref_mut() {
+                wr.record(done - intended, done - now, now - start, missed);
+            }
+        }
         if cyclictest_us {
             rec.record_cyclictest_us(super::stats::cyclictest_us(intended, now));
         }
@@ -423,6 +468,48 @@ mod tests {
         run_loop(&mut w, &p, &mut rec, &AtomicBool::new(false));
         assert!(w.failed.as_deref().is_some_and(|f| f.contains("timer_settime")), "{:?}", w.failed);
         assert_eq!(rec.finish().cycles, 5);
+    }
+
+    #[test]
+    fn a_working_task_gets_exact_response_times_slack_misses_runs_and_windows() {
+        use crate::measure::simulate::{SampleSource, SimWaiter};
+        use crate::measure::work::{SimJob, WorkKind, WorkLive, WorkRecorder, WorkSpec};
+        // Period 1000, deadline 800; per period (latency, work):
+        //  (100, 300) → response 400, on time;
+        //  (50, 900)  → 950: late, done before the next release;
+        //  (100, 2000) → 2100: late, the releases at +1000 and +2000 passed: 2 skipped;
+        //  (0, 1000)  → 1000: late, done exactly at the next release: none skipped;
+        //  (10, 10)   → 20, on time.
+        let spec = WorkSpec { kind: WorkKind::Fixed, amount_ns: 300, deadline_ns: 800, miss_window: 3 };
+        let live = Live::new(Layout::DEFAULT);
+        let wl = WorkLive::new(spec, Layout::DEFAULT);
+        let mut rec = Recorder::new(&live, None);
+        let mut wr = WorkRecorder::new(&wl, Some(900));
+        let mut w = SimWaiter::<true>::new(SampleSource::List(vec![100, 50, 100, 0, 10], 0));
+        let mut job = SimJob { durations: vec![300, 900, 2000, 1000, 10], next: 0 };
+        let p = LoopParams {
+            interval_ns: 1000,
+            loops: 5,
+            warmup_cycles: 0,
+            break_ns: i64::MAX,
+            start_at: None,
+            cyclictest_us: false,
+        };
+        let out = run_work_loop(&mut w, &mut job, &mut wr, &p, &mut rec, &AtomicBool::new(false));
+        let lat = rec.finish();
+        let work = wr.finish();
+        assert_eq!((lat.cycles, lat.missed, lat.max_ns), (5, 2, Some(100)));
+        let r = &work.response;
+        assert_eq!((r.cycles, r.min_ns, r.max_ns, r.sum_ns), (5, Some(20), Some(2100), 4470));
+        assert_eq!((r.max_at_cycle, r.over.count), (Some(2), 3)); // 950, 2100, 1000 > 900
+        assert_eq!((work.run.min_ns, work.run.max_ns, work.run.sum_ns), (Some(10), Some(2000), 4210));
+        let d = work.deadlines;
+        assert_eq!((d.releases, d.misses, d.late, d.skipped), (7, 5, 3, 2));
+        // ok, late, late, skip, skip, late, ok: a run of 5; any three of it fill a window of 3.
+        assert_eq!((d.longest_miss_run, d.worst_misses_in_window, d.first_miss_release), (5, 3, Some(1)));
+        // The schedule stayed absolute: 5 jobs and 2 skips span 7 periods.
+        assert_eq!(out.iterations, 5);
+        assert_eq!(wl.checkpoint().unwrap().deadlines, d);
     }
 
     #[test]
