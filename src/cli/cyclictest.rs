@@ -404,6 +404,9 @@ impl CyclictestArgs {
                 sched: SchedParams::simple(policy, prio),
                 interval_ns: this_interval,
                 warmup_cycles: 0,
+                name: None,
+                work: None,
+                offset_ns: 0,
             });
         }
 

@@ -13,10 +13,12 @@ pub mod noise;
 pub mod parse;
 pub mod plot;
 pub mod report;
+pub mod rt_app;
 pub mod run;
 pub mod samples;
 pub mod schema;
 pub mod sweep;
+pub mod tasks;
 
 use clap::{Parser, Subcommand};
 

@@ -378,6 +378,9 @@ impl NoiseArgs {
                 sched: SchedParams::simple(policy, priority),
                 interval_ns: period,
                 warmup_cycles: 0,
+                name: None,
+                work: None,
+                offset_ns: 0,
             })
             .collect();
         let probe = NoisePlan {

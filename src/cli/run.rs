@@ -6,6 +6,9 @@ use crate::commands::run::RunOptions;
 use crate::measure::histogram::Layout;
 use crate::measure::probe::{ClockKind, Method};
 use crate::measure::simulate::Simulation;
+use crate::measure::work::{WorkKind, WorkSpec, DEFAULT_MISS_WINDOW, MAX_MISS_WINDOW};
+use crate::result::verdict::MissLimit;
+use super::tasks::TaskSpec;
 use crate::probes::{os_thread, ProbeSpec, ThreadPlan};
 use crate::result::{Config, DeadlineParams};
 use crate::rt::affinity::{self, CpuSet};
@@ -195,6 +198,44 @@ pub struct RunArgs {
     #[command(flatten)]
     pub runtime: RuntimeArgs,
 
+    /// Work after each wakeup, calibrated at start to take TIME on an undisturbed CPU (rt-app's
+    /// run): response time, slack and deadline misses are measured (plain number = µs)
+    #[arg(long = "work", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub work: Option<i64>,
+
+    /// What --work is fixed in: fixed (calibrated computation) or time (busy wall-clock time, rt-app's runtime)
+    #[arg(long = "work-kind", value_enum, value_name = "KIND", requires = "work")]
+    pub work_kind: Option<WorkKind>,
+
+    /// Deadline relative to the release, shorter or longer than the period [default: the period]
+    #[arg(long = "deadline", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub deadline: Option<i64>,
+
+    /// Count the worst number of deadline misses in any K consecutive releases [default: 1000]
+    #[arg(long = "miss-window", value_name = "K", value_parser = clap::value_parser!(u32).range(1..=MAX_MISS_WINDOW as i64))]
+    pub miss_window: Option<u32>,
+
+    /// Verdict: fail (exit 3) if any response time exceeds this (plain number = µs)
+    #[arg(long = "max-response", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub max_response: Option<i64>,
+
+    /// Verdict: fail (exit 3) on more than N deadline misses, or more than M in any K consecutive releases (M/K)
+    #[arg(long = "max-misses", value_name = "N|M/K", value_parser = MissLimit::parse)]
+    pub max_misses: Option<MissLimit>,
+
+    /// A periodic task (repeatable): name=ctl,period=1ms,work=200us,policy=fifo:80,cpu=1; keys: name, period,
+    /// work, kind, deadline, policy, nice, cpu, offset, dl-runtime, dl-deadline, dl-period
+    #[arg(long = "task", value_name = "SPEC")]
+    pub tasks: Vec<String>,
+
+    /// A task set in TOML: [[task]] tables with the keys of --task
+    #[arg(long = "tasks", value_name = "FILE", conflicts_with = "tasks")]
+    pub tasks_file: Option<PathBuf>,
+
+    /// Run rt-app's periodic task descriptions (JSON) unchanged
+    #[arg(long = "rt-app", value_name = "FILE", conflicts_with_all = ["tasks", "tasks_file"])]
+    pub rt_app: Option<PathBuf>,
+
     /// Simulated probe: seed:N or file:PATH (testing only)
     #[arg(long, value_name = "SPEC", hide = true, value_parser = Simulation::parse)]
     pub simulate: Option<Simulation>,
@@ -358,7 +399,17 @@ impl RunArgs {
             )));
         }
 
-        layout.check_memory(n).map_err(usage)?;
+        layout.check_memory(if self.work.is_some() { n * 3 } else { n }).map_err(usage)?;
+        let window = match (self.miss_window, self.max_misses) {
+            (Some(w), Some(MissLimit::Window { k, .. })) if w != k => {
+                return Err(usage(format!(
+                    "--miss-window {w} and --max-misses .../{k} count different windows; give one K (or drop --miss-window)"
+                )))
+            }
+            (Some(w), _) => w,
+            (None, Some(MissLimit::Window { k, .. })) => k,
+            (None, _) => DEFAULT_MISS_WINDOW,
+        };
         let placed = os_thread::placement(n, pinned.then_some(&cpus));
         let mut threads = Vec::with_capacity(n);
         let mut deadline_cfg = None;
@@ -408,14 +459,53 @@ impl RunArgs {
                 Some(Warmup::Cycles(c)) => c,
                 Some(Warmup::Time(t)) => (t as u64).div_ceil(interval_ns as u64),
             };
-            threads.push(ThreadPlan { index: i, cpu, sched, interval_ns, warmup_cycles });
+            let work = self.work.map(|amount_ns| WorkSpec {
+                kind: self.work_kind.unwrap_or(WorkKind::Fixed),
+                amount_ns,
+                deadline_ns: self.deadline.unwrap_or(interval_ns),
+                miss_window: window,
+            });
+            threads.push(ThreadPlan { index: i, cpu, sched, interval_ns, warmup_cycles, name: None, work, offset_ns: 0 });
         }
+        let mut method = self.method;
+        let (mut loops, mut duration, mut mlockall) = (self.loops, self.duration, !self.no_mlockall || self.mlockall);
+        let mut align = None;
+        if let Some(set) = self.task_set(&online, SchedParams::simple(policy, priority))? {
+            threads = set
+                .tasks
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let warmup = match self.warmup {
+                        None => 0,
+                        Some(Warmup::Cycles(c)) => c,
+                        Some(Warmup::Time(w)) => (w as u64).div_ceil(t.period_ns as u64),
+                    };
+                    t.thread(i, warmup, window)
+                })
+                .collect();
+            if set.relative {
+                method = Method::Rel;
+            }
+            loops = loops.or(set.loops);
+            duration = duration.or(set.duration);
+            if let Some(lock) = set.lock_pages {
+                mlockall = lock && !self.no_mlockall || self.mlockall;
+            }
+            for why in set.ignored {
+                eprintln!("rtlab: warning: --rt-app: {}", crate::units::printable(&why));
+            }
+            // Every task's schedule counts from one common start, offsets from there.
+            align = Some(os_thread::Align::Threads { offset_ns: 0 });
+            layout.check_memory(threads.len() * 3).map_err(usage)?;
+        }
+        let working = threads.iter().any(|t| t.work.is_some());
+        self.check_work(working, method)?;
 
-        let mlockall = !self.no_mlockall || self.mlockall;
         let dma_latency_us = (!self.no_dma_latency).then_some(self.dma_latency);
         let os = os_thread::Plan {
             threads,
-            method: self.method,
+            method,
             clock: self.clock,
             mlockall,
             dma_latency_us,
@@ -424,7 +514,7 @@ impl RunArgs {
             main_affinity: self.main_affinity,
             simulate: self.simulate,
             stop_when_first_done: false,
-            align: None,
+            align,
             outliers: None,
             over_capacity: 1,
             cyclictest_compat: false,
@@ -439,9 +529,11 @@ impl RunArgs {
             }
         };
         let mut plan = Plan {
-            loops: self.loops,
-            duration: self.duration,
+            loops,
+            duration,
             max_latency_ns: self.max_latency,
+            max_response_ns: self.max_response,
+            max_misses: self.max_misses,
             strict: self.strict,
             checkpoint: match (&self.json, self.no_checkpoint) {
                 (Some(p), false) if p.as_os_str() != "-" => Some(self.checkpoint),
@@ -477,6 +569,80 @@ impl RunArgs {
             unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
             quiet: self.quiet,
         })
+    }
+
+    /// The task set of `--task`, `--tasks` or `--rt-app`, checked (`None` without one); the
+    /// options that place or describe threads themselves are refused beside it.
+    fn task_set(&self, online: &CpuSet, default_sched: SchedParams) -> Result<Option<TaskSet>, UsageError> {
+        let given = if self.rt_app.is_some() {
+            "--rt-app"
+        } else if self.tasks_file.is_some() {
+            "--tasks"
+        } else if !self.tasks.is_empty() {
+            "--task"
+        } else {
+            return Ok(None);
+        };
+        let clashes = [
+            ("-t", self.threads.is_some()),
+            ("-a", self.affinity.is_some()),
+            ("-S", self.smp),
+            ("-d", self.distance != 0),
+            ("--priospread", self.priospread),
+            ("--dl-runtime/--dl-deadline/--dl-period", self.dl_runtime.is_some() || self.dl_deadline.is_some() || self.dl_period.is_some()),
+            ("--work", self.work.is_some()),
+            ("--deadline", self.deadline.is_some()),
+            ("--simulate", self.simulate.is_some()),
+        ];
+        if let Some((flag, _)) = clashes.iter().find(|(_, g)| *g) {
+            return Err(usage(format!("{flag} does not apply with {given}: each task gives its own (see --task's keys); drop {flag}")));
+        }
+        let mut set = TaskSet { tasks: Vec::new(), relative: false, loops: None, duration: None, lock_pages: None, ignored: Vec::new() };
+        if let Some(p) = &self.rt_app {
+            let r = super::rt_app::read(p, online).map_err(usage)?;
+            if r.relative.iter().any(|x| *x) && !r.relative.iter().all(|x| *x) {
+                return Err(usage(format!(
+                    "--rt-app {}: some tasks wait with timer and others with sleep; rtlab runs one kind of wait per run — split the file",
+                    p.display()
+                )));
+            }
+            set.relative = r.relative.first().copied().unwrap_or(false);
+            set.loops = r.loops;
+            set.duration = r.duration;
+            set.lock_pages = Some(r.lock_pages);
+            set.ignored = r.ignored;
+            set.tasks = r.tasks;
+        } else if let Some(p) = &self.tasks_file {
+            set.tasks = super::tasks::read_toml(p, default_sched).map_err(usage)?;
+        } else {
+            set.tasks = self.tasks.iter().map(|t| TaskSpec::parse(t, default_sched)).collect::<Result<_, _>>().map_err(usage)?;
+        }
+        let privileges = crate::rt::privileges::Privileges::current();
+        super::tasks::check(&set.tasks, online, super::tasks::rt_share(&privileges), self.force).map_err(usage)?;
+        Ok(Some(set))
+    }
+
+    /// The options of working tasks need work, and work needs an absolute schedule.
+    fn check_work(&self, working: bool, method: Method) -> Result<(), UsageError> {
+        let needs = [
+            ("--deadline", self.deadline.is_some()),
+            ("--miss-window", self.miss_window.is_some()),
+            ("--max-response", self.max_response.is_some()),
+            ("--max-misses", self.max_misses.is_some()),
+        ];
+        if let (Some((flag, _)), false) = (needs.iter().find(|(_, g)| *g), working) {
+            return Err(usage(format!("{flag} needs work per period: add --work TIME (or tasks with work=)")));
+        }
+        if working && !matches!(method, Method::Abs | Method::Rel) {
+            return Err(usage(format!(
+                "--work needs --method abs: releases follow an absolute schedule, which --method {} does not keep",
+                method.name()
+            )));
+        }
+        if working && self.method == Method::Rel && self.rt_app.is_none() {
+            return Err(usage("--work needs --method abs: releases follow an absolute schedule (rt-app's sleep is the one relative form)"));
+        }
+        Ok(())
     }
 
     /// Checks every output before anything is measured: each can be written and none is
@@ -535,6 +701,8 @@ impl RunArgs {
             ("--warm-up", self.warmup.is_some()),
             ("-b", self.breaktrace.is_some()),
             ("--simulate", self.simulate.is_some()),
+            ("--work", self.work.is_some()),
+            ("--task", !self.tasks.is_empty() || self.tasks_file.is_some() || self.rt_app.is_some()),
         ];
         if let Some((flag, _)) = os_only.iter().find(|(_, given)| *given) {
             return Err(usage(format!(
@@ -601,6 +769,16 @@ impl RunArgs {
             vm_args: r.vm_args.clone().unwrap_or_default().0,
         }))
     }
+}
+
+/// A task set as `rtlab run` applies it.
+struct TaskSet {
+    tasks: Vec<TaskSpec>,
+    relative: bool,
+    loops: Option<u64>,
+    duration: Option<std::time::Duration>,
+    lock_pages: Option<bool>,
+    ignored: Vec<String>,
 }
 
 /// Checks that every CPU of `set` is online; the error names the missing ones and the online set.

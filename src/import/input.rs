@@ -172,6 +172,8 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             break_hit: None,
             logs: None,
             noise: None,
+            name: None,
+            work: None,
         })
         .collect();
     let mut r = RunResult::build(ProbeRun {
@@ -198,6 +200,8 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
         runtime: None,
         explanations: Vec::new(),
         explain: None,
+        max_response_ns: None,
+        max_misses: None,
         kind: crate::result::Kind::Wakeup,
         noise: None,
     });

@@ -140,6 +140,8 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Stated, figures: &[Thread
         .iter()
         .enumerate()
         .map(|(i, f)| ThreadResult {
+            name: None,
+            work: None,
             thread: i,
             cpu: f.cpu,
             cpus_allowed: None,

@@ -326,6 +326,8 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
         };
         let threads = hosts.entry(host).or_default();
         threads.push(ThreadResult {
+            name: None,
+            work: None,
             thread: threads.len(),
             cpu: cpu.parse().ok(),
             cpus_allowed: None,
@@ -549,6 +551,7 @@ pub fn judge(r: &mut RunResult, threshold_ns: i64) {
             exceeded,
             tracemark_written: false,
             message: format!("PASS: no CPU of {host} exceeded {} in the window", crate::units::us(threshold_ns as f64)),
+            ..Verdict::not_checked()
         }
     } else {
         let known = |e: &Exceeded| r.threads.iter().any(|t| t.thread == e.thread && t.stats.max_ns.is_some());
@@ -571,6 +574,7 @@ pub fn judge(r: &mut RunResult, threshold_ns: i64) {
             message: format!("FAIL: {host} exceeded {}: {}", crate::units::us(threshold_ns as f64), parts.join("; ")),
             exceeded,
             tracemark_written: false,
+            ..Verdict::not_checked()
         }
     };
 }

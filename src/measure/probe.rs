@@ -304,7 +304,9 @@ fn looped<W: Waiter, J: Job>(
         if J::ENABLED {
             done = job.run(now);
             // Releases that passed while the job ran are skipped: the one rule, on the response.
-            missed = missed_periods(done - intended, interval);
+            if W::ABSOLUTE {
+                missed = missed_periods(done - intended, interval);
+            }
         }
         if W::ABSOLUTE {
             next = intended + interval;

@@ -362,6 +362,8 @@ pub struct WorkLive {
     pub deadlines: DeadlineLive,
     /// The task's work and deadline.
     pub spec: WorkSpec,
+    /// How the fixed work was sized, once the measuring thread has calibrated it.
+    pub calibration: std::sync::OnceLock<Calibration>,
 }
 
 impl WorkLive {
@@ -372,6 +374,7 @@ impl WorkLive {
             run: Live::new(layout),
             deadlines: DeadlineLive { first_miss: AtomicU64::new(u64::MAX), ..Default::default() },
             spec,
+            calibration: std::sync::OnceLock::new(),
         }
     }
 
@@ -397,7 +400,7 @@ impl WorkLive {
                 first_miss_at_ns: (first != u64::MAX).then(|| d.first_miss_at_ns.load(Relaxed)),
             },
             spec: self.spec,
-            calibration: None,
+            calibration: self.calibration.get().copied(),
         })
     }
 }
@@ -460,7 +463,7 @@ impl<'a> WorkRecorder<'a> {
             run: self.run.finish(),
             deadlines: self.tracker.figures(),
             spec: self.live.spec,
-            calibration: None,
+            calibration: self.live.calibration.get().copied(),
         }
     }
 }

@@ -634,6 +634,7 @@ impl Probe for BeamProbe {
             samples_lost: 0,
             warnings: Vec::new(),
             noise: None,
+            work: None,
         });
         fin
     }

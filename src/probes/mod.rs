@@ -124,6 +124,12 @@ pub struct ThreadPlan {
     pub interval_ns: i64,
     /// Periods to discard before recording.
     pub warmup_cycles: u64,
+    /// The task's name (`--task name=…`, an rt-app task), shown and stored with its results.
+    pub name: Option<String>,
+    /// Work done after each wakeup, and the deadline (`None`: the empty loop).
+    pub work: Option<crate::measure::work::WorkSpec>,
+    /// The first release's offset from the task set's common start (ns).
+    pub offset_ns: i64,
 }
 
 impl ThreadPlan {
@@ -135,6 +141,9 @@ impl ThreadPlan {
             sched: SchedParams::simple(crate::rt::sched::Policy::Other, 0),
             interval_ns,
             warmup_cycles: 0,
+            name: None,
+            work: None,
+            offset_ns: 0,
         }
     }
 }
@@ -146,6 +155,10 @@ pub struct Sinks {
     pub lives: Vec<Arc<Live>>,
     /// One per slot with `--samples`: where every sample goes.
     pub rings: Vec<Option<Arc<SampleRing>>>,
+    /// One per slot that works after each wakeup: its response, run and deadline figures.
+    pub work: Vec<Option<Arc<crate::measure::work::WorkLive>>>,
+    /// Count responses above this (ns): `--max-response`.
+    pub max_response_ns: Option<i64>,
     /// Set by the pipeline to end the run; a probe may set it too (a `--breaktrace` hit).
     pub stop: Arc<AtomicBool>,
     /// Set by SIGINT/SIGTERM: a probe whose setup takes long gives up when it is set.
@@ -227,6 +240,8 @@ pub struct ThreadOutcome {
     pub warnings: Vec<Warning>,
     /// A busy thread's noise figures (the noise probe only).
     pub noise: Option<crate::result::NoiseFigures>,
+    /// A working task's response, run and deadline figures.
+    pub work: Option<crate::measure::work::WorkSummary>,
 }
 
 /// A joined probe.

@@ -429,6 +429,7 @@ impl BusyThread {
             samples_lost: 0,
             warnings: Vec::new(),
             noise,
+            work: None,
         }
     }
 }

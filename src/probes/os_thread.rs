@@ -10,6 +10,7 @@ use crate::measure::probe::{self, ClockKind, LoopOutcome, LoopParams, Method, Wa
 use crate::measure::ring::SampleRing;
 use crate::measure::simulate::{SimWaiter, Simulation};
 use crate::measure::stats::{ExceedLog, Exceedance, Live, Recorder};
+use crate::measure::work::{calibrate, BusyJob, SimJob, SpinJob, WorkKind, WorkLive, WorkRecorder};
 use crate::result::warning::Warning;
 use crate::rt::affinity::{self, CpuSet};
 use crate::rt::memory;
@@ -177,6 +178,8 @@ impl Probe for OsThreads {
                 simulate: plan.simulate.clone(),
                 privileges: privileges.clone(),
                 live: Arc::clone(&sinks.lives[tp.index]),
+                work: sinks.work.get(tp.index).cloned().flatten(),
+                max_response_ns: sinks.max_response_ns,
                 ring: sinks.rings[tp.index].clone(),
                 outliers: plan.outliers,
                 over_capacity: plan.over_capacity,
@@ -303,6 +306,8 @@ struct ThreadCtx {
     simulate: Option<Simulation>,
     privileges: Privileges,
     live: Arc<Live>,
+    work: Option<Arc<WorkLive>>,
+    max_response_ns: Option<i64>,
     ring: Option<Arc<SampleRing>>,
     outliers: Option<(i64, usize)>,
     over_capacity: usize,
@@ -345,6 +350,13 @@ impl ThreadCtx {
             }
             sched::current_thread().unwrap_or(tp.sched)
         };
+        // Fixed work is sized here, on this thread's CPU at its policy, before the schedule.
+        if let (Some(w), None) = (&self.work, &sim) {
+            if w.spec.kind == WorkKind::Fixed {
+                let _ = w.calibration.set(calibrate(self.clock.id(), w.spec.amount_ns, affinity::current_cpu()));
+            }
+        }
+        let mut work_rec = self.work.as_deref().map(|w| WorkRecorder::new(w, self.max_response_ns));
         // Every log the loop writes is allocated and touched here, before the start: nothing
         // faults in once measuring.
         let outliers = self.outliers.map_or_else(ExceedLog::off, |(t, cap)| ExceedLog::new(Some(t), cap));
@@ -384,14 +396,42 @@ impl ThreadCtx {
         } else {
             if let (Some(a), true, None) = (self.align, self.method.is_absolute(), &sim) {
                 let base = self.shared.align_base.load(Relaxed);
-                params.start_at = Some(match a {
+                params.start_at = Some(tp.offset_ns + match a {
                     Align::Threads { offset_ns } => base + offset_ns * tp.index as i64,
                     Align::Second { offset_ns } => base + offset_ns,
                 });
             }
             let stop = &self.shared.stop;
             let clock = self.clock.id();
-            match (sim, self.method) {
+            let units = self.work.as_ref().and_then(|w| w.calibration.get()).map_or(1, |c| c.units);
+            match (sim, self.method, work_rec.as_mut()) {
+                (Some(src), _, Some(wr)) => {
+                    let amount = wr_amount(self.work.as_deref());
+                    let mut job = SimJob { durations: vec![amount], next: 0 };
+                    probe::run_work_loop(&mut SimWaiter::<true>::new(src), &mut job, wr, &params, &mut rec, stop)
+                }
+                (None, method, Some(wr)) => {
+                    let rel = method == Method::Rel;
+                    match self.work.as_ref().map(|w| w.spec.kind) {
+                        Some(WorkKind::Time) => {
+                            let mut job = BusyJob { clock, ns: wr_amount(self.work.as_deref()) };
+                            if rel {
+                                probe::run_work_loop(&mut probe::RelSleep(clock), &mut job, wr, &params, &mut rec, stop)
+                            } else {
+                                probe::run_work_loop(&mut probe::AbsSleep(clock), &mut job, wr, &params, &mut rec, stop)
+                            }
+                        }
+                        _ => {
+                            let mut job = SpinJob { clock, units };
+                            if rel {
+                                probe::run_work_loop(&mut probe::RelSleep(clock), &mut job, wr, &params, &mut rec, stop)
+                            } else {
+                                probe::run_work_loop(&mut probe::AbsSleep(clock), &mut job, wr, &params, &mut rec, stop)
+                            }
+                        }
+                    }
+                }
+                (sim, method, None) => match (sim, method) {
                 (Some(src), m) if m.is_absolute() => measure(&mut SimWaiter::<true>::new(src), &params, &mut rec, stop),
                 (Some(src), _) => measure(&mut SimWaiter::<false>::new(src), &params, &mut rec, stop),
                 (None, Method::Abs) => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
@@ -411,6 +451,7 @@ impl ThreadCtx {
                         out
                     }
                     None => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
+                },
                 },
             }
         };
@@ -455,8 +496,14 @@ impl ThreadCtx {
             samples_lost: 0,
             warnings: late_warnings,
             noise: None,
+            work: work_rec.map(|w| w.finish()),
         }
     }
+}
+
+/// The work a task asked per period (ns).
+fn wr_amount(work: Option<&WorkLive>) -> i64 {
+    work.map_or(0, |w| w.spec.amount_ns)
 }
 
 /// Locks the code a measuring loop of `method` runs: the loop (with its inlined bookkeeping)
@@ -471,6 +518,14 @@ fn lock_hot_code(method: Method) -> std::io::Result<()> {
         Method::PosixTimer => probe::run_loop::<probe::TimerWait> as *const () as usize,
     };
     memory::lock_code_at(loop_fn, 16 << 10, 48 << 10)?;
+    for work_loop in [
+        probe::run_work_loop::<probe::AbsSleep, SpinJob> as *const () as usize,
+        probe::run_work_loop::<probe::AbsSleep, BusyJob> as *const () as usize,
+        probe::run_work_loop::<probe::RelSleep, SpinJob> as *const () as usize,
+        probe::run_work_loop::<probe::RelSleep, BusyJob> as *const () as usize,
+    ] {
+        memory::lock_code_at(work_loop, 16 << 10, 48 << 10)?;
+    }
     memory::lock_code_at(measure::<probe::AbsSleep> as *const () as usize, 4 << 10, 12 << 10)?;
     memory::lock_sleep_calls()?;
     if method == Method::Sleep {

@@ -431,6 +431,7 @@ impl Probe for TokioProbe {
             samples_lost: 0,
             warnings: Vec::new(),
             noise: None,
+            work: None,
         });
         fin
     }

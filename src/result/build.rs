@@ -11,6 +11,8 @@ use super::{
 };
 use crate::measure::histogram::{nearest_rank_edge, Layout, PERCENTILES};
 use crate::measure::stats::{Exceedance, Summary};
+use crate::measure::work::WorkSummary;
+use super::WorkResult;
 use crate::rt::affinity::CpuSet;
 use crate::rt::sched::{Policy, SchedParams};
 use crate::sysinfo::Environment;
@@ -54,6 +56,10 @@ pub struct ProbeFigures {
     pub logs: Option<super::SampleLogs>,
     /// A noise run's figures for this CPU.
     pub noise: Option<super::NoiseFigures>,
+    /// The task's name.
+    pub name: Option<String>,
+    /// A working task's figures.
+    pub work: Option<WorkSummary>,
 }
 
 /// Everything a RunResult is built from.
@@ -97,6 +103,10 @@ pub struct ProbeRun {
     pub kind: crate::result::Kind,
     /// A noise run's settings.
     pub noise: Option<crate::result::NoiseConfig>,
+    /// The verdict's response-time threshold (ns).
+    pub max_response_ns: Option<i64>,
+    /// The verdict's deadline-miss limit.
+    pub max_misses: Option<super::verdict::MissLimit>,
 }
 
 impl RunResult {
@@ -125,6 +135,8 @@ impl RunResult {
                 let o = t.obtained.as_ref();
                 ThreadResult {
                     thread: t.thread,
+                    name: t.name.clone(),
+                    work: t.work.as_ref().map(|w| work_of(w, at)),
                     cpu: t.cpu,
                     cpus_allowed: o.map(|o| o.cpus_allowed.to_string()),
                     last_cpu: o.and_then(|o| o.last_cpu),
@@ -193,8 +205,13 @@ impl RunResult {
                 cpu: (!cpus.is_empty()).then(|| cpus.to_string()),
                 max_at_thread: all.max_at_thread,
                 stats: known(stats_of(&all, at)),
+                work: all_work(&p.probes, layout, at),
             },
-            verdict: verdict(&inputs, p.threshold_ns, at, p.tracemark_written),
+            verdict: verdict(&inputs, p.threshold_ns, at, p.tracemark_written).with_work(
+                &p.probes.iter().filter_map(|t| Some((t.thread, t.name.as_deref(), t.work.as_ref()?))).collect::<Vec<_>>(),
+                p.max_response_ns,
+                p.max_misses,
+            ),
             threads,
             loads: Vec::new(),
             warnings: warnings.into_iter().map(WarningRecord::from).collect(),
@@ -231,6 +248,58 @@ pub fn stats_of(s: &Summary, start: SystemTime) -> Stats {
             unbinned: None,
         }),
     }
+}
+
+/// A working task's figures as stored; `start` dates the maxima.
+pub fn work_of(w: &WorkSummary, start: SystemTime) -> WorkResult {
+    let deadline = w.spec.deadline_ns;
+    WorkResult {
+        kind: Some(w.spec.kind),
+        work_ns: Some(w.spec.amount_ns),
+        deadline_ns: Some(deadline),
+        calibration: w.calibration,
+        response: stats_of(&w.response, start),
+        run: stats_of(&w.run, start),
+        slack_min_ns: w.response.max_ns.map(|r| deadline - r),
+        slack_max_ns: w.response.min_ns.map(|r| deadline - r),
+        miss_ratio: w.deadlines.miss_ratio(),
+        deadlines: w.deadlines,
+    }
+}
+
+/// Every working task together: the response and run histograms merge, counts add, the
+/// slack spans every task's; work and deadline are stated when every task has the same.
+fn all_work(probes: &[ProbeFigures], layout: Layout, start: SystemTime) -> Option<WorkResult> {
+    let works: Vec<(usize, &WorkSummary)> = probes.iter().filter_map(|p| Some((p.thread, p.work.as_ref()?))).collect();
+    let first = works.first()?.1;
+    let (mut response, mut run) = (Summary::empty(layout), Summary::empty(layout));
+    let mut deadlines = crate::measure::work::DeadlineFigures { window: first.deadlines.window, ..Default::default() };
+    let (mut slack_min, mut slack_max) = (None::<i64>, None::<i64>);
+    for (thread, w) in &works {
+        response.merge(&w.response, *thread);
+        run.merge(&w.run, *thread);
+        deadlines.merge(&w.deadlines);
+        let d = w.spec.deadline_ns;
+        if let Some(r) = w.response.max_ns {
+            slack_min = Some(slack_min.map_or(d - r, |s| s.min(d - r)));
+        }
+        if let Some(r) = w.response.min_ns {
+            slack_max = Some(slack_max.map_or(d - r, |s| s.max(d - r)));
+        }
+    }
+    let same = |f: &dyn Fn(&WorkSummary) -> i64| works.iter().all(|(_, w)| f(w) == f(first)).then(|| f(first));
+    Some(WorkResult {
+        kind: works.iter().all(|(_, w)| w.spec.kind == first.spec.kind).then_some(first.spec.kind),
+        work_ns: same(&|w| w.spec.amount_ns),
+        deadline_ns: same(&|w| w.spec.deadline_ns),
+        calibration: if works.len() == 1 { first.calibration } else { None },
+        response: stats_of(&response, start),
+        run: stats_of(&run, start),
+        slack_min_ns: slack_min,
+        slack_max_ns: slack_max,
+        miss_ratio: deadlines.miss_ratio(),
+        deadlines,
+    })
 }
 
 /// The SCHED_DEADLINE parameters of `p`, when it is SCHED_DEADLINE.
@@ -395,5 +464,6 @@ fn all_of(threads: &[ThreadResult]) -> AllResult {
             over_threshold: 0,
             histogram,
         },
+        work: None,
     }
 }

@@ -305,11 +305,44 @@ pub struct Stats {
     pub histogram: Option<HistogramRecord>,
 }
 
+/// A task that works after each wakeup: its response time (completion − release), run time
+/// (completion − wakeup), slack (deadline − response) and deadline misses. Absent for the
+/// empty loop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WorkResult {
+    /// `fixed` (calibrated computation, rt-app's `run`) or `time` (busy wall-clock time,
+    /// rt-app's `runtime`); `null` when tasks differ or a log does not say.
+    pub kind: Option<crate::measure::work::WorkKind>,
+    /// The work asked per period (ns); `null` when tasks differ.
+    pub work_ns: Option<i64>,
+    /// The deadline relative to the release (ns); `null` when tasks differ.
+    pub deadline_ns: Option<i64>,
+    /// How the fixed work was sized on this machine (`null` for busy time and imports).
+    pub calibration: Option<crate::measure::work::Calibration>,
+    /// Response times (ns): completion − release.
+    pub response: Stats,
+    /// Run times (ns): completion − wakeup, the work itself with whatever preempted it.
+    pub run: Stats,
+    /// Smallest slack (ns): deadline − the largest response; negative when a job was late.
+    pub slack_min_ns: Option<i64>,
+    /// Largest slack (ns): deadline − the smallest response.
+    pub slack_max_ns: Option<i64>,
+    /// Misses per release.
+    pub miss_ratio: f64,
+    /// Releases, misses (late jobs and skipped releases), the longest run of misses and the
+    /// worst window.
+    #[serde(flatten)]
+    pub deadlines: crate::measure::work::DeadlineFigures,
+}
+
 /// One measuring thread.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThreadResult {
     /// Index.
     pub thread: usize,
+    /// The task's name (`--task name=…`, rt-app's task); absent for unnamed threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// CPU the thread was pinned to (`null` = not pinned).
     pub cpu: Option<usize>,
     /// CPUs it was allowed on, as read back.
@@ -341,6 +374,9 @@ pub struct ThreadResult {
     /// A noise run's figures for this CPU (absent for wakeup runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseFigures>,
+    /// A working task's response, run and deadline figures (absent for the empty loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<WorkResult>,
 }
 
 /// The samples cyclictest's outputs list one by one, kept in the result so that its `-h`
@@ -408,6 +444,9 @@ pub struct AllResult {
     /// Statistics.
     #[serde(flatten)]
     pub stats: Stats,
+    /// Every working task together (absent when none works).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<WorkResult>,
 }
 
 impl RunResult {

@@ -54,6 +54,83 @@ pub struct Verdict {
     pub tracemark_written: bool,
     /// One sentence.
     pub message: String,
+    /// `--max-response` (ns), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_response_ns: Option<i64>,
+    /// `--max-misses` as given (`3`, `2/10`), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_misses: Option<String>,
+    /// Tasks whose response time or misses broke those limits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskVerdict>,
+}
+
+/// How many deadline misses a run may have: in all, or in any window of K releases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissLimit {
+    /// At most N misses per task in the whole run.
+    Total(u64),
+    /// At most M misses in any K consecutive releases (the weakly-hard constraint).
+    Window {
+        /// M.
+        m: u64,
+        /// K.
+        k: u32,
+    },
+}
+
+impl MissLimit {
+    /// Parses `N` or `M/K` (M ≤ K, 1 ≤ K ≤ the largest window).
+    pub fn parse(text: &str) -> Result<MissLimit, String> {
+        let bad = || {
+            format!(
+                "invalid --max-misses '{text}': give a count (0, 3) or M/K, at most M misses in any K consecutive \
+                 releases (1/10), with K from 1 to {}",
+                crate::measure::work::MAX_MISS_WINDOW
+            )
+        };
+        match text.split_once('/') {
+            None => text.trim().parse().map(MissLimit::Total).map_err(|_| bad()),
+            Some((m, k)) => {
+                let m: u64 = m.trim().parse().map_err(|_| bad())?;
+                let k: u32 = k.trim().parse().map_err(|_| bad())?;
+                if k == 0 || k > crate::measure::work::MAX_MISS_WINDOW || m > k as u64 {
+                    return Err(bad());
+                }
+                Ok(MissLimit::Window { m, k })
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for MissLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MissLimit::Total(n) => write!(f, "{n}"),
+            MissLimit::Window { m, k } => write!(f, "{m}/{k}"),
+        }
+    }
+}
+
+/// A working task that broke `--max-response` or `--max-misses`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TaskVerdict {
+    /// Thread index.
+    pub thread: usize,
+    /// Task name, when it has one.
+    pub name: Option<String>,
+    /// Responses above `--max-response`.
+    pub responses_over: u64,
+    /// The worst response (ns).
+    pub worst_response_ns: Option<i64>,
+    /// Its misses in all.
+    pub misses: u64,
+    /// Its most misses in any window of `window` releases.
+    pub worst_misses_in_window: u64,
+    /// The window.
+    pub window: u32,
+    /// What it broke, in words.
+    pub why: String,
 }
 
 impl Verdict {
@@ -65,7 +142,93 @@ impl Verdict {
             exceeded: vec![],
             tracemark_written: false,
             message: "no latency threshold was given (--max-latency)".into(),
+            max_response_ns: None,
+            max_misses: None,
+            tasks: vec![],
         }
+    }
+
+    /// Adds the working tasks' limits: `--max-response` and `--max-misses`; the verdict
+    /// fails when any task breaks one, and passes when limits were given and none did.
+    pub fn with_work(
+        mut self,
+        tasks: &[(usize, Option<&str>, &crate::measure::work::WorkSummary)],
+        max_response_ns: Option<i64>,
+        max_misses: Option<MissLimit>,
+    ) -> Verdict {
+        if max_response_ns.is_none() && max_misses.is_none() {
+            return self;
+        }
+        self.max_response_ns = max_response_ns;
+        self.max_misses = max_misses.map(|m| m.to_string());
+        for &(thread, name, w) in tasks {
+            let d = &w.deadlines;
+            let mut why = Vec::new();
+            let over = w.response.over.count;
+            if let (Some(limit), true) = (max_response_ns, over > 0) {
+                why.push(format!(
+                    "{} above {} (worst {})",
+                    crate::units::count(over, "response"),
+                    crate::units::us(limit as f64),
+                    crate::units::us(w.response.max_ns.unwrap_or(0) as f64)
+                ));
+            }
+            match max_misses {
+                Some(MissLimit::Total(n)) if d.misses > n => {
+                    why.push(format!("{} (at most {n} allowed)", crate::units::count(d.misses, "deadline miss")))
+                }
+                Some(MissLimit::Window { m, k }) if d.worst_misses_in_window > m => why.push(format!(
+                    "{} misses in a window of {k} releases (at most {m} allowed)",
+                    d.worst_misses_in_window
+                )),
+                _ => {}
+            }
+            if !why.is_empty() {
+                self.tasks.push(TaskVerdict {
+                    thread,
+                    name: name.map(String::from),
+                    responses_over: over,
+                    worst_response_ns: w.response.max_ns,
+                    misses: d.misses,
+                    worst_misses_in_window: d.worst_misses_in_window,
+                    window: d.window,
+                    why: why.join(", "),
+                });
+            }
+        }
+        let limits = [
+            max_response_ns.map(|r| format!("no response above {}", crate::units::us(r as f64))),
+            max_misses.map(|m| match m {
+                MissLimit::Total(n) => format!("at most {n} deadline misses"),
+                MissLimit::Window { m, k } => format!("at most {m} misses in any {k} releases"),
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        let failed: Vec<String> = self
+            .tasks
+            .iter()
+            .map(|t| {
+                let who = t.name.as_ref().map_or_else(|| format!("thread {}", t.thread), |n| format!("task {n}"));
+                format!("{who}: {}", t.why)
+            })
+            .collect();
+        match (self.status, failed.is_empty()) {
+            (VerdictStatus::Fail, true) => {}
+            (VerdictStatus::Fail, false) => self.message = format!("{}; {}", self.message, failed.join("; ")),
+            (_, false) => {
+                self.status = VerdictStatus::Fail;
+                self.message = format!("FAIL: {}", failed.join("; "));
+            }
+            (VerdictStatus::Pass, true) => self.message = format!("{}; {limits}", self.message),
+            (_, true) => {
+                self.status = VerdictStatus::Pass;
+                self.message = format!("PASS: {limits}");
+            }
+        }
+        self
     }
 }
 
@@ -107,6 +270,7 @@ pub fn verdict(
             exceeded,
             tracemark_written,
             message: format!("PASS: no sample exceeded {}", crate::units::us(limit as f64)),
+            ..Verdict::not_checked()
         };
     }
     let total: u64 = exceeded.iter().map(|e| e.count).sum();
@@ -140,5 +304,6 @@ pub fn verdict(
         ),
         exceeded,
         tracemark_written,
+        ..Verdict::not_checked()
     }
 }

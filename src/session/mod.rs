@@ -11,6 +11,7 @@ pub mod signals;
 use crate::doctor::{DoctorReport, Examination};
 use crate::measure::ring::{Cursor, Sample, SampleRing};
 use crate::measure::stats::{Exceedance, Live, LiveSnapshot, Summary};
+use crate::measure::work::WorkLive;
 use crate::probes::{Finished, ProbeError, ProbeSpec, Sinks, Started, ThreadOutcome, ThreadStatus};
 use crate::result::build::{Obtained, ProbeFigures, ProbeRun};
 use crate::result::warning::Warning;
@@ -175,6 +176,8 @@ impl Output {
                         n.sources = self.noise_sources.get(t.plan.index).cloned().flatten();
                         n
                     }),
+                    name: t.plan.name.clone(),
+                    work: t.work.clone(),
                 })
                 .collect(),
             start: Some(self.start),
@@ -238,6 +241,8 @@ pub fn base_record(plan: &Plan, provenance: Provenance) -> ProbeRun {
         explain: None,
         kind: plan.probe.kind(),
         noise: plan.noise_config(),
+        max_response_ns: plan.max_response_ns,
+        max_misses: plan.max_misses,
     }
 }
 
@@ -256,11 +261,17 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::with_cuts(plan.layout, &plan.cuts_ns))).collect();
     let rings: Vec<Option<Arc<SampleRing>>> =
         (0..n).map(|_| plan.sample_ring.map(|c| Arc::new(SampleRing::new(c)))).collect();
+    let slots = plan.probe.slots();
+    let works: Vec<Option<Arc<WorkLive>>> = (0..n)
+        .map(|i| slots.get(i).and_then(|s| s.work).map(|spec| Arc::new(WorkLive::new(spec, plan.layout))))
+        .collect();
     let mut cursors = vec![Cursor::default(); n];
     let stop = Arc::new(AtomicBool::new(false));
     let sinks = Sinks {
         lives: lives.clone(),
         rings: rings.clone(),
+        work: works.clone(),
+        max_response_ns: plan.max_response_ns,
         stop: Arc::clone(&stop),
         interrupt: Arc::clone(&signals.stop),
         loops: plan.loops,
@@ -323,7 +334,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                     let upto: Vec<u64> = summaries.iter().map(|s| s.cycles).collect();
                     drain_rings_upto(&rings, &mut cursors, observer, explainer.as_mut(), &lives, Some(&upto));
                     let partial = Output {
-                        threads: checkpoint_slots(&plan.probe, &statuses, summaries),
+                        threads: checkpoint_slots(&plan.probe, &statuses, summaries, &works),
                         start,
                         end: SystemTime::now(),
                         end_reason: EndReason::Checkpoint,
@@ -494,13 +505,19 @@ fn examined(
 }
 
 /// The slots of a checkpoint: their plan and setup, with the statistics published so far.
-fn checkpoint_slots(probe: &ProbeSpec, statuses: &[ThreadStatus], summaries: Vec<Summary>) -> Vec<ThreadOutcome> {
+fn checkpoint_slots(
+    probe: &ProbeSpec,
+    statuses: &[ThreadStatus],
+    summaries: Vec<Summary>,
+    works: &[Option<Arc<WorkLive>>],
+) -> Vec<ThreadOutcome> {
     let os = matches!(probe, ProbeSpec::Os(_));
     statuses
         .iter()
         .zip(summaries)
         .zip(probe.slots())
         .map(|((s, summary), tp)| ThreadOutcome {
+            work: works.get(tp.index).and_then(|w| w.as_ref()).and_then(|w| w.checkpoint()),
             sched: os.then_some(s.sched),
             cpus_allowed: os.then(|| tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default()),
             plan: tp,

@@ -29,6 +29,10 @@ pub struct Plan {
     pub layout: Layout,
     /// The verdict's threshold: count samples above this (ns).
     pub max_latency_ns: Option<i64>,
+    /// The verdict's response-time threshold (ns): `--max-response`.
+    pub max_response_ns: Option<i64>,
+    /// The verdict's deadline-miss limit: `--max-misses N` or `M/K`.
+    pub max_misses: Option<crate::result::verdict::MissLimit>,
     /// Any downgrade is an error.
     pub strict: bool,
     /// How often the observer's `tick` is called.
@@ -62,6 +66,8 @@ impl Plan {
             duration: None,
             layout,
             max_latency_ns: None,
+            max_response_ns: None,
+            max_misses: None,
             strict: false,
             refresh: REFRESH,
             checkpoint: None,
