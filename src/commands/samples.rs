@@ -24,8 +24,10 @@ pub fn execute(opts: &SamplesOptions) -> Result<i32, Error> {
         let mut failure = None;
         let written = crate::export::stream_output(target, |out| {
             let mut w = samples::csv_writer(out);
+            let responses = reader.header().has_responses();
             loop {
                 match reader.next_record() {
+                    Ok(Some(r)) if responses => w.serialize(samples::WithResponse::from(&r)).map_err(samples::csv_io_error)?,
                     Ok(Some(r)) => w.serialize(r).map_err(samples::csv_io_error)?,
                     Ok(None) => break,
                     Err(e) => {

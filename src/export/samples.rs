@@ -6,6 +6,8 @@
 //! header      JSON: {"schema": "rtlab.samples/1", "clock", "start_time", "threads": [{thread, cpu, interval_ns, identity?}]}
 //! records     26 bytes each, little-endian: u16 thread, u64 cycle, i64 wake_ns, i64 latency_ns
 //!             (wake_ns: wake time since the thread's schedule started)
+//!             a working task's record is followed by its response record: thread | 0x8000,
+//!             the same cycle and wake_ns, and the response time in place of the latency
 //! end record  thread 0xFFFF, cycle = length of the trailer, then zeros
 //! trailer     JSON: {"records": N, "lost": [per thread]}
 //! ```
@@ -19,6 +21,8 @@ pub const MAGIC: &[u8; 8] = b"RTLSMP01";
 /// Bytes per record.
 pub const RECORD: usize = 26;
 const END: u16 = 0xFFFF;
+/// The bit that marks a response record (the thread index is below it).
+const RESPONSE: u16 = 0x8000;
 
 /// One sample as stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -31,6 +35,31 @@ pub struct Record {
     pub wake_ns: i64,
     /// Latency (ns).
     pub latency_ns: i64,
+    /// A working task's response time for the same period (ns); CSV writes it as a fifth
+    /// column (see [`WithResponse`]).
+    #[serde(skip)]
+    pub response_ns: Option<i64>,
+}
+
+/// A record as a CSV row with its response time (`response_ns` empty for tasks without work).
+#[derive(Serialize)]
+pub struct WithResponse {
+    /// Thread index.
+    pub thread: u16,
+    /// Cycle.
+    pub cycle: u64,
+    /// Wake time since the start (ns).
+    pub wake_ns: i64,
+    /// Latency (ns).
+    pub latency_ns: i64,
+    /// Response time (ns).
+    pub response_ns: Option<i64>,
+}
+
+impl From<&Record> for WithResponse {
+    fn from(r: &Record) -> WithResponse {
+        WithResponse { thread: r.thread, cycle: r.cycle, wake_ns: r.wake_ns, latency_ns: r.latency_ns, response_ns: r.response_ns }
+    }
 }
 
 /// The header's thread entry.
@@ -45,6 +74,19 @@ pub struct ThreadInfo {
     /// A runtime probe's identity (`tokio task 1`, `erlang process <0.85.0>`); absent for OS threads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
+    /// The task's name, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A working task's deadline (ns): its records carry response times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ns: Option<i64>,
+}
+
+impl Header {
+    /// True when a thread works (the records carry response times; CSV has a fifth column).
+    pub fn has_responses(&self) -> bool {
+        self.threads.iter().any(|t| t.deadline_ns.is_some())
+    }
 }
 
 /// The header.
@@ -79,19 +121,25 @@ pub fn header_bytes(h: &Header) -> Vec<u8> {
     v
 }
 
-/// Appends one record.
+/// Appends one record (and its response record, when it has a response time).
 pub fn push_record(out: &mut Vec<u8>, r: &Record) {
-    out.extend_from_slice(&r.thread.to_le_bytes());
-    out.extend_from_slice(&r.cycle.to_le_bytes());
-    out.extend_from_slice(&r.wake_ns.to_le_bytes());
-    out.extend_from_slice(&r.latency_ns.to_le_bytes());
+    let mut one = |thread: u16, value: i64| {
+        out.extend_from_slice(&thread.to_le_bytes());
+        out.extend_from_slice(&r.cycle.to_le_bytes());
+        out.extend_from_slice(&r.wake_ns.to_le_bytes());
+        out.extend_from_slice(&value.to_le_bytes());
+    };
+    one(r.thread, r.latency_ns);
+    if let Some(resp) = r.response_ns {
+        one(r.thread | RESPONSE, resp);
+    }
 }
 
 /// The end record and trailer.
 pub fn trailer_bytes(t: &Trailer) -> Vec<u8> {
     let json = serde_json::to_vec(t).unwrap_or_default();
     let mut v = Vec::with_capacity(RECORD + json.len());
-    push_record(&mut v, &Record { thread: END, cycle: json.len() as u64, wake_ns: 0, latency_ns: 0 });
+    push_record(&mut v, &Record { thread: END, cycle: json.len() as u64, wake_ns: 0, latency_ns: 0, response_ns: None });
     v.extend_from_slice(&json);
     v
 }
@@ -117,6 +165,8 @@ pub struct Reader<R: std::io::Read> {
     trailer: Option<Trailer>,
     records: u64,
     done: bool,
+    /// A record read ahead (to see whether a response record follows the one before).
+    ahead: Option<Record>,
 }
 
 impl<R: std::io::Read> Reader<R> {
@@ -145,7 +195,7 @@ impl<R: std::io::Read> Reader<R> {
         if let Some((i, t)) = header.threads.iter().enumerate().find(|(i, t)| t.thread != *i) {
             return Err(format!("the header lists thread {} in place {i}; the file is damaged", t.thread));
         }
-        Ok(Reader { input, header, trailer: None, records: 0, done: false })
+        Ok(Reader { input, header, trailer: None, records: 0, done: false, ahead: None })
     }
 
     /// The header.
@@ -159,9 +209,34 @@ impl<R: std::io::Read> Reader<R> {
         self.trailer.as_ref()
     }
 
-    /// The next record; `None` at the end record or at the end of an unfinished file (a
-    /// partial last record is not a record).
+    /// The next record, with its response time when a response record follows it; `None` at
+    /// the end record or at the end of an unfinished file (a partial last record is not a
+    /// record).
     pub fn next_record(&mut self) -> Result<Option<Record>, String> {
+        let Some(mut r) = (match self.ahead.take() {
+            Some(r) => Some(r),
+            None => self.raw()?,
+        }) else {
+            return Ok(None);
+        };
+        if r.thread & RESPONSE != 0 {
+            return Err(format!("record {} is a response with no sample before it; the file is damaged", self.records));
+        }
+        match self.raw()? {
+            Some(next) if next.thread == r.thread | RESPONSE => {
+                if next.cycle != r.cycle {
+                    return Err(format!("record {}: a response for cycle {} follows cycle {}; the file is damaged", self.records, next.cycle, r.cycle));
+                }
+                r.response_ns = Some(next.latency_ns);
+            }
+            other => self.ahead = other,
+        }
+        self.records += 1;
+        Ok(Some(r))
+    }
+
+    /// The next raw record (a sample or a response record).
+    fn raw(&mut self) -> Result<Option<Record>, String> {
         if self.done {
             return Ok(None);
         }
@@ -193,19 +268,20 @@ impl<R: std::io::Read> Reader<R> {
             self.trailer = Some(trailer);
             return Ok(None);
         }
-        if thread as usize >= self.header.threads.len() {
+        let index = thread & !RESPONSE;
+        if index as usize >= self.header.threads.len() {
             return Err(format!(
-                "record {} names thread {thread}, but the header has {}",
+                "record {} names thread {index}, but the header has {}",
                 self.records,
                 self.header.threads.len()
             ));
         }
-        self.records += 1;
         Ok(Some(Record {
             thread,
             cycle,
             wake_ns: i64::from_le_bytes(b[10..18].try_into().expect("8 bytes")),
             latency_ns: i64::from_le_bytes(b[18..26].try_into().expect("8 bytes")),
+            response_ns: None,
         }))
     }
 }
@@ -248,11 +324,11 @@ pub fn csv_io_error(e: csv::Error) -> std::io::Error {
     }
 }
 
-/// The records as CSV (see [`csv_writer`]).
+/// The records as CSV (see [`csv_writer`]), with a `response_ns` column when a thread works.
 pub fn csv(f: &SamplesFile) -> Vec<u8> {
     let mut w = csv_writer(Vec::with_capacity(f.records.len() * 32 + 40));
     for r in &f.records {
-        let _ = w.serialize(r);
+        let _ = if f.header.has_responses() { w.serialize(WithResponse::from(r)) } else { w.serialize(r) };
     }
     w.into_inner().unwrap_or_default()
 }
@@ -273,10 +349,10 @@ mod tests {
     #[test]
     fn a_written_file_reads_back_with_its_trailer() {
         let mut v = header_bytes(&header());
-        push_record(&mut v, &Record { thread: 0, cycle: 3, wake_ns: 4100, latency_ns: -100 });
+        push_record(&mut v, &Record { thread: 0, cycle: 3, wake_ns: 4100, latency_ns: -100, response_ns: None });
         v.extend(trailer_bytes(&Trailer { records: 1, lost: vec![2] }));
         let f = parse(&v).unwrap();
-        assert_eq!(f.records, vec![Record { thread: 0, cycle: 3, wake_ns: 4100, latency_ns: -100 }]);
+        assert_eq!(f.records, vec![Record { thread: 0, cycle: 3, wake_ns: 4100, latency_ns: -100, response_ns: None }]);
         assert_eq!(f.trailer, Some(Trailer { records: 1, lost: vec![2] }));
         assert_eq!(String::from_utf8(csv(&f)).unwrap(), "thread,cycle,wake_ns,latency_ns\n0,3,4100,-100\n");
     }
@@ -284,7 +360,7 @@ mod tests {
     #[test]
     fn an_unfinished_file_keeps_its_complete_records() {
         let mut v = header_bytes(&header());
-        push_record(&mut v, &Record { thread: 0, cycle: 0, wake_ns: 1, latency_ns: 1 });
+        push_record(&mut v, &Record { thread: 0, cycle: 0, wake_ns: 1, latency_ns: 1, response_ns: None });
         v.extend_from_slice(&[0, 0, 1]);
         let f = parse(&v).unwrap();
         assert_eq!((f.records.len(), f.trailer), (1, None));

@@ -2,6 +2,7 @@
 //! `sweep.json`), a samples file, or cyclictest output — each read into RunResults.
 
 use super::{import_text, ImportError, Unit};
+use crate::measure::work::{WorkKind, WorkLive, WorkRecorder, WorkSpec, DEFAULT_MISS_WINDOW};
 use crate::export::samples::{Reader, Record};
 use crate::measure::histogram::Layout;
 use crate::measure::stats::{Live, Recorder};
@@ -133,7 +134,7 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
         let mut first = open_samples(path).map_err(|e| error(path, e))?;
         let mut largest = 0i64;
         while let Some(r) = first.next_record().map_err(|e| error(path, e))? {
-            largest = largest.max(r.latency_ns);
+            largest = largest.max(r.latency_ns).max(r.response_ns.unwrap_or(0));
         }
         let bucket = Layout::DEFAULT.bucket_ns;
         let range = ((largest.max(0) as u64 / bucket + 1) * bucket).clamp(bucket, Layout::DEFAULT.range_ns);
@@ -145,9 +146,34 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
     let header = reader.header().clone();
     let lives: Vec<Live> = header.threads.iter().map(|_| Live::new(layout)).collect();
     let mut recorders: Vec<Recorder> = lives.iter().map(|l| Recorder::new(l, None)).collect();
+    // A working task's response and run times and deadlines, rebuilt record by record (run =
+    // response − latency; releases skipped by the one rule): the work asked is not in the file.
+    let works: Vec<Option<WorkLive>> = header
+        .threads
+        .iter()
+        .map(|t| {
+            t.deadline_ns.map(|deadline_ns| {
+                let spec = WorkSpec { kind: WorkKind::Fixed, amount_ns: 0, deadline_ns, miss_window: DEFAULT_MISS_WINDOW };
+                WorkLive::new(spec, layout)
+            })
+        })
+        .collect();
+    let mut work_recs: Vec<Option<WorkRecorder>> =
+        works.iter().map(|w| w.as_ref().map(|w| WorkRecorder::new(w, None, None))).collect();
     let mut last_wake = 0i64;
-    while let Some(Record { thread, wake_ns, latency_ns, .. }) = reader.next_record().map_err(|e| error(path, e))? {
-        recorders[thread as usize].record(latency_ns, wake_ns, 0);
+    while let Some(Record { thread, wake_ns, latency_ns, response_ns, .. }) =
+        reader.next_record().map_err(|e| error(path, e))?
+    {
+        let t = thread as usize;
+        let skipped = match (response_ns, &mut work_recs[t]) {
+            (Some(resp), Some(w)) => {
+                let skipped = crate::measure::probe::missed_periods(resp, header.threads[t].interval_ns.max(1));
+                w.record(latency_ns, resp, resp - latency_ns, wake_ns, skipped);
+                skipped
+            }
+            _ => 0,
+        };
+        recorders[t].record(latency_ns, wake_ns, skipped);
         last_wake = last_wake.max(wake_ns);
     }
     let lost = reader.trailer().map(|t| t.lost.clone());
@@ -172,8 +198,8 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             break_hit: None,
             logs: None,
             noise: None,
-            name: None,
-            work: None,
+            name: t.name.clone(),
+            work: work_recs[t.thread].as_ref().map(|w| w.finish()),
         })
         .collect();
     let mut r = RunResult::build(ProbeRun {
@@ -206,5 +232,9 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
         noise: None,
     });
     r.start_time = Some(header.start_time);
+    // The file keeps deadlines, not what work was asked.
+    for w in r.threads.iter_mut().filter_map(|t| t.work.as_mut()).chain(r.all.work.as_mut()) {
+        (w.kind, w.work_ns) = (None, None);
+    }
     Ok(r)
 }

@@ -324,7 +324,7 @@ fn looped<W: Waiter, J: Job>(
         rec.record(latency, now - start, missed);
         if J::ENABLED {
             if let Some(wr) = work.as_deref_mut() {
-                wr.record(done - intended, done - now, now - start, missed);
+                wr.record(latency, done - intended, done - now, now - start, missed);
             }
         }
         if cyclictest_us {
@@ -486,7 +486,7 @@ mod tests {
         let live = Live::new(Layout::DEFAULT);
         let wl = WorkLive::new(spec, Layout::DEFAULT);
         let mut rec = Recorder::new(&live, None);
-        let mut wr = WorkRecorder::new(&wl, Some(900));
+        let mut wr = WorkRecorder::new(&wl, Some(900), None);
         let mut w = SimWaiter::<true>::new(SampleSource::List(vec![100, 50, 100, 0, 10], 0));
         let mut job = SimJob { durations: vec![300, 900, 2000, 1000, 10], next: 0 };
         let p = LoopParams {

@@ -14,6 +14,8 @@ pub struct Sample {
     pub at_ns: i64,
     /// Latency (ns).
     pub latency_ns: i64,
+    /// A working task's response time for the same period (ns); `None` for the empty loop.
+    pub response_ns: Option<i64>,
 }
 
 /// The ring (capacity a power of two).
@@ -21,6 +23,8 @@ pub struct Sample {
 pub struct SampleRing {
     at: Box<[AtomicI64]>,
     lat: Box<[AtomicI64]>,
+    /// Response times beside the latencies (working tasks' rings only).
+    resp: Option<Box<[AtomicI64]>>,
     /// Samples published (readable).
     head: AtomicU64,
     /// Samples whose slot the producer has started to write (head or head + 1).
@@ -44,10 +48,18 @@ impl SampleRing {
         SampleRing {
             at: (0..cap).map(|_| AtomicI64::new(0)).collect(),
             lat: (0..cap).map(|_| AtomicI64::new(0)).collect(),
+            resp: None,
             head: AtomicU64::new(0),
             claim: AtomicU64::new(0),
             mask: cap as u64 - 1,
         }
+    }
+
+    /// A ring that also holds each sample's response time (a working task's).
+    pub fn with_response(capacity: usize) -> SampleRing {
+        let mut r = SampleRing::new(capacity);
+        r.resp = Some((0..r.capacity()).map(|_| AtomicI64::new(0)).collect());
+        r
     }
 
     /// Writes every slot once more from the calling thread (the probe, before it starts).
@@ -56,6 +68,25 @@ impl SampleRing {
             a.store(a.load(Relaxed), Relaxed);
             l.store(l.load(Relaxed), Relaxed);
         }
+        for r in self.resp.iter().flat_map(|r| r.iter()) {
+            r.store(r.load(Relaxed), Relaxed);
+        }
+    }
+
+    /// Appends a sample with its response time (producer only; a ring made
+    /// [`SampleRing::with_response`]; elsewhere the response is dropped).
+    #[inline(always)]
+    pub fn push_with_response(&self, at_ns: i64, latency_ns: i64, response_ns: i64) {
+        let h = self.head.load(Relaxed);
+        self.claim.store(h + 1, Relaxed);
+        fence(Release);
+        let i = (h & self.mask) as usize;
+        self.at[i].store(at_ns, Relaxed);
+        self.lat[i].store(latency_ns, Relaxed);
+        if let Some(r) = &self.resp {
+            r[i].store(response_ns, Relaxed);
+        }
+        self.head.store(h + 1, Release);
     }
 
     /// Capacity in samples.
@@ -93,7 +124,12 @@ impl SampleRing {
         let mut read = Vec::with_capacity((head - cursor.next) as usize);
         for seq in cursor.next..head {
             let i = (seq & self.mask) as usize;
-            read.push(Sample { cycle: seq, at_ns: self.at[i].load(Relaxed), latency_ns: self.lat[i].load(Relaxed) });
+            read.push(Sample {
+                cycle: seq,
+                at_ns: self.at[i].load(Relaxed),
+                latency_ns: self.lat[i].load(Relaxed),
+                response_ns: self.resp.as_ref().map(|r| r[i].load(Relaxed)),
+            });
         }
         // Entries the producer may have overwritten while they were read are discarded as lost:
         // once sequence c - 1 is claimed, the slot of c - 1 - cap is no longer trustworthy.
@@ -125,7 +161,7 @@ mod tests {
         let mut got = vec![];
         r.drain(&mut c, |s| got.push(s));
         assert_eq!(got.len(), 5);
-        assert_eq!(got[3], Sample { cycle: 3, at_ns: 30, latency_ns: 300 });
+        assert_eq!(got[3], Sample { cycle: 3, at_ns: 30, latency_ns: 300, response_ns: None });
         assert_eq!(c, Cursor { next: 5, lost: 0 });
     }
 
@@ -142,6 +178,16 @@ mod tests {
         assert_eq!(got.len(), 4, "a limit behind the cursor reads nothing");
         r.drain(&mut c, |s| got.push(s.cycle));
         assert_eq!(got, vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_working_tasks_ring_keeps_each_response_beside_its_latency() {
+        let r = SampleRing::with_response(4);
+        r.push_with_response(10, 5, 305);
+        r.push_with_response(20, 7, 1_207);
+        let mut got = vec![];
+        r.drain(&mut Cursor::default(), |s| got.push((s.latency_ns, s.response_ns)));
+        assert_eq!(got, vec![(5, Some(305)), (7, Some(1_207))]);
     }
 
     #[test]

@@ -188,6 +188,7 @@ impl Live {
             mean: if cycles == 0 { 0.0 } else { self.sum.load(Relaxed) as f64 / cycles as f64 },
             mean_us_truncated: if cycles == 0 { 0.0 } else { self.sum_us.load(Relaxed) as f64 / cycles as f64 },
             p99: counts.percentile(0.99, max),
+            work: None,
         }
     }
 }
@@ -211,6 +212,21 @@ pub struct LiveSnapshot {
     pub mean_us_truncated: f64,
     /// 99th percentile upper bound (ns), if any sample.
     pub p99: Option<i64>,
+    /// A working task's response time and deadline misses so far.
+    pub work: Option<WorkSnapshot>,
+}
+
+/// What the live display shows of a working task.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorkSnapshot {
+    /// Latest response time (ns).
+    pub cur: i64,
+    /// 99th percentile of the response time, upper bound (ns).
+    pub p99: Option<i64>,
+    /// Largest response time (ns).
+    pub max: i64,
+    /// Deadline misses (late jobs and skipped releases).
+    pub misses: u64,
 }
 
 /// A sample that exceeded a threshold.

@@ -86,6 +86,9 @@ pub struct Calibration {
     pub cpu: Option<usize>,
 }
 
+/// How long calibration keeps the CPU busy before it times anything (ns).
+pub const CALIBRATION_WARMUP_NS: i64 = 100_000_000;
+
 /// Sizes `target_ns` of fixed work on the calling thread: finds the fastest rate of [`spin`]
 /// over several trials of about 1 ms (an interrupt lengthens a trial, never shortens it), sizes
 /// the work, then times the sized work itself and corrects once for what short trials miss.
@@ -99,7 +102,13 @@ pub fn calibrate(clock: ClockId, target_ns: i64, cpu: Option<usize>) -> Calibrat
     while timed(units) < 1_000_000 && units < 1 << 40 {
         units *= 2;
     }
-    let fastest = (0..9).map(|_| timed(units)).min().unwrap_or(1);
+    // Busy for a while first: a CPU that was idle runs slower until its clock ramps up, and
+    // the work must be sized at the speed a busy task gets.
+    let warm_until = clock::now(clock) + CALIBRATION_WARMUP_NS;
+    while clock::now(clock) < warm_until {
+        spin(units);
+    }
+    let fastest = (0..15).map(|_| timed(units)).min().unwrap_or(1);
     let ps_per_unit = ((fastest as u128 * 1000) / units as u128).max(1) as u64;
     let fastest_of = |units: u64| (0..5).map(|_| timed(units)).min().unwrap_or(1);
     let sized = scaled(target_ns as u128 * 1000, ps_per_unit as u128);
@@ -378,6 +387,18 @@ impl WorkLive {
         }
     }
 
+    /// Adds this task's response and misses to its latency snapshot (for the live view).
+    pub fn decorate(&self, snap: &mut super::stats::LiveSnapshot) {
+        let r = self.response.snapshot();
+        let d = &self.deadlines;
+        snap.work = (r.cycles > 0).then_some(super::stats::WorkSnapshot {
+            cur: r.cur,
+            p99: r.p99,
+            max: r.max,
+            misses: d.late.load(Relaxed) + d.skipped.load(Relaxed),
+        });
+    }
+
     /// The figures as of now (each histogram consistent in itself; `None` when a recorder
     /// could not be read between two samples).
     pub fn checkpoint(&self) -> Option<WorkSummary> {
@@ -427,23 +448,34 @@ pub struct WorkRecorder<'a> {
     response: Recorder<'a>,
     run: Recorder<'a>,
     tracker: DeadlineTracker,
+    ring: Option<&'a super::ring::SampleRing>,
 }
 
 impl<'a> WorkRecorder<'a> {
-    /// A recorder into `live`; responses above `max_response_ns` are counted for the verdict.
-    pub fn new(live: &'a WorkLive, max_response_ns: Option<i64>) -> WorkRecorder<'a> {
+    /// A recorder into `live`; responses above `max_response_ns` are counted for the verdict;
+    /// with `ring`, every sample goes there with its latency (the latency's recorder then has
+    /// no ring of its own).
+    pub fn new(
+        live: &'a WorkLive,
+        max_response_ns: Option<i64>,
+        ring: Option<&'a super::ring::SampleRing>,
+    ) -> WorkRecorder<'a> {
         WorkRecorder {
             live,
             response: Recorder::new(&live.response, max_response_ns),
             run: Recorder::new(&live.run, None),
             tracker: DeadlineTracker::new(live.spec.miss_window),
+            ring,
         }
     }
 
-    /// Records one job: its response and run times (ns), when it woke (since the start), and
-    /// the releases skipped while it ran.
+    /// Records one job: its wakeup latency, response and run times (ns), when it woke (since
+    /// the start), and the releases skipped while it ran.
     #[inline(always)]
-    pub fn record(&mut self, response: i64, run: i64, at_ns: i64, skipped: u64) {
+    pub fn record(&mut self, latency: i64, response: i64, run: i64, at_ns: i64, skipped: u64) {
+        if let Some(r) = self.ring {
+            r.push_with_response(at_ns, latency, response);
+        }
         self.response.record(response, at_ns, skipped);
         self.run.record(run, at_ns, 0);
         self.tracker.record(response > self.live.spec.deadline_ns, skipped, at_ns);

@@ -124,6 +124,7 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
         rows.push(row("ALL", "", &pol, &r.all.stats, u));
     }
     out += &grid(&header, &rows, 0);
+    out += &work(r, u);
     if let Some(max) = r.all.stats.max_ns {
         let t = r.all.max_at_thread.unwrap_or(0);
         let at = r.all.stats.max_at_cycle.map(|c| format!(" at cycle {c}")).unwrap_or_default();
@@ -142,9 +143,85 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
             }
         }
     }
-    if r.verdict.threshold_ns.is_some() {
+    if r.verdict.threshold_ns.is_some() || r.verdict.max_response_ns.is_some() || r.verdict.max_misses.is_some() {
         out += &r.verdict.message;
         out.push('\n');
+    }
+    out
+}
+
+/// The working tasks' table (nothing when no task works): per task its deadline, response
+/// time (min, avg, percentiles, max), run time, smallest slack and deadline misses.
+pub fn work(r: &RunResult, u: Unit) -> String {
+    let tasks: Vec<(String, &crate::result::WorkResult)> = r
+        .threads
+        .iter()
+        .filter_map(|t| Some((t.name.clone().unwrap_or_else(|| t.thread.to_string()), t.work.as_ref()?)))
+        .collect();
+    let Some((_, first)) = tasks.first() else { return String::new() };
+    let l = u.label();
+    let window = first.deadlines.window;
+    let header: Vec<String> = [
+        "task",
+        "deadline",
+        "releases",
+        "misses",
+        "late",
+        "skipped",
+        "run",
+        &format!("worst/{window}"),
+        &format!("resp min {l}"),
+        "avg",
+        "p50",
+        "p99",
+        "p99.9",
+        &format!("max {l}"),
+        "run p50",
+        "run max",
+        "slack min",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let row = |name: &str, w: &crate::result::WorkResult| {
+        let d = &w.deadlines;
+        vec![
+            name.to_string(),
+            w.deadline_ns.map_or("-".into(), |v| u.fmt(v)),
+            d.releases.to_string(),
+            if d.misses > 0 { format!("{} ({:.2} %)", d.misses, w.miss_ratio * 100.0) } else { "0".into() },
+            d.late.to_string(),
+            d.skipped.to_string(),
+            d.longest_miss_run.to_string(),
+            d.worst_misses_in_window.to_string(),
+            u.fmt_opt(w.response.min_ns),
+            w.response.mean_ns.map_or("-".into(), |m| u.fmt_f(m)),
+            pct(&w.response, "50", u),
+            pct(&w.response, "99", u),
+            pct(&w.response, "99.9", u),
+            u.fmt_opt(w.response.max_ns),
+            pct(&w.run, "50", u),
+            u.fmt_opt(w.run.max_ns),
+            u.fmt_opt(w.slack_min_ns),
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = tasks.iter().map(|(n, w)| row(n, w)).collect();
+    if let (true, Some(all)) = (tasks.len() > 1, &r.all.work) {
+        rows.push(row("ALL", all));
+    }
+    let mut out = "\nresponse time = completion − release; run = longest run of consecutive misses\n".to_string();
+    out += &grid(&header, &rows, 1);
+    for (name, w) in &tasks {
+        if let Some(c) = &w.calibration {
+            out += &format!(
+                "task {name}: {} of work = {} units at {:.3} ns each, calibrated on CPU {} (measured {} µs undisturbed)\n",
+                Unit::Micros.fmt(w.work_ns.unwrap_or(0)) + " µs",
+                c.units,
+                c.ps_per_unit as f64 / 1000.0,
+                c.cpu.map_or("-".into(), |c| c.to_string()),
+                Unit::Micros.fmt(c.measured_ns)
+            );
+        }
     }
     out
 }
@@ -235,10 +312,14 @@ pub fn print_summary(result: &RunResult, unit: Unit, header: &str, to_stderr: bo
 /// The live table: cur, min, avg, max, p99 and missed per thread.
 pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u: Unit) -> String {
     let l = u.label();
-    let header: Vec<String> = ["thread", "cpu", "policy", "cycles", "cur", "min", "avg", "p99", "max", "missed"]
+    let working = snaps.iter().any(|s| s.work.is_some());
+    let mut header: Vec<String> = ["thread", "cpu", "policy", "cycles", "cur", "min", "avg", "p99", "max", "missed"]
         .iter()
         .map(|h| h.to_string())
         .collect();
+    if working {
+        header.extend(["resp", "resp p99", "resp max", "misses"].iter().map(|h| h.to_string()));
+    }
     let rows: Vec<Vec<String>> = threads
         .iter()
         .zip(snaps)
@@ -246,7 +327,7 @@ pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u:
             let has = s.cycles > 0;
             let opt = |v: i64| if has { u.fmt(v) } else { "-".into() };
             let SchedParams { policy, priority, .. } = t.sched;
-            vec![
+            let mut row = vec![
                 t.index.to_string(),
                 t.cpu.map_or("-".into(), |c| c.to_string()),
                 policy_label(Some(policy), Some(priority)),
@@ -257,7 +338,14 @@ pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u:
                 u.fmt_opt(s.p99),
                 opt(s.max),
                 s.missed.to_string(),
-            ]
+            ];
+            if working {
+                match s.work {
+                    Some(w) => row.extend([u.fmt(w.cur), u.fmt_opt(w.p99), u.fmt(w.max), w.misses.to_string()]),
+                    None => row.extend(["-", "-", "-", "-"].map(String::from)),
+                }
+            }
+            row
         })
         .collect();
     format!("rtlab: {elapsed_s:.0} s  ({l})\n{}", grid(&header, &rows, 0))

@@ -356,15 +356,16 @@ impl ThreadCtx {
                 let _ = w.calibration.set(calibrate(self.clock.id(), w.spec.amount_ns, affinity::current_cpu()));
             }
         }
-        let mut work_rec = self.work.as_deref().map(|w| WorkRecorder::new(w, self.max_response_ns));
+        let mut work_rec = self.work.as_deref().map(|w| WorkRecorder::new(w, self.max_response_ns, self.ring.as_deref()));
         // Every log the loop writes is allocated and touched here, before the start: nothing
         // faults in once measuring.
         let outliers = self.outliers.map_or_else(ExceedLog::off, |(t, cap)| ExceedLog::new(Some(t), cap));
+        // A working task's samples go to the ring with their response times, from its work recorder.
         let mut rec = Recorder::with_logs(
             &self.live,
             ExceedLog::new(self.max_latency_ns, self.over_capacity),
             outliers,
-            self.ring.as_deref(),
+            self.ring.as_deref().filter(|_| self.work.is_none()),
         );
         rec.prefault();
         let tid = rtthread::tid();

@@ -259,9 +259,13 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let mut probe = plan.probe.create();
     let n = probe.slots();
     let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::with_cuts(plan.layout, &plan.cuts_ns))).collect();
-    let rings: Vec<Option<Arc<SampleRing>>> =
-        (0..n).map(|_| plan.sample_ring.map(|c| Arc::new(SampleRing::new(c)))).collect();
     let slots = plan.probe.slots();
+    let rings: Vec<Option<Arc<SampleRing>>> = (0..n)
+        .map(|i| {
+            let working = slots.get(i).is_some_and(|s| s.work.is_some());
+            plan.sample_ring.map(|c| Arc::new(if working { SampleRing::with_response(c) } else { SampleRing::new(c) }))
+        })
+        .collect();
     let works: Vec<Option<Arc<WorkLive>>> = (0..n)
         .map(|i| slots.get(i).and_then(|s| s.work).map(|spec| Arc::new(WorkLive::new(spec, plan.layout))))
         .collect();
@@ -315,7 +319,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             break EndReason::Duration;
         }
         if signals.status.swap(false, Relaxed) {
-            let snaps: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
+            let snaps: Vec<LiveSnapshot> = snapshots(&lives, &works);
             observer.status_requested(&statuses, &snaps, now - started);
         }
         drain_rings(&rings, &mut cursors, observer, explainer.as_mut(), &lives);
@@ -359,7 +363,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             }
         }
         if now >= next_refresh {
-            let snaps: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
+            let snaps: Vec<LiveSnapshot> = snapshots(&lives, &works);
             observer.tick(&statuses, &snaps, now - started);
             next_refresh = (next_refresh + plan.refresh).max(now);
         }
@@ -402,7 +406,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     for (t, c) in threads.iter_mut().zip(&cursors) {
         t.samples_lost = c.lost;
     }
-    let finals: Vec<LiveSnapshot> = lives.iter().map(|l| l.snapshot()).collect();
+    let finals: Vec<LiveSnapshot> = snapshots(&lives, &works);
     observer.finished(&statuses, &finals);
     let end_reason = if failure.is_some() {
         EndReason::Failed
@@ -504,6 +508,21 @@ fn examined(
     report
 }
 
+/// Every slot's live figures, a working task's response and misses included.
+fn snapshots(lives: &[Arc<Live>], works: &[Option<Arc<WorkLive>>]) -> Vec<LiveSnapshot> {
+    lives
+        .iter()
+        .zip(works)
+        .map(|(l, w)| {
+            let mut s = l.snapshot();
+            if let Some(w) = w {
+                w.decorate(&mut s);
+            }
+            s
+        })
+        .collect()
+}
+
 /// The slots of a checkpoint: their plan and setup, with the statistics published so far.
 fn checkpoint_slots(
     probe: &ProbeSpec,
@@ -590,7 +609,7 @@ pub fn measure(
         Some(o) if o.clock == crate::measure::probe::ClockKind::Realtime => "realtime",
         _ => "monotonic",
     };
-    let mut writer = plan.samples.as_ref().map(|p| observers::SamplesWriter::new(p, clock));
+    let mut writer = plan.samples.as_ref().map(|p| observers::SamplesWriter::new(p, clock, &plan.probe.slots()));
     let mut ckpt = match (checkpoints, plan.checkpoint) {
         (Some(path), Some(_)) => Some(observers::Checkpoints::new(path.to_path_buf(), base.clone())),
         _ => None,

@@ -88,6 +88,8 @@ impl Observer for Checkpoints {
 /// its end record, holding everything up to the last flush.
 pub struct SamplesWriter {
     path: PathBuf,
+    /// Per slot: the task's name and a working task's deadline (for the header).
+    tasks: Vec<(Option<String>, Option<i64>)>,
     clock: String,
     file: Option<std::io::BufWriter<std::fs::File>>,
     buf: Vec<u8>,
@@ -96,10 +98,11 @@ pub struct SamplesWriter {
 }
 
 impl SamplesWriter {
-    /// A writer to `path`.
-    pub fn new(path: &Path, clock: &str) -> SamplesWriter {
+    /// A writer to `path` of the samples of `slots`.
+    pub fn new(path: &Path, clock: &str, slots: &[crate::probes::ThreadPlan]) -> SamplesWriter {
         SamplesWriter {
             path: path.to_path_buf(),
+            tasks: slots.iter().map(|s| (s.name.clone(), s.work.map(|w| w.deadline_ns))).collect(),
             clock: clock.into(),
             file: None,
             buf: Vec::with_capacity(1 << 16),
@@ -164,6 +167,8 @@ impl Observer for SamplesWriter {
                     cpu: t.cpu,
                     interval_ns: t.interval_ns,
                     identity: t.identity.clone(),
+                    name: self.tasks.get(t.index).and_then(|t| t.0.clone()),
+                    deadline_ns: self.tasks.get(t.index).and_then(|t| t.1),
                 })
                 .collect(),
         };
@@ -181,7 +186,13 @@ impl Observer for SamplesWriter {
         if let Some(f) = self.file.as_mut() {
             self.buf.clear();
             for s in batch {
-                let r = Record { thread: thread as u16, cycle: s.cycle, wake_ns: s.at_ns, latency_ns: s.latency_ns };
+                let r = Record {
+                    thread: thread as u16,
+                    cycle: s.cycle,
+                    wake_ns: s.at_ns,
+                    latency_ns: s.latency_ns,
+                    response_ns: s.response_ns,
+                };
                 samples::push_record(&mut self.buf, &r);
             }
             match f.write_all(&self.buf) {
