@@ -7,6 +7,7 @@ pub mod cyclictest_json;
 pub mod cyclictest_text;
 pub mod input;
 pub mod prometheus;
+pub mod rt_app;
 
 use crate::measure::histogram::PERCENTILES;
 use crate::result::build::{percentiles, Stated, StatedRun};
@@ -283,6 +284,9 @@ pub fn import_text(path: &Path, text: &str, unit: Option<Unit>) -> Result<RunRes
     let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
     if text.bytes().all(|b| b.is_ascii_whitespace()) {
         return Err(err(None, "the file is empty; give a cyclictest --json file, -h/-H histogram or -q output".into()));
+    }
+    if rt_app::detect(text) {
+        return rt_app::parse(path, text);
     }
     if text.trim_start().starts_with('{') {
         if text.contains("\"schema\": \"rtlab.run/1\"") || text.contains("\"schema\":\"rtlab.run/1\"") {
