@@ -22,6 +22,10 @@ pub struct PlotArgs {
     #[arg(short = 'k', long, value_enum)]
     pub kind: Option<Kind>,
 
+    /// Which times to draw (histogram and cdf): latency, response, run, or both latency and response
+    #[arg(long, value_enum, default_value = "latency")]
+    pub of: crate::plot::inputs::Of,
+
     /// One curve per thread or per input (histogram and cdf)
     #[arg(long, value_enum)]
     pub by: Option<By>,
@@ -49,6 +53,7 @@ impl PlotOptions {
             format,
             kind: a.kind,
             by: a.by,
+            of: a.of,
             threshold: a.threshold,
             title: a.title,
             unit: a.unit.map(|u| u.to_unit()),

@@ -20,6 +20,8 @@ pub struct PlotOptions {
     pub kind: Option<Kind>,
     /// What a curve stands for.
     pub by: Option<By>,
+    /// Which times a histogram or CDF draws.
+    pub of: crate::plot::inputs::Of,
     /// A threshold line (ns).
     pub threshold: Option<i64>,
     /// A title of the user's.
@@ -35,7 +37,7 @@ pub fn execute(opts: &PlotOptions) -> Result<i32, Error> {
         [one] if matches!(one.content, Content::Sweep(..)) => Kind::Sweep,
         _ => Kind::Histogram,
     });
-    let svg = figures::render(kind, &inputs, opts.by, opts.threshold, opts.title.as_deref())?;
+    let svg = figures::render(kind, &inputs, opts.by, opts.threshold, opts.title.as_deref(), opts.of)?;
     let bytes = encode(&svg, opts.format).map_err(Error::Runtime)?;
     write_output(&opts.output, &bytes)
         .map_err(|e| Error::Runtime(format!("cannot write {}: {e}", opts.output.display())))?;

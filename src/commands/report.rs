@@ -172,6 +172,7 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
             Some(By::Input),
             None,
             Some("Latency tails compared"),
+            crate::plot::inputs::Of::Latency,
         )?;
         let bytes = crate::plot::encode(&svg, *format).map_err(Error::Runtime)?;
         written(out, &bytes)?;

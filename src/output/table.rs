@@ -153,12 +153,34 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
 /// The working tasks' table (nothing when no task works): per task its deadline, response
 /// time (min, avg, percentiles, max), run time, smallest slack and deadline misses.
 pub fn work(r: &RunResult, u: Unit) -> String {
+    let Some((header, rows)) = work_grid(r, u) else { return String::new() };
+    let mut out = "\nresponse time = completion − release; run = longest run of consecutive misses\n".to_string();
+    out += &grid(&header, &rows, 1);
+    for t in &r.threads {
+        if let (Some(w), Some(c)) = (&t.work, t.work.as_ref().and_then(|w| w.calibration.as_ref())) {
+            out += &format!(
+                "task {}: {} µs of work = {} units at {:.3} ns each, calibrated on CPU {} (measured {} µs undisturbed)\n",
+                t.name.clone().unwrap_or_else(|| t.thread.to_string()),
+                Unit::Micros.fmt(w.work_ns.unwrap_or(0)),
+                c.units,
+                c.ps_per_unit as f64 / 1000.0,
+                c.cpu.map_or("-".into(), |c| c.to_string()),
+                Unit::Micros.fmt(c.measured_ns)
+            );
+        }
+    }
+    out
+}
+
+/// The working tasks' table as a header and rows (one per task, ALL when several); `None`
+/// when no task works. The summary and the report both show it.
+pub fn work_grid(r: &RunResult, u: Unit) -> Option<(Vec<String>, Vec<Vec<String>>)> {
     let tasks: Vec<(String, &crate::result::WorkResult)> = r
         .threads
         .iter()
         .filter_map(|t| Some((t.name.clone().unwrap_or_else(|| t.thread.to_string()), t.work.as_ref()?)))
         .collect();
-    let Some((_, first)) = tasks.first() else { return String::new() };
+    let (_, first) = tasks.first()?;
     let l = u.label();
     let window = first.deadlines.window;
     let header: Vec<String> = [
@@ -209,21 +231,7 @@ pub fn work(r: &RunResult, u: Unit) -> String {
     if let (true, Some(all)) = (tasks.len() > 1, &r.all.work) {
         rows.push(row("ALL", all));
     }
-    let mut out = "\nresponse time = completion − release; run = longest run of consecutive misses\n".to_string();
-    out += &grid(&header, &rows, 1);
-    for (name, w) in &tasks {
-        if let Some(c) = &w.calibration {
-            out += &format!(
-                "task {name}: {} of work = {} units at {:.3} ns each, calibrated on CPU {} (measured {} µs undisturbed)\n",
-                Unit::Micros.fmt(w.work_ns.unwrap_or(0)) + " µs",
-                c.units,
-                c.ps_per_unit as f64 / 1000.0,
-                c.cpu.map_or("-".into(), |c| c.to_string()),
-                Unit::Micros.fmt(c.measured_ns)
-            );
-        }
-    }
-    out
+    Some((header, rows))
 }
 
 /// The loads' table after a blank line, or nothing without loads.

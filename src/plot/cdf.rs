@@ -90,7 +90,7 @@ pub fn steps(s: &Series) -> Vec<(f64, f64)> {
 }
 
 /// Draws the curves (SVG text).
-pub fn svg(caption: &Caption, series: &[Series]) -> Result<String, String> {
+pub fn svg(caption: &Caption, series: &[Series], quantity: &str) -> Result<String, String> {
     let all: Vec<Vec<(f64, f64)>> = series.iter().map(steps).collect();
     let x_end = all.iter().flatten().map(|p| p.0).fold(2.0_f64, f64::max).ceil();
     let ys = all.iter().flatten().map(|p| p.1);
@@ -104,7 +104,7 @@ pub fn svg(caption: &Caption, series: &[Series]) -> Result<String, String> {
             .x_label_formatter(&tick_label)
             .y_label_formatter(&log_label)
             .x_desc("Percentile (log scale of 1 − P)")
-            .y_desc("Latency (µs)")
+            .y_desc(format!("{quantity} (µs)"))
             .draw()
             .map_err(err)?;
         for (i, (s, pts)) in series.iter().zip(&all).enumerate() {

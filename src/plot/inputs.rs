@@ -21,6 +21,32 @@ pub enum Kind {
     Noise,
 }
 
+/// Which times a histogram or CDF draws.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Of {
+    /// Wakeup latency (default)
+    #[default]
+    Latency,
+    /// Response time of working tasks: completion − release (rtlab run --work, rt-app logs)
+    Response,
+    /// Run time of working tasks: completion − wakeup
+    Run,
+    /// Latency and response time of each curve in one picture
+    Both,
+}
+
+impl Of {
+    /// The quantity's name on an axis.
+    pub fn quantity(self) -> &'static str {
+        match self {
+            Of::Latency => "Latency",
+            Of::Response => "Response time",
+            Of::Run => "Run time",
+            Of::Both => "Latency and response time",
+        }
+    }
+}
+
 /// What a curve stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum By {
@@ -55,18 +81,28 @@ pub fn render(
     by: Option<By>,
     threshold_ns: Option<i64>,
     title: Option<&str>,
+    of: Of,
 ) -> Result<String, RenderError> {
+    if of != Of::Latency && !matches!(kind, Kind::Histogram | Kind::HistogramLinear | Kind::Cdf) {
+        return Err(RenderError::Unfit(format!(
+            "--of {} applies to --kind histogram, histogram-linear and cdf",
+            clap::ValueEnum::to_possible_value(&of).map_or_else(String::new, |v| v.get_name().to_string())
+        )));
+    }
     let by = by.unwrap_or_else(|| By::auto(inputs));
     let unfit = RenderError::Unfit;
     let title_or = |t: &str| title.map_or_else(|| t.to_string(), String::from);
     let drawn = match kind {
         Kind::Histogram | Kind::HistogramLinear => {
-            let s = histogram_series(inputs, by).map_err(unfit)?;
+            let s = histogram_series(inputs, by, of).map_err(unfit)?;
             // Noise runs' samples are gaps in busy loops, not wakeups.
             let noise = inputs.iter().all(|i| i.run().is_some_and(|r| r.kind == crate::result::Kind::Noise));
-            let (title, quantity) =
-                if noise { ("Noise gap histogram", "Noise gap") } else { ("Latency histogram", "Latency") };
-            histogram::svg(&caption(&title_or(title), inputs), &s, kind == Kind::HistogramLinear, quantity)
+            let (title, quantity) = if noise {
+                ("Noise gap histogram".to_string(), "Noise gap")
+            } else {
+                (format!("{} histogram", of.quantity()), of.quantity())
+            };
+            histogram::svg(&caption(&title_or(&title), inputs), &s, kind == Kind::HistogramLinear, quantity)
         }
         Kind::Noise => {
             let tracks: Vec<super::noise::Track> = inputs
@@ -82,8 +118,8 @@ pub fn render(
             super::noise::svg(&caption(&title_or("Noise over time"), inputs), &tracks)
         }
         Kind::Cdf => {
-            let s = cdf_series(inputs, by).map_err(unfit)?;
-            cdf::svg(&caption(&title_or("Latency percentiles (tail)"), inputs), &s)
+            let s = cdf_series(inputs, by, of).map_err(unfit)?;
+            cdf::svg(&caption(&title_or(&format!("{} percentiles (tail)", of.quantity())), inputs), &s, of.quantity())
         }
         Kind::Timeseries => {
             let [one] = inputs else {
@@ -133,9 +169,13 @@ impl By {
     }
 }
 
-/// `thread 0 (CPU 2)`.
+/// `thread 0 (CPU 2)`, or a task's name: `ctl (CPU 2)`.
 pub fn thread_label(t: &ThreadResult) -> String {
-    label_of(t.thread, t.cpu)
+    match (&t.name, t.cpu) {
+        (Some(n), Some(c)) => format!("{n} (CPU {c})"),
+        (Some(n), None) => n.clone(),
+        _ => label_of(t.thread, t.cpu),
+    }
 }
 
 fn label_of(thread: usize, cpu: Option<usize>) -> String {
@@ -145,8 +185,21 @@ fn label_of(thread: usize, cpu: Option<usize>) -> String {
     }
 }
 
+/// The statistics of `of` for one thread or aggregate (`None` where the task does no work),
+/// with what to add to the curve's label.
+fn of_stats<'a>(stats: &'a Stats, work: Option<&'a crate::result::WorkResult>, of: Of) -> Vec<(&'static str, &'a Stats)> {
+    match (of, work) {
+        (Of::Latency, _) => vec![("", stats)],
+        (Of::Response, Some(w)) => vec![("", &w.response)],
+        (Of::Run, Some(w)) => vec![("", &w.run)],
+        (Of::Both, Some(w)) => vec![(" latency", stats), (" response", &w.response)],
+        (Of::Both, None) => vec![(" latency", stats)],
+        _ => vec![],
+    }
+}
+
 /// Every `(label, stats)` to draw, in order.
-pub fn curves(inputs: &[Input], by: By) -> Vec<(String, &Stats)> {
+pub fn curves(inputs: &[Input], by: By, of: Of) -> Vec<(String, &Stats)> {
     let several = inputs.len() > 1;
     let mut out = Vec::new();
     for input in inputs {
@@ -164,12 +217,18 @@ pub fn curves(inputs: &[Input], by: By) -> Vec<(String, &Stats)> {
         let is_sweep = matches!(input.content, Content::Sweep(..));
         for (label, r) in runs {
             match by {
-                By::Input => out.push((label, &r.all.stats)),
+                By::Input => {
+                    for (suffix, s) in of_stats(&r.all.stats, r.all.work.as_ref(), of) {
+                        out.push((format!("{label}{suffix}"), s));
+                    }
+                }
                 By::Thread => {
                     for t in &r.threads {
                         let l =
                             if several || is_sweep { format!("{label}: {}", thread_label(t)) } else { thread_label(t) };
-                        out.push((l, &t.stats));
+                        for (suffix, s) in of_stats(&t.stats, t.work.as_ref(), of) {
+                            out.push((format!("{l}{suffix}"), s));
+                        }
                     }
                 }
             }
@@ -205,25 +264,34 @@ pub fn caption(title: &str, inputs: &[Input]) -> Caption {
 }
 
 /// Histogram series; an error names the input without a histogram.
-pub fn histogram_series(inputs: &[Input], by: By) -> Result<Vec<histogram::Series>, String> {
+pub fn histogram_series(inputs: &[Input], by: By, of: Of) -> Result<Vec<histogram::Series>, String> {
     let out: Vec<histogram::Series> =
-        curves(inputs, by).into_iter().filter_map(|(l, s)| histogram::Series::of(l, s)).collect();
+        curves(inputs, by, of).into_iter().filter_map(|(l, s)| histogram::Series::of(l, s)).collect();
     if out.is_empty() {
-        return Err(no_histogram(inputs));
+        return Err(no_histogram(inputs, of));
     }
     Ok(out)
 }
 
 /// CDF series; an error names the input without a histogram.
-pub fn cdf_series(inputs: &[Input], by: By) -> Result<Vec<cdf::Series>, String> {
-    let out: Vec<cdf::Series> = curves(inputs, by).into_iter().filter_map(|(l, s)| cdf::Series::of(l, s)).collect();
+pub fn cdf_series(inputs: &[Input], by: By, of: Of) -> Result<Vec<cdf::Series>, String> {
+    let out: Vec<cdf::Series> =
+        curves(inputs, by, of).into_iter().filter_map(|(l, s)| cdf::Series::of(l, s)).collect();
     if out.is_empty() {
-        return Err(no_histogram(inputs));
+        return Err(no_histogram(inputs, of));
     }
     Ok(out)
 }
 
-fn no_histogram(inputs: &[Input]) -> String {
+fn no_histogram(inputs: &[Input], of: Of) -> String {
+    if matches!(of, Of::Response | Of::Run) {
+        let names: Vec<String> = inputs.iter().map(|i| i.path.display().to_string()).collect();
+        return format!(
+            "{} {} no working task: response and run times come from rtlab run --work (or --task, --rt-app) and rt-app logs",
+            names.join(", "),
+            if names.len() == 1 { "has" } else { "have" }
+        );
+    }
     let names: Vec<String> = inputs.iter().map(|i| i.path.display().to_string()).collect();
     format!(
         "{} {} no histogram (cyclictest without -h/-H, or no samples); record one with rtlab run, or cyclictest -h 1000",

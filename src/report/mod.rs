@@ -6,6 +6,7 @@ pub mod compare;
 pub mod html;
 pub mod markdown;
 
+use crate::plot::inputs::Of;
 use crate::import::input::{Content, Input};
 use crate::plot::inputs::{By, Kind, RenderError};
 use crate::result::{RunResult, Stats, VerdictStatus};
@@ -117,8 +118,15 @@ pub fn summary_table(r: &RunResult) -> Block {
 
 /// Renders one figure of `kind` for `inputs` (SVG with text as outlines; ids prefixed so
 /// several figures can share one HTML page); a sentence instead when the inputs lack the data.
-pub fn figure(kind: Kind, inputs: &[Input], by: Option<By>, name: String, caption: &str) -> Result<Block, String> {
-    let svg = match crate::plot::inputs::render(kind, inputs, by, None, None) {
+pub fn figure(
+    kind: Kind,
+    inputs: &[Input],
+    by: Option<By>,
+    of: crate::plot::inputs::Of,
+    name: String,
+    caption: &str,
+) -> Result<Block, String> {
+    let svg = match crate::plot::inputs::render(kind, inputs, by, None, None, of) {
         Ok(svg) => svg,
         // The inputs do not hold what this picture needs (no histogram): say so in its place.
         Err(RenderError::Unfit(why)) => return Ok(Block::Text(format!("{caption}: not drawn — {why}."))),
@@ -382,6 +390,17 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
             numeric: vec![false, true, false, true, false, true],
         });
     }
+    if let Some((header, rows)) = crate::output::table::work_grid(r, crate::units::Unit::Micros) {
+        out.push(Block::Heading(3, "Response time".into()));
+        out.push(Block::Text(
+            "Response time is completion − release; slack is deadline − response; a miss is a job that completed \
+             after its deadline or a release skipped while an earlier job ran; run is the longest run of consecutive \
+             misses, worst/K the most misses in any K consecutive releases. Times in µs."
+                .into(),
+        ));
+        let numeric = header.iter().enumerate().map(|(i, _)| i > 0).collect();
+        out.push(Block::Table { header, rows, numeric });
+    }
     out.push(Block::Heading(3, "Plots".into()));
     let one = std::slice::from_ref(input);
     let by = if r.threads.len() > MAX_CURVES {
@@ -394,14 +413,19 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
         By::Thread
     };
     if noise {
-        out.push(figure(Kind::Noise, one, None, format!("noise-{index}"), "Noise over time")?);
-        out.push(figure(Kind::Histogram, one, Some(by), format!("histogram-{index}"), "Noise gap histogram")?);
+        out.push(figure(Kind::Noise, one, None, Of::Latency, format!("noise-{index}"), "Noise over time")?);
+        out.push(figure(Kind::Histogram, one, Some(by), Of::Latency, format!("histogram-{index}"), "Noise gap histogram")?);
     } else {
-        out.push(figure(Kind::Histogram, one, Some(by), format!("histogram-{index}"), "Latency histogram")?);
-        out.push(figure(Kind::Cdf, one, Some(by), format!("cdf-{index}"), "Latency percentiles (tail)")?);
+        out.push(figure(Kind::Histogram, one, Some(by), Of::Latency, format!("histogram-{index}"), "Latency histogram")?);
+        out.push(figure(Kind::Cdf, one, Some(by), Of::Latency, format!("cdf-{index}"), "Latency percentiles (tail)")?);
+        if r.all.work.is_some() {
+            let (h, c) = (format!("response-{index}"), format!("response-cdf-{index}"));
+            out.push(figure(Kind::Histogram, one, Some(by), Of::Response, h, "Response-time histogram")?);
+            out.push(figure(Kind::Cdf, one, Some(by), Of::Both, c, "Latency and response time (tail)")?);
+        }
     }
     if input.samples.is_some() {
-        out.push(figure(Kind::Timeseries, one, None, format!("timeseries-{index}"), "Latency over time")?);
+        out.push(figure(Kind::Timeseries, one, None, Of::Latency, format!("timeseries-{index}"), "Latency over time")?);
     }
     out.push(Block::Heading(3, "Provenance".into()));
     out.push(pairs(provenance(r)));
@@ -482,8 +506,8 @@ fn sweep_blocks(input: &Input, index: usize, out: &mut Vec<Block>) -> Result<(),
     if !points.is_empty() {
         out.push(Block::Heading(3, "Plots".into()));
         let one = std::slice::from_ref(input);
-        out.push(figure(Kind::Sweep, one, None, format!("sweep-{index}"), "Latency and throughput across the sweep")?);
-        out.push(figure(Kind::Cdf, one, Some(By::Input), format!("sweep-cdf-{index}"), "Tail of every point")?);
+        out.push(figure(Kind::Sweep, one, None, Of::Latency, format!("sweep-{index}"), "Latency and throughput across the sweep")?);
+        out.push(figure(Kind::Cdf, one, Some(By::Input), Of::Latency, format!("sweep-cdf-{index}"), "Tail of every point")?);
     }
     out.push(Block::Heading(3, "Environment".into()));
     out.push(pairs(strip("environment", compare::environment_settings(&sweep.environment))));
@@ -580,7 +604,7 @@ pub fn build(inputs: &[Input]) -> Result<Vec<Block>, String> {
     if inputs.len() > 1 && runs.len() > 1 {
         out.push(Block::Heading(2, format!("Comparison (baseline: {})", runs[0].0)));
         out.extend(comparison_blocks(&compare::compare(&runs), 1 + 8));
-        out.push(figure(Kind::Cdf, inputs, Some(By::Input), "compare-cdf".into(), "Tails side by side")?);
+        out.push(figure(Kind::Cdf, inputs, Some(By::Input), Of::Latency, "compare-cdf".into(), "Tails side by side")?);
     }
     for (i, input) in inputs.iter().enumerate().take(MAX_DETAILED) {
         match &input.content {
