@@ -50,9 +50,10 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     pub fail_if_worse: Option<f64>,
 
-    /// The figure --fail-if-worse checks: 50, 90, 99, 99.9, 99.99, 99.999, max or mean
+    /// The figure --fail-if-worse checks: 50, 90, 99, 99.9, 99.99, 99.999, max or mean of the
+    /// latency; response:P of working tasks' response time; misses (deadline misses)
     #[arg(long, value_name = "P", default_value = "99", value_parser = parse_metric)]
-    pub percentile: crate::report::compare::Metric,
+    pub percentile: crate::report::compare::Check,
 
     /// Print every thread's table (default: all threads, and each thread when there are 8 or
     /// fewer)
@@ -104,8 +105,8 @@ fn parse_pct(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{s}' is not a percentage; give e.g. 10 (percent worse allowed)"))
 }
 
-fn parse_metric(s: &str) -> Result<crate::report::compare::Metric, String> {
-    crate::report::compare::Metric::parse(s)
+fn parse_metric(s: &str) -> Result<crate::report::compare::Check, String> {
+    crate::report::compare::Check::parse(s)
 }
 
 impl ReportOptions {

@@ -21,7 +21,7 @@ pub struct CompareOptions {
     /// Fail (exit 3) when a run is this much worse (%).
     pub fail_if_worse: Option<f64>,
     /// The figure compared.
-    pub percentile: crate::report::compare::Metric,
+    pub percentile: crate::report::compare::Check,
     /// Every thread's section, however many.
     pub all_threads: bool,
     /// The unit of text inputs.
@@ -184,14 +184,15 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
         if worse.is_empty() {
             crate::export::print(&format!("PASS: no run is more than {pct}% worse than {} on {name}\n", c.names[0]));
         } else {
+            let shown = |v: f64| if args.percentile.metric.is_latency() { crate::units::us(v) } else { format!("{v:.0}") };
             for w in &worse {
                 crate::export::print(&format!(
                     "FAIL: {} {name} {} is {:.1}% worse than {} ({}), more than the {pct}% allowed\n",
                     w.name,
-                    crate::units::us(w.value),
+                    shown(w.value),
                     w.worse_pct,
                     c.names[0],
-                    crate::units::us(w.baseline)
+                    shown(w.baseline)
                 ));
             }
             return Ok(3);

@@ -102,6 +102,44 @@ impl Metric {
     }
 }
 
+/// The title of the working tasks' section: response times, `missed` counting deadline misses.
+pub const RESPONSE_SECTION: &str = "response time, all working tasks (missed = deadline misses)";
+
+/// What `--fail-if-worse` checks: a metric of the latency or of the response time (`misses`:
+/// the deadline misses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Check {
+    /// Of the working tasks' response time (else the wakeup latency).
+    pub response: bool,
+    /// The metric.
+    pub metric: Metric,
+}
+
+impl Check {
+    /// Parses `99`, `p99.9`, `max`, `mean` (latency), `response:99`, `response:max`, or
+    /// `misses` (deadline misses).
+    pub fn parse(s: &str) -> Result<Check, String> {
+        let t = s.trim().to_ascii_lowercase();
+        if t == "misses" {
+            return Ok(Check { response: true, metric: Metric::Missed });
+        }
+        match t.strip_prefix("response:") {
+            Some(m) => Metric::parse(m).map(|metric| Check { response: true, metric }),
+            None => Metric::parse(&t).map(|metric| Check { response: false, metric }),
+        }
+        .map_err(|e| format!("{e}; or response:P for the response time, or misses"))
+    }
+
+    /// `p99`, `response p99`, `deadline misses`.
+    pub fn name(self) -> String {
+        match (self.response, self.metric) {
+            (true, Metric::Missed) => "deadline misses".into(),
+            (true, m) => format!("response {}", m.name()),
+            (false, m) => m.name(),
+        }
+    }
+}
+
 /// One cell: a value (ns or count), `at_least` when only a lower bound is known.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Cell {
@@ -306,6 +344,14 @@ pub fn compare(runs: &[(String, &RunResult)]) -> Comparison {
     let mut indices: Vec<usize> = runs.iter().flat_map(|(_, r)| r.threads.iter().map(|t| t.thread)).collect();
     indices.sort_unstable();
     indices.dedup();
+    // Working tasks' response times, `missed` standing for their deadline misses.
+    let responses: Vec<Option<Stats>> = runs
+        .iter()
+        .map(|(_, r)| r.all.work.as_ref().map(|w| Stats { missed: Some(w.deadlines.misses), ..w.response.clone() }))
+        .collect();
+    if responses.iter().any(Option::is_some) {
+        sections.push(section(RESPONSE_SECTION.into(), &responses.iter().map(Option::as_ref).collect::<Vec<_>>()));
+    }
     for i in indices {
         let stats: Vec<Option<&Stats>> =
             runs.iter().map(|(_, r)| r.threads.iter().find(|t| t.thread == i).map(|t| &t.stats)).collect();
@@ -349,10 +395,18 @@ pub struct Regression {
     pub worse_pct: f64,
 }
 
-/// The all-threads `metric` of each run against the baseline's: runs more than `pct` percent
+/// The all-threads `check` of each run against the baseline's: runs more than `pct` percent
 /// worse (higher). An error when a value is unknown or only a bound.
-pub fn regressions(c: &Comparison, metric: Metric, pct: f64) -> Result<Vec<Regression>, String> {
-    let row = c.sections[0].rows.iter().find(|r| r.metric == metric);
+pub fn regressions(c: &Comparison, check: Check, pct: f64) -> Result<Vec<Regression>, String> {
+    let metric = check.metric;
+    let section = if check.response {
+        c.sections.iter().find(|s| s.title == RESPONSE_SECTION).ok_or_else(|| {
+            format!("{} compares response times, but no run has working tasks (rtlab run --work)", check.name())
+        })?
+    } else {
+        &c.sections[0]
+    };
+    let row = section.rows.iter().find(|r| r.metric == metric);
     let cell = |i: usize| -> Result<f64, String> {
         match row.and_then(|r| r.cells[i]) {
             Some(Cell { value, at_least: false }) => Ok(value),
@@ -362,9 +416,9 @@ pub fn regressions(c: &Comparison, metric: Metric, pct: f64) -> Result<Vec<Regre
                 metric.name()
             )),
             None => Err(format!(
-                "{}: {} is not known (no histogram?); use --percentile max, or record a histogram",
+                "{}: {} is not known (no histogram, or no working task?); use --percentile max, or record a histogram",
                 c.names[i],
-                metric.name()
+                check.name()
             )),
         }
     };
