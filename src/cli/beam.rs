@@ -193,6 +193,8 @@ impl BeamSweepArgs {
             load_policies: None,
             probe_policies: None,
             methods: None,
+            works: None,
+            deadlines: None,
             resume: false,
             run,
         };

@@ -91,6 +91,8 @@ impl crate::commands::sweep::SweepOptions {
             return Err(usage("--json and --samples do not apply to a sweep; every result goes into --out DIR"));
         }
         let axes = crate::sweep::Axes {
+            deadlines: None,
+            works: None,
             load_kinds: a.load_kinds.as_ref().map(|l| l.0.clone()),
             load_policies: a.load_policies.as_ref().map(|l| l.0.clone()),
             probe_policies: a.probe_policies.as_ref().map(|l| l.0.clone()),

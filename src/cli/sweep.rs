@@ -62,6 +62,11 @@ pub(super) fn probe_policies(s: &str) -> Result<List<(Policy, Option<u32>)>, Str
     list(s, crate::sweep::parse_probe).map(List)
 }
 
+/// Parses an axis of times (plain numbers are µs), each greater than zero.
+fn times(s: &str) -> Result<List<i64>, String> {
+    list(s, super::parse::latency).map(List)
+}
+
 fn methods(s: &str) -> Result<List<Method>, String> {
     list(s, |m| {
         <Method as clap::ValueEnum>::from_str(m, true)
@@ -102,6 +107,14 @@ pub struct SweepArgs {
     /// Method axis: abs,rel,nanosleep,sleep,posix-timer
     #[arg(long = "methods", value_name = "METHODS", value_parser = methods)]
     pub methods: Option<List<Method>>,
+
+    /// Work-per-period axis: 50us,200us,1ms,5ms (each point runs --work TIME; see --work-kind)
+    #[arg(long = "works", value_name = "TIMES", value_parser = times)]
+    pub works: Option<List<i64>>,
+
+    /// Deadline axis of working tasks: 500us,1ms (each point runs --deadline TIME)
+    #[arg(long = "deadlines", value_name = "TIMES", value_parser = times)]
+    pub deadlines: Option<List<i64>>,
 
     /// Keep the points already in DIR and run only the missing ones
     #[arg(long)]
@@ -161,6 +174,8 @@ impl SweepArgs {
             load_policies: self.load_policies.as_ref().map(|l| l.0.clone()),
             probe_policies: self.probe_policies.as_ref().map(|l| l.0.clone()),
             methods: self.methods.as_ref().map(|l| l.0.clone()),
+            deadlines: self.deadlines.as_ref().map(|l| l.0.clone()),
+            works: self.works.as_ref().map(|l| l.0.clone()),
             workers: self.workers.as_ref().map(|c| c.0.clone()),
             workers_in_runtime: runtime != RuntimeKind::Os,
         };
@@ -175,6 +190,12 @@ impl SweepArgs {
             }
             if let Some(m) = p.method {
                 a.method = m;
+            }
+            if let Some(w) = p.work {
+                a.work = Some(w);
+            }
+            if let Some(d) = p.deadline {
+                a.deadline = Some(d);
             }
             if axes.workers.is_some() {
                 match runtime {

@@ -152,7 +152,8 @@ pub fn render(
             if data.groups.is_empty() {
                 return Err(unfit(format!("{}: the sweep has no finished point yet", one.path.display())));
             }
-            let title = title_or(&format!("Sweep: latency and throughput against {}", data.axis));
+            let what = if data.response { "response time" } else { "latency" };
+            let title = title_or(&format!("Sweep: {what} and throughput against {}", data.axis));
             sweep::svg(&caption(&title, inputs), &data)
         }
     };
@@ -320,7 +321,8 @@ pub fn sweep_data(input: &Input) -> Option<sweep::Sweep> {
         }
     }
     let throughput_unit = points.iter().find_map(|p| p.result.loads.first().map(|l| l.unit.clone()));
-    Some(sweep::Sweep { axis, groups, throughput_unit })
+    let response = !points.is_empty() && points.iter().all(|p| p.result.all.work.is_some());
+    Some(sweep::Sweep { axis, groups, throughput_unit, response })
 }
 
 /// Threads of a samples file drawn as tracks of their own; more are drawn as one.

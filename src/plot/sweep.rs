@@ -22,9 +22,10 @@ pub struct Row {
 pub const METRICS: [&str; 4] = ["p50", "p99", "p99.9", "max"];
 
 impl Row {
-    /// The row of one point's result.
+    /// The row of one point's result: its response time when its tasks work, else its
+    /// wakeup latency.
     pub fn of(x_label: String, r: &RunResult) -> Row {
-        let st = &r.all.stats;
+        let st = r.all.work.as_ref().map_or(&r.all.stats, |w| &w.response);
         let pct = |k: &str| st.percentiles_ns.get(k).copied().flatten().map(|v| v as f64);
         Row {
             x_label,
@@ -52,6 +53,8 @@ pub struct Sweep {
     pub groups: Vec<Group>,
     /// The throughput's unit (`ops`, `messages`, …), when a load ran.
     pub throughput_unit: Option<String>,
+    /// The points' tasks work: the figures are response times.
+    pub response: bool,
 }
 
 /// The x positions: the values themselves when every one is a number, else their order of
@@ -134,7 +137,7 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
             .x_label_formatter(&cat_label)
             .y_label_formatter(&log_label)
             .x_desc(s.axis.as_str())
-            .y_desc("Latency (µs)")
+            .y_desc(if s.response { "Response time (µs)" } else { "Latency (µs)" })
             .draw()
             .map_err(err)?;
         if has_tp {
@@ -269,6 +272,7 @@ mod tests {
             axis: "workers".into(),
             groups: vec![Group { label: String::new(), rows: vec![row("0"), row("4"), row("2")] }],
             throughput_unit: None,
+            response: false,
         };
         assert_eq!(positions(&s), (vec![vec![0.0, 4.0, 2.0]], None));
         let s = Sweep {
@@ -278,6 +282,7 @@ mod tests {
                 Group { label: "b".into(), rows: vec![row("rel"), row("sleep")] },
             ],
             throughput_unit: None,
+            response: false,
         };
         let (xs, cats) = positions(&s);
         assert_eq!(xs, vec![vec![0.0, 1.0], vec![1.0, 2.0]]);

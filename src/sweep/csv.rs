@@ -25,6 +25,18 @@ fn ms(ns: Option<f64>) -> String {
     ns.map_or_else(String::new, |v| crate::units::ms_fixed(v, 6))
 }
 
+/// Columns added when a point's tasks work: the response time's p50, p99, p99.9 and max over
+/// all tasks, their deadline misses and miss ratio, and the largest run time.
+pub const WORK_COLUMNS: [&str; 7] = [
+    "p50_response_ms",
+    "p99_response_ms",
+    "p99.9_response_ms",
+    "max_response_ms",
+    "deadline_misses",
+    "miss_ratio",
+    "max_run_ms",
+];
+
 /// The columns after the axes of a noise sweep (`rtlab noise sweep`): over all its CPUs, the
 /// least % of a CPU available, the noise per second and noises per second of the noisiest
 /// CPU, the largest single noise, the 99th percentile of the gaps, then the first load's
@@ -82,6 +94,10 @@ pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = axis_names.iter().filter(|a| *a != "workers").cloned().collect();
     header.extend(CSV_COLUMNS.iter().map(|c| c.to_string()));
+    let working = rows.iter().any(|(_, r)| r.all.work.is_some());
+    if working {
+        header.extend(WORK_COLUMNS.iter().map(|c| c.to_string()));
+    }
     let _ = w.write_record(&header);
     for (p, r) in rows {
         let st = &r.all.stats;
@@ -102,6 +118,19 @@ pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
             load.and_then(|l| l.utilization).map_or_else(String::new, |u| format!("{u:.3}")),
             ms(r.threads.iter().filter_map(|t| t.drift_ns).max_by_key(|d| d.abs()).map(|d| d as f64)),
         ]);
+        if working {
+            let work = r.all.work.as_ref();
+            let rp = |k: &str| work.and_then(|w| w.response.percentiles_ns.get(k).copied().flatten()).map(|v| v as f64);
+            cols.extend([
+                ms(rp("50")),
+                ms(rp("99")),
+                ms(rp("99.9")),
+                ms(work.and_then(|w| w.response.max_ns).map(|v| v as f64)),
+                work.map_or_else(String::new, |w| w.deadlines.misses.to_string()),
+                work.map_or_else(String::new, |w| format!("{:.6}", w.miss_ratio)),
+                ms(work.and_then(|w| w.run.max_ns).map(|v| v as f64)),
+            ]);
+        }
         let _ = w.write_record(&cols);
     }
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()

@@ -72,6 +72,10 @@ pub struct Axes {
     pub probe_policies: Option<Vec<(Policy, Option<u32>)>>,
     /// Methods.
     pub methods: Option<Vec<Method>>,
+    /// Deadlines of working tasks (ns).
+    pub deadlines: Option<Vec<i64>>,
+    /// Work per period (ns).
+    pub works: Option<Vec<i64>>,
     /// Load workers (innermost).
     pub workers: Option<Vec<usize>>,
     /// The workers axis counts CPU-bound workers inside the probe's runtime (BEAM processes,
@@ -92,6 +96,10 @@ pub struct Point {
     pub probe: Option<(Policy, Option<u32>)>,
     /// Method, when swept.
     pub method: Option<Method>,
+    /// Deadline (ns), when swept.
+    pub deadline: Option<i64>,
+    /// Work per period (ns), when swept.
+    pub work: Option<i64>,
     /// Workers: the first load's, or the runtime's own with `Axes::workers_in_runtime`.
     pub workers: usize,
 }
@@ -107,8 +115,8 @@ impl Point {
     }
 }
 
-/// Expands the grid: load kind × load policy × probe policy × method × workers, workers
-/// innermost (so a sweep over workers reads like RealtimeTests' table). `template` are the
+/// Expands the grid: load kind × load policy × probe policy × method × deadline × work ×
+/// workers, workers innermost (so a sweep over workers reads like RealtimeTests' table). `template` are the
 /// `--load` specs (a `cpu` load when there is none and a load axis is swept).
 pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> {
     let len = |v: Option<usize>| v.unwrap_or(1).max(1) as u128;
@@ -116,6 +124,8 @@ pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> 
         * len(axes.load_policies.as_ref().map(Vec::len))
         * len(axes.probe_policies.as_ref().map(Vec::len))
         * len(axes.methods.as_ref().map(Vec::len))
+        * len(axes.deadlines.as_ref().map(Vec::len))
+        * len(axes.works.as_ref().map(Vec::len))
         * len(axes.workers.as_ref().map(Vec::len));
     if size > MAX_POINTS as u128 {
         return Err(format!(
@@ -137,11 +147,23 @@ pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> 
         axes.methods.as_ref().map_or(vec![None], |v| v.iter().copied().map(Some).collect());
     let workers: Vec<Option<usize>> =
         axes.workers.as_ref().map_or(vec![None], |v| v.iter().copied().map(Some).collect());
+    let some = |v: &Option<Vec<i64>>| v.as_ref().map_or(vec![None], |v| v.iter().copied().map(Some).collect());
+    let (deadlines, works) = (some(&axes.deadlines), some(&axes.works));
+    // Work and deadline in µs, as numbers: a numeric axis is drawn to scale.
+    let us = |ns: i64| crate::units::Unit::Micros.fmt(ns).trim_end_matches(".0").to_string();
+    let mut combos: Vec<(Option<Method>, Option<i64>, Option<i64>)> = Vec::new();
+    for m in &methods {
+        for d in &deadlines {
+            for wk in &works {
+                combos.push((*m, *d, *wk));
+            }
+        }
+    }
     let mut points = Vec::new();
     for kind in &kinds {
         for lp in &lpols {
             for pp in &ppols {
-                for m in &methods {
+                for (m, deadline, work) in &combos {
                     for w in &workers {
                         let mut loads = template.clone();
                         let mut labels = Vec::new();
@@ -160,6 +182,12 @@ pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> 
                         if let Some(m) = m {
                             labels.push(("method".to_string(), m.name().to_string()));
                         }
+                        if let Some(d) = deadline {
+                            labels.push(("deadline_us".to_string(), us(*d)));
+                        }
+                        if let Some(wk) = work {
+                            labels.push(("work_us".to_string(), us(*wk)));
+                        }
                         if let Some(w) = w {
                             if !axes.workers_in_runtime {
                                 loads[0] = loads[0].with_workers(*w);
@@ -176,6 +204,8 @@ pub fn expand(axes: &Axes, template: &[LoadSpec]) -> Result<Vec<Point>, String> 
                             loads,
                             probe: *pp,
                             method: *m,
+                            deadline: *deadline,
+                            work: *work,
                             workers,
                         });
                     }
@@ -194,6 +224,29 @@ pub fn parse_load_policies(s: &str) -> Result<Vec<LoadSched>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_and_deadline_axes_sit_inside_the_method_and_outside_the_workers() {
+        let axes = Axes {
+            probe_policies: Some(vec![(Policy::Fifo, Some(80)), (Policy::Other, None)]),
+            works: Some(vec![50_000, 1_500_000]),
+            deadlines: Some(vec![2_000_000]),
+            ..Axes::default()
+        };
+        let points = expand(&axes, &[]).unwrap();
+        let labels: Vec<String> = points.iter().map(Point::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "000-probe_policy=fifo_80-deadline_us=2000-work_us=50",
+                "001-probe_policy=fifo_80-deadline_us=2000-work_us=1500",
+                "002-probe_policy=other-deadline_us=2000-work_us=50",
+                "003-probe_policy=other-deadline_us=2000-work_us=1500"
+            ]
+        );
+        assert_eq!((points[1].work, points[1].deadline), (Some(1_500_000), Some(2_000_000)));
+        assert!(points.iter().all(|p| p.loads.is_empty()), "a work axis needs no load");
+    }
 
     #[test]
     fn counts_take_ranges_steps_and_lists() {
