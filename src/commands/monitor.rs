@@ -9,7 +9,7 @@ use crate::output::warnings::WarningPrinter;
 use crate::probes::ThreadStatus;
 use crate::result::build::ProbeRun;
 use crate::result::RunResult;
-use crate::serve::exposition::{bucket_bounds_ns, ProbeInfo, ProbeSeries, Snapshot};
+use crate::serve::exposition::{bucket_bounds_ns, ProbeInfo, ProbeSeries, ResponseSeries, Snapshot};
 use crate::serve::http::Server;
 use crate::serve::{Board, Published};
 use crate::session::{self, Fanout, Observer, Output, Provenance, Signals};
@@ -332,6 +332,18 @@ impl Monitor {
                         .and_then(|w| w.max_since(from))
                         .map(|(l, a)| (l as f64 / 1e9, a as f64 / 1e9)),
                     max: s.max_ns.zip(s.max_at_ns).map(|(m, a)| (m as f64 / 1e9, at(a))),
+                    response: t.work.as_ref().map(|w| {
+                        let r = &w.response;
+                        ResponseSeries {
+                            buckets: bounds
+                                .iter()
+                                .map(|b| crate::serve::exposition::samples_at_or_below(r, &self.cuts, *b))
+                                .collect(),
+                            count: r.cycles,
+                            sum_s: r.sum_ns as f64 / 1e9,
+                            misses: w.deadlines.misses,
+                        }
+                    }),
                 }
             })
             .collect();

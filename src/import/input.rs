@@ -154,7 +154,7 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
         .map(|t| {
             t.deadline_ns.map(|deadline_ns| {
                 let spec = WorkSpec { kind: WorkKind::Fixed, amount_ns: 0, deadline_ns, miss_window: DEFAULT_MISS_WINDOW };
-                WorkLive::new(spec, layout)
+                WorkLive::new(spec, layout, &[])
             })
         })
         .collect();

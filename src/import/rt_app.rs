@@ -96,7 +96,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
         miss_window: DEFAULT_MISS_WINDOW,
     };
     let live = Live::new(layout);
-    let work = WorkLive::new(spec, layout);
+    let work = WorkLive::new(spec, layout, &[]);
     let mut rec = Recorder::new(&live, None);
     let mut wrec = WorkRecorder::new(&work, None, None);
     for (no, v) in &rows {

@@ -484,7 +484,7 @@ mod tests {
         //  (10, 10)   → 20, on time.
         let spec = WorkSpec { kind: WorkKind::Fixed, amount_ns: 300, deadline_ns: 800, miss_window: 3 };
         let live = Live::new(Layout::DEFAULT);
-        let wl = WorkLive::new(spec, Layout::DEFAULT);
+        let wl = WorkLive::new(spec, Layout::DEFAULT, &[]);
         let mut rec = Recorder::new(&live, None);
         let mut wr = WorkRecorder::new(&wl, Some(900), None);
         let mut w = SimWaiter::<true>::new(SampleSource::List(vec![100, 50, 100, 0, 10], 0));

@@ -376,10 +376,11 @@ pub struct WorkLive {
 }
 
 impl WorkLive {
-    /// Empty cells for a task doing `spec`, histograms of `layout`.
-    pub fn new(spec: WorkSpec, layout: Layout) -> WorkLive {
+    /// Empty cells for a task doing `spec`, histograms of `layout`; responses at or below
+    /// each of `cuts` (ns) are counted exactly (see [`Live::with_cuts`]).
+    pub fn new(spec: WorkSpec, layout: Layout, cuts: &[u64]) -> WorkLive {
         WorkLive {
-            response: Live::new(layout),
+            response: Live::with_cuts(layout, cuts),
             run: Live::new(layout),
             deadlines: DeadlineLive { first_miss: AtomicU64::new(u64::MAX), ..Default::default() },
             spec,

@@ -55,6 +55,21 @@ pub struct ProbeSeries {
     pub window_max: Option<(f64, f64)>,
     /// Largest latency since the start (s) and its time (Unix s).
     pub max: Option<(f64, f64)>,
+    /// A working task's response times and deadline misses.
+    pub response: Option<ResponseSeries>,
+}
+
+/// A working task's series: its response-time histogram and deadline misses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResponseSeries {
+    /// Cumulative counts for each of [`bucket_bounds`] (responses ≤ bound).
+    pub buckets: Vec<u64>,
+    /// Responses (jobs run).
+    pub count: u64,
+    /// Σ response time (s).
+    pub sum_s: f64,
+    /// Deadline misses: late jobs and skipped releases.
+    pub misses: u64,
 }
 
 /// What the probe is and what it obtained.
@@ -153,6 +168,32 @@ pub fn render(s: &Snapshot, openmetrics: bool) -> String {
         let _ = writeln!(o, "{lat}_bucket{{{l},le=\"+Inf\"}} {}", p.count);
         let _ = writeln!(o, "{lat}_sum{{{l}}} {}", num(p.sum_s));
         let _ = writeln!(o, "{lat}_count{{{l}}} {}", p.count);
+    }
+    if s.probes.iter().any(|p| p.response.is_some()) {
+        let resp = "rtlab_response_time_seconds";
+        family(&mut o, resp, "histogram", "Response time of a working task (completion minus release).", Some("seconds"));
+        for p in &s.probes {
+            let Some(r) = &p.response else { continue };
+            let l = format!("cpu=\"{}\",thread=\"{}\"", esc(&p.cpu), p.thread);
+            for (b, c) in bounds.iter().zip(&r.buckets) {
+                let _ = writeln!(o, "{resp}_bucket{{{l},le=\"{b}\"}} {c}");
+            }
+            let _ = writeln!(o, "{resp}_bucket{{{l},le=\"+Inf\"}} {}", r.count);
+            let _ = writeln!(o, "{resp}_sum{{{l}}} {}", num(r.sum_s));
+            let _ = writeln!(o, "{resp}_count{{{l}}} {}", r.count);
+        }
+        family(
+            &mut o,
+            "rtlab_deadline_misses_total",
+            "counter",
+            "Deadline misses of a working task: jobs completed after their deadline and releases skipped.",
+            None,
+        );
+        for p in &s.probes {
+            if let Some(r) = &p.response {
+                let _ = writeln!(o, "rtlab_deadline_misses_total{{cpu=\"{}\",thread=\"{}\"}} {}", esc(&p.cpu), p.thread, r.misses);
+            }
+        }
     }
     family(&mut o, "rtlab_samples_total", "counter", "Wakeups measured.", None);
     for p in &s.probes {
@@ -347,6 +388,7 @@ mod tests {
                 exceedances: vec![0],
                 window_max: Some((1.9e-5, 1_800_000_010.0)),
                 max: Some((1.9e-5, 1_800_000_010.0)),
+                response: None,
             }],
             info: ProbeInfo {
                 runtime: "os".into(),
@@ -372,6 +414,27 @@ mod tests {
             (seconds(5_000), seconds(1_500_000_000), seconds(1_000_000_000)),
             ("0.000005".into(), "1.5".into(), "1".into())
         );
+    }
+
+    #[test]
+    fn a_working_task_adds_its_response_histogram_and_deadline_misses() {
+        let plain = render(&one(), false);
+        assert!(!plain.contains("rtlab_response_time_seconds"), "no family without a working task");
+        let mut s = one();
+        let bounds = bucket_bounds();
+        s.probes[0].response = Some(ResponseSeries {
+            buckets: bounds.iter().map(|b| if *b >= 5e-4 { 10 } else { 0 }).collect(),
+            count: 10,
+            sum_s: 4.5e-3,
+            misses: 2,
+        });
+        let t = render(&s, false);
+        assert!(t.contains("# TYPE rtlab_response_time_seconds histogram\n"), "{t}");
+        assert!(t.contains("rtlab_response_time_seconds_bucket{cpu=\"1\",thread=\"0\",le=\"0.0004\"} 0\n"));
+        assert!(t.contains("rtlab_response_time_seconds_bucket{cpu=\"1\",thread=\"0\",le=\"0.0005\"} 10\n"));
+        assert!(t.contains("rtlab_response_time_seconds_count{cpu=\"1\",thread=\"0\"} 10\n"));
+        assert!(t.contains("rtlab_deadline_misses_total{cpu=\"1\",thread=\"0\"} 2\n"));
+        assert!(render(&s, true).contains("# TYPE rtlab_deadline_misses counter\n"));
     }
 
     #[test]
