@@ -90,11 +90,11 @@ fn a_trailer_too_large_or_not_matching_the_threads_is_refused() {
         schema: "rtlab.samples/1".into(),
         clock: "monotonic".into(),
         start_time: "2026-11-23T00:00:00Z".into(),
-        threads: vec![ThreadInfo { thread: 0, cpu: Some(0), interval_ns: 1_000_000, identity: None }],
+        threads: vec![ThreadInfo { thread: 0, cpu: Some(0), interval_ns: 1_000_000, identity: None, name: None, deadline_ns: None }],
     };
     let write = |name: &str, trailer: &[u8]| {
         let mut b = header_bytes(&header);
-        push_record(&mut b, &Record { thread: 0, cycle: 0, wake_ns: 1_000, latency_ns: 5_000 });
+        push_record(&mut b, &Record { thread: 0, cycle: 0, wake_ns: 1_000, latency_ns: 5_000, response_ns: None });
         b.extend_from_slice(trailer);
         let p = dir.path().join(name);
         std::fs::write(&p, b).unwrap();
@@ -108,7 +108,7 @@ fn a_trailer_too_large_or_not_matching_the_threads_is_refused() {
     assert!(err.contains("the trailer counts lost samples for 100000 threads, but the header has 1"), "{err}");
     // An end record that announces a 512 MiB trailer.
     let mut end = Vec::new();
-    push_record(&mut end, &Record { thread: 0xFFFF, cycle: 512 << 20, wake_ns: 0, latency_ns: 0 });
+    push_record(&mut end, &Record { thread: 0xFFFF, cycle: 512 << 20, wake_ns: 0, latency_ns: 0, response_ns: None });
     let p = write("big.smp", &end);
     let out = rtlab().arg("samples").arg(&p).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -142,7 +142,7 @@ fn a_samples_file_of_4096_threads_makes_a_report_of_bounded_size() {
         clock: "monotonic".into(),
         start_time: "2026-11-23T00:00:00Z".into(),
         threads: (0..n)
-            .map(|t| ThreadInfo { thread: t, cpu: Some(t % 2), interval_ns: 1_000_000, identity: None })
+            .map(|t| ThreadInfo { thread: t, cpu: Some(t % 2), interval_ns: 1_000_000, identity: None, name: None, deadline_ns: None })
             .collect(),
     };
     let mut b = header_bytes(&header);
@@ -155,6 +155,7 @@ fn a_samples_file_of_4096_threads_makes_a_report_of_bounded_size() {
                     cycle: c,
                     wake_ns: (c as i64 + 1) * 1_000_000,
                     latency_ns: 5_000 + t as i64,
+                    response_ns: None,
                 },
             );
         }

@@ -9,6 +9,7 @@ use super::tasks::TaskSpec;
 use crate::measure::work::WorkKind;
 use crate::rt::affinity::CpuSet;
 use crate::rt::sched::{Policy, SchedParams};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::path::Path;
 
@@ -29,8 +30,24 @@ pub struct RtAppSet {
     pub ignored: Vec<String>,
 }
 
-/// A JSON object with its keys in file order (rt-app's events run in the order written).
-struct Ordered(Vec<(String, Value)>);
+/// A JSON object with its keys in file order (rt-app's events run in the order written), each
+/// value kept as its text so that nested objects keep their order too.
+struct Ordered(Vec<(String, Box<RawValue>)>);
+
+impl Ordered {
+    /// The object in `raw`, in order.
+    fn of(raw: &RawValue) -> Result<Ordered, serde_json::Error> {
+        serde_json::from_str(raw.get())
+    }
+
+    /// Each key with its value parsed, and its text.
+    fn entries(self) -> Vec<(String, Value, Box<RawValue>)> {
+        self.0
+            .into_iter()
+            .map(|(k, raw)| (k, serde_json::from_str(raw.get()).unwrap_or(Value::Null), raw))
+            .collect()
+    }
+}
 
 impl<'de> serde::Deserialize<'de> for Ordered {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Ordered, D::Error> {
@@ -42,7 +59,7 @@ impl<'de> serde::Deserialize<'de> for Ordered {
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Ordered, A::Error> {
                 let mut v = Vec::new();
-                while let Some((k, val)) = m.next_entry::<String, Value>()? {
+                while let Some((k, val)) = m.next_entry::<String, Box<RawValue>>()? {
                     v.push((k, val));
                 }
                 Ok(Ordered(v))
@@ -84,9 +101,9 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
     };
     let mut default_policy = Policy::Other;
     let mut tasks = None;
-    for (k, v) in top.0 {
+    for (k, v, raw) in top.entries() {
         match k.as_str() {
-            "tasks" => tasks = Some(v),
+            "tasks" => tasks = Some((v, raw)),
             "global" => {
                 let Value::Object(g) = v else { return Err(err("global is not an object".into())) };
                 for (gk, gv) in g {
@@ -120,14 +137,13 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
             _ => return Err(err(format!("unknown top-level key '{k}'; an rt-app file has tasks and global"))),
         }
     }
-    let Some(Value::Object(_)) = tasks else { return Err(err("no 'tasks' object".into())) };
-    // Re-read the tasks in file order: their events are ordered.
-    let tasks: Ordered = serde_json::from_value(tasks.unwrap_or_default()).map_err(|e| err(e.to_string()))?;
+    let Some((Value::Object(_), raw)) = tasks else { return Err(err("no 'tasks' object".into())) };
+    let tasks = Ordered::of(&raw).map_err(|e| err(e.to_string()))?;
     let mut all_bounded = true;
     let mut loops = Vec::new();
     for (name, body) in tasks.0 {
         let task = |m: String| err(format!("task {name}: {m}"));
-        let body: Ordered = serde_json::from_value(body).map_err(|_| task("is not an object".into()))?;
+        let body = Ordered::of(&body).map_err(|_| task("is not an object".into()))?;
         let mut sched = SchedParams::simple(default_policy, 0);
         let mut priority = None;
         let (mut dl_runtime, mut dl_period, mut dl_deadline) = (None, None, None);
@@ -135,7 +151,7 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
         let mut events: Vec<(String, Value)> = Vec::new();
         let mut thread_loop = -1i64;
         let mut phases = None;
-        for (k, v) in body.0 {
+        for (k, v, raw) in body.entries() {
             let int = |what: &str| v.as_i64().ok_or_else(|| task(format!("{what} is not a whole number")));
             match k.as_str() {
                 "instance" => instance = int("instance")?.max(0) as u64,
@@ -148,23 +164,23 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
                 "delay" => delay = int("delay")? * 1000,
                 "cpus" => cpu = cpus(&v, online).map_err(task)?,
                 "loop" => thread_loop = int("loop")?,
-                "phases" => phases = Some(v),
+                "phases" => phases = Some(raw),
                 _ => events.push((k, v)),
             }
         }
         // One phase: its events and loop; the thread's own loop then repeats it.
         let periods = if let Some(p) = phases {
-            let p: Ordered = serde_json::from_value(p).map_err(|_| task("phases is not an object".into()))?;
+            let p = Ordered::of(&p).map_err(|_| task("phases is not an object".into()))?;
             if p.0.len() != 1 || !events.is_empty() {
                 return Err(task(format!(
                     "{} phases: rtlab runs one periodic phase per task; split the phases into tasks",
                     p.0.len() + usize::from(!events.is_empty())
                 )));
             }
-            let (pname, pbody) = p.0.into_iter().next().unwrap_or_default();
-            let pbody: Ordered = serde_json::from_value(pbody).map_err(|_| task(format!("phase {pname} is not an object")))?;
+            let Some((pname, pbody)) = p.0.into_iter().next() else { return Err(task("phases is empty".into())) };
+            let pbody = Ordered::of(&pbody).map_err(|_| task(format!("phase {pname} is not an object")))?;
             let mut phase_loop = -1;
-            for (k, v) in pbody.0 {
+            for (k, v, _) in pbody.entries() {
                 match k.as_str() {
                     "loop" => phase_loop = v.as_i64().ok_or_else(|| task("loop is not a whole number".into()))?,
                     "cpus" => cpu = cpus(&v, online).map_err(&task)?,

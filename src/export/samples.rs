@@ -342,7 +342,7 @@ mod tests {
             schema: "rtlab.samples/1".into(),
             clock: "monotonic".into(),
             start_time: "2026-11-22T00:00:00Z".into(),
-            threads: vec![ThreadInfo { thread: 0, cpu: Some(0), interval_ns: 1000, identity: None }],
+            threads: vec![ThreadInfo { thread: 0, cpu: Some(0), interval_ns: 1000, identity: None, name: None, deadline_ns: None }],
         }
     }
 

@@ -328,6 +328,7 @@ mod tests {
             mean: 3_000.0,
             mean_us_truncated: 2.5,
             p99: None,
+            work: None,
         }
     }
 

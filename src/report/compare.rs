@@ -476,9 +476,9 @@ mod tests {
         let samples = get(Metric::Samples);
         assert_eq!(samples.ratios[1], Some(1.0));
         // mean +100 % is a regression at 50 %, not at 150 %.
-        let r = regressions(&c, Metric::Mean, 50.0).unwrap();
+        let r = regressions(&c, Check { response: false, metric: Metric::Mean }, 50.0).unwrap();
         assert_eq!((r.len(), r[0].worse_pct), (1, 100.0));
-        assert!(regressions(&c, Metric::Mean, 150.0).unwrap().is_empty());
+        assert!(regressions(&c, Check { response: false, metric: Metric::Mean }, 150.0).unwrap().is_empty());
     }
 
     #[test]
@@ -507,7 +507,7 @@ mod tests {
         b.all.stats.percentiles_ns.insert("99".into(), None);
         b.all.stats.percentiles_above_ns.insert("99".into(), 5000);
         let c = compare(&[("a".into(), &a), ("b".into(), &b)]);
-        assert!(regressions(&c, Metric::Percentile("99"), 10.0).unwrap_err().contains("lower bound"));
+        assert!(regressions(&c, Check { response: false, metric: Metric::Percentile("99") }, 10.0).unwrap_err().contains("lower bound"));
         assert_eq!(c.sections[0].rows.iter().find(|r| r.metric == Metric::Percentile("99")).unwrap().diffs[1], None);
     }
 }
