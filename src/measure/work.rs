@@ -55,10 +55,12 @@ pub struct WorkSpec {
     pub miss_window: u32,
 }
 
-/// One unit of fixed work: a dependent multiply-add the compiler cannot remove or vectorize.
+/// One unit of fixed work: a dependent shift, xor and multiply (a mixing step) that the
+/// compiler can neither remove, vectorize nor fold into fewer steps (an affine step alone
+/// would be: k of them compose into one).
 #[inline(always)]
 fn unit(x: u64) -> u64 {
-    x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407)
+    (x ^ (x >> 31)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// Does `units` units of fixed work.
