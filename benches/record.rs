@@ -96,3 +96,40 @@ fn histogram_record_per_sample(bencher: divan::Bencher) {
         }
     });
 }
+
+/// A job that takes no time: what the loop adds per sample for a working task (response and
+/// run times, their histograms, the deadline tracker), the work itself excluded.
+struct Instant;
+
+impl rtlab::measure::work::Job for Instant {
+    const ENABLED: bool = true;
+    #[inline(always)]
+    fn run(&mut self, woke_ns: i64) -> i64 {
+        woke_ns + 100_000
+    }
+}
+
+/// The per-sample path of a working task's loop, the work excluded.
+#[divan::bench]
+fn loop_bookkeeping_per_sample_with_work(bencher: divan::Bencher) {
+    use rtlab::measure::work::{WorkKind, WorkLive, WorkRecorder, WorkSpec};
+    let live = Live::new(Layout::DEFAULT);
+    let spec = WorkSpec { kind: WorkKind::Fixed, amount_ns: 100_000, deadline_ns: 1_000_000, miss_window: 1000 };
+    let work = WorkLive::new(spec, Layout::DEFAULT, &[]);
+    let stop = AtomicBool::new(false);
+    let lat = latencies();
+    let params = LoopParams {
+        interval_ns: 1_000_000,
+        loops: SAMPLES,
+        warmup_cycles: 0,
+        break_ns: i64::MAX,
+        start_at: None,
+        cyclictest_us: false,
+    };
+    bencher.counter(ItemsCount::new(SAMPLES)).bench_local(|| {
+        let mut rec = Recorder::new(&live, Some(100_000));
+        let mut wr = WorkRecorder::new(&work, Some(500_000), None);
+        let mut w = Replay { lat: lat.clone(), i: 0 };
+        rtlab::measure::probe::run_work_loop(&mut w, &mut Instant, &mut wr, &params, &mut rec, &stop)
+    });
+}
