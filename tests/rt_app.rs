@@ -80,7 +80,10 @@ fn importing_rt_apps_logs_reproduces_its_own_numbers_exactly() {
         assert_eq!(w["deadline_ns"].as_i64(), Some(rows[0]["c_period"] * 1000));
     }
     let ctl = read_json(&dir.path().join("ctl.json"));
-    assert_eq!((ctl["threads"][0]["policy"].as_str(), ctl["threads"][0]["priority"].as_u64()), (Some("fifo"), Some(80)));
+    assert_eq!(
+        (ctl["threads"][0]["policy"].as_str(), ctl["threads"][0]["priority"].as_u64()),
+        (Some("fifo"), Some(80))
+    );
 }
 
 #[test]
@@ -118,7 +121,8 @@ fn an_rt_app_file_with_what_rtlab_cannot_map_is_refused_naming_the_key_and_task(
     assert!(e.contains("task worker: event 'lock' cannot be mapped"), "{e}");
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
-    std::fs::write(&bad, "{ \"tasks\": { \"t\": { \"run\": 10, \"timer\": { \"ref\": \"x\", \"period\": 100 } } }").unwrap();
+    std::fs::write(&bad, "{ \"tasks\": { \"t\": { \"run\": 10, \"timer\": { \"ref\": \"x\", \"period\": 100 } } }")
+        .unwrap();
     assert!(refused(&["run", "--rt-app", bad.to_str().unwrap()]).contains("not rt-app JSON"));
     let e = refused(&["run", "--rt-app", lock, "--task", "name=a,period=1ms"]);
     assert!(e.contains("cannot be used with"), "{e}");

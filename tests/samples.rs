@@ -90,7 +90,14 @@ fn a_trailer_too_large_or_not_matching_the_threads_is_refused() {
         schema: "rtlab.samples/1".into(),
         clock: "monotonic".into(),
         start_time: "2026-11-23T00:00:00Z".into(),
-        threads: vec![ThreadInfo { thread: 0, cpu: Some(0), interval_ns: 1_000_000, identity: None, name: None, deadline_ns: None }],
+        threads: vec![ThreadInfo {
+            thread: 0,
+            cpu: Some(0),
+            interval_ns: 1_000_000,
+            identity: None,
+            name: None,
+            deadline_ns: None,
+        }],
     };
     let write = |name: &str, trailer: &[u8]| {
         let mut b = header_bytes(&header);
@@ -142,7 +149,14 @@ fn a_samples_file_of_4096_threads_makes_a_report_of_bounded_size() {
         clock: "monotonic".into(),
         start_time: "2026-11-23T00:00:00Z".into(),
         threads: (0..n)
-            .map(|t| ThreadInfo { thread: t, cpu: Some(t % 2), interval_ns: 1_000_000, identity: None, name: None, deadline_ns: None })
+            .map(|t| ThreadInfo {
+                thread: t,
+                cpu: Some(t % 2),
+                interval_ns: 1_000_000,
+                identity: None,
+                name: None,
+                deadline_ns: None,
+            })
             .collect(),
     };
     let mut b = header_bytes(&header);

@@ -31,8 +31,10 @@ fn simulated_work_gives_exact_response_slack_misses_and_skipped_releases() {
     // Latencies 100, 900, 50, 20 µs; 300 µs of work; period 1 ms; deadline 500 µs:
     // responses 400, 1200 (late; the release at +1 ms passed: 1 skipped), 350, 320.
     let sim = samples_file(dir.path(), "100000\n900000\n50000\n20000\n");
-    let (r, out) =
-        run_json(dir.path(), &["run", "--simulate", &sim, "-i", "1ms", "--work", "300us", "--deadline", "500us", "-l", "4"]);
+    let (r, out) = run_json(
+        dir.path(),
+        &["run", "--simulate", &sim, "-i", "1ms", "--work", "300us", "--deadline", "500us", "-l", "4"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_valid_run_result(&r);
     let w = work(&r, 0);
@@ -68,7 +70,11 @@ fn response_and_miss_limits_fail_the_verdict_with_exit_3() {
     assert_eq!((out.status.code(), r["verdict"]["status"].as_str()), (Some(0), Some("pass")));
     let (r, out) = with(&["--max-misses", "1/3"]);
     assert_eq!(out.status.code(), Some(3), "2 misses in a window of 3 releases");
-    assert!(r["verdict"]["message"].as_str().unwrap().contains("2 misses in a window of 3 releases"), "{}", r["verdict"]);
+    assert!(
+        r["verdict"]["message"].as_str().unwrap().contains("2 misses in a window of 3 releases"),
+        "{}",
+        r["verdict"]
+    );
     let (_, out) = with(&["--max-misses", "2/3"]);
     assert_eq!(out.status.code(), Some(0));
 }
@@ -171,8 +177,10 @@ fn calibrated_work_takes_the_asked_time_on_an_undisturbed_cpu() {
 fn work_longer_than_the_period_misses_every_deadline_and_skips_releases() {
     let dir = tempfile::tempdir().unwrap();
     let cpu = online_cpu().to_string();
-    let (r, out) =
-        run_json(dir.path(), &["run", "-t1", "-a", &cpu, "-i", "1ms", "--work", "1.2ms", "--work-kind", "time", "-l", "300"]);
+    let (r, out) = run_json(
+        dir.path(),
+        &["run", "-t1", "-a", &cpu, "-i", "1ms", "--work", "1.2ms", "--work-kind", "time", "-l", "300"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let w = work(&r, 0);
     let jobs = u(&w["response"]["cycles"]);
@@ -199,8 +207,24 @@ fn a_fifo_blocker_makes_the_task_miss_at_the_blockers_rate() {
     let (r, out) = run_json(
         dir.path(),
         &[
-            "run", "-t1", "-a", &cpu, "-p", "80", "-i", "1ms", "--work", "300us", "--miss-window", "20", "-D", "4s",
-            "--load", &blocker, "--samples", smp.to_str().unwrap(),
+            "run",
+            "-t1",
+            "-a",
+            &cpu,
+            "-p",
+            "80",
+            "-i",
+            "1ms",
+            "--work",
+            "300us",
+            "--miss-window",
+            "20",
+            "-D",
+            "4s",
+            "--load",
+            &blocker,
+            "--samples",
+            smp.to_str().unwrap(),
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -236,7 +260,21 @@ fn the_samples_file_keeps_each_response_and_reading_it_back_gives_the_same_figur
     let sim = samples_file(dir.path(), "100000\n900000\n50000\n20000\n");
     let (r, _) = run_json(
         dir.path(),
-        &["run", "--simulate", &sim, "-i", "1ms", "--work", "300us", "--deadline", "500us", "-l", "4", "--samples", smp.to_str().unwrap()],
+        &[
+            "run",
+            "--simulate",
+            &sim,
+            "-i",
+            "1ms",
+            "--work",
+            "300us",
+            "--deadline",
+            "500us",
+            "-l",
+            "4",
+            "--samples",
+            smp.to_str().unwrap(),
+        ],
     );
     let csv = rtlab().args(["samples", smp.to_str().unwrap(), "--csv"]).output().unwrap();
     let text = String::from_utf8_lossy(&csv.stdout);
@@ -264,7 +302,21 @@ fn downstream_commands_show_response_times() {
     let b = dir.path().join("b.json");
     for (f, w) in [(&a, "300us"), (&b, "600us")] {
         rtlab()
-            .args(["run", "--simulate", &sim, "-i", "1ms", "--work", w, "--deadline", "500us", "-l", "4", "-q", "--json"])
+            .args([
+                "run",
+                "--simulate",
+                &sim,
+                "-i",
+                "1ms",
+                "--work",
+                w,
+                "--deadline",
+                "500us",
+                "-l",
+                "4",
+                "-q",
+                "--json",
+            ])
             .arg(f)
             .assert()
             .success();
@@ -279,12 +331,28 @@ fn downstream_commands_show_response_times() {
     rtlab().args(["report", "-o"]).arg(&html).arg(&a).assert().success();
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("Response time") && page.contains("Response-time histogram"), "no response section");
-    let cmp = rtlab().arg("compare").arg(&a).arg(&b).args(["--fail-if-worse", "10", "--percentile", "response:max"]).output().unwrap();
+    let cmp = rtlab()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--fail-if-worse", "10", "--percentile", "response:max"])
+        .output()
+        .unwrap();
     assert_eq!(cmp.status.code(), Some(3), "{}", String::from_utf8_lossy(&cmp.stdout));
     let text = String::from_utf8_lossy(&cmp.stdout);
     assert!(text.contains("response time, all working tasks") && text.contains("FAIL: b.json response max"), "{text}");
-    let misses = rtlab().arg("compare").arg(&a).arg(&b).args(["--fail-if-worse", "0", "--percentile", "misses"]).output().unwrap();
-    assert_eq!(misses.status.code(), Some(3), "600 µs of work misses the 500 µs deadline every period: 5 misses, not 2");
+    let misses = rtlab()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--fail-if-worse", "0", "--percentile", "misses"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        misses.status.code(),
+        Some(3),
+        "600 µs of work misses the 500 µs deadline every period: 5 misses, not 2"
+    );
 }
 
 #[test]
@@ -301,7 +369,10 @@ fn a_sweep_over_the_work_writes_response_columns_and_draws_response_times() {
     let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
     let mut lines = csv.lines();
     let header = lines.next().unwrap();
-    assert!(header.starts_with("work_us,") && header.contains("p99_response_ms") && header.contains("deadline_misses"), "{header}");
+    assert!(
+        header.starts_with("work_us,") && header.contains("p99_response_ms") && header.contains("deadline_misses"),
+        "{header}"
+    );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 2);
     // 500 µs of work after a 900 µs wakeup ends 400 µs after the 1 ms deadline.

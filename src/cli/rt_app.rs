@@ -42,10 +42,7 @@ impl Ordered {
 
     /// Each key with its value parsed, and its text.
     fn entries(self) -> Vec<(String, Value, Box<RawValue>)> {
-        self.0
-            .into_iter()
-            .map(|(k, raw)| (k, serde_json::from_str(raw.get()).unwrap_or(Value::Null), raw))
-            .collect()
+        self.0.into_iter().map(|(k, raw)| (k, serde_json::from_str(raw.get()).unwrap_or(Value::Null), raw)).collect()
     }
 }
 
@@ -133,7 +130,10 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
                     }
                 }
             }
-            "resources" => return Err(err("'resources' (mutexes, barriers, conditions) cannot be mapped: rtlab runs independent periodic tasks".into())),
+            "resources" => return Err(err(
+                "'resources' (mutexes, barriers, conditions) cannot be mapped: rtlab runs independent periodic tasks"
+                    .into(),
+            )),
             _ => return Err(err(format!("unknown top-level key '{k}'; an rt-app file has tasks and global"))),
         }
     }
@@ -201,7 +201,8 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
         let mut work: Option<(WorkKind, i64)> = None;
         let (mut period, mut relative) = (None, false);
         for (k, v) in &events {
-            let us = || v.as_i64().filter(|n| *n > 0).ok_or_else(|| task(format!("{k} is not a positive number of µs")));
+            let us =
+                || v.as_i64().filter(|n| *n > 0).ok_or_else(|| task(format!("{k} is not a positive number of µs")));
             match event_kind(k) {
                 kind @ ("run" | "runtime") => {
                     if period.is_some() {
@@ -225,7 +226,9 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
                             return Err(task(format!("{k}.{tk} is not a timer key (ref, period, mode)")));
                         }
                     }
-                    if let Some(m) = t.get("mode").and_then(Value::as_str).filter(|m| !["absolute", "relative"].contains(m)) {
+                    if let Some(m) =
+                        t.get("mode").and_then(Value::as_str).filter(|m| !["absolute", "relative"].contains(m))
+                    {
                         return Err(task(format!("{k}.mode '{m}': use absolute or relative")));
                     }
                     let p = t.get("period").and_then(Value::as_i64).filter(|p| *p > 0);
@@ -258,7 +261,9 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
                 }
                 p as u32
             }
-            (false, Some(p)) if p != 0 => return Err(task(format!("priority {p}: {} takes none (use nice)", sched.policy))),
+            (false, Some(p)) if p != 0 => {
+                return Err(task(format!("priority {p}: {} takes none (use nice)", sched.policy)))
+            }
             _ => 0,
         };
         if let Some(n) = nice {
@@ -272,7 +277,9 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
             let p = dl_period.unwrap_or(runtime);
             let d = dl_deadline.unwrap_or(p);
             if !(1024 <= runtime && runtime <= d && d <= p) {
-                return Err(task(format!("SCHED_DEADLINE needs runtime <= deadline <= period, got {runtime} ns, {d} ns, {p} ns")));
+                return Err(task(format!(
+                    "SCHED_DEADLINE needs runtime <= deadline <= period, got {runtime} ns, {d} ns, {p} ns"
+                )));
             }
             (sched.runtime_ns, sched.deadline_ns, sched.period_ns) = (runtime as u64, d as u64, p as u64);
         }
@@ -314,7 +321,9 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
 /// `SCHED_FIFO` (rt-app's spelling) or `fifo`.
 fn policy_name(s: &str) -> Result<Policy, String> {
     let short = s.strip_prefix("SCHED_").unwrap_or(s);
-    short.parse().map_err(|_| format!("policy '{s}': use SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR or SCHED_DEADLINE"))
+    short.parse().map_err(|_| {
+        format!("policy '{s}': use SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_RR or SCHED_DEADLINE")
+    })
 }
 
 /// A `cpus` array: one CPU pins the task, every online CPU leaves it free; other sets cannot
@@ -358,7 +367,10 @@ mod tests {
         .unwrap();
         assert_eq!(s.tasks.len(), 2);
         let t = &s.tasks[1];
-        assert_eq!((t.name.as_str(), t.period_ns, t.work), ("thread0-1", 100_000_000, Some((WorkKind::Fixed, 10_000_000))));
+        assert_eq!(
+            (t.name.as_str(), t.period_ns, t.work),
+            ("thread0-1", 100_000_000, Some((WorkKind::Fixed, 10_000_000)))
+        );
         assert_eq!((t.sched.policy, t.sched.priority, t.cpu), (Policy::Fifo, 10, Some(1)));
         assert_eq!((s.duration, s.lock_pages, s.loops), (Some(std::time::Duration::from_secs(2)), true, None));
         assert!(s.ignored.iter().any(|i| i.contains("calibration")), "{:?}", s.ignored);
@@ -379,23 +391,43 @@ mod tests {
         assert_eq!(s.tasks[1].work, Some((WorkKind::Fixed, 1_500_000)));
         assert_eq!((s.tasks[1].sched.runtime_ns, s.tasks[1].sched.period_ns), (3_000_000, 10_000_000));
         assert_eq!(s.loops, None);
-        let bounded = set(r#"{ "tasks": { "b": { "loop": 4, "phases": { "p": { "loop": 25, "run": 10, "timer": { "ref": "b", "period": 1000 } } } } } }"#);
+        let bounded = set(
+            r#"{ "tasks": { "b": { "loop": 4, "phases": { "p": { "loop": 25, "run": 10, "timer": { "ref": "b", "period": 1000 } } } } } }"#,
+        );
         assert_eq!(bounded.unwrap().loops, Some(100));
     }
 
     #[test]
     fn what_cannot_be_mapped_is_refused_naming_the_key_and_the_task() {
         for (json, says) in [
-            (r#"{ "tasks": { "t": { "lock": "m", "run": 10, "timer": { "ref": "x", "period": 100 } } } }"#, "task t: event 'lock'"),
-            (r#"{ "tasks": { "t": { "run": 10, "barrier": "b", "timer": { "ref": "x", "period": 100 } } } }"#, "task t: event 'barrier'"),
+            (
+                r#"{ "tasks": { "t": { "lock": "m", "run": 10, "timer": { "ref": "x", "period": 100 } } } }"#,
+                "task t: event 'lock'",
+            ),
+            (
+                r#"{ "tasks": { "t": { "run": 10, "barrier": "b", "timer": { "ref": "x", "period": 100 } } } }"#,
+                "task t: event 'barrier'",
+            ),
             (r#"{ "tasks": { "t": { "mem": 1000, "timer": { "ref": "x", "period": 100 } } } }"#, "event 'mem'"),
             (r#"{ "tasks": { "t": { "run": 10 } } }"#, "not periodic"),
-            (r#"{ "tasks": { "t": { "run": 10, "timer": { "ref": "x", "period": 100 }, "run1": 5 } } }"#, "comes after"),
-            (r#"{ "tasks": { "t": { "phases": { "a": { "run": 1, "sleep": 1 }, "b": { "run": 1, "sleep": 1 } } } } }"#, "2 phases"),
+            (
+                r#"{ "tasks": { "t": { "run": 10, "timer": { "ref": "x", "period": 100 }, "run1": 5 } } }"#,
+                "comes after",
+            ),
+            (
+                r#"{ "tasks": { "t": { "phases": { "a": { "run": 1, "sleep": 1 }, "b": { "run": 1, "sleep": 1 } } } } }"#,
+                "2 phases",
+            ),
             (r#"{ "tasks": { "t": { "cpus": [0, 5], "run": 1, "sleep": 1 } } }"#, "CPU 5"),
             (r#"{ "resources": {}, "tasks": {} }"#, "'resources'"),
-            (r#"{ "tasks": { "t": { "run": 10, "timer": { "ref": "x", "period": 100, "mode": "sideways" } } } }"#, "mode 'sideways'"),
-            (r#"{ "tasks": { "t": { "policy": "SCHED_DEADLINE", "run": 10, "timer": { "ref": "x", "period": 100 } } } }"#, "needs dl-runtime"),
+            (
+                r#"{ "tasks": { "t": { "run": 10, "timer": { "ref": "x", "period": 100, "mode": "sideways" } } } }"#,
+                "mode 'sideways'",
+            ),
+            (
+                r#"{ "tasks": { "t": { "policy": "SCHED_DEADLINE", "run": 10, "timer": { "ref": "x", "period": 100 } } } }"#,
+                "needs dl-runtime",
+            ),
             (r#"{ "global": { "colour": 1 }, "tasks": {} }"#, "global.colour"),
         ] {
             let e = set(json).unwrap_err();

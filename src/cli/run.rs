@@ -1,15 +1,15 @@
 //! `rtlab run`: arguments, defaults, and validation into a [`RunOptions`].
 
 use super::parse::{self, Warmup};
+use super::tasks::TaskSpec;
 use super::UsageError;
 use crate::commands::run::RunOptions;
 use crate::measure::histogram::Layout;
 use crate::measure::probe::{ClockKind, Method};
 use crate::measure::simulate::Simulation;
 use crate::measure::work::{WorkKind, WorkSpec, DEFAULT_MISS_WINDOW, MAX_MISS_WINDOW};
-use crate::result::verdict::MissLimit;
-use super::tasks::TaskSpec;
 use crate::probes::{os_thread, ProbeSpec, ThreadPlan};
+use crate::result::verdict::MissLimit;
 use crate::result::{Config, DeadlineParams};
 use crate::rt::affinity::{self, CpuSet};
 use crate::rt::sched::{Policy, SchedParams};
@@ -465,7 +465,16 @@ impl RunArgs {
                 deadline_ns: self.deadline.unwrap_or(interval_ns),
                 miss_window: window,
             });
-            threads.push(ThreadPlan { index: i, cpu, sched, interval_ns, warmup_cycles, name: None, work, offset_ns: 0 });
+            threads.push(ThreadPlan {
+                index: i,
+                cpu,
+                sched,
+                interval_ns,
+                warmup_cycles,
+                name: None,
+                work,
+                offset_ns: 0,
+            });
         }
         let mut method = self.method;
         let (mut loops, mut duration, mut mlockall) = (self.loops, self.duration, !self.no_mlockall || self.mlockall);
@@ -589,15 +598,27 @@ impl RunArgs {
             ("-S", self.smp),
             ("-d", self.distance != 0),
             ("--priospread", self.priospread),
-            ("--dl-runtime/--dl-deadline/--dl-period", self.dl_runtime.is_some() || self.dl_deadline.is_some() || self.dl_period.is_some()),
+            (
+                "--dl-runtime/--dl-deadline/--dl-period",
+                self.dl_runtime.is_some() || self.dl_deadline.is_some() || self.dl_period.is_some(),
+            ),
             ("--work", self.work.is_some()),
             ("--deadline", self.deadline.is_some()),
             ("--simulate", self.simulate.is_some()),
         ];
         if let Some((flag, _)) = clashes.iter().find(|(_, g)| *g) {
-            return Err(usage(format!("{flag} does not apply with {given}: each task gives its own (see --task's keys); drop {flag}")));
+            return Err(usage(format!(
+                "{flag} does not apply with {given}: each task gives its own (see --task's keys); drop {flag}"
+            )));
         }
-        let mut set = TaskSet { tasks: Vec::new(), relative: false, loops: None, duration: None, lock_pages: None, ignored: Vec::new() };
+        let mut set = TaskSet {
+            tasks: Vec::new(),
+            relative: false,
+            loops: None,
+            duration: None,
+            lock_pages: None,
+            ignored: Vec::new(),
+        };
         if let Some(p) = &self.rt_app {
             let r = super::rt_app::read(p, online).map_err(usage)?;
             if r.relative.iter().any(|x| *x) && !r.relative.iter().all(|x| *x) {
@@ -615,7 +636,12 @@ impl RunArgs {
         } else if let Some(p) = &self.tasks_file {
             set.tasks = super::tasks::read_toml(p, default_sched).map_err(usage)?;
         } else {
-            set.tasks = self.tasks.iter().map(|t| TaskSpec::parse(t, default_sched)).collect::<Result<_, _>>().map_err(usage)?;
+            set.tasks = self
+                .tasks
+                .iter()
+                .map(|t| TaskSpec::parse(t, default_sched))
+                .collect::<Result<_, _>>()
+                .map_err(usage)?;
         }
         let privileges = crate::rt::privileges::Privileges::current();
         super::tasks::check(&set.tasks, online, super::tasks::rt_share(&privileges), self.force).map_err(usage)?;

@@ -30,7 +30,8 @@ pub struct TaskSpec {
 }
 
 /// The keys a task takes, for error messages.
-pub const KEYS: &str = "name, period, work, kind, deadline, policy, nice, cpu, offset, dl-runtime, dl-deadline, dl-period";
+pub const KEYS: &str =
+    "name, period, work, kind, deadline, policy, nice, cpu, offset, dl-runtime, dl-deadline, dl-period";
 
 impl TaskSpec {
     /// Parses one `--task` value: comma-separated `key=value` pairs.
@@ -65,7 +66,10 @@ impl TaskSpec {
             seen.push(k);
             match k.as_str() {
                 "name" => {
-                    if v.is_empty() || v.len() > 64 || !v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+                    if v.is_empty()
+                        || v.len() > 64
+                        || !v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                    {
                         return Err(format!("name={v}: use 1 to 64 letters, digits, '-', '_' or '.'"));
                     }
                     name = Some(v.clone());
@@ -76,7 +80,9 @@ impl TaskSpec {
                     kind = match v.as_str() {
                         "fixed" => WorkKind::Fixed,
                         "time" => WorkKind::Time,
-                        _ => return Err(format!("kind={v}: use fixed (calibrated work) or time (busy wall-clock time)")),
+                        _ => {
+                            return Err(format!("kind={v}: use fixed (calibrated work) or time (busy wall-clock time)"))
+                        }
                     }
                 }
                 "deadline" => deadline = Some(time(k, v)?),
@@ -185,9 +191,8 @@ pub fn policy(v: &str) -> Result<SchedParams, String> {
 /// `"1ms"`, or numbers of µs).
 pub fn read_toml(path: &Path, default_sched: SchedParams) -> Result<Vec<TaskSpec>, String> {
     let text = crate::import::read_text_input(path).map_err(|(_, e)| format!("--tasks {}: {e}", path.display()))?;
-    let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        format!("--tasks {}: not TOML: {}", path.display(), e.message())
-    })?;
+    let doc: toml::Table =
+        text.parse().map_err(|e: toml::de::Error| format!("--tasks {}: not TOML: {}", path.display(), e.message()))?;
     let shown = path.display();
     for key in doc.keys() {
         if key != "task" {
@@ -316,9 +321,15 @@ mod tests {
 
     #[test]
     fn a_task_takes_every_documented_key() {
-        let t = TaskSpec::parse("name=ctl,period=1ms,work=200us,kind=time,deadline=800us,policy=rr:80,cpu=1,offset=250us", fifo())
-            .unwrap();
-        assert_eq!((t.name.as_str(), t.period_ns, t.work, t.deadline_ns), ("ctl", 1_000_000, Some((WorkKind::Time, 200_000)), Some(800_000)));
+        let t = TaskSpec::parse(
+            "name=ctl,period=1ms,work=200us,kind=time,deadline=800us,policy=rr:80,cpu=1,offset=250us",
+            fifo(),
+        )
+        .unwrap();
+        assert_eq!(
+            (t.name.as_str(), t.period_ns, t.work, t.deadline_ns),
+            ("ctl", 1_000_000, Some((WorkKind::Time, 200_000)), Some(800_000))
+        );
         assert_eq!((t.sched.policy, t.sched.priority, t.cpu, t.offset_ns), (Policy::Rr, 80, Some(1), 250_000));
         let p = t.thread(3, 0, 10);
         assert_eq!(p.work.unwrap().deadline_ns, 800_000);
@@ -371,7 +382,10 @@ mod tests {
         std::fs::write(&p, "[[task]]\nname = \"ctl\"\nperiod = \"1ms\"\nwork = 200\npolicy = \"fifo:80\"\ncpu = 1\n\n[[task]]\nname = \"log\"\nperiod = \"10ms\"\nwork = \"2ms\"\npolicy = \"other\"\n").unwrap();
         let tasks = read_toml(&p, fifo()).unwrap();
         assert_eq!(tasks.len(), 2);
-        assert_eq!((tasks[0].work, tasks[0].cpu, tasks[0].sched.priority), (Some((WorkKind::Fixed, 200_000)), Some(1), 80));
+        assert_eq!(
+            (tasks[0].work, tasks[0].cpu, tasks[0].sched.priority),
+            (Some((WorkKind::Fixed, 200_000)), Some(1), 80)
+        );
         std::fs::write(&p, "[[task]]\nname = \"ctl\"\nperiod = \"1ms\"\nspeed = 3\n").unwrap();
         let e = read_toml(&p, fifo()).unwrap_err();
         assert!(e.contains("task 1") && e.contains("unknown key 'speed'"), "{e}");

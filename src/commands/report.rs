@@ -184,7 +184,8 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
         if worse.is_empty() {
             crate::export::print(&format!("PASS: no run is more than {pct}% worse than {} on {name}\n", c.names[0]));
         } else {
-            let shown = |v: f64| if args.percentile.metric.is_latency() { crate::units::us(v) } else { format!("{v:.0}") };
+            let shown =
+                |v: f64| if args.percentile.metric.is_latency() { crate::units::us(v) } else { format!("{v:.0}") };
             for w in &worse {
                 crate::export::print(&format!(
                     "FAIL: {} {name} {} is {:.1}% worse than {} ({}), more than the {pct}% allowed\n",

@@ -27,7 +27,9 @@ pub fn execute(opts: &SamplesOptions) -> Result<i32, Error> {
             let responses = reader.header().has_responses();
             loop {
                 match reader.next_record() {
-                    Ok(Some(r)) if responses => w.serialize(samples::WithResponse::from(&r)).map_err(samples::csv_io_error)?,
+                    Ok(Some(r)) if responses => {
+                        w.serialize(samples::WithResponse::from(&r)).map_err(samples::csv_io_error)?
+                    }
                     Ok(Some(r)) => w.serialize(r).map_err(samples::csv_io_error)?,
                     Ok(None) => break,
                     Err(e) => {

@@ -58,7 +58,13 @@ pub struct WithResponse {
 
 impl From<&Record> for WithResponse {
     fn from(r: &Record) -> WithResponse {
-        WithResponse { thread: r.thread, cycle: r.cycle, wake_ns: r.wake_ns, latency_ns: r.latency_ns, response_ns: r.response_ns }
+        WithResponse {
+            thread: r.thread,
+            cycle: r.cycle,
+            wake_ns: r.wake_ns,
+            latency_ns: r.latency_ns,
+            response_ns: r.response_ns,
+        }
     }
 }
 
@@ -139,7 +145,10 @@ pub fn push_record(out: &mut Vec<u8>, r: &Record) {
 pub fn trailer_bytes(t: &Trailer) -> Vec<u8> {
     let json = serde_json::to_vec(t).unwrap_or_default();
     let mut v = Vec::with_capacity(RECORD + json.len());
-    push_record(&mut v, &Record { thread: END, cycle: json.len() as u64, wake_ns: 0, latency_ns: 0, response_ns: None });
+    push_record(
+        &mut v,
+        &Record { thread: END, cycle: json.len() as u64, wake_ns: 0, latency_ns: 0, response_ns: None },
+    );
     v.extend_from_slice(&json);
     v
 }
@@ -225,7 +234,10 @@ impl<R: std::io::Read> Reader<R> {
         match self.raw()? {
             Some(next) if next.thread == r.thread | RESPONSE => {
                 if next.cycle != r.cycle {
-                    return Err(format!("record {}: a response for cycle {} follows cycle {}; the file is damaged", self.records, next.cycle, r.cycle));
+                    return Err(format!(
+                        "record {}: a response for cycle {} follows cycle {}; the file is damaged",
+                        self.records, next.cycle, r.cycle
+                    ));
                 }
                 r.response_ns = Some(next.latency_ns);
             }
@@ -342,7 +354,14 @@ mod tests {
             schema: "rtlab.samples/1".into(),
             clock: "monotonic".into(),
             start_time: "2026-11-22T00:00:00Z".into(),
-            threads: vec![ThreadInfo { thread: 0, cpu: Some(0), interval_ns: 1000, identity: None, name: None, deadline_ns: None }],
+            threads: vec![ThreadInfo {
+                thread: 0,
+                cpu: Some(0),
+                interval_ns: 1000,
+                identity: None,
+                name: None,
+                deadline_ns: None,
+            }],
         }
     }
 

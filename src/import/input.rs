@@ -2,10 +2,10 @@
 //! `sweep.json`), a samples file, or cyclictest output — each read into RunResults.
 
 use super::{import_text, ImportError, Unit};
-use crate::measure::work::{WorkKind, WorkLive, WorkRecorder, WorkSpec, DEFAULT_MISS_WINDOW};
 use crate::export::samples::{Reader, Record};
 use crate::measure::histogram::Layout;
 use crate::measure::stats::{Live, Recorder};
+use crate::measure::work::{WorkKind, WorkLive, WorkRecorder, WorkSpec, DEFAULT_MISS_WINDOW};
 use crate::result::build::{ProbeFigures, ProbeRun};
 use crate::result::{RunResult, Source};
 use crate::sweep::{SweepPoint, SweepResult};
@@ -153,7 +153,8 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
         .iter()
         .map(|t| {
             t.deadline_ns.map(|deadline_ns| {
-                let spec = WorkSpec { kind: WorkKind::Fixed, amount_ns: 0, deadline_ns, miss_window: DEFAULT_MISS_WINDOW };
+                let spec =
+                    WorkSpec { kind: WorkKind::Fixed, amount_ns: 0, deadline_ns, miss_window: DEFAULT_MISS_WINDOW };
                 WorkLive::new(spec, layout, &[])
             })
         })

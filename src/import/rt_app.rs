@@ -52,7 +52,8 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
             // "SCHED_FIFO priority : 80"
             let mut words = p.split_whitespace();
             let name = words.next().unwrap_or("");
-            let policy: Policy = name.strip_prefix("SCHED_").unwrap_or(name).parse().map_err(|e| err(Some(no + 1), e))?;
+            let policy: Policy =
+                name.strip_prefix("SCHED_").unwrap_or(name).parse().map_err(|e| err(Some(no + 1), e))?;
             let prio = p.rsplit(':').next().and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(0);
             sched = Some(SchedParams::simple(policy, if policy.is_realtime_priority() { prio } else { 0 }));
             continue;
@@ -64,11 +65,10 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
         let Some(cols) = &columns else {
             return Err(err(Some(no + 1), "a data line before the column header (#idx perf run …)".into()));
         };
-        let values: Vec<i64> = line
-            .split_whitespace()
-            .map(|v| v.parse::<i64>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| err(Some(no + 1), format!("'{}' is not a line of whole numbers", crate::units::clip(line, 80))))?;
+        let values: Vec<i64> =
+            line.split_whitespace().map(|v| v.parse::<i64>()).collect::<Result<_, _>>().map_err(|_| {
+                err(Some(no + 1), format!("'{}' is not a line of whole numbers", crate::units::clip(line, 80)))
+            })?;
         if values.len() != cols.len() {
             return Err(err(Some(no + 1), format!("{} values for {} columns", values.len(), cols.len())));
         }
@@ -103,7 +103,10 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
         if v[c_period] != period_us {
             return Err(err(
                 Some(*no),
-                format!("c_period changes from {period_us} to {} µs: rtlab imports one periodic phase per log", v[c_period]),
+                format!(
+                    "c_period changes from {period_us} to {} µs: rtlab imports one periodic phase per log",
+                    v[c_period]
+                ),
             ));
         }
         let at = (v[start] - t0) * 1000;
@@ -201,7 +204,11 @@ mod tests {
 
     #[test]
     fn damaged_rt_app_logs_are_refused_with_the_line() {
-        let e = parse(Path::new("l.log"), "# Policy : SCHED_OTHER priority : 0\n#idx run start slack c_duration c_period wu_lat\n0 1 2 3\n").unwrap_err();
+        let e = parse(
+            Path::new("l.log"),
+            "# Policy : SCHED_OTHER priority : 0\n#idx run start slack c_duration c_period wu_lat\n0 1 2 3\n",
+        )
+        .unwrap_err();
         assert_eq!(e.line, Some(3));
         let e = parse(Path::new("l.log"), "#idx run start\n0 1 2\n").unwrap_err();
         assert!(e.message.contains("'slack'"), "{}", e.message);

@@ -188,7 +188,11 @@ fn label_of(thread: usize, cpu: Option<usize>) -> String {
 
 /// The statistics of `of` for one thread or aggregate (`None` where the task does no work),
 /// with what to add to the curve's label.
-fn of_stats<'a>(stats: &'a Stats, work: Option<&'a crate::result::WorkResult>, of: Of) -> Vec<(&'static str, &'a Stats)> {
+fn of_stats<'a>(
+    stats: &'a Stats,
+    work: Option<&'a crate::result::WorkResult>,
+    of: Of,
+) -> Vec<(&'static str, &'a Stats)> {
     match (of, work) {
         (Of::Latency, _) => vec![("", stats)],
         (Of::Response, Some(w)) => vec![("", &w.response)],
@@ -276,8 +280,7 @@ pub fn histogram_series(inputs: &[Input], by: By, of: Of) -> Result<Vec<histogra
 
 /// CDF series; an error names the input without a histogram.
 pub fn cdf_series(inputs: &[Input], by: By, of: Of) -> Result<Vec<cdf::Series>, String> {
-    let out: Vec<cdf::Series> =
-        curves(inputs, by, of).into_iter().filter_map(|(l, s)| cdf::Series::of(l, s)).collect();
+    let out: Vec<cdf::Series> = curves(inputs, by, of).into_iter().filter_map(|(l, s)| cdf::Series::of(l, s)).collect();
     if out.is_empty() {
         return Err(no_histogram(inputs, of));
     }

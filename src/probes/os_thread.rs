@@ -356,7 +356,8 @@ impl ThreadCtx {
                 let _ = w.calibration.set(calibrate(self.clock.id(), w.spec.amount_ns, affinity::current_cpu()));
             }
         }
-        let mut work_rec = self.work.as_deref().map(|w| WorkRecorder::new(w, self.max_response_ns, self.ring.as_deref()));
+        let mut work_rec =
+            self.work.as_deref().map(|w| WorkRecorder::new(w, self.max_response_ns, self.ring.as_deref()));
         // Every log the loop writes is allocated and touched here, before the start: nothing
         // faults in once measuring.
         let outliers = self.outliers.map_or_else(ExceedLog::off, |(t, cap)| ExceedLog::new(Some(t), cap));
@@ -397,10 +398,13 @@ impl ThreadCtx {
         } else {
             if let (Some(a), true, None) = (self.align, self.method.is_absolute(), &sim) {
                 let base = self.shared.align_base.load(Relaxed);
-                params.start_at = Some(tp.offset_ns + match a {
-                    Align::Threads { offset_ns } => base + offset_ns * tp.index as i64,
-                    Align::Second { offset_ns } => base + offset_ns,
-                });
+                params.start_at = Some(
+                    tp.offset_ns
+                        + match a {
+                            Align::Threads { offset_ns } => base + offset_ns * tp.index as i64,
+                            Align::Second { offset_ns } => base + offset_ns,
+                        },
+                );
             }
             let stop = &self.shared.stop;
             let clock = self.clock.id();
@@ -433,26 +437,28 @@ impl ThreadCtx {
                     }
                 }
                 (sim, method, None) => match (sim, method) {
-                (Some(src), m) if m.is_absolute() => measure(&mut SimWaiter::<true>::new(src), &params, &mut rec, stop),
-                (Some(src), _) => measure(&mut SimWaiter::<false>::new(src), &params, &mut rec, stop),
-                (None, Method::Abs) => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
-                (None, Method::Rel) => measure(&mut probe::RelSleep(clock), &params, &mut rec, stop),
-                (None, Method::Nanosleep) => measure(&mut probe::NanoSleep(clock), &params, &mut rec, stop),
-                (None, Method::Sleep) => measure(&mut probe::StdSleep(clock), &params, &mut rec, stop),
-                (None, Method::PosixTimer) => match timer.take() {
-                    Some(timer) => {
-                        let mut w = probe::TimerWait { clock, timer, failed: None };
-                        let out = measure(&mut w, &params, &mut rec, stop);
-                        late_warnings.extend(w.failed.map(|why| Warning::MethodDowngraded {
-                            thread: tp.index,
-                            asked: Method::PosixTimer.name().into(),
-                            got: Method::Abs.name().into(),
-                            why,
-                        }));
-                        out
+                    (Some(src), m) if m.is_absolute() => {
+                        measure(&mut SimWaiter::<true>::new(src), &params, &mut rec, stop)
                     }
-                    None => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
-                },
+                    (Some(src), _) => measure(&mut SimWaiter::<false>::new(src), &params, &mut rec, stop),
+                    (None, Method::Abs) => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
+                    (None, Method::Rel) => measure(&mut probe::RelSleep(clock), &params, &mut rec, stop),
+                    (None, Method::Nanosleep) => measure(&mut probe::NanoSleep(clock), &params, &mut rec, stop),
+                    (None, Method::Sleep) => measure(&mut probe::StdSleep(clock), &params, &mut rec, stop),
+                    (None, Method::PosixTimer) => match timer.take() {
+                        Some(timer) => {
+                            let mut w = probe::TimerWait { clock, timer, failed: None };
+                            let out = measure(&mut w, &params, &mut rec, stop);
+                            late_warnings.extend(w.failed.map(|why| Warning::MethodDowngraded {
+                                thread: tp.index,
+                                asked: Method::PosixTimer.name().into(),
+                                got: Method::Abs.name().into(),
+                                why,
+                            }));
+                            out
+                        }
+                        None => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
+                    },
                 },
             }
         };

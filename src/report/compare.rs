@@ -507,7 +507,9 @@ mod tests {
         b.all.stats.percentiles_ns.insert("99".into(), None);
         b.all.stats.percentiles_above_ns.insert("99".into(), 5000);
         let c = compare(&[("a".into(), &a), ("b".into(), &b)]);
-        assert!(regressions(&c, Check { response: false, metric: Metric::Percentile("99") }, 10.0).unwrap_err().contains("lower bound"));
+        assert!(regressions(&c, Check { response: false, metric: Metric::Percentile("99") }, 10.0)
+            .unwrap_err()
+            .contains("lower bound"));
         assert_eq!(c.sections[0].rows.iter().find(|r| r.metric == Metric::Percentile("99")).unwrap().diffs[1], None);
     }
 }

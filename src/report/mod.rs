@@ -6,8 +6,8 @@ pub mod compare;
 pub mod html;
 pub mod markdown;
 
-use crate::plot::inputs::Of;
 use crate::import::input::{Content, Input};
+use crate::plot::inputs::Of;
 use crate::plot::inputs::{By, Kind, RenderError};
 use crate::result::{RunResult, Stats, VerdictStatus};
 use compare::{Comparison, Metric};
@@ -414,9 +414,23 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     };
     if noise {
         out.push(figure(Kind::Noise, one, None, Of::Latency, format!("noise-{index}"), "Noise over time")?);
-        out.push(figure(Kind::Histogram, one, Some(by), Of::Latency, format!("histogram-{index}"), "Noise gap histogram")?);
+        out.push(figure(
+            Kind::Histogram,
+            one,
+            Some(by),
+            Of::Latency,
+            format!("histogram-{index}"),
+            "Noise gap histogram",
+        )?);
     } else {
-        out.push(figure(Kind::Histogram, one, Some(by), Of::Latency, format!("histogram-{index}"), "Latency histogram")?);
+        out.push(figure(
+            Kind::Histogram,
+            one,
+            Some(by),
+            Of::Latency,
+            format!("histogram-{index}"),
+            "Latency histogram",
+        )?);
         out.push(figure(Kind::Cdf, one, Some(by), Of::Latency, format!("cdf-{index}"), "Latency percentiles (tail)")?);
         if r.all.work.is_some() {
             let (h, c) = (format!("response-{index}"), format!("response-cdf-{index}"));
@@ -506,8 +520,22 @@ fn sweep_blocks(input: &Input, index: usize, out: &mut Vec<Block>) -> Result<(),
     if !points.is_empty() {
         out.push(Block::Heading(3, "Plots".into()));
         let one = std::slice::from_ref(input);
-        out.push(figure(Kind::Sweep, one, None, Of::Latency, format!("sweep-{index}"), "Latency and throughput across the sweep")?);
-        out.push(figure(Kind::Cdf, one, Some(By::Input), Of::Latency, format!("sweep-cdf-{index}"), "Tail of every point")?);
+        out.push(figure(
+            Kind::Sweep,
+            one,
+            None,
+            Of::Latency,
+            format!("sweep-{index}"),
+            "Latency and throughput across the sweep",
+        )?);
+        out.push(figure(
+            Kind::Cdf,
+            one,
+            Some(By::Input),
+            Of::Latency,
+            format!("sweep-cdf-{index}"),
+            "Tail of every point",
+        )?);
     }
     out.push(Block::Heading(3, "Environment".into()));
     out.push(pairs(strip("environment", compare::environment_settings(&sweep.environment))));

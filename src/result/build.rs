@@ -5,6 +5,7 @@
 
 use super::verdict::{verdict, VerdictInput};
 use super::warning::{Warning, WarningRecord};
+use super::WorkResult;
 use super::{
     AllResult, Bucket, Config, DeadlineParams, EndReason, HistogramRecord, RunResult, Runtime, Source, Stats,
     ThreadResult, Tool, Unbinned, SCHEMA,
@@ -12,7 +13,6 @@ use super::{
 use crate::measure::histogram::{nearest_rank_edge, Layout, PERCENTILES};
 use crate::measure::stats::{Exceedance, Summary};
 use crate::measure::work::WorkSummary;
-use super::WorkResult;
 use crate::rt::affinity::CpuSet;
 use crate::rt::sched::{Policy, SchedParams};
 use crate::sysinfo::Environment;
@@ -208,7 +208,10 @@ impl RunResult {
                 work: all_work(&p.probes, layout, at),
             },
             verdict: verdict(&inputs, p.threshold_ns, at, p.tracemark_written).with_work(
-                &p.probes.iter().filter_map(|t| Some((t.thread, t.name.as_deref(), t.work.as_ref()?))).collect::<Vec<_>>(),
+                &p.probes
+                    .iter()
+                    .filter_map(|t| Some((t.thread, t.name.as_deref(), t.work.as_ref()?)))
+                    .collect::<Vec<_>>(),
                 p.max_response_ns,
                 p.max_misses,
             ),

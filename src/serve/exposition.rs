@@ -171,7 +171,13 @@ pub fn render(s: &Snapshot, openmetrics: bool) -> String {
     }
     if s.probes.iter().any(|p| p.response.is_some()) {
         let resp = "rtlab_response_time_seconds";
-        family(&mut o, resp, "histogram", "Response time of a working task (completion minus release).", Some("seconds"));
+        family(
+            &mut o,
+            resp,
+            "histogram",
+            "Response time of a working task (completion minus release).",
+            Some("seconds"),
+        );
         for p in &s.probes {
             let Some(r) = &p.response else { continue };
             let l = format!("cpu=\"{}\",thread=\"{}\"", esc(&p.cpu), p.thread);
@@ -191,7 +197,13 @@ pub fn render(s: &Snapshot, openmetrics: bool) -> String {
         );
         for p in &s.probes {
             if let Some(r) = &p.response {
-                let _ = writeln!(o, "rtlab_deadline_misses_total{{cpu=\"{}\",thread=\"{}\"}} {}", esc(&p.cpu), p.thread, r.misses);
+                let _ = writeln!(
+                    o,
+                    "rtlab_deadline_misses_total{{cpu=\"{}\",thread=\"{}\"}} {}",
+                    esc(&p.cpu),
+                    p.thread,
+                    r.misses
+                );
             }
         }
     }

@@ -267,7 +267,9 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         })
         .collect();
     let works: Vec<Option<Arc<WorkLive>>> = (0..n)
-        .map(|i| slots.get(i).and_then(|s| s.work).map(|spec| Arc::new(WorkLive::new(spec, plan.layout, &plan.cuts_ns))))
+        .map(|i| {
+            slots.get(i).and_then(|s| s.work).map(|spec| Arc::new(WorkLive::new(spec, plan.layout, &plan.cuts_ns)))
+        })
         .collect();
     let mut cursors = vec![Cursor::default(); n];
     let stop = Arc::new(AtomicBool::new(false));
