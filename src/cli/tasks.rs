@@ -135,7 +135,7 @@ impl TaskSpec {
         } else if dl_runtime.is_some() || dl_deadline.is_some() || dl_period.is_some() {
             return Err(format!("task {name}: dl-runtime/dl-deadline/dl-period need policy=deadline"));
         }
-        if offset < 0 || offset > 3_600_000_000_000 {
+        if !(0..=3_600_000_000_000).contains(&offset) {
             return Err(format!("task {name}: offset must be from 0 to 1h"));
         }
         Ok(TaskSpec {
