@@ -125,6 +125,30 @@ fn the_exposition_passes_promtool_and_holds_one_histogram_per_measured_cpu() {
     assert!(om.ends_with("# EOF\n") && om.contains("# TYPE rtlab_samples counter"), "OpenMetrics on request");
 }
 
+#[test]
+fn a_working_task_is_served_with_its_response_histogram_and_deadline_misses() {
+    // 1.2 ms of busy work every 1 ms: every job misses its deadline.
+    let m = monitor(&["-t1", "-a", "0", "--work", "1.2ms", "--work-kind", "time"]);
+    std::thread::sleep(Duration::from_millis(2500));
+    let (code, text) = get(m.port, "/metrics", "");
+    assert_eq!(code, 200);
+    let lint = promtool_lint(&text);
+    assert!(
+        lint.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+    let count = metric(&text, "rtlab_response_time_seconds_count{cpu=\"0\",thread=\"0\"}").unwrap();
+    let inf = metric(&text, "rtlab_response_time_seconds_bucket{cpu=\"0\",thread=\"0\",le=\"+Inf\"}").unwrap();
+    assert!(count > 0.0 && count == inf, "{count} {inf}");
+    // No response is at or below 1 ms: busy work alone lasts 1.2 ms.
+    let le_1ms = metric(&text, "rtlab_response_time_seconds_bucket{cpu=\"0\",thread=\"0\",le=\"0.001\"}").unwrap();
+    assert_eq!(le_1ms, 0.0);
+    let misses = metric(&text, "rtlab_deadline_misses_total{cpu=\"0\",thread=\"0\"}").unwrap();
+    assert!(misses >= count, "every job is late: {misses} misses for {count} jobs");
+}
+
 /// The value of the first sample line starting with `prefix`.
 fn metric(text: &str, prefix: &str) -> Option<f64> {
     text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()?.parse().ok())

@@ -358,3 +358,43 @@ pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u:
         .collect();
     format!("rtlab: {elapsed_s:.0} s  ({l})\n{}", grid(&header, &rows, 0))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::stats::WorkSnapshot;
+
+    #[test]
+    fn the_live_table_gets_response_columns_when_a_task_works() {
+        let status = |index| ThreadStatus {
+            index,
+            cpu: Some(index),
+            sched: SchedParams::simple(Policy::Fifo, 80),
+            interval_ns: 1_000_000,
+            tid: 1,
+            identity: None,
+        };
+        let snap = LiveSnapshot {
+            cycles: 10,
+            cur: 5_000,
+            min: 1_000,
+            max: 9_000,
+            missed: 1,
+            mean: 3_000.0,
+            mean_us_truncated: 3.0,
+            p99: Some(9_000),
+            work: None,
+        };
+        let plain = live(&[status(0)], &[snap], 1.0, Unit::Micros);
+        assert!(!plain.contains("resp"), "{plain}");
+        let working = LiveSnapshot {
+            work: Some(WorkSnapshot { cur: 305_000, p99: Some(320_000), max: 410_000, misses: 2 }),
+            ..snap
+        };
+        let text = live(&[status(0), status(1)], &[working, snap], 1.0, Unit::Micros);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].ends_with("resp  resp p99  resp max  misses"), "{text}");
+        assert!(lines[2].ends_with("305.0     320.0     410.0       2"), "{text}");
+        assert!(lines[3].ends_with("-         -         -       -"), "{text}");
+    }
+}
