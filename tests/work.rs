@@ -381,3 +381,24 @@ fn a_sweep_over_the_work_writes_response_columns_and_draws_response_times() {
     let png = dir.path().join("sw.png");
     rtlab().arg("plot").arg(&out).arg("-o").arg(&png).assert().success();
 }
+
+#[test]
+fn the_rate_monotonic_and_edf_examples_run_as_documented() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["rate-monotonic.toml", "edf.toml"] {
+        let path = format!("{}/docs/examples/{file}", env!("CARGO_MANIFEST_DIR"));
+        let (r, out) = run_json(dir.path(), &["run", "--tasks", &path, "-D", "1s"]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+        let names: Vec<&str> = r["threads"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["fast", "medium", "slow"], "{file}");
+        let periods: Vec<i64> = r["threads"].as_array().unwrap().iter().map(|t| i(&t["interval_ns"])).collect();
+        assert_eq!(periods, [1_000_000, 5_000_000, 10_000_000]);
+        if is_root() {
+            let policy = if file == "edf.toml" { "deadline" } else { "fifo" };
+            assert!(r["threads"].as_array().unwrap().iter().all(|t| t["policy"] == policy), "{file}: {}", r["threads"]);
+            if file == "edf.toml" {
+                assert_eq!(r["threads"][2]["deadline"]["runtime_ns"], 3_600_000);
+            }
+        }
+    }
+}
