@@ -172,18 +172,7 @@ impl TaskSpec {
 
 /// `fifo:80`, `rr:10`, `other`, `batch`, `idle` or `deadline`.
 pub fn policy(v: &str) -> Result<SchedParams, String> {
-    let (name, prio) = v.split_once(':').map_or((v, None), |(n, p)| (n, Some(p)));
-    let policy: Policy = name.parse()?;
-    let priority = match (policy.is_realtime_priority(), prio) {
-        (true, Some(p)) => p
-            .parse::<u32>()
-            .ok()
-            .filter(|p| (1..=99).contains(p))
-            .ok_or_else(|| format!("policy={v}: priority '{p}' is not 1 to 99; e.g. policy=fifo:80"))?,
-        (true, None) => return Err(format!("policy={v} needs a priority: write {name}:N, e.g. {name}:80")),
-        (false, Some(_)) => return Err(format!("policy={v}: {name} takes no priority")),
-        (false, None) => 0,
-    };
+    let (policy, priority) = crate::rt::sched::parse_policy(v).map_err(|e| format!("policy={v}: {e}"))?;
     Ok(SchedParams::simple(policy, priority))
 }
 

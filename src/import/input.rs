@@ -204,33 +204,18 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
         })
         .collect();
     let mut r = RunResult::build(ProbeRun {
-        probes,
         start,
-        end: None,
-        duration_s: Some(last_wake.max(0) as f64 / 1e9),
-        end_reason: crate::result::EndReason::Unknown,
-        missed_known: false,
-        command_line: vec![],
-        environment: crate::sysinfo::Environment::unknown(),
-        source: Some(Source {
-            format: "rtlab-samples".into(),
-            file: path.display().to_string(),
-            tool_version: None,
-            command_line: None,
-            unit: "ns".into(),
-        }),
-        threshold_ns: None,
-        config: None,
-        warnings: Vec::new(),
-        simulated: false,
-        tracemark_written: false,
-        runtime: None,
-        explanations: Vec::new(),
-        explain: None,
-        max_response_ns: None,
-        max_misses: None,
-        kind: crate::result::Kind::Wakeup,
-        noise: None,
+        ..ProbeRun::imported(
+            probes,
+            Source {
+                format: "rtlab-samples".into(),
+                file: path.display().to_string(),
+                tool_version: None,
+                command_line: None,
+                unit: "ns".into(),
+            },
+            Some(last_wake.max(0) as f64 / 1e9),
+        )
     });
     r.start_time = Some(header.start_time);
     // The file keeps deadlines, not what work was asked.

@@ -136,35 +136,17 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
         work: Some(wrec.finish()),
     };
     let last = rows.last().map_or(t0, |(_, v)| v[start]);
-    let mut r = RunResult::build(ProbeRun {
-        probes: vec![figures],
-        start: None,
-        end: None,
-        duration_s: Some((last - t0) as f64 / 1e6),
-        end_reason: crate::result::EndReason::Unknown,
-        missed_known: false,
-        command_line: vec![],
-        environment: crate::sysinfo::Environment::unknown(),
-        source: Some(Source {
+    let mut r = RunResult::build(ProbeRun::imported(
+        vec![figures],
+        Source {
             format: "rt-app-log".into(),
             file: path.display().to_string(),
             tool_version: None,
             command_line: None,
             unit: "us".into(),
-        }),
-        threshold_ns: None,
-        config: None,
-        warnings: Vec::new(),
-        simulated: false,
-        tracemark_written: false,
-        runtime: None,
-        explanations: Vec::new(),
-        explain: None,
-        max_response_ns: None,
-        max_misses: None,
-        kind: crate::result::Kind::Wakeup,
-        noise: None,
-    });
+        },
+        Some((last - t0) as f64 / 1e6),
+    ));
     // The log says neither the CPUs nor whether the work was run or runtime.
     for t in &mut r.threads {
         t.cpus_allowed = None;

@@ -103,24 +103,10 @@ pub fn sched_text(s: LoadSched) -> String {
 
 /// Parses `other`, `batch`, `idle`, `fifo:N`, `rr:N`.
 pub fn parse_sched(s: &str) -> Result<LoadSched, String> {
-    let (name, prio) = match s.split_once(':') {
-        Some((n, p)) => (n, Some(p)),
-        None => (s, None),
-    };
-    let policy: Policy = name.parse()?;
+    let (policy, priority) = crate::rt::sched::parse_policy(s)?;
     if policy == Policy::Deadline {
         return Err("loads cannot use SCHED_DEADLINE; use fifo:N, rr:N, other, batch or idle".into());
     }
-    let priority = match (policy.is_realtime_priority(), prio) {
-        (true, Some(p)) => p
-            .parse::<u32>()
-            .ok()
-            .filter(|p| (1..=99).contains(p))
-            .ok_or_else(|| format!("priority '{p}' in '{s}' is not 1 to 99; e.g. fifo:49"))?,
-        (true, None) => return Err(format!("'{s}' needs a priority: write {name}:N, e.g. {name}:49")),
-        (false, Some(_)) => return Err(format!("'{s}': {name} takes no priority; use nice=N for other/batch")),
-        (false, None) => 0,
-    };
     Ok(LoadSched { policy, priority, nice: 0 })
 }
 

@@ -77,14 +77,20 @@ impl SampleRing {
     /// [`SampleRing::with_response`]; elsewhere the response is dropped).
     #[inline(always)]
     pub fn push_with_response(&self, at_ns: i64, latency_ns: i64, response_ns: i64) {
+        self.write(at_ns, latency_ns, Some(response_ns));
+    }
+
+    /// The one producer path (inlined: without a response its branch compiles away).
+    #[inline(always)]
+    fn write(&self, at_ns: i64, latency_ns: i64, response_ns: Option<i64>) {
         let h = self.head.load(Relaxed);
         self.claim.store(h + 1, Relaxed);
         fence(Release);
         let i = (h & self.mask) as usize;
         self.at[i].store(at_ns, Relaxed);
         self.lat[i].store(latency_ns, Relaxed);
-        if let Some(r) = &self.resp {
-            r[i].store(response_ns, Relaxed);
+        if let (Some(v), Some(r)) = (response_ns, &self.resp) {
+            r[i].store(v, Relaxed);
         }
         self.head.store(h + 1, Release);
     }
@@ -98,13 +104,7 @@ impl SampleRing {
     /// writer: claim the slot, fence, write, publish (plain stores on x86).
     #[inline(always)]
     pub fn push(&self, at_ns: i64, latency_ns: i64) {
-        let h = self.head.load(Relaxed);
-        self.claim.store(h + 1, Relaxed);
-        fence(Release);
-        let i = (h & self.mask) as usize;
-        self.at[i].store(at_ns, Relaxed);
-        self.lat[i].store(latency_ns, Relaxed);
-        self.head.store(h + 1, Release);
+        self.write(at_ns, latency_ns, None);
     }
 
     /// Reads every sample published since `cursor` (consumer only), calling `f` in order.

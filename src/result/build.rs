@@ -109,6 +109,36 @@ pub struct ProbeRun {
     pub max_misses: Option<super::verdict::MissLimit>,
 }
 
+impl ProbeRun {
+    /// The builder's input for samples read from a file (`source`): no configuration, no
+    /// threshold, no known end, missed periods not known, a wakeup run of `duration_s`.
+    pub fn imported(probes: Vec<ProbeFigures>, source: Source, duration_s: Option<f64>) -> ProbeRun {
+        ProbeRun {
+            probes,
+            start: None,
+            end: None,
+            duration_s,
+            end_reason: EndReason::Unknown,
+            missed_known: false,
+            command_line: vec![],
+            environment: Environment::unknown(),
+            source: Some(source),
+            threshold_ns: None,
+            config: None,
+            warnings: Vec::new(),
+            simulated: false,
+            tracemark_written: false,
+            runtime: None,
+            explanations: Vec::new(),
+            explain: None,
+            max_response_ns: None,
+            max_misses: None,
+            kind: crate::result::Kind::Wakeup,
+            noise: None,
+        }
+    }
+}
+
 impl RunResult {
     /// Builds a result: per-probe and aggregate statistics, the warnings every result carries
     /// (missed periods, negative latencies, no samples, an inexact stdev), and the verdict.

@@ -94,6 +94,24 @@ impl FromStr for Policy {
     }
 }
 
+/// Parses a policy with its priority: `fifo:80`, `rr:10` (1 to 99, required), `other`,
+/// `batch`, `idle`, `deadline` (no priority). Errors are a sentence naming the value.
+pub fn parse_policy(s: &str) -> Result<(Policy, u32), String> {
+    let (name, prio) = s.split_once(':').map_or((s, None), |(n, p)| (n, Some(p)));
+    let policy: Policy = name.parse()?;
+    let priority = match (policy.is_realtime_priority(), prio) {
+        (true, Some(p)) => p
+            .parse::<u32>()
+            .ok()
+            .filter(|p| (1..=99).contains(p))
+            .ok_or_else(|| format!("priority '{p}' in '{s}' is not 1 to 99; e.g. {name}:80"))?,
+        (true, None) => return Err(format!("'{s}' needs a priority: write {name}:N, e.g. {name}:80")),
+        (false, Some(_)) => return Err(format!("'{s}': {name} takes no priority")),
+        (false, None) => 0,
+    };
+    Ok((policy, priority))
+}
+
 /// What a thread asks the scheduler for (or what `sched_getattr` says it has).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SchedParams {
