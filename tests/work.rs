@@ -83,6 +83,8 @@ fn response_and_miss_limits_fail_the_verdict_with_exit_3() {
 fn bad_work_options_are_refused_before_anything_runs() {
     for (args, says) in [
         (vec!["run", "--work", "0", "-l", "1"], "'0' is zero"),
+        (vec!["run", "--work", "150ms", "-l", "1"], "at most 100ms"),
+        (vec!["run", "--task", "name=a,period=1s,work=200ms", "-l", "1"], "at most 100ms"),
         (vec!["run", "--work", "100us", "--deadline", "0", "-l", "1"], "'0' is zero"),
         (vec!["run", "--work", "100us", "--deadline=-5us", "-l", "1"], "'-5us' is negative"),
         (vec!["run", "--deadline", "1ms", "-l", "1"], "--deadline needs work per period"),

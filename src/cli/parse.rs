@@ -29,6 +29,11 @@ pub fn time_or_zero(text: &str) -> Result<i64, String> {
     time_ns(text, DefaultUnit::Micros)
 }
 
+/// Work per period (plain number = µs): greater than zero, at most 100 ms.
+pub fn work(text: &str) -> Result<i64, String> {
+    crate::measure::work::check_amount(&format!("'{text}'"), latency(text)?)
+}
+
 /// A run duration (plain number = s), greater than zero.
 pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     let ns = time_ns(text, DefaultUnit::Seconds)?;

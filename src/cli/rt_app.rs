@@ -249,6 +249,9 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
             }
         }
         let period_ns = period.ok_or_else(|| task("has no timer or sleep: it is not periodic".into()))?;
+        if let Some((_, ns)) = work {
+            crate::measure::work::check_amount("run/runtime", ns).map_err(task)?;
+        }
         if !(1_000..=3_600_000_000_000).contains(&period_ns) {
             return Err(task(format!("period {} µs is out of range (1 µs to 1 h)", period_ns / 1000)));
         }

@@ -200,7 +200,7 @@ pub struct RunArgs {
 
     /// Work after each wakeup, calibrated at start to take TIME on an undisturbed CPU (rt-app's
     /// run): response time, slack and deadline misses are measured (plain number = µs)
-    #[arg(long = "work", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    #[arg(long = "work", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::work)]
     pub work: Option<i64>,
 
     /// What --work is fixed in: fixed (calibrated computation) or time (busy wall-clock time, rt-app's runtime)

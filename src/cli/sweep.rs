@@ -67,6 +67,11 @@ fn times(s: &str) -> Result<List<i64>, String> {
     list(s, super::parse::latency).map(List)
 }
 
+/// Parses an axis of work amounts (plain numbers are µs), each at most 100 ms.
+fn works(s: &str) -> Result<List<i64>, String> {
+    list(s, super::parse::work).map(List)
+}
+
 fn methods(s: &str) -> Result<List<Method>, String> {
     list(s, |m| {
         <Method as clap::ValueEnum>::from_str(m, true)
@@ -109,7 +114,7 @@ pub struct SweepArgs {
     pub methods: Option<List<Method>>,
 
     /// Work-per-period axis: 50us,200us,1ms,5ms (each point runs --work TIME; see --work-kind)
-    #[arg(long = "works", value_name = "TIMES", value_parser = times)]
+    #[arg(long = "works", value_name = "TIMES", value_parser = works)]
     pub works: Option<List<i64>>,
 
     /// Deadline axis of working tasks: 500us,1ms (each point runs --deadline TIME)

@@ -75,7 +75,7 @@ impl TaskSpec {
                     name = Some(v.clone());
                 }
                 "period" => period = Some(super::parse::interval(v).map_err(|e| format!("period: {e}"))?),
-                "work" => work = Some(time(k, v)?),
+                "work" => work = Some(crate::measure::work::check_amount(&format!("work={v}"), time(k, v)?)?),
                 "kind" => {
                     kind = match v.as_str() {
                         "fixed" => WorkKind::Fixed,

@@ -37,6 +37,22 @@ impl WorkKind {
     }
 }
 
+/// The most work a period may ask (ns): a longer job is no periodic real-time task, a stop
+/// waits for the job under way, and calibration times the work a dozen times.
+pub const MAX_WORK_NS: i64 = 100_000_000;
+
+/// Checks an amount of work (ns) against [`MAX_WORK_NS`]; the error names `what`.
+pub fn check_amount(what: &str, ns: i64) -> Result<i64, String> {
+    if ns > MAX_WORK_NS {
+        return Err(format!(
+            "{what}: {} ms of work per period is more than the 100 ms rtlab runs (a stop waits for the job under way); \
+             give at most 100ms",
+            ns / 1_000_000
+        ));
+    }
+    Ok(ns)
+}
+
 /// The windows `--miss-window` counts misses in when not given: 1000 consecutive releases.
 pub const DEFAULT_MISS_WINDOW: u32 = 1000;
 /// The largest `--miss-window` (the window is a bit set of this many releases).
