@@ -61,7 +61,12 @@ pub struct Sweep {
 /// first appearance; with the labels of categorical positions.
 pub fn positions(s: &Sweep) -> (Vec<Vec<f64>>, Option<Vec<String>>) {
     let all: Vec<&str> = s.groups.iter().flat_map(|g| g.rows.iter().map(|r| r.x_label.as_str())).collect();
-    if all.iter().all(|v| v.parse::<f64>().is_ok()) {
+    let numbers: Vec<f64> = all.iter().filter_map(|v| v.parse::<f64>().ok()).collect();
+    let (lo, hi) = numbers.iter().fold((f64::INFINITY, 0f64), |(a, b), x| (a.min(*x), b.max(*x)));
+    // Values spanning two decades or more (work from 50 µs to 20 ms) are spaced evenly, in
+    // order: to scale, all but the largest would sit on top of each other.
+    let spread = lo > 0.0 && hi / lo >= 100.0;
+    if numbers.len() == all.len() && !spread {
         let xs = s.groups.iter().map(|g| g.rows.iter().map(|r| r.x_label.parse().unwrap_or(0.0)).collect()).collect();
         return (xs, None);
     }
@@ -287,5 +292,13 @@ mod tests {
         let (xs, cats) = positions(&s);
         assert_eq!(xs, vec![vec![0.0, 1.0], vec![1.0, 2.0]]);
         assert_eq!(cats.unwrap(), vec!["abs", "rel", "sleep"]);
+        let s = Sweep {
+            axis: "work_us".into(),
+            groups: vec![Group { label: String::new(), rows: vec![row("50"), row("1000"), row("20000")] }],
+            throughput_unit: None,
+            response: true,
+        };
+        let (xs, cats) = positions(&s);
+        assert_eq!((xs, cats.unwrap()), (vec![vec![0.0, 1.0, 2.0]], vec!["50".into(), "1000".into(), "20000".into()]));
     }
 }
