@@ -138,6 +138,42 @@ struct Windows {
     closed_on_file: bool,
     /// The first write that failed, said again when the monitor ends (exit 1).
     failed: Option<String>,
+    /// Per slot, a working task's window: its deadlines counted from the samples themselves
+    /// (the probe's longest run and worst window are the run's, not the window's).
+    work: Vec<Option<WindowWork>>,
+    /// The working tasks' figures at the checkpoint the window started from.
+    work_base: Option<Vec<Option<crate::measure::work::WorkSummary>>>,
+}
+
+/// A working task's figures over one window, from its samples.
+struct WindowWork {
+    interval_ns: i64,
+    spec: crate::measure::work::WorkSpec,
+    tracker: crate::measure::work::DeadlineTracker,
+    /// The window's smallest and largest response and run times (with the time since the
+    /// window began).
+    response: Option<(i64, (i64, i64))>,
+    run: Option<(i64, (i64, i64))>,
+}
+
+impl WindowWork {
+    fn new(interval_ns: i64, spec: crate::measure::work::WorkSpec) -> WindowWork {
+        WindowWork {
+            interval_ns,
+            spec,
+            tracker: crate::measure::work::DeadlineTracker::new(spec.miss_window),
+            response: None,
+            run: None,
+        }
+    }
+}
+
+/// `extremes` with `v` at `at` added.
+fn widen(extremes: Option<(i64, (i64, i64))>, v: i64, at: i64) -> (i64, (i64, i64)) {
+    match extremes {
+        None => (v, (v, at)),
+        Some((lo, (hi, hi_at))) => (lo.min(v), if v > hi { (v, at) } else { (hi, hi_at) }),
+    }
 }
 
 /// The current window is rewritten every this many checkpoints (seconds): a crash or an
@@ -158,20 +194,25 @@ impl Windows {
             pending: None,
             closed_on_file: true,
             failed: None,
+            work: opts.plan.probe.slots().iter().map(|s| s.work.map(|w| WindowWork::new(s.interval_ns, w))).collect(),
+            work_base: None,
         }
     }
 
-    fn sample(&mut self, slot: usize, at_wall_ns: i64, latency: i64) {
+    fn sample(&mut self, slot: usize, at_wall_ns: i64, latency: i64, response: Option<i64>) {
         let began = self.began_wall.map_or(0, |b| b.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64));
         if self.extremes.len() <= slot {
             self.extremes.resize(slot + 1, None);
         }
         let e = &mut self.extremes[slot];
         let at = at_wall_ns - began;
-        *e = Some(match *e {
-            None => (latency, (latency, at)),
-            Some((lo, (hi, hi_at))) => (lo.min(latency), if latency > hi { (latency, at) } else { (hi, hi_at) }),
-        });
+        *e = Some(widen(*e, latency, at));
+        if let (Some(r), Some(Some(w))) = (response, self.work.get_mut(slot)) {
+            w.response = Some(widen(w.response, r, at));
+            w.run = Some(widen(w.run, r - latency, at));
+            let skipped = crate::measure::probe::missed_periods(r, w.interval_ns);
+            w.tracker.record(r > w.spec.deadline_ns, skipped, at);
+        }
     }
 
     /// The window so far from checkpoint `out`; when it is over (its `--rotate` worth of
@@ -190,6 +231,14 @@ impl Windows {
                 Some(e) => p.summary.since(e, extremes),
                 None => p.summary.clone(),
             };
+            let before = self.work_base.as_ref().and_then(|b| b.get(i).cloned().flatten());
+            if let (Some(w), Some(Some(win))) = (p.work.as_mut(), self.work.get(i)) {
+                if let Some(e) = before {
+                    w.response = w.response.since(&e.response, win.response);
+                    w.run = w.run.since(&e.run, win.run);
+                }
+                w.deadlines = win.tracker.figures();
+            }
         }
         let end = SystemTime::now();
         figures.start = Some(began_wall);
@@ -200,6 +249,10 @@ impl Windows {
         if closing {
             self.save(true);
             self.base = Some(out.threads.iter().map(|t| t.summary.clone()).collect());
+            self.work_base = Some(out.threads.iter().map(|t| t.work.clone()).collect());
+            for w in self.work.iter_mut().flatten() {
+                *w = WindowWork::new(w.interval_ns, w.spec);
+            }
             self.began_wall = Some(end);
             self.checkpoints = 0;
             self.extremes.clear();
@@ -453,7 +506,7 @@ impl Observer for Monitor {
         }
         if let Some(win) = self.windows.as_mut() {
             for s in samples {
-                win.sample(thread, base + s.at_ns, s.latency_ns);
+                win.sample(thread, base + s.at_ns, s.latency_ns, s.response_ns);
             }
         }
     }

@@ -40,14 +40,7 @@ fn policy_label(policy: Option<Policy>, priority: Option<u32>) -> String {
     }
 }
 
-/// A percentile cell: the value, `>X` when only a lower bound is known, `-` when unknown.
-fn pct(s: &Stats, k: &str, u: Unit) -> String {
-    match (s.percentiles_ns.get(k).copied().flatten(), s.percentiles_above_ns.get(k)) {
-        (Some(v), _) => u.fmt(v),
-        (None, Some(lo)) => format!(">{}", u.fmt(*lo)),
-        (None, None) => "-".into(),
-    }
-}
+use crate::report::percentile_cell as pct;
 
 fn opt_count(v: Option<u64>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
@@ -153,7 +146,7 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
 /// The working tasks' table (nothing when no task works): per task its deadline, response
 /// time (min, avg, percentiles, max), run time, smallest slack and deadline misses.
 pub fn work(r: &RunResult, u: Unit) -> String {
-    let Some((header, rows)) = work_grid(r, u) else { return String::new() };
+    let Some((header, rows)) = crate::report::work_grid(r, u) else { return String::new() };
     let mut out = "\nresponse time = completion − release; run = longest run of consecutive misses\n".to_string();
     out += &grid(&header, &rows, 1);
     for t in &r.threads {
@@ -170,68 +163,6 @@ pub fn work(r: &RunResult, u: Unit) -> String {
         }
     }
     out
-}
-
-/// The working tasks' table as a header and rows (one per task, ALL when several); `None`
-/// when no task works. The summary and the report both show it.
-pub fn work_grid(r: &RunResult, u: Unit) -> Option<(Vec<String>, Vec<Vec<String>>)> {
-    let tasks: Vec<(String, &crate::result::WorkResult)> = r
-        .threads
-        .iter()
-        .filter_map(|t| Some((t.name.clone().unwrap_or_else(|| t.thread.to_string()), t.work.as_ref()?)))
-        .collect();
-    let (_, first) = tasks.first()?;
-    let l = u.label();
-    let window = first.deadlines.window;
-    let header: Vec<String> = [
-        "task",
-        "deadline",
-        "releases",
-        "misses",
-        "late",
-        "skipped",
-        "run",
-        &format!("worst/{window}"),
-        &format!("resp min {l}"),
-        "avg",
-        "p50",
-        "p99",
-        "p99.9",
-        &format!("max {l}"),
-        "run p50",
-        "run max",
-        "slack min",
-    ]
-    .iter()
-    .map(|h| h.to_string())
-    .collect();
-    let row = |name: &str, w: &crate::result::WorkResult| {
-        let d = &w.deadlines;
-        vec![
-            name.to_string(),
-            w.deadline_ns.map_or("-".into(), |v| u.fmt(v)),
-            d.releases.to_string(),
-            if d.misses > 0 { format!("{} ({:.2} %)", d.misses, w.miss_ratio * 100.0) } else { "0".into() },
-            d.late.to_string(),
-            d.skipped.to_string(),
-            d.longest_miss_run.to_string(),
-            d.worst_misses_in_window.to_string(),
-            u.fmt_opt(w.response.min_ns),
-            w.response.mean_ns.map_or("-".into(), |m| u.fmt_f(m)),
-            pct(&w.response, "50", u),
-            pct(&w.response, "99", u),
-            pct(&w.response, "99.9", u),
-            u.fmt_opt(w.response.max_ns),
-            pct(&w.run, "50", u),
-            u.fmt_opt(w.run.max_ns),
-            u.fmt_opt(w.slack_min_ns),
-        ]
-    };
-    let mut rows: Vec<Vec<String>> = tasks.iter().map(|(n, w)| row(n, w)).collect();
-    if let (true, Some(all)) = (tasks.len() > 1, &r.all.work) {
-        rows.push(row("ALL", all));
-    }
-    Some((header, rows))
 }
 
 /// The loads' table after a blank line, or nothing without loads.

@@ -116,6 +116,77 @@ pub fn summary_table(r: &RunResult) -> Block {
     Block::Table { header: SUMMARY_COLUMNS.iter().map(|s| s.to_string()).collect(), rows, numeric }
 }
 
+/// A percentile cell: the value, `>X` when only a lower bound is known, `-` when unknown.
+pub fn percentile_cell(s: &Stats, k: &str, u: crate::units::Unit) -> String {
+    match (s.percentiles_ns.get(k).copied().flatten(), s.percentiles_above_ns.get(k)) {
+        (Some(v), _) => u.fmt(v),
+        (None, Some(lo)) => format!(">{}", u.fmt(*lo)),
+        (None, None) => "-".into(),
+    }
+}
+
+/// The working tasks' table as a header and rows (one per task, ALL when several); `None`
+/// when no task works. The summary and the report both show it.
+pub fn work_grid(r: &RunResult, u: crate::units::Unit) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let tasks: Vec<(String, &crate::result::WorkResult)> = r
+        .threads
+        .iter()
+        .filter_map(|t| Some((t.name.clone().unwrap_or_else(|| t.thread.to_string()), t.work.as_ref()?)))
+        .collect();
+    let (_, first) = tasks.first()?;
+    let l = u.label();
+    let window = first.deadlines.window;
+    let header: Vec<String> = [
+        "task",
+        "deadline",
+        "releases",
+        "misses",
+        "late",
+        "skipped",
+        "run",
+        &format!("worst/{window}"),
+        &format!("resp min {l}"),
+        "avg",
+        "p50",
+        "p99",
+        "p99.9",
+        &format!("max {l}"),
+        "run p50",
+        "run max",
+        "slack min",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let row = |name: &str, w: &crate::result::WorkResult| {
+        let d = &w.deadlines;
+        vec![
+            name.to_string(),
+            w.deadline_ns.map_or("-".into(), |v| u.fmt(v)),
+            d.releases.to_string(),
+            if d.misses > 0 { format!("{} ({:.2} %)", d.misses, w.miss_ratio * 100.0) } else { "0".into() },
+            d.late.to_string(),
+            d.skipped.to_string(),
+            d.longest_miss_run.to_string(),
+            d.worst_misses_in_window.to_string(),
+            u.fmt_opt(w.response.min_ns),
+            w.response.mean_ns.map_or("-".into(), |m| u.fmt_f(m)),
+            percentile_cell(&w.response, "50", u),
+            percentile_cell(&w.response, "99", u),
+            percentile_cell(&w.response, "99.9", u),
+            u.fmt_opt(w.response.max_ns),
+            percentile_cell(&w.run, "50", u),
+            u.fmt_opt(w.run.max_ns),
+            u.fmt_opt(w.slack_min_ns),
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = tasks.iter().map(|(n, w)| row(n, w)).collect();
+    if let (true, Some(all)) = (tasks.len() > 1, &r.all.work) {
+        rows.push(row("ALL", all));
+    }
+    Some((header, rows))
+}
+
 /// Renders one figure of `kind` for `inputs` (SVG with text as outlines; ids prefixed so
 /// several figures can share one HTML page); a sentence instead when the inputs lack the data.
 pub fn figure(
@@ -390,7 +461,7 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
             numeric: vec![false, true, false, true, false, true],
         });
     }
-    if let Some((header, rows)) = crate::output::table::work_grid(r, crate::units::Unit::Micros) {
+    if let Some((header, rows)) = work_grid(r, crate::units::Unit::Micros) {
         out.push(Block::Heading(3, "Response time".into()));
         out.push(Block::Text(
             "Response time is completion − release; slack is deadline − response; a miss is a job that completed \
