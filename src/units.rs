@@ -107,6 +107,8 @@ pub fn ms_fixed(ns: f64, decimals: usize) -> String {
 pub fn count(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
+    } else if noun.ends_with(['s', 'x']) || noun.ends_with("sh") || noun.ends_with("ch") {
+        format!("{n} {noun}es")
     } else {
         format!("{n} {noun}s")
     }
@@ -234,5 +236,10 @@ mod tests {
         assert_eq!(count(2, "worker thread"), "2 worker threads");
         assert_eq!(count_was(1, "period"), "1 period was");
         assert_eq!(count_was(3, "period"), "3 periods were");
+        assert_eq!(
+            (count(2, "deadline miss"), count(1, "deadline miss")),
+            ("2 deadline misses".into(), "1 deadline miss".into())
+        );
+        assert_eq!(count(3, "box"), "3 boxes");
     }
 }

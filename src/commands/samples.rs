@@ -61,8 +61,10 @@ pub fn execute(opts: &SamplesOptions) -> Result<i32, Error> {
     );
     for (t, n) in header.threads.iter().zip(&counts) {
         let lost = reader.trailer().and_then(|tr| tr.lost.get(t.thread).copied());
+        let task = t.name.as_ref().map_or(String::new(), |n| format!(" ({})", crate::units::printable(n)));
+        let work = t.deadline_ns.map_or(String::new(), |d| format!(", with response times (deadline {d} ns)"));
         s += &format!(
-            "thread {}: {}, interval {} ns, lost {}\n",
+            "thread {}{task}: {}, interval {} ns{work}, lost {}\n",
             t.thread,
             crate::units::count(*n, "sample"),
             t.interval_ns,

@@ -113,10 +113,18 @@ pub fn execute(opts: &SweepOptions, command_line: Vec<String>) -> Result<i32, Er
         write_output(&file, &bytes).map_err(|e| Error::Runtime(format!("cannot write {}: {e}", file.display())))?;
         let cut = result.end_reason == EndReason::Signal;
         if !terminal && opts.printout == Printout::Csv {
-            let max =
-                result.all.stats.max_ns.map_or("-".into(), |m| format!("{} ms", crate::units::ms_fixed(m as f64, 3)));
+            let ms = |v: Option<i64>| v.map_or("-".into(), |m| format!("{} ms", crate::units::ms_fixed(m as f64, 3)));
+            let max = ms(result.all.stats.max_ns);
+            // A working point: its worst response and its deadline misses too.
+            let work = result.all.work.as_ref().map_or(String::new(), |w| {
+                format!(
+                    ", response max {}, {}",
+                    ms(w.response.max_ns),
+                    crate::units::count(w.deadlines.misses, "deadline miss")
+                )
+            });
             eprintln!(
-                "point {}/{total} {axes_text}: max {max}{}",
+                "point {}/{total} {axes_text}: max {max}{work}{}",
                 p.index + 1,
                 if cut { " (interrupted)" } else { "" }
             );
