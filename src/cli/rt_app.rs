@@ -198,56 +198,7 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
             // repeats the thread forever (checked against rt-app 1.0: loop 5 ran until the duration).
             -1
         };
-        let mut work: Option<(WorkKind, i64)> = None;
-        let (mut period, mut relative) = (None, false);
-        for (k, v) in &events {
-            let us =
-                || v.as_i64().filter(|n| *n > 0).ok_or_else(|| task(format!("{k} is not a positive number of µs")));
-            match event_kind(k) {
-                kind @ ("run" | "runtime") => {
-                    if period.is_some() {
-                        return Err(task(format!("{k} comes after the timer/sleep: rtlab runs the work right after each wakeup; put it first")));
-                    }
-                    let kind = if kind == "run" { WorkKind::Fixed } else { WorkKind::Time };
-                    let ns = us()? * 1000;
-                    work = match work {
-                        None => Some((kind, ns)),
-                        Some((k0, n0)) if k0 == kind => Some((k0, n0 + ns)),
-                        Some(_) => return Err(task("mixes run and runtime: use one kind of work per task".into())),
-                    };
-                }
-                "timer" => {
-                    if period.is_some() {
-                        return Err(task(format!("{k}: a second timer/sleep; rtlab runs one periodic wait per task")));
-                    }
-                    let Value::Object(t) = v else { return Err(task(format!("{k} is not an object"))) };
-                    for tk in t.keys() {
-                        if !["ref", "period", "mode"].contains(&tk.as_str()) {
-                            return Err(task(format!("{k}.{tk} is not a timer key (ref, period, mode)")));
-                        }
-                    }
-                    if let Some(m) =
-                        t.get("mode").and_then(Value::as_str).filter(|m| !["absolute", "relative"].contains(m))
-                    {
-                        return Err(task(format!("{k}.mode '{m}': use absolute or relative")));
-                    }
-                    let p = t.get("period").and_then(Value::as_i64).filter(|p| *p > 0);
-                    period = Some(p.ok_or_else(|| task(format!("{k}.period is not a positive number of µs")))? * 1000);
-                }
-                "sleep" => {
-                    if period.is_some() {
-                        return Err(task(format!("{k}: a second timer/sleep; rtlab runs one periodic wait per task")));
-                    }
-                    period = Some(us()? * 1000);
-                    relative = true;
-                }
-                _ => {
-                    return Err(task(format!(
-                        "event '{k}' cannot be mapped: rtlab runs periodic tasks of run/runtime then timer or sleep"
-                    )))
-                }
-            }
-        }
+        let (work, period, relative) = periodic(&events).map_err(task)?;
         let period_ns = period.ok_or_else(|| task("has no timer or sleep: it is not periodic".into()))?;
         if let Some((_, ns)) = work {
             crate::measure::work::check_amount("run/runtime", ns).map_err(task)?;
@@ -319,6 +270,66 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
         set.loops = Some(first as u64);
     }
     Ok(set)
+}
+
+/// A phase's work (kind, ns), period (ns) and whether it waits relatively.
+type Periodic = (Option<(WorkKind, i64)>, Option<i64>, bool);
+
+/// A phase's events as rtlab runs them: the work (run or runtime, summed), then one timer
+/// (absolute schedule) or sleep (relative, `true`); the period in ns, `None` without a wait.
+/// Errors say what cannot be mapped, without the task (the caller names it).
+fn periodic(events: &[(String, Value)]) -> Result<Periodic, String> {
+    let mut work: Option<(WorkKind, i64)> = None;
+    let (mut period, mut relative) = (None, false);
+    for (k, v) in events {
+        let us = || v.as_i64().filter(|n| *n > 0).ok_or_else(|| format!("{k} is not a positive number of µs"));
+        match event_kind(k) {
+            kind @ ("run" | "runtime") => {
+                if period.is_some() {
+                    return Err(format!(
+                        "{k} comes after the timer/sleep: rtlab runs the work right after each wakeup; put it first"
+                    ));
+                }
+                let kind = if kind == "run" { WorkKind::Fixed } else { WorkKind::Time };
+                let ns = us()? * 1000;
+                work = match work {
+                    None => Some((kind, ns)),
+                    Some((k0, n0)) if k0 == kind => Some((k0, n0 + ns)),
+                    Some(_) => return Err("mixes run and runtime: use one kind of work per task".to_string()),
+                };
+            }
+            "timer" => {
+                if period.is_some() {
+                    return Err(format!("{k}: a second timer/sleep; rtlab runs one periodic wait per task"));
+                }
+                let Value::Object(t) = v else { return Err(format!("{k} is not an object")) };
+                for tk in t.keys() {
+                    if !["ref", "period", "mode"].contains(&tk.as_str()) {
+                        return Err(format!("{k}.{tk} is not a timer key (ref, period, mode)"));
+                    }
+                }
+                if let Some(m) = t.get("mode").and_then(Value::as_str).filter(|m| !["absolute", "relative"].contains(m))
+                {
+                    return Err(format!("{k}.mode '{m}': use absolute or relative"));
+                }
+                let p = t.get("period").and_then(Value::as_i64).filter(|p| *p > 0);
+                period = Some(p.ok_or_else(|| format!("{k}.period is not a positive number of µs"))? * 1000);
+            }
+            "sleep" => {
+                if period.is_some() {
+                    return Err(format!("{k}: a second timer/sleep; rtlab runs one periodic wait per task"));
+                }
+                period = Some(us()? * 1000);
+                relative = true;
+            }
+            _ => {
+                return Err(format!(
+                    "event '{k}' cannot be mapped: rtlab runs periodic tasks of run/runtime then timer or sleep"
+                ))
+            }
+        }
+    }
+    Ok((work, period, relative))
 }
 
 /// `SCHED_FIFO` (rt-app's spelling) or `fifo`.

@@ -454,11 +454,7 @@ impl RunArgs {
                 let p = if spread && policy.is_realtime_priority() { priority - i as u32 } else { priority };
                 SchedParams::simple(policy, p)
             };
-            let warmup_cycles = match self.warmup {
-                None => 0,
-                Some(Warmup::Cycles(c)) => c,
-                Some(Warmup::Time(t)) => (t as u64).div_ceil(interval_ns as u64),
-            };
+            let warmup_cycles = self.warmup_cycles(interval_ns);
             let work = self.work.map(|amount_ns| WorkSpec {
                 kind: self.work_kind.unwrap_or(WorkKind::Fixed),
                 amount_ns,
@@ -484,14 +480,7 @@ impl RunArgs {
                 .tasks
                 .iter()
                 .enumerate()
-                .map(|(i, t)| {
-                    let warmup = match self.warmup {
-                        None => 0,
-                        Some(Warmup::Cycles(c)) => c,
-                        Some(Warmup::Time(w)) => (w as u64).div_ceil(t.period_ns as u64),
-                    };
-                    t.thread(i, warmup, window)
-                })
+                .map(|(i, t)| t.thread(i, self.warmup_cycles(t.period_ns), window))
                 .collect();
             if set.relative {
                 method = Method::Rel;
@@ -659,16 +648,24 @@ impl RunArgs {
         if let (Some((flag, _)), false) = (needs.iter().find(|(_, g)| *g), working) {
             return Err(usage(format!("{flag} needs work per period: add --work TIME (or tasks with work=)")));
         }
-        if working && !matches!(method, Method::Abs | Method::Rel) {
+        // rt-app's `sleep` is the one relative wait a working task may use.
+        let rt_app_sleep = method == Method::Rel && self.rt_app.is_some();
+        if working && method != Method::Abs && !rt_app_sleep {
             return Err(usage(format!(
                 "--work needs --method abs: releases follow an absolute schedule, which --method {} does not keep",
                 method.name()
             )));
         }
-        if working && self.method == Method::Rel && self.rt_app.is_none() {
-            return Err(usage("--work needs --method abs: releases follow an absolute schedule (rt-app's sleep is the one relative form)"));
-        }
         Ok(())
+    }
+
+    /// The periods `--warm-up` discards of a thread of period `period_ns`.
+    fn warmup_cycles(&self, period_ns: i64) -> u64 {
+        match self.warmup {
+            None => 0,
+            Some(Warmup::Cycles(c)) => c,
+            Some(Warmup::Time(t)) => (t as u64).div_ceil(period_ns as u64),
+        }
     }
 
     /// Checks every output before anything is measured: each can be written and none is

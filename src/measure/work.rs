@@ -27,16 +27,6 @@ pub enum WorkKind {
     Time,
 }
 
-impl WorkKind {
-    /// The name on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            WorkKind::Fixed => "fixed",
-            WorkKind::Time => "time",
-        }
-    }
-}
-
 /// The most work a period may ask (ns): a longer job is no periodic real-time task, a stop
 /// waits for the job under way, and calibration times the work a dozen times.
 pub const MAX_WORK_NS: i64 = 100_000_000;

@@ -408,44 +408,26 @@ impl ThreadCtx {
             }
             let stop = &self.shared.stop;
             let clock = self.clock.id();
-            let units = self.work.as_ref().and_then(|w| w.calibration.get()).map_or(1, |c| c.units);
-            match (sim, self.method, work_rec.as_mut()) {
-                (Some(src), _, Some(wr)) => {
-                    let amount = wr_amount(self.work.as_deref());
-                    let mut job = SimJob { durations: vec![amount], next: 0 };
+            match (sim, work_rec.as_mut().zip(self.work.as_deref())) {
+                (Some(src), Some((wr, w))) => {
+                    let mut job = SimJob { durations: vec![w.spec.amount_ns], next: 0 };
                     probe::run_work_loop(&mut SimWaiter::<true>::new(src), &mut job, wr, &params, &mut rec, stop)
                 }
-                (None, method, Some(wr)) => {
-                    let rel = method == Method::Rel;
-                    match self.work.as_ref().map(|w| w.spec.kind) {
-                        Some(WorkKind::Time) => {
-                            let mut job = BusyJob { clock, ns: wr_amount(self.work.as_deref()) };
-                            if rel {
-                                probe::run_work_loop(&mut probe::RelSleep(clock), &mut job, wr, &params, &mut rec, stop)
-                            } else {
-                                probe::run_work_loop(&mut probe::AbsSleep(clock), &mut job, wr, &params, &mut rec, stop)
-                            }
-                        }
-                        _ => {
-                            let mut job = SpinJob { clock, units };
-                            if rel {
-                                probe::run_work_loop(&mut probe::RelSleep(clock), &mut job, wr, &params, &mut rec, stop)
-                            } else {
-                                probe::run_work_loop(&mut probe::AbsSleep(clock), &mut job, wr, &params, &mut rec, stop)
-                            }
-                        }
-                    }
+                // rt-app's `sleep` waits relatively; every other working task absolutely.
+                (None, Some((wr, w))) if self.method == Method::Rel => {
+                    working(&mut probe::RelSleep(clock), clock, w, wr, &params, &mut rec, stop)
                 }
-                (sim, method, None) => match (sim, method) {
-                    (Some(src), m) if m.is_absolute() => {
-                        measure(&mut SimWaiter::<true>::new(src), &params, &mut rec, stop)
-                    }
-                    (Some(src), _) => measure(&mut SimWaiter::<false>::new(src), &params, &mut rec, stop),
-                    (None, Method::Abs) => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
-                    (None, Method::Rel) => measure(&mut probe::RelSleep(clock), &params, &mut rec, stop),
-                    (None, Method::Nanosleep) => measure(&mut probe::NanoSleep(clock), &params, &mut rec, stop),
-                    (None, Method::Sleep) => measure(&mut probe::StdSleep(clock), &params, &mut rec, stop),
-                    (None, Method::PosixTimer) => match timer.take() {
+                (None, Some((wr, w))) => working(&mut probe::AbsSleep(clock), clock, w, wr, &params, &mut rec, stop),
+                (Some(src), None) if self.method.is_absolute() => {
+                    measure(&mut SimWaiter::<true>::new(src), &params, &mut rec, stop)
+                }
+                (Some(src), None) => measure(&mut SimWaiter::<false>::new(src), &params, &mut rec, stop),
+                (None, None) => match self.method {
+                    Method::Abs => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
+                    Method::Rel => measure(&mut probe::RelSleep(clock), &params, &mut rec, stop),
+                    Method::Nanosleep => measure(&mut probe::NanoSleep(clock), &params, &mut rec, stop),
+                    Method::Sleep => measure(&mut probe::StdSleep(clock), &params, &mut rec, stop),
+                    Method::PosixTimer => match timer.take() {
                         Some(timer) => {
                             let mut w = probe::TimerWait { clock, timer, failed: None };
                             let out = measure(&mut w, &params, &mut rec, stop);
@@ -508,9 +490,23 @@ impl ThreadCtx {
     }
 }
 
-/// The work a task asked per period (ns).
-fn wr_amount(work: Option<&WorkLive>) -> i64 {
-    work.map_or(0, |w| w.spec.amount_ns)
+/// A working task's loop on waiter `w`: its calibrated units of fixed work, or busy time.
+fn working<W: Waiter>(
+    w: &mut W,
+    clock: crate::rt::clock::ClockId,
+    work: &WorkLive,
+    wr: &mut WorkRecorder<'_>,
+    p: &LoopParams,
+    rec: &mut Recorder<'_>,
+    stop: &AtomicBool,
+) -> LoopOutcome {
+    match work.spec.kind {
+        WorkKind::Time => probe::run_work_loop(w, &mut BusyJob { clock, ns: work.spec.amount_ns }, wr, p, rec, stop),
+        WorkKind::Fixed => {
+            let units = work.calibration.get().map_or(1, |c| c.units);
+            probe::run_work_loop(w, &mut SpinJob { clock, units }, wr, p, rec, stop)
+        }
+    }
 }
 
 /// Locks the code a measuring loop of `method` runs: the loop (with its inlined bookkeeping)
