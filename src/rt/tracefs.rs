@@ -74,13 +74,15 @@ pub struct Instance {
 impl Instance {
     /// Creates `instances/PREFIX-PID-XXXXXXXX` with the `mono` clock (CLOCK_MONOTONIC, the
     /// probes' clock), `buffer_kb` per CPU, tracing only `cpus`, and each of `events`
-    /// (`sched/sched_switch`) this kernel has; instances left by dead rtlab processes are
+    /// (`sched/sched_switch`) this kernel has, each with its filter from `filters` (set before it
+    /// is enabled, so nothing unfiltered is recorded); instances left by dead rtlab processes are
     /// removed first.
     pub fn create(
         prefix: &str,
         cpus: &super::affinity::CpuSet,
         buffer_kb: usize,
         events: &[&str],
+        filters: &[(&str, String)],
     ) -> Result<Instance, String> {
         let root = mount_point()?;
         remove_stale(&root.join("instances"), prefix);
@@ -108,6 +110,9 @@ impl Instance {
         for e in events {
             let enable = inst.dir.join("events").join(e).join("enable");
             if enable.exists() {
+                if let Some((_, expr)) = filters.iter().find(|(name, _)| name == e) {
+                    inst.filter(e, expr)?;
+                }
                 std::fs::write(&enable, b"1").map_err(|err| format!("cannot enable {e} ({err})"))?;
                 inst.enabled.push(e.to_string());
             } else {
@@ -138,6 +143,26 @@ impl Instance {
             .open(self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe")))?;
         emergency_pipe(f.as_raw_fd());
         Ok(f)
+    }
+
+    /// CPU `cpu`'s event stream in binary form (ring-buffer pages, one per read), opened
+    /// non-blocking; each read consumes what it returns.
+    pub fn pipe_raw(&self, cpu: usize) -> io::Result<std::fs::File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")))?;
+        emergency_pipe(f.as_raw_fd());
+        Ok(f)
+    }
+
+    /// Sets `event`'s (`sched/sched_switch`) filter to `expr` (`prev_pid==7||next_pid==7`;
+    /// `0` records nothing); the kernel's refusal comes back in words.
+    pub fn filter(&self, event: &str, expr: &str) -> Result<(), String> {
+        let path = self.dir.join("events").join(event).join("filter");
+        std::fs::write(&path, expr.as_bytes()).map_err(|e| format!("the kernel refused the filter of {event} ({e})"))
     }
 
     /// Events CPU `cpu`'s buffer lost: overwritten before they were read, and dropped.

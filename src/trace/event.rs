@@ -62,6 +62,41 @@ pub enum Kind {
     },
     /// `hrtimer_expire_exit`.
     HrtimerExit,
+    /// `hrtimer_start`: the current task (or an interrupt) arms a timer.
+    HrtimerStart {
+        /// The timer's address (as printed; the same text as its `hrtimer_expire_entry`).
+        timer: String,
+        /// Its callback (`hrtimer_wakeup` for a task that sleeps on it).
+        function: String,
+        /// The latest expiry (ns on the timer's clock): the soft expiry plus the timer slack.
+        expires_ns: i64,
+        /// The expiry asked for (ns on the timer's clock).
+        softexpires_ns: i64,
+    },
+    /// `raw_syscalls:sys_exit`: the current task returns to user space from a system call.
+    SysExit {
+        /// The system call's number.
+        nr: i64,
+    },
+    /// `sched_process_exit`: a task (thread) exits.
+    Exit {
+        /// The thread that exits.
+        pid: i32,
+    },
+    /// `sched_process_fork`: a task creates a task (a process or a thread).
+    Fork {
+        /// The new task.
+        child_pid: i32,
+        /// Its command name.
+        child_comm: String,
+    },
+    /// `task_rename`: a task changes its command name.
+    Rename {
+        /// The task.
+        pid: i32,
+        /// Its new name.
+        comm: String,
+    },
     /// An architecture interrupt (`irq_vectors`: `local_timer`, `reschedule`,
     /// `call_function`, `irq_work`, …) starts.
     VectorEntry {
@@ -198,6 +233,19 @@ pub fn parse(line: &str) -> Option<Event> {
             now_ns: num(args, "now"),
         },
         "hrtimer_expire_exit" => Kind::HrtimerExit,
+        "hrtimer_start" => Kind::HrtimerStart {
+            timer: field(args, "hrtimer")?.to_string(),
+            function: field(args, "function")?.to_string(),
+            expires_ns: num(args, "expires")?,
+            softexpires_ns: num(args, "softexpires")?,
+        },
+        // `NR %ld = %ld`
+        "sys_exit" => Kind::SysExit { nr: args.strip_prefix("NR ")?.split_whitespace().next()?.parse().ok()? },
+        "sched_process_exit" => Kind::Exit { pid: num(args, "pid")? },
+        "sched_process_fork" => {
+            Kind::Fork { child_pid: num(args, "child_pid")?, child_comm: field(args, "child_comm")?.to_string() }
+        }
+        "task_rename" => Kind::Rename { pid: num(args, "pid")?, comm: field(args, "newcomm")?.to_string() },
         // `%ps() delta_ns: %lld handled: %d`
         "nmi_handler" => Kind::Nmi {
             handler: args.split("()").next().unwrap_or("?").trim().to_string(),
@@ -273,6 +321,28 @@ mod tests {
         assert_eq!(
             k("kworker/1:1-17966 [001] ..... 19370.960043: workqueue_execute_start: work struct 00000000ffad0bd0: function vmstat_update"),
             Kind::WorkStart { function: "vmstat_update".into() }
+        );
+        assert_eq!(
+            k("cyclictest-9 [001] d..1. 1.0: hrtimer_start: hrtimer=0000000012 function=hrtimer_wakeup expires=5000050000 softexpires=5000000000 mode=ABS was_armed=0"),
+            Kind::HrtimerStart {
+                timer: "0000000012".into(),
+                function: "hrtimer_wakeup".into(),
+                expires_ns: 5_000_050_000,
+                softexpires_ns: 5_000_000_000
+            }
+        );
+        assert_eq!(k("cyclictest-9 [001] ..... 1.0: sys_exit: NR 230 = 0"), Kind::SysExit { nr: 230 });
+        assert_eq!(
+            k("x-9 [001] ..... 1.0: sched_process_exit: comm=x pid=9 prio=120 group_dead=false"),
+            Kind::Exit { pid: 9 }
+        );
+        assert_eq!(
+            k("x-9 [001] ..... 1.0: sched_process_fork: comm=x pid=9 child_comm=x child_pid=10"),
+            Kind::Fork { child_pid: 10, child_comm: "x".into() }
+        );
+        assert_eq!(
+            k("x-9 [001] ..... 1.0: task_rename: pid=9 oldcomm=x newcomm=ctl oom_score_adj=0"),
+            Kind::Rename { pid: 9, comm: "ctl".into() }
         );
         assert!(parse("# tracer: nop").is_none());
         assert!(parse("").is_none());

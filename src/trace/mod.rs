@@ -6,6 +6,8 @@
 pub mod event;
 pub mod explain;
 pub mod noise;
+pub mod raw;
 pub mod recorder;
+pub mod watch;
 
 pub use explain::{explain, Bounds, Cause, ExplainSummary, Explanation, Spike};

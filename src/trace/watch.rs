@@ -1,0 +1,499 @@
+//! Periods of any thread from the kernel's events (`rtlab watch`): a state machine per
+//! watched thread that turns its events into periods — the release (the expiry its timer was
+//! armed for, or the instant another task or an interrupt woke it), the timer interrupt, the
+//! switch to it, its return to user space, and its next block — with the preemption it
+//! suffered while it worked.
+//!
+//! Events arrive in time order over all CPUs ([`Tracker::feed`]). Nothing depends on one event
+//! alone: this VM's kernel does not trace a switch out of idle, so the thread latency is known
+//! only for the periods whose switch was seen, and every period says which figures it has.
+
+use super::event::{Event, Kind};
+use std::collections::HashMap;
+
+/// One period of a watched thread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Period {
+    /// The thread.
+    pub tid: i32,
+    /// The release (ns, CLOCK_MONOTONIC): the expiry asked for, or the waking.
+    pub release_ns: i64,
+    /// Released by a timer it armed (else woken by another task or an interrupt).
+    pub timer: bool,
+    /// The timer's interrupt (`hrtimer_expire_entry`) − release (ns).
+    pub irq_ns: Option<i64>,
+    /// `sched_waking` − release (ns).
+    pub waking_ns: i64,
+    /// The switch to the thread − release (ns), when that switch was traced.
+    pub thread_ns: Option<i64>,
+    /// The return to user space (`sys_exit` of the call it slept in) − release (ns): the
+    /// moment a program reads its clock after the wakeup.
+    pub wakeup_ns: Option<i64>,
+    /// The next block (a switch away in a sleeping state) − release (ns); `None` when the
+    /// thread exited or the run ended first.
+    pub response_ns: Option<i64>,
+    /// Time it was runnable but not running after it first ran (ns).
+    pub preempted_ns: i64,
+    /// Who ran instead (`comm:pid`) and for how long (ns), longest first.
+    pub preemptors: Vec<(String, i64)>,
+    /// The CPU it returned to user space on (else the one it was switched in on, else woken on).
+    pub cpu: usize,
+    /// The timer slack the kernel added to its timer (`expires − softexpires`, ns).
+    pub slack_ns: Option<i64>,
+}
+
+/// A timer a watched thread armed: its expiry asked for and the latest one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Armed {
+    soft_ns: i64,
+    hard_ns: i64,
+}
+
+/// Where a watched thread is.
+#[derive(Clone, Debug, Default)]
+struct Thread {
+    /// Timers it armed, by address (the latest few).
+    armed: Vec<(String, Armed)>,
+    /// Asleep since (ns), and the interrupt of one of its timers since then: (timer, now).
+    asleep: Option<(i64, Option<(Armed, i64)>)>,
+    /// The period under way.
+    open: Option<Period>,
+    /// It ran during the open period (an event of its own was seen).
+    ran: bool,
+    /// Preempted at, by whom.
+    runnable: Option<(i64, String)>,
+    /// Gone (exited).
+    gone: bool,
+}
+
+/// At most this many armed timers are remembered per thread.
+const ARMED_KEPT: usize = 8;
+
+/// What the tracker tells its user besides periods.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Note {
+    /// A period ended (or was cut by an exit).
+    Period(Period),
+    /// A new task appeared (`sched_process_fork`): its tid, name and the task that created it.
+    Forked {
+        /// The creator.
+        parent: i32,
+        /// The new task.
+        child: i32,
+        /// Its name.
+        comm: String,
+    },
+    /// A task renamed itself.
+    Renamed {
+        /// The task.
+        tid: i32,
+        /// Its new name.
+        comm: String,
+    },
+    /// A watched thread exited.
+    Exited(i32),
+}
+
+/// The state machine over every watched thread.
+#[derive(Debug, Default)]
+pub struct Tracker {
+    threads: HashMap<i32, Thread>,
+    /// Which watched thread armed a timer (by address).
+    timers: HashMap<String, i32>,
+    /// CLOCK_REALTIME − CLOCK_MONOTONIC (ns): a timer on the realtime clock expires in its time.
+    realtime_offset_ns: i64,
+}
+
+impl Tracker {
+    /// A tracker with no thread; `realtime_offset_ns` converts realtime timers' expiries.
+    pub fn new(realtime_offset_ns: i64) -> Tracker {
+        Tracker { realtime_offset_ns, ..Default::default() }
+    }
+
+    /// Starts watching `tid`.
+    pub fn watch(&mut self, tid: i32) {
+        self.threads.entry(tid).or_default();
+    }
+
+    /// True when `tid` is watched and alive.
+    pub fn watching(&self, tid: i32) -> bool {
+        self.threads.get(&tid).is_some_and(|t| !t.gone)
+    }
+
+    /// One event (in time order); what it concluded goes to `out`.
+    pub fn feed(&mut self, e: &Event, out: &mut Vec<Note>) {
+        match &e.kind {
+            Kind::HrtimerStart { timer, expires_ns, softexpires_ns, .. } => {
+                self.armed(e.pid, timer, *softexpires_ns, *expires_ns, e.ts_ns)
+            }
+            Kind::HrtimerEntry { timer, now_ns, .. } => self.fired(timer, now_ns.unwrap_or(e.ts_ns)),
+            Kind::Waking { pid, .. } => self.woken(*pid, e),
+            Kind::Switch { prev_pid, prev_state, next_pid, next_comm, .. } => {
+                self.switched_out(*prev_pid, prev_state, &format!("{next_comm}:{next_pid}"), e.ts_ns, out);
+                self.switched_in(*next_pid, e);
+            }
+            Kind::SysExit { .. } => self.returned(e),
+            Kind::Exit { pid } => self.exited(*pid, out),
+            Kind::Fork { child_pid, child_comm } => {
+                out.push(Note::Forked { parent: e.pid, child: *child_pid, comm: child_comm.clone() })
+            }
+            Kind::Rename { pid, comm } => out.push(Note::Renamed { tid: *pid, comm: comm.clone() }),
+            _ => {}
+        }
+        if let Some(t) = self.threads.get_mut(&e.pid) {
+            // Any event in the thread's own context shows it ran.
+            if t.open.is_some() && !matches!(e.kind, Kind::Switch { .. }) {
+                t.ran = true;
+            }
+        }
+    }
+
+    /// The run ends: periods still under way are cut (no response).
+    pub fn finish(&mut self, out: &mut Vec<Note>) {
+        let mut tids: Vec<i32> = self.threads.keys().copied().collect();
+        tids.sort_unstable();
+        for tid in tids {
+            if let Some(p) = self.threads.get_mut(&tid).and_then(|t| t.open.take()) {
+                out.push(Note::Period(p));
+            }
+        }
+    }
+
+    fn armed(&mut self, tid: i32, timer: &str, soft: i64, hard: i64, now: i64) {
+        let offset = self.realtime_offset_ns;
+        let Some(t) = self.threads.get_mut(&tid) else { return };
+        // A realtime timer's expiry is far beyond the monotonic clock (decades since boot).
+        let shift = if soft > now + 1_000_000_000_000_000 { offset } else { 0 };
+        let armed = Armed { soft_ns: soft - shift, hard_ns: hard - shift };
+        t.armed.retain(|(a, _)| a != timer);
+        t.armed.push((timer.to_string(), armed));
+        if t.armed.len() > ARMED_KEPT {
+            let (old, _) = t.armed.remove(0);
+            self.timers.remove(&old);
+        }
+        self.timers.insert(timer.to_string(), tid);
+    }
+
+    fn fired(&mut self, timer: &str, now: i64) {
+        let Some(t) = self.timers.get(timer).and_then(|tid| self.threads.get_mut(tid)) else { return };
+        let Some(armed) = t.armed.iter().find(|(a, _)| a == timer).map(|(_, a)| a.clone()) else { return };
+        if let Some((_, fired @ None)) = t.asleep.as_mut() {
+            *fired = Some((armed, now));
+        }
+    }
+
+    fn woken(&mut self, tid: i32, e: &Event) {
+        let Some(t) = self.threads.get_mut(&tid) else { return };
+        let Some((_, fired)) = t.asleep.take() else { return };
+        let mut p = Period { tid, release_ns: e.ts_ns, cpu: e.cpu, ..Default::default() };
+        // Woken by its own timer's interrupt, at or after the expiry it asked for.
+        if let Some((armed, now)) = fired.filter(|(a, now)| *now >= a.soft_ns && e.ts_ns >= a.soft_ns) {
+            p.release_ns = armed.soft_ns;
+            p.timer = true;
+            p.irq_ns = Some(now - armed.soft_ns);
+            p.slack_ns = Some(armed.hard_ns - armed.soft_ns);
+        }
+        p.waking_ns = e.ts_ns - p.release_ns;
+        t.open = Some(p);
+        t.ran = false;
+        t.runnable = None;
+    }
+
+    fn switched_out(&mut self, tid: i32, state: &str, next: &str, ts: i64, out: &mut Vec<Note>) {
+        let Some(t) = self.threads.get_mut(&tid) else { return };
+        if state.starts_with('R') {
+            t.runnable = Some((ts, next.to_string()));
+            return;
+        }
+        if state.contains('X') || state.contains('Z') {
+            return;
+        }
+        if let Some(mut p) = t.open.take() {
+            p.response_ns = Some(ts - p.release_ns);
+            p.preemptors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            out.push(Note::Period(p));
+        }
+        t.runnable = None;
+        t.asleep = Some((ts, None));
+    }
+
+    fn switched_in(&mut self, tid: i32, e: &Event) {
+        let Some(t) = self.threads.get_mut(&tid) else { return };
+        let Some(p) = t.open.as_mut() else {
+            t.runnable = None;
+            return;
+        };
+        if let Some((since, by)) = t.runnable.take() {
+            if t.ran {
+                p.preempted_ns += e.ts_ns - since;
+                match p.preemptors.iter_mut().find(|(w, _)| *w == by) {
+                    Some(x) => x.1 += e.ts_ns - since,
+                    None => p.preemptors.push((by, e.ts_ns - since)),
+                }
+            }
+        }
+        if !t.ran && p.thread_ns.is_none() {
+            p.thread_ns = Some(e.ts_ns - p.release_ns);
+            p.cpu = e.cpu;
+        }
+        t.ran = true;
+    }
+
+    fn returned(&mut self, e: &Event) {
+        let Some(p) = self.threads.get_mut(&e.pid).and_then(|t| t.open.as_mut()) else { return };
+        if p.wakeup_ns.is_none() {
+            p.wakeup_ns = Some(e.ts_ns - p.release_ns);
+            p.cpu = e.cpu;
+        }
+    }
+
+    fn exited(&mut self, tid: i32, out: &mut Vec<Note>) {
+        let Some(t) = self.threads.get_mut(&tid) else { return };
+        if let Some(p) = t.open.take() {
+            out.push(Note::Period(p));
+        }
+        t.gone = true;
+        for (timer, _) in std::mem::take(&mut t.armed) {
+            self.timers.remove(&timer);
+        }
+        out.push(Note::Exited(tid));
+    }
+}
+
+/// A thread's period found from its timer releases: the median interval of the first
+/// [`Cadence::LEARN`] once that many are seen (or the one given).
+#[derive(Clone, Debug, Default)]
+pub struct Cadence {
+    intervals: Vec<i64>,
+    last: Option<i64>,
+    period_ns: Option<i64>,
+}
+
+impl Cadence {
+    /// Intervals looked at before the period is fixed.
+    pub const LEARN: usize = 8;
+
+    /// A cadence with a known period (`--period`), or to be learnt.
+    pub fn new(period_ns: Option<i64>) -> Cadence {
+        Cadence { period_ns, ..Default::default() }
+    }
+
+    /// The period, once known.
+    pub fn period_ns(&self) -> Option<i64> {
+        self.period_ns
+    }
+
+    /// A timer release at `release_ns`: the releases skipped since the previous one (0 until
+    /// the period is known). Intervals that are not about a whole number of periods (±10 %)
+    /// skip nothing.
+    pub fn release(&mut self, release_ns: i64) -> u64 {
+        let prev = self.last.replace(release_ns);
+        let Some(prev) = prev else { return 0 };
+        let gap = release_ns - prev;
+        if self.period_ns.is_none() {
+            self.intervals.push(gap);
+            if self.intervals.len() >= Self::LEARN {
+                self.settle();
+            }
+            return 0;
+        }
+        let period = self.period_ns.unwrap_or(1).max(1);
+        let n = (gap + period / 2) / period;
+        if n >= 2 && (gap - n * period).abs() <= period / 10 {
+            (n - 1) as u64
+        } else {
+            0
+        }
+    }
+
+    /// Fixes the period from the intervals seen so far (at least one), if it is not known.
+    pub fn settle(&mut self) {
+        if self.period_ns.is_some() || self.intervals.is_empty() {
+            return;
+        }
+        let mut v = self.intervals.clone();
+        v.sort_unstable();
+        let median = v[v.len() / 2];
+        self.period_ns = (median > 0).then_some(median);
+    }
+
+    /// True when most intervals seen while learning (at least 3 of 4) are within 10 % of a
+    /// whole number of periods: the thread is periodic.
+    pub fn periodic(&self) -> bool {
+        let Some(p) = self.period_ns else { return false };
+        if self.intervals.is_empty() {
+            return true;
+        }
+        let fits = self
+            .intervals
+            .iter()
+            .filter(|&&g| {
+                let n = ((g + p / 2) / p).max(1);
+                (g - n * p).abs() <= p / 10
+            })
+            .count();
+        fits * 4 >= self.intervals.len() * 3
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(ts_ns: i64, cpu: usize, pid: i32, kind: Kind) -> Event {
+        Event { ts_ns, cpu, pid, comm: String::new(), kind }
+    }
+
+    fn switch(prev: i32, state: &str, next: i32) -> Kind {
+        Kind::Switch {
+            prev_pid: prev,
+            prev_comm: format!("t{prev}"),
+            prev_prio: 19,
+            prev_state: state.into(),
+            next_pid: next,
+            next_comm: format!("t{next}"),
+            next_prio: 19,
+        }
+    }
+
+    fn start(soft: i64, slack: i64) -> Kind {
+        Kind::HrtimerStart {
+            timer: "ff01".into(),
+            function: "hrtimer_wakeup".into(),
+            expires_ns: soft + slack,
+            softexpires_ns: soft,
+        }
+    }
+
+    fn entry(now: i64) -> Kind {
+        Kind::HrtimerEntry { timer: "ff01".into(), function: "hrtimer_wakeup".into(), now_ns: Some(now) }
+    }
+
+    fn waking(pid: i32) -> Kind {
+        Kind::Waking { pid, comm: format!("t{pid}"), prio: 19 }
+    }
+
+    fn run(events: &[Event]) -> Vec<Note> {
+        let mut t = Tracker::new(0);
+        t.watch(7);
+        let mut out = Vec::new();
+        for e in events {
+            t.feed(e, &mut out);
+        }
+        t.finish(&mut out);
+        out
+    }
+
+    #[test]
+    fn a_timer_period_gives_irq_thread_wakeup_and_response_from_the_expiry_asked_for() {
+        let notes = run(&[
+            ev(900, 1, 7, start(10_000, 50)),
+            ev(1_000, 1, 7, switch(7, "S", 0)),
+            ev(10_070, 1, 0, entry(10_060)),
+            ev(10_080, 1, 0, waking(7)),
+            ev(10_090, 1, 0, switch(0, "R", 7)),
+            ev(10_095, 1, 7, Kind::SysExit { nr: 230 }),
+            // Preempted by t9 for 200 ns while working, then blocks at +400.
+            ev(10_200, 1, 7, switch(7, "R+", 9)),
+            ev(10_400, 1, 9, switch(9, "S", 7)),
+            ev(10_400, 1, 7, switch(7, "S", 0)),
+        ]);
+        let want = Period {
+            tid: 7,
+            release_ns: 10_000,
+            timer: true,
+            irq_ns: Some(60),
+            waking_ns: 80,
+            thread_ns: Some(90),
+            wakeup_ns: Some(95),
+            response_ns: Some(400),
+            preempted_ns: 200,
+            preemptors: vec![("t9:9".into(), 200)],
+            cpu: 1,
+            slack_ns: Some(50),
+        };
+        assert_eq!(notes, vec![Note::Period(want)]);
+    }
+
+    #[test]
+    fn without_the_switch_in_the_wakeup_comes_from_the_return_to_user_and_the_thread_latency_is_unknown() {
+        let notes = run(&[
+            ev(900, 0, 7, start(10_000, 0)),
+            ev(1_000, 0, 7, switch(7, "S", 0)),
+            ev(10_010, 0, 0, entry(10_005)),
+            ev(10_012, 0, 0, waking(7)),
+            ev(10_030, 0, 7, Kind::SysExit { nr: 230 }),
+            // A later switch in (after a preemption) is no thread latency.
+            ev(10_100, 0, 7, switch(7, "R", 3)),
+            ev(10_150, 0, 3, switch(3, "S", 7)),
+            ev(10_300, 0, 7, switch(7, "S", 0)),
+        ]);
+        let Note::Period(p) = &notes[0] else { panic!("{notes:?}") };
+        assert_eq!((p.thread_ns, p.wakeup_ns, p.response_ns, p.preempted_ns), (None, Some(30), Some(300), 50));
+    }
+
+    #[test]
+    fn a_thread_woken_by_another_task_is_released_at_its_waking() {
+        let notes = run(&[
+            ev(1_000, 0, 7, switch(7, "S", 0)),
+            ev(5_000, 1, 3, waking(7)),
+            ev(5_040, 0, 7, Kind::SysExit { nr: 0 }),
+            ev(5_500, 0, 7, switch(7, "S", 0)),
+        ]);
+        let Note::Period(p) = &notes[0] else { panic!("{notes:?}") };
+        assert_eq!(
+            (p.timer, p.release_ns, p.irq_ns, p.wakeup_ns, p.response_ns),
+            (false, 5_000, None, Some(40), Some(500))
+        );
+    }
+
+    #[test]
+    fn a_woken_sleeper_whose_timer_had_not_expired_is_event_driven() {
+        // poll() with a timeout, woken early by data: the timer did not release it.
+        let notes = run(&[
+            ev(900, 0, 7, start(50_000, 0)),
+            ev(1_000, 0, 7, switch(7, "S", 0)),
+            ev(5_000, 1, 3, waking(7)),
+            ev(5_500, 0, 7, switch(7, "S", 0)),
+        ]);
+        let Note::Period(p) = &notes[0] else { panic!("{notes:?}") };
+        assert!(!p.timer);
+        assert_eq!(p.release_ns, 5_000);
+    }
+
+    #[test]
+    fn an_exit_cuts_the_open_period_and_is_told() {
+        let notes = run(&[
+            ev(1_000, 0, 7, switch(7, "S", 0)),
+            ev(5_000, 1, 3, waking(7)),
+            ev(5_100, 0, 7, Kind::Exit { pid: 7 }),
+        ]);
+        assert!(matches!(&notes[0], Note::Period(p) if p.response_ns.is_none()));
+        assert_eq!(notes[1], Note::Exited(7));
+    }
+
+    #[test]
+    fn a_cadence_learns_the_median_interval_and_counts_skipped_releases() {
+        let mut c = Cadence::new(None);
+        let mut t = 0;
+        for gap in [0, 1000, 1000, 1000, 3000, 1000, 1000, 1000, 1000] {
+            t += gap;
+            assert_eq!(c.release(t), 0);
+        }
+        assert_eq!(c.period_ns(), Some(1000));
+        assert!(c.periodic());
+        assert_eq!(c.release(t + 3000), 2);
+        assert_eq!(c.release(t + 4000), 0);
+        // Not a whole number of periods: nothing skipped.
+        assert_eq!(c.release(t + 5500), 0);
+    }
+
+    #[test]
+    fn irregular_releases_are_not_periodic() {
+        let mut c = Cadence::new(None);
+        for t in [0, 100, 350, 1000, 1100, 2500, 2600, 4000, 4010] {
+            c.release(t);
+        }
+        assert!(!c.periodic());
+    }
+}
