@@ -61,6 +61,7 @@ impl Parsed {
                     | Command::Beam(_)
                     | Command::Doctor(_)
                     | Command::Noise(_)
+                    | Command::Watch(_)
                     | Command::Monitor(_)
             ),
         }
@@ -105,6 +106,7 @@ impl Parsed {
                     }
                     None => commands::noise::execute(&NoiseOptions::from_cli(a.args)?, cl),
                 },
+                Command::Watch(a) => commands::run::execute(&RunOptions::from_watch(*a)?, cl),
                 Command::LoadWorker { spec } => commands::load::worker(&spec),
                 Command::Completions(a) => {
                     crate::export::print(&a.script());

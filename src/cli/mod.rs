@@ -19,6 +19,7 @@ pub mod samples;
 pub mod schema;
 pub mod sweep;
 pub mod tasks;
+pub mod watch;
 
 use clap::{Parser, Subcommand};
 
@@ -88,6 +89,10 @@ pub enum Command {
     /// takes it (oslat, rtla osnoise/hwnoise on any kernel).
     #[command(long_about = noise::LONG_ABOUT)]
     Noise(Box<noise::NoiseCommandArgs>),
+    /// Measure threads of any program, unmodified, from the kernel's events: per period the
+    /// IRQ, thread and wakeup latency, response time and misses (-p PID, --comm, -- CMD).
+    #[command(long_about = watch::LONG_ABOUT)]
+    Watch(Box<watch::WatchArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(docs::CompletionsArgs),
     /// Print a man page (roff) of rtlab or of one of its commands.

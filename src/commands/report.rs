@@ -212,5 +212,6 @@ fn kind_name(k: crate::result::Kind) -> &'static str {
     match k {
         crate::result::Kind::Wakeup => "wakeup-latency",
         crate::result::Kind::Noise => "noise",
+        crate::result::Kind::Watch => "watched-threads",
     }
 }

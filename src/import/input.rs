@@ -201,6 +201,7 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             noise: None,
             name: t.name.clone(),
             work: work_recs[t.thread].as_ref().map(|w| w.finish()),
+            watch: None,
         })
         .collect();
     let mut r = RunResult::build(ProbeRun {

@@ -157,6 +157,7 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Stated, figures: &[Thread
             stats: stats_of(f, unit),
             logs: None,
             noise: None,
+            watch: None,
         })
         .collect();
     let source = Source {

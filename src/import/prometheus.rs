@@ -342,6 +342,7 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
             stats,
             logs: None,
             noise: None,
+            watch: None,
         });
     }
     let version: BTreeMap<String, String> =

@@ -134,6 +134,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
         noise: None,
         name: task_name(path),
         work: Some(wrec.finish()),
+        watch: None,
     };
     let last = rows.last().map_or(t0, |(_, v)| v[start]);
     let mut r = RunResult::build(ProbeRun::imported(

@@ -673,7 +673,7 @@ fn command_supervisor(
         sched: Some(spec.sched.params()),
         nice: (spec.sched.nice != 0).then_some(spec.sched.nice),
         cpus: spec.cpu_set(),
-        death_signal: None,
+        ..SpawnOptions::default()
     };
     // Every process the command starts carries this mark, even one that leaves its process
     // group or session: the stop kills them all.

@@ -5,6 +5,9 @@
 
 use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
+/// A response slot's value for "none" (no response is this small).
+const NO_RESPONSE: i64 = i64::MIN;
+
 /// One recorded sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
@@ -73,6 +76,12 @@ impl SampleRing {
         }
     }
 
+    /// Appends a sample whose period has no response (a watched thread that exited before it
+    /// blocked again) to a ring that holds responses: it reads back without one.
+    pub fn push_without_response(&self, at_ns: i64, latency_ns: i64) {
+        self.write(at_ns, latency_ns, None);
+    }
+
     /// Appends a sample with its response time (producer only; a ring made
     /// [`SampleRing::with_response`]; elsewhere the response is dropped).
     #[inline(always)]
@@ -89,8 +98,8 @@ impl SampleRing {
         let i = (h & self.mask) as usize;
         self.at[i].store(at_ns, Relaxed);
         self.lat[i].store(latency_ns, Relaxed);
-        if let (Some(v), Some(r)) = (response_ns, &self.resp) {
-            r[i].store(v, Relaxed);
+        if let Some(r) = &self.resp {
+            r[i].store(response_ns.unwrap_or(NO_RESPONSE), Relaxed);
         }
         self.head.store(h + 1, Release);
     }
@@ -128,7 +137,7 @@ impl SampleRing {
                 cycle: seq,
                 at_ns: self.at[i].load(Relaxed),
                 latency_ns: self.lat[i].load(Relaxed),
-                response_ns: self.resp.as_ref().map(|r| r[i].load(Relaxed)),
+                response_ns: self.resp.as_ref().map(|r| r[i].load(Relaxed)).filter(|r| *r != NO_RESPONSE),
             });
         }
         // Entries the producer may have overwritten while they were read are discarded as lost:
@@ -185,9 +194,10 @@ mod tests {
         let r = SampleRing::with_response(4);
         r.push_with_response(10, 5, 305);
         r.push_with_response(20, 7, 1_207);
+        r.push_without_response(30, 9);
         let mut got = vec![];
         r.drain(&mut Cursor::default(), |s| got.push((s.latency_ns, s.response_ns)));
-        assert_eq!(got, vec![(5, Some(305)), (7, Some(1_207))]);
+        assert_eq!(got, vec![(5, Some(305)), (7, Some(1_207)), (9, None)]);
     }
 
     #[test]

@@ -25,7 +25,15 @@ pub enum WorkKind {
     /// Busy wall-clock time from the wakeup (rt-app's `runtime`): a preempted task catches up
     /// on nothing, it just ends at the same instant.
     Time,
+    /// Not done by rtlab: the work of a watched program's thread (`rtlab watch`), seen in the
+    /// kernel's events.
+    #[value(skip)]
+    Observed,
 }
+
+/// The deadline of a task that has none (`rtlab watch` of a thread that is not periodic,
+/// without `--deadline`): no response misses it.
+pub const NO_DEADLINE: i64 = i64::MAX;
 
 /// The most work a period may ask (ns): a longer job is no periodic real-time task, a stop
 /// waits for the job under way, and calibration times the work a dozen times.
@@ -381,6 +389,8 @@ pub struct WorkLive {
     pub spec: WorkSpec,
     /// How the fixed work was sized, once the measuring thread has calibrated it.
     pub calibration: std::sync::OnceLock<Calibration>,
+    /// The deadline in force (ns): the spec's, or one learnt later ([`WorkLive::set_deadline`]).
+    deadline_ns: AtomicI64,
 }
 
 impl WorkLive {
@@ -393,7 +403,19 @@ impl WorkLive {
             deadlines: DeadlineLive { first_miss: AtomicU64::new(u64::MAX), ..Default::default() },
             spec,
             calibration: std::sync::OnceLock::new(),
+            deadline_ns: AtomicI64::new(spec.deadline_ns),
         }
+    }
+
+    /// The deadline, once it is known after the start (a watched thread's period, learnt from
+    /// its releases): responses recorded from now on are judged against it.
+    pub fn set_deadline(&self, ns: i64) {
+        self.deadline_ns.store(ns, Relaxed);
+    }
+
+    /// The work and the deadline in force.
+    pub fn spec(&self) -> WorkSpec {
+        WorkSpec { deadline_ns: self.deadline_ns.load(Relaxed), ..self.spec }
     }
 
     /// Adds this task's response and misses to its latency snapshot (for the live view).
@@ -429,7 +451,7 @@ impl WorkLive {
                 first_miss_release: (first != u64::MAX).then_some(first),
                 first_miss_at_ns: (first != u64::MAX).then(|| d.first_miss_at_ns.load(Relaxed)),
             },
-            spec: self.spec,
+            spec: self.spec(),
             calibration: self.calibration.get().copied(),
         })
     }
@@ -487,7 +509,7 @@ impl<'a> WorkRecorder<'a> {
         }
         self.response.record(response, at_ns, skipped);
         self.run.record(run, at_ns, 0);
-        self.tracker.record(response > self.live.spec.deadline_ns, skipped, at_ns);
+        self.tracker.record(response > self.live.deadline_ns.load(Relaxed), skipped, at_ns);
         self.tracker.publish(&self.live.deadlines);
     }
 
@@ -503,7 +525,7 @@ impl<'a> WorkRecorder<'a> {
             response: self.response.finish(),
             run: self.run.finish(),
             deadlines: self.tracker.figures(),
-            spec: self.live.spec,
+            spec: self.live.spec(),
             calibration: self.live.calibration.get().copied(),
         }
     }

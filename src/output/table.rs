@@ -106,7 +106,8 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
         .iter()
         .map(|t| {
             let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
-            row(&t.thread.to_string(), &cpu, &policy_label(t.policy, t.priority), &t.stats, u)
+            let label = t.watch.as_ref().map_or_else(|| t.thread.to_string(), |w| format!("{}:{}", w.comm, w.tid));
+            row(&label, &cpu, &policy_label(t.policy, t.priority), &t.stats, u)
         })
         .collect();
     if r.threads.len() > 1 {
@@ -117,6 +118,7 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
         rows.push(row("ALL", "", &pol, &r.all.stats, u));
     }
     out += &grid(&header, &rows, 0);
+    out += &watch(r, u);
     out += &work(r, u);
     if let Some(max) = r.all.stats.max_ns {
         let t = r.all.max_at_thread.unwrap_or(0);
@@ -139,6 +141,32 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
     if r.verdict.threshold_ns.is_some() || r.verdict.max_response_ns.is_some() || r.verdict.max_misses.is_some() {
         out += &r.verdict.message;
         out.push('\n');
+    }
+    out
+}
+
+/// The watched threads' table and what was watched (nothing for other runs).
+pub fn watch(r: &RunResult, u: Unit) -> String {
+    let Some((header, rows)) = crate::report::watch_grid(r, u) else { return String::new() };
+    let mut out =
+        "\nIRQ = timer interrupt − release; Thr = switch to the thread − release (seen where the kernel traces it); \
+                   Usr = return to user space − release (the wakeup latency)\n"
+            .to_string();
+    out += &grid(&header, &rows, 4);
+    if let Some(w) = &r.watch {
+        let ended = match (w.exit_status, w.exit_signal) {
+            (Some(code), _) => format!("; it exited with status {code}"),
+            (_, Some(sig)) => format!("; it ended on signal {sig}"),
+            _ => String::new(),
+        };
+        out += &format!(
+            "watched {}{ended}: {}, {} events ({} lost), rtlab's reader used {} of CPU\n",
+            w.target,
+            crate::units::count(w.threads as u64, "thread"),
+            w.events,
+            w.lost_events,
+            crate::units::duration(w.reader_cpu_ns)
+        );
     }
     out
 }

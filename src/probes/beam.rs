@@ -622,6 +622,7 @@ impl Probe for BeamProbe {
         }
         fin.failure = failure;
         fin.slots.push(ThreadOutcome {
+            watch: None,
             plan: ThreadPlan::runtime_slot(plan.period_ms as i64 * 1_000_000),
             sched: None,
             cpus_allowed: None,

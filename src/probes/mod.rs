@@ -12,6 +12,7 @@ pub mod noise;
 pub mod os_thread;
 pub mod setup;
 pub mod tokio_task;
+pub mod watch;
 
 use crate::load::LoadResult;
 use crate::measure::probe::LoopOutcome;
@@ -36,6 +37,8 @@ pub enum ProbeSpec {
     Beam(beam::Plan),
     /// Busy threads that measure OS noise (`rtlab noise`).
     Noise(noise::Plan),
+    /// Threads of any program, from the kernel's events (`rtlab watch`).
+    Watch(watch::Plan),
 }
 
 impl ProbeSpec {
@@ -46,6 +49,7 @@ impl ProbeSpec {
             ProbeSpec::Tokio(p) => Box::new(tokio_task::TokioProbe::new(p.clone())),
             ProbeSpec::Beam(p) => Box::new(beam::BeamProbe::new(p.clone())),
             ProbeSpec::Noise(p) => Box::new(noise::NoiseProbe::new(p.clone())),
+            ProbeSpec::Watch(p) => Box::new(watch::WatchProbe::new(p.clone())),
         }
     }
 
@@ -56,6 +60,7 @@ impl ProbeSpec {
             ProbeSpec::Tokio(_) => "tokio",
             ProbeSpec::Beam(_) => "beam",
             ProbeSpec::Noise(_) => "noise",
+            ProbeSpec::Watch(_) => "watch",
         }
     }
 
@@ -63,6 +68,7 @@ impl ProbeSpec {
     pub fn kind(&self) -> crate::result::Kind {
         match self {
             ProbeSpec::Noise(_) => crate::result::Kind::Noise,
+            ProbeSpec::Watch(_) => crate::result::Kind::Watch,
             _ => crate::result::Kind::Wakeup,
         }
     }
@@ -72,6 +78,7 @@ impl ProbeSpec {
         match self {
             ProbeSpec::Os(p) => p.main_affinity.as_ref(),
             ProbeSpec::Noise(p) => p.main_affinity.as_ref(),
+            ProbeSpec::Watch(p) => p.reader_cpus.as_ref(),
             _ => None,
         }
     }
@@ -85,7 +92,7 @@ impl ProbeSpec {
     /// `period_ns`, `workers`); `None` for OS threads, whose settings are the configuration.
     pub fn runtime_settings(&self) -> Option<(&'static str, &'static str, i64, usize)> {
         match self {
-            ProbeSpec::Os(_) | ProbeSpec::Noise(_) => None,
+            ProbeSpec::Os(_) | ProbeSpec::Noise(_) | ProbeSpec::Watch(_) => None,
             ProbeSpec::Tokio(p) => Some(("tokio", p.wait.name(), p.interval_ns, p.hogs)),
             ProbeSpec::Beam(p) => Some(("beam", p.method.name(), p.period_ms as i64 * 1_000_000, p.workers)),
         }
@@ -96,6 +103,7 @@ impl ProbeSpec {
         match self {
             ProbeSpec::Os(p) => p.threads.clone(),
             ProbeSpec::Noise(p) => p.threads.clone(),
+            ProbeSpec::Watch(p) => p.slots(),
             ProbeSpec::Tokio(p) => vec![ThreadPlan::runtime_slot(p.interval_ns)],
             ProbeSpec::Beam(p) => vec![ThreadPlan::runtime_slot(p.period_ms as i64 * 1_000_000)],
         }
@@ -105,6 +113,7 @@ impl ProbeSpec {
     pub fn describe(&self) -> Option<String> {
         match self {
             ProbeSpec::Os(_) | ProbeSpec::Noise(_) => None,
+            ProbeSpec::Watch(p) => Some(format!("rtlab: watching {} through the kernel's events", p.target.describe())),
             ProbeSpec::Tokio(p) => Some(p.describe()),
             ProbeSpec::Beam(p) => Some(p.describe()),
         }
@@ -240,6 +249,8 @@ pub struct ThreadOutcome {
     pub warnings: Vec<Warning>,
     /// A busy thread's noise figures (the noise probe only).
     pub noise: Option<crate::result::NoiseFigures>,
+    /// A watched thread's own figures (the watch probe only).
+    pub watch: Option<crate::result::watch::WatchFigures>,
     /// A working task's response, run and deadline figures.
     pub work: Option<crate::measure::work::WorkSummary>,
 }
@@ -263,6 +274,8 @@ pub struct Finished {
     pub runtime: Option<Runtime>,
     /// Loads that ran inside the runtime (BEAM worker processes, tokio tasks).
     pub loads: Vec<LoadResult>,
+    /// What a watch run watched.
+    pub watch: Option<crate::result::watch::WatchRun>,
 }
 
 /// A probe that cannot start.
@@ -291,4 +304,9 @@ pub trait Probe {
     fn stop(&mut self);
     /// Waits for the slots and returns what they measured.
     fn join(self: Box<Self>) -> Finished;
+    /// The slots as they are now, for a probe whose slots fill while it runs (`None`: as
+    /// [`Probe::start`] told them).
+    fn statuses(&self) -> Option<Vec<ThreadStatus>> {
+        None
+    }
 }

@@ -412,6 +412,7 @@ impl BusyThread {
             .derive(summary.cycles)
         });
         ThreadOutcome {
+            watch: None,
             plan: tp.clone(),
             sched: Some(sched_now),
             cpus_allowed: Some(affinity::current_thread().unwrap_or_default()),

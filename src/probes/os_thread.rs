@@ -469,6 +469,7 @@ impl ThreadCtx {
         signals::interrupt_sleeps_on(None);
         self.shared.finished[tp.index].store(true, Relaxed);
         ThreadOutcome {
+            watch: None,
             plan: tp.clone(),
             sched: Some(sched_now),
             cpus_allowed: Some(if self.simulate.is_some() {
@@ -501,7 +502,10 @@ fn working<W: Waiter>(
     stop: &AtomicBool,
 ) -> LoopOutcome {
     match work.spec.kind {
-        WorkKind::Time => probe::run_work_loop(w, &mut BusyJob { clock, ns: work.spec.amount_ns }, wr, p, rec, stop),
+        // Observed work is a watched thread's; a thread of rtlab's own never has it.
+        WorkKind::Time | WorkKind::Observed => {
+            probe::run_work_loop(w, &mut BusyJob { clock, ns: work.spec.amount_ns }, wr, p, rec, stop)
+        }
         WorkKind::Fixed => {
             let units = work.calibration.get().map_or(1, |c| c.units);
             probe::run_work_loop(w, &mut SpinJob { clock, units }, wr, p, rec, stop)

@@ -419,6 +419,7 @@ impl Probe for TokioProbe {
             fin.loads.push(in_runtime("tokio-blocking", plan.blocking, o.terms.1, "tokio blocking pool"));
         }
         fin.slots.push(ThreadOutcome {
+            watch: None,
             plan: ThreadPlan::runtime_slot(plan.interval_ns),
             sched: None,
             cpus_allowed: None,

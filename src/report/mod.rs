@@ -187,6 +187,86 @@ pub fn work_grid(r: &RunResult, u: crate::units::Unit) -> Option<(Vec<String>, V
     Some((header, rows))
 }
 
+/// The watched threads' table (`rtlab watch`) as a header and rows, one per thread: how it
+/// is released, its IRQ, thread and return-to-user latency (timerlat's IRQ/Thr/Usr), the
+/// preemption it suffered while it worked and the timer slack the kernel gave it; `None`
+/// when no thread was watched.
+pub fn watch_grid(r: &RunResult, u: crate::units::Unit) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let watched: Vec<(&crate::result::ThreadResult, &crate::result::watch::WatchThread)> =
+        r.threads.iter().filter_map(|t| Some((t, t.watch.as_ref()?))).collect();
+    if watched.is_empty() {
+        return None;
+    }
+    let l = u.label();
+    let header: Vec<String> = [
+        "thread",
+        "policy",
+        "cpus",
+        "released by",
+        &format!("period {l}"),
+        "periods",
+        "IRQ p99",
+        "IRQ max",
+        "Thr seen",
+        "Thr p99",
+        "Thr max",
+        "Usr p99",
+        "Usr max",
+        "preempted max",
+        "most by",
+        "timer slack",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let dist = |s: &Option<Stats>, k: &str| s.as_ref().map_or("-".into(), |s| percentile_cell(s, k, u));
+    let max = |s: &Option<Stats>| s.as_ref().map_or("-".into(), |s| u.fmt_opt(s.max_ns));
+    let rows = watched
+        .iter()
+        .map(|(t, w)| {
+            let released = match (w.timer_releases, w.event_releases) {
+                (0, 0) => "-".to_string(),
+                (_, 0) => "timer".into(),
+                (0, _) => "waking".into(),
+                (a, b) => format!("timer {a}, waking {b}"),
+            };
+            let seen = w.thread.as_ref().map_or(0, |s| s.cycles);
+            let slack = match (w.timer_slack_min_ns, w.timer_slack_max_ns) {
+                (Some(a), Some(b)) if a == b => crate::units::duration(a),
+                (Some(a), Some(b)) => format!("{}-{}", crate::units::duration(a), crate::units::duration(b)),
+                _ => "-".into(),
+            };
+            vec![
+                format!("{}:{}", w.comm, w.tid),
+                match (t.policy, t.priority) {
+                    (Some(p), Some(prio)) if p.is_realtime_priority() => format!("{p}:{prio}"),
+                    (Some(p), _) => p.to_string(),
+                    _ => "-".into(),
+                },
+                if w.cpus.is_empty() { "-".into() } else { w.cpus.clone() },
+                released,
+                match (w.period_ns, w.periodic) {
+                    (Some(p), true) => u.fmt(p),
+                    (Some(p), false) => format!("{} (irregular)", u.fmt(p)),
+                    (None, _) => "-".into(),
+                },
+                w.periods.to_string(),
+                dist(&w.irq, "99"),
+                max(&w.irq),
+                format!("{seen}/{}", w.periods),
+                dist(&w.thread, "99"),
+                max(&w.thread),
+                percentile_cell(&t.stats, "99", u),
+                u.fmt_opt(t.stats.max_ns),
+                if w.preempted_max_ns > 0 { u.fmt(w.preempted_max_ns) } else { "0".into() },
+                w.preemptors.first().map_or("-".into(), |p| p.task.clone()),
+                slack,
+            ]
+        })
+        .collect();
+    Some((header, rows))
+}
+
 /// Renders one figure of `kind` for `inputs` (SVG with text as outlines; ids prefixed so
 /// several figures can share one HTML page); a sentence instead when the inputs lack the data.
 pub fn figure(

@@ -60,6 +60,8 @@ pub struct ProbeFigures {
     pub name: Option<String>,
     /// A working task's figures.
     pub work: Option<WorkSummary>,
+    /// A watched thread's own figures.
+    pub watch: Option<super::watch::WatchFigures>,
 }
 
 /// Everything a RunResult is built from.
@@ -107,6 +109,8 @@ pub struct ProbeRun {
     pub max_response_ns: Option<i64>,
     /// The verdict's deadline-miss limit.
     pub max_misses: Option<super::verdict::MissLimit>,
+    /// What a watch run watched.
+    pub watch: Option<super::watch::WatchRun>,
 }
 
 impl ProbeRun {
@@ -135,6 +139,7 @@ impl ProbeRun {
             max_misses: None,
             kind: crate::result::Kind::Wakeup,
             noise: None,
+            watch: None,
         }
     }
 }
@@ -180,6 +185,11 @@ impl RunResult {
                     stats: known(stats_of(&t.summary, at)),
                     logs: t.logs.clone(),
                     noise: t.noise.clone(),
+                    watch: t.watch.as_ref().map(|w| super::watch::WatchThread {
+                        irq: (w.irq.cycles > 0).then(|| stats_of(&w.irq, at)),
+                        thread: (w.switch.cycles > 0).then(|| stats_of(&w.switch, at)),
+                        ..w.thread.clone()
+                    }),
                 }
             })
             .collect();
@@ -191,7 +201,7 @@ impl RunResult {
             warnings.push(Warning::NegativeLatencies { count: all.negative });
         }
         // A noise run without a single gap is a clean CPU, not an empty measurement.
-        if all.cycles == 0 && p.kind == crate::result::Kind::Wakeup {
+        if all.cycles == 0 && p.kind != crate::result::Kind::Noise {
             warnings.push(Warning::NoSamples);
         }
         if all.sum_sq_overflow.is_some() {
@@ -253,6 +263,7 @@ impl RunResult {
             explain: p.explain,
             kind: p.kind,
             noise,
+            watch: p.watch,
         }
     }
 }
@@ -286,15 +297,16 @@ pub fn stats_of(s: &Summary, start: SystemTime) -> Stats {
 /// A working task's figures as stored; `start` dates the maxima.
 pub fn work_of(w: &WorkSummary, start: SystemTime) -> WorkResult {
     let deadline = w.spec.deadline_ns;
+    let known = (deadline != crate::measure::work::NO_DEADLINE).then_some(deadline);
     WorkResult {
         kind: Some(w.spec.kind),
-        work_ns: Some(w.spec.amount_ns),
-        deadline_ns: Some(deadline),
+        work_ns: (w.spec.kind != crate::measure::work::WorkKind::Observed).then_some(w.spec.amount_ns),
+        deadline_ns: known,
         calibration: w.calibration,
         response: stats_of(&w.response, start),
         run: stats_of(&w.run, start),
-        slack_min_ns: w.response.max_ns.map(|r| deadline - r),
-        slack_max_ns: w.response.min_ns.map(|r| deadline - r),
+        slack_min_ns: known.and_then(|d| w.response.max_ns.map(|r| d - r)),
+        slack_max_ns: known.and_then(|d| w.response.min_ns.map(|r| d - r)),
         miss_ratio: w.deadlines.miss_ratio(),
         deadlines: w.deadlines,
     }
@@ -415,6 +427,7 @@ impl RunResult {
             explain: None,
             kind: crate::result::Kind::Wakeup,
             noise: None,
+            watch: None,
         }
     }
 }

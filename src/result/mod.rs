@@ -6,6 +6,7 @@ pub mod build;
 pub mod noise;
 pub mod verdict;
 pub mod warning;
+pub mod watch;
 
 use crate::rt::sched::Policy;
 use crate::sysinfo::Environment;
@@ -71,6 +72,9 @@ pub struct RunResult {
     /// A noise run's settings (absent for wakeup runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseConfig>,
+    /// What `rtlab watch` watched and what tracing cost (absent for other runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<watch::WatchRun>,
 }
 
 /// A language runtime's probe: what was asked and what the runtime says of itself.
@@ -230,6 +234,8 @@ pub enum EndReason {
     Checkpoint,
     /// The probe's runtime failed mid-run (the results are partial).
     Failed,
+    /// Every watched thread exited (`rtlab watch`; with `-- CMD`: the command ended).
+    Exited,
 }
 
 /// A histogram as stored: its layout and the non-empty buckets.
@@ -377,6 +383,9 @@ pub struct ThreadResult {
     /// A working task's response, run and deadline figures (absent for the empty loop).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<WorkResult>,
+    /// A watched thread's own figures (`rtlab watch`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<watch::WatchThread>,
 }
 
 /// The samples cyclictest's outputs list one by one, kept in the result so that its `-h`

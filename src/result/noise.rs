@@ -15,6 +15,9 @@ pub enum Kind {
     Wakeup,
     /// OS noise seen by busy threads (`rtlab noise`): a sample is a gap in a busy loop.
     Noise,
+    /// Threads of any program watched through the kernel's events (`rtlab watch`): a sample is
+    /// a period, its latency the return to user space after the release.
+    Watch,
 }
 
 /// How a noise run measured.

@@ -22,10 +22,121 @@ pub struct SpawnOptions {
     pub death_signal: Option<i32>,
 }
 
+fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A child created but held before `exec` ([`spawn_held`]).
+#[derive(Debug)]
+pub struct Held {
+    /// Its process id.
+    pub pid: i32,
+    go: std::fs::File,
+    spawner: std::thread::JoinHandle<io::Result<Child>>,
+}
+
+impl Held {
+    /// Lets the child `exec` its program; the child as `spawn` returns it.
+    pub fn release(mut self) -> io::Result<Child> {
+        use std::io::Write;
+        self.go.write_all(b"g")?;
+        self.spawner.join().map_err(|_| io::Error::other("the spawning thread panicked"))?
+    }
+}
+
+/// Spawns `cmd` like [`spawn`] but holds the child before `exec` until [`Held::release`]: its
+/// parent learns its pid and sets things up around it first (`rtlab watch -- CMD` traces it
+/// from its first instruction). A child that cannot start gives the spawn's error.
+pub fn spawn_held(mut cmd: Command, opts: SpawnOptions) -> io::Result<Held> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let (ready_r, ready_w) = pipe()?;
+    let (go_r, go_w) = pipe()?;
+    let gate = Some((ready_w.as_raw_fd(), go_r.as_raw_fd()));
+    // `spawn` returns only once the child has exec'd: it runs on a thread of its own.
+    let spawner = std::thread::Builder::new().name("rtlab-spawn".into()).spawn(move || {
+        let child = spawn_gated(&mut cmd, &opts, gate);
+        // The child's copies are its own; these go, so a child that never started ends the read.
+        drop((ready_w, go_r));
+        child
+    })?;
+    let mut buf = [0u8; 4];
+    let mut ready = std::fs::File::from(ready_r);
+    if ready.read_exact(&mut buf).is_err() {
+        return match spawner.join() {
+            Ok(Err(e)) => Err(e),
+            _ => Err(io::Error::other("the child ended before it could start")),
+        };
+    }
+    Ok(Held { pid: i32::from_ne_bytes(buf), go: std::fs::File::from(go_w), spawner })
+}
+
+/// The threads of process `pid` (`/proc/PID/task`), ascending; empty when it is gone.
+pub fn thread_ids(pid: i32) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+/// Every process id (`/proc`), ascending.
+pub fn process_ids() -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir("/proc")
+        .map(|d| d.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+/// Thread `tid`'s command name, if it exists.
+pub fn comm(tid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tid}/comm")).ok().map(|s| s.trim_end_matches('\n').to_string())
+}
+
+/// The process thread `tid` belongs to (its thread group id), if it exists.
+pub fn process_of(tid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
+}
+
+/// True when `pid` is a kernel thread (`PF_KTHREAD` in `/proc/PID/stat`'s flags).
+pub fn is_kernel_thread(pid: i32) -> bool {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    // Fields after the command name (which may hold spaces and parentheses): state is 3rd, flags 9th.
+    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    rest.split_whitespace().nth(6).and_then(|f| f.parse::<u64>().ok()).is_some_and(|f| f & PF_KTHREAD != 0)
+}
+
+/// Thread `tid`'s timer slack (ns, `/proc/TID/timerslack_ns`; root may read any thread's).
+pub fn timer_slack_of(tid: i32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{tid}/timerslack_ns")).ok()?.trim().parse().ok()
+}
+
+/// The CPU thread `tid` last ran on (`/proc/TID/stat`'s 39th field).
+pub fn last_cpu_of(tid: i32) -> Option<usize> {
+    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split_whitespace().nth(36)?.parse().ok()
+}
+
 /// Spawns `cmd` in a new process group with a parent-death signal and `opts` applied. The
 /// parent-death signal reaches only this child, not processes it forks: a child that runs
 /// other programs must stop its own group when it gets the signal.
 pub fn spawn(cmd: &mut Command, opts: &SpawnOptions) -> io::Result<Child> {
+    spawn_gated(cmd, opts, None)
+}
+
+/// [`spawn`], the child first writing its pid into `gate.0` (a pipe's write end) and waiting
+/// for a byte on `gate.1` (a read end) when given.
+fn spawn_gated(cmd: &mut Command, opts: &SpawnOptions, gate: Option<(i32, i32)>) -> io::Result<Child> {
     let attr = opts.sched.as_ref().map(super::sched::raw_attr);
     let nice = opts.nice;
     let death = opts.death_signal.unwrap_or(libc::SIGKILL);
@@ -67,6 +178,15 @@ pub fn spawn(cmd: &mut Command, opts: &SpawnOptions) -> io::Result<Child> {
                 if libc::setpriority(libc::PRIO_PROCESS, 0, n) != 0 {
                     return Err(io::Error::last_os_error());
                 }
+            }
+            if let Some((ready, go)) = gate {
+                let pid = libc::getpid().to_ne_bytes();
+                if libc::write(ready, pid.as_ptr().cast(), pid.len()) != pid.len() as isize {
+                    return Err(io::Error::last_os_error());
+                }
+                let mut b = [0u8; 1];
+                // Wait for the parent's byte (or the pipe's end); retry on a signal.
+                while libc::read(go, b.as_mut_ptr().cast(), 1) < 0 && *libc::__errno_location() == libc::EINTR {}
             }
             Ok(())
         });

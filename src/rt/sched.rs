@@ -174,10 +174,15 @@ pub fn set_current_thread(params: &SchedParams) -> io::Result<()> {
 
 /// Reads the calling thread's scheduling parameters with `sched_getattr(0, …)`.
 pub fn current_thread() -> io::Result<SchedParams> {
+    of_thread(0)
+}
+
+/// Reads thread `tid`'s scheduling parameters (`sched_getattr`; 0: the calling thread).
+pub fn of_thread(tid: i32) -> io::Result<SchedParams> {
     let mut attr = raw_attr(&SchedParams::simple(Policy::Other, 0));
     let size = attr.size;
     // SAFETY: `attr` is writable and `size` tells the kernel how much of it to fill.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut attr as *mut _, size, 0u32) };
+    let rc = unsafe { libc::syscall(libc::SYS_sched_getattr, tid, &mut attr as *mut _, size, 0u32) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }

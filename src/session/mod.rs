@@ -133,6 +133,8 @@ pub struct Output {
     /// `--explain`: every late sample explained so far, by cause: `(cause, spikes, ns)` (in
     /// checkpoints, for `rtlab monitor`).
     pub causes: Vec<(String, u64, i64)>,
+    /// What a watch run watched (`rtlab watch`).
+    pub watch: Option<crate::result::watch::WatchRun>,
 }
 
 impl Output {
@@ -178,6 +180,7 @@ impl Output {
                     }),
                     name: t.plan.name.clone(),
                     work: t.work.clone(),
+                    watch: t.watch.clone(),
                 })
                 .collect(),
             start: Some(self.start),
@@ -194,6 +197,7 @@ impl Output {
                 n.mlockall_obtained = self.mlocked;
                 n
             }),
+            watch: self.watch.clone(),
             ..base
         }
     }
@@ -243,6 +247,7 @@ pub fn base_record(plan: &Plan, provenance: Provenance) -> ProbeRun {
         noise: plan.noise_config(),
         max_response_ns: plan.max_response_ns,
         max_misses: plan.max_misses,
+        watch: None,
     }
 }
 
@@ -286,7 +291,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         strict: plan.strict,
     };
     let Started {
-        slots: statuses,
+        slots: mut statuses,
         mut warnings,
         dma_latency_us,
         mlocked,
@@ -309,6 +314,10 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let mut next_checkpoint = plan.checkpoint.map(|c| started + c);
     let end_reason = loop {
         let now = Instant::now();
+        // A probe whose slots fill while it runs (threads that `rtlab watch` finds) says who they are.
+        if let Some(s) = probe.statuses() {
+            statuses = s;
+        }
         if probe.finished() {
             // A -b hit is told by the slots' break_hit below; `stop` alone may be cyclictest's
             // -l reached by the first thread.
@@ -358,6 +367,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                         explain: None,
                         noise_sources: Vec::new(),
                         causes: explainer.as_ref().map(|x| x.causes()).unwrap_or_default(),
+                        watch: None,
                     };
                     observer.checkpoint(&partial);
                 }
@@ -387,6 +397,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         end_reason: told,
         runtime: rt,
         loads,
+        watch,
     } = probe.join();
     // A run shorter than the sample: its findings cover the run.
     if let Some(e) = exam.take() {
@@ -438,6 +449,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         explain: explain_summary,
         noise_sources,
         causes,
+        watch,
     })
 }
 
@@ -551,6 +563,7 @@ fn checkpoint_slots(
             samples_lost: 0,
             warnings: Vec::new(),
             noise: None,
+            watch: None,
         })
         .collect()
 }

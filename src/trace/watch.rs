@@ -283,23 +283,25 @@ impl Cadence {
         self.period_ns
     }
 
-    /// A timer release at `release_ns`: the releases skipped since the previous one (0 until
-    /// the period is known). Intervals that are not about a whole number of periods (±10 %)
-    /// skip nothing.
-    pub fn release(&mut self, release_ns: i64) -> u64 {
+    /// A timer release at `release_ns` while the period is being learnt: the interval from
+    /// the previous one is kept; the period is fixed once [`Cadence::LEARN`] are.
+    pub fn observe(&mut self, release_ns: i64) {
         let prev = self.last.replace(release_ns);
-        let Some(prev) = prev else { return 0 };
-        let gap = release_ns - prev;
-        if self.period_ns.is_none() {
-            self.intervals.push(gap);
+        if let (Some(prev), None) = (prev, self.period_ns) {
+            self.intervals.push(release_ns - prev);
             if self.intervals.len() >= Self::LEARN {
                 self.settle();
             }
-            return 0;
         }
-        let period = self.period_ns.unwrap_or(1).max(1);
-        let n = (gap + period / 2) / period;
-        if n >= 2 && (gap - n * period).abs() <= period / 10 {
+    }
+
+    /// The releases skipped in an interval of `gap_ns` between two timer releases (0 while the
+    /// period is not known). An interval that is not about a whole number of periods (±10 %)
+    /// skips nothing.
+    pub fn skipped(&self, gap_ns: i64) -> u64 {
+        let Some(period) = self.period_ns.filter(|p| *p > 0) else { return 0 };
+        let n = (gap_ns + period / 2) / period;
+        if n >= 2 && (gap_ns - n * period).abs() <= period / 10 {
             (n - 1) as u64
         } else {
             0
@@ -476,23 +478,25 @@ mod tests {
     fn a_cadence_learns_the_median_interval_and_counts_skipped_releases() {
         let mut c = Cadence::new(None);
         let mut t = 0;
-        for gap in [0, 1000, 1000, 1000, 3000, 1000, 1000, 1000, 1000] {
+        for gap in [0, 1000, 1000, 1000, 3000, 1000, 1000, 1000] {
             t += gap;
-            assert_eq!(c.release(t), 0);
+            c.observe(t);
+            assert_eq!(c.period_ns(), None);
         }
+        c.observe(t + 1000);
         assert_eq!(c.period_ns(), Some(1000));
         assert!(c.periodic());
-        assert_eq!(c.release(t + 3000), 2);
-        assert_eq!(c.release(t + 4000), 0);
+        assert_eq!(c.skipped(3000), 2);
+        assert_eq!(c.skipped(1000), 0);
         // Not a whole number of periods: nothing skipped.
-        assert_eq!(c.release(t + 5500), 0);
+        assert_eq!(c.skipped(1500), 0);
     }
 
     #[test]
     fn irregular_releases_are_not_periodic() {
         let mut c = Cadence::new(None);
         for t in [0, 100, 350, 1000, 1100, 2500, 2600, 4000, 4010] {
-            c.release(t);
+            c.observe(t);
         }
         assert!(!c.periodic());
     }

@@ -1,0 +1,272 @@
+//! `rtlab watch`: arguments, defaults, and validation into a [`RunOptions`] whose probe is the
+//! watch probe (the run pipeline measures it like any probe).
+
+use super::parse;
+use super::UsageError;
+use crate::commands::run::RunOptions;
+use crate::measure::histogram::Layout;
+use crate::measure::work::{DEFAULT_MISS_WINDOW, MAX_MISS_WINDOW};
+use crate::probes::watch::{Plan as WatchPlan, Target, MAX_THREADS};
+use crate::probes::ProbeSpec;
+use crate::result::verdict::MissLimit;
+use crate::rt::affinity::CpuSet;
+use crate::rt::process;
+use crate::session::Plan;
+use crate::units::Unit;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The long help of `rtlab watch`.
+pub const LONG_ABOUT: &str = "Measure threads of any program, unmodified, from the kernel's events.
+
+Per period of each watched thread, from rtlab's own tracefs instance (events filtered to the \
+watched threads in the kernel, read in binary with exact nanoseconds): the release (the expiry \
+its timer was armed for, or the instant another task or an interrupt woke it), the IRQ latency \
+(its timer's interrupt − release), the thread latency (the switch to it − release, where the \
+kernel traces that switch), the wakeup latency (its return to user space from the call it slept \
+in − release: the moment a program reads its clock; the headline figure), the response time \
+(its next block − release), slack against the deadline, skipped periods, the preemption it \
+suffered while it worked and by whom, and the timer slack the kernel added.
+
+Works for any hrtimer sleep (clock_nanosleep, nanosleep, timerfd, POSIX timers, poll/epoll/select \
+and futex timeouts) and for threads woken by another task or an interrupt (released at their \
+waking). The period is learnt per thread from its timer releases (--period sets it); the deadline \
+is the period unless --deadline. Needs root and tracefs.
+
+Ends on -D, Ctrl-C, or when every watched thread is gone (with -- CMD: when CMD exits; its exit \
+status is reported; a CMD still running at the end is sent SIGTERM). Times without a unit are µs \
+(--period, --deadline, --max-latency, --max-response) or seconds (-D).
+
+Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a verdict failed.";
+
+/// `rtlab watch` arguments (see [`LONG_ABOUT`]).
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "Examples:\n  rtlab watch -p $(pidof myctl) -D 1m --json ctl.json\n  rtlab watch --comm ctl-loop --max-response 800us\n  rtlab watch -D 10s -- cyclictest -t1 -p80 -i1000 -q"
+)]
+pub struct WatchArgs {
+    /// Watch every thread of process PID, also threads it creates later
+    #[arg(short = 'p', long = "pid", value_name = "PID", allow_negative_numbers = true)]
+    pub pid: Option<i32>,
+
+    /// Watch these threads (comma-separated thread ids)
+    #[arg(long = "tid", value_name = "TID,…", value_delimiter = ',', allow_negative_numbers = true)]
+    pub tids: Vec<i32>,
+
+    /// Watch the threads named NAME (as in /proc/TID/comm), also those that appear later
+    #[arg(long = "comm", value_name = "NAME")]
+    pub comm: Option<String>,
+
+    /// Run length: 30, 30s, 1.5m, 2h (plain number = seconds) [default: until Ctrl-C or every thread is gone]
+    #[arg(short = 'D', long = "duration", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::duration)]
+    pub duration: Option<Duration>,
+
+    /// The watched threads' period [default: learnt per thread from its timer releases]
+    #[arg(long = "period", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::interval)]
+    pub period: Option<i64>,
+
+    /// Deadline relative to the release [default: the period]
+    #[arg(long = "deadline", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub deadline: Option<i64>,
+
+    /// Count the worst number of deadline misses in any K consecutive releases [default: 1000]
+    #[arg(long = "miss-window", value_name = "K", value_parser = clap::value_parser!(u32).range(1..=MAX_MISS_WINDOW as i64))]
+    pub miss_window: Option<u32>,
+
+    /// Verdict: fail (exit 3) if any wakeup latency exceeds this (plain number = µs)
+    #[arg(long = "max-latency", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub max_latency: Option<i64>,
+
+    /// Verdict: fail (exit 3) if any response time exceeds this (plain number = µs)
+    #[arg(long = "max-response", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub max_response: Option<i64>,
+
+    /// Verdict: fail (exit 3) on more than N deadline misses, or more than M in any K consecutive releases (M/K)
+    #[arg(long = "max-misses", value_name = "N|M/K", value_parser = MissLimit::parse)]
+    pub max_misses: Option<MissLimit>,
+
+    /// The most threads watched at once [default: those found at the start + 16, at most 96]
+    #[arg(long = "max-threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS as i64))]
+    pub max_threads: Option<u16>,
+
+    /// Pin rtlab's reporting and event-reading threads to these CPUs (keep them off the watched CPUs)
+    #[arg(long = "mainaffinity", value_name = "CPUSET", value_parser = parse::cpuset)]
+    pub main_affinity: Option<CpuSet>,
+
+    /// No live view; print only the final summary
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
+    /// Show nanoseconds instead of microseconds
+    #[arg(short = 'N', long = "nsecs")]
+    pub nsecs: bool,
+
+    /// Write the RunResult (schema rtlab.run/1, kind watch) to FILE, atomically; - for stdout
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Record every period (thread, period, release, wakeup latency, response) into FILE
+    #[arg(long = "samples", value_name = "FILE")]
+    pub samples: Option<PathBuf>,
+
+    /// The command to start and watch (after --)
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+impl RunOptions {
+    /// `rtlab watch`: the watch probe through the run pipeline, checked before anything is traced.
+    pub fn from_watch(a: WatchArgs) -> Result<RunOptions, UsageError> {
+        let target = a.target()?;
+        check_rights()?;
+        let found = match &target {
+            Target::Command(_) => 1,
+            t => crate::probes::watch::threads_now(t).len(),
+        };
+        let capacity = match a.max_threads {
+            Some(n) => usize::from(n),
+            None => (found + 16).min(MAX_THREADS),
+        };
+        if found > capacity {
+            return Err(usage(format!(
+                "{} has {found} threads but --max-threads is {capacity}; raise --max-threads (at most {MAX_THREADS}) or \
+                 watch some with --tid",
+                target.describe()
+            )));
+        }
+        if let (Some(d), Some(p)) = (a.deadline, a.period) {
+            if d > 100 * p {
+                return Err(usage(
+                    "--deadline is more than 100 periods; give a deadline near the period, e.g. --deadline 1ms",
+                ));
+            }
+        }
+        let window = match (a.miss_window, a.max_misses) {
+            (Some(w), Some(MissLimit::Window { k, .. })) if w != k => {
+                return Err(usage(format!(
+                    "--miss-window {w} and --max-misses .../{k} count different windows; give one K (or drop --miss-window)"
+                )))
+            }
+            (Some(w), _) => w,
+            (None, Some(MissLimit::Window { k, .. })) => k,
+            (None, _) => DEFAULT_MISS_WINDOW,
+        };
+        let mut outputs: Vec<(String, &std::path::Path)> = Vec::new();
+        if let Some(p) = &a.json {
+            outputs.push(("--json".into(), p));
+        }
+        if let Some(p) = &a.samples {
+            if p.as_os_str() == "-" {
+                return Err(usage("--samples -: a samples file is binary; give a file name, e.g. --samples watch.smp"));
+            }
+            outputs.push(("--samples".into(), p));
+        }
+        crate::export::check_outputs(&outputs, &[]).map_err(usage)?;
+        if let Some(set) = &a.main_affinity {
+            super::run::check_online(set, &crate::rt::affinity::online_cpus(), "--mainaffinity")?;
+        }
+        let layout = Layout::DEFAULT;
+        // Each slot keeps five histograms: wakeup, response, run, IRQ and switch.
+        layout.check_memory(capacity * 5).map_err(usage)?;
+        let probe = WatchPlan {
+            target,
+            period_ns: a.period,
+            deadline_ns: a.deadline,
+            miss_window: window,
+            capacity,
+            layout,
+            reader_cpus: a.main_affinity.clone(),
+        };
+        let plan = Plan {
+            duration: a.duration,
+            max_latency_ns: a.max_latency,
+            max_response_ns: a.max_response,
+            max_misses: a.max_misses,
+            sample_ring: a.samples.is_some().then_some(crate::session::SAMPLE_RING),
+            samples: a.samples,
+            doctor: None,
+            ..Plan::new(ProbeSpec::Watch(probe), layout)
+        };
+        Ok(RunOptions { plan, json: a.json, unit: if a.nsecs { Unit::Nanos } else { Unit::Micros }, quiet: a.quiet })
+    }
+}
+
+impl WatchArgs {
+    /// The one target asked for, checked against the running system.
+    fn target(&self) -> Result<Target, UsageError> {
+        let given = [self.pid.is_some(), !self.tids.is_empty(), self.comm.is_some(), !self.command.is_empty()];
+        match given.iter().filter(|g| **g).count() {
+            0 => {
+                return Err(usage(
+                    "say what to watch: -p PID, --tid TID,…, --comm NAME, or -- CMD ARGS (e.g. rtlab watch -p $(pidof app))",
+                ))
+            }
+            1 => {}
+            _ => return Err(usage("give one of -p, --tid, --comm and -- CMD; to watch several threads use --tid A,B")),
+        }
+        if let Some(pid) = self.pid {
+            check_task(pid, "-p")?;
+            if process::process_of(pid).is_some_and(|tgid| tgid != pid) {
+                return Err(usage(format!(
+                    "-p {pid} is a thread of process {}; use --tid {pid} to watch it alone",
+                    process::process_of(pid).unwrap_or(0)
+                )));
+            }
+            return Ok(Target::Process(pid));
+        }
+        if !self.tids.is_empty() {
+            for &t in &self.tids {
+                check_task(t, "--tid")?;
+            }
+            let mut tids = self.tids.clone();
+            tids.sort_unstable();
+            tids.dedup();
+            return Ok(Target::Threads(tids));
+        }
+        if let Some(name) = &self.comm {
+            if name.is_empty() || name.len() > 15 {
+                return Err(usage(format!(
+                    "--comm '{}': a thread name has 1 to 15 bytes (the kernel cuts longer ones); give the name as \
+                     /proc/TID/comm shows it",
+                    crate::units::printable(name)
+                )));
+            }
+            return Ok(Target::Comm(name.clone()));
+        }
+        Ok(Target::Command(self.command.clone()))
+    }
+}
+
+/// A task `flag` names must exist and be a user-space thread.
+fn check_task(tid: i32, flag: &str) -> Result<(), UsageError> {
+    if tid <= 0 {
+        return Err(usage(format!("{flag} {tid}: a thread id is a positive number (pgrep -f NAME finds one)")));
+    }
+    let Some(comm) = process::comm(tid) else {
+        return Err(usage(format!(
+            "{flag} {tid}: no such process or thread; give a running one (pgrep -f NAME finds it)"
+        )));
+    };
+    if process::is_kernel_thread(tid) {
+        return Err(usage(format!(
+            "{flag} {tid}: {comm} is a kernel thread; rtlab watch measures user-space threads (their return to user space is the wakeup)"
+        )));
+    }
+    Ok(())
+}
+
+/// Watching needs root (a tracefs instance of rtlab's own) and tracefs.
+fn check_rights() -> Result<(), UsageError> {
+    let p = crate::rt::privileges::Privileges::current();
+    if p.euid != 0 {
+        return Err(usage(
+            "rtlab watch reads the kernel's events in a tracefs instance of its own: run it as root (sudo)",
+        ));
+    }
+    crate::rt::tracefs::mount_point().map(|_| ()).map_err(|e| usage(format!("rtlab watch needs tracefs: {e}")))
+}

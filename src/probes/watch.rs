@@ -1,0 +1,747 @@
+//! The watch probe (`rtlab watch`): threads of any program, unmodified, measured from the
+//! kernel's events. rtlab's own tracefs instance records the watched threads' scheduling,
+//! timer and system-call events (filtered to them in the kernel) and every timer interrupt;
+//! one reader thread decodes the binary pages (exact nanoseconds), merges the CPUs' streams
+//! in time order and feeds [`crate::trace::watch::Tracker`], whose periods are recorded into
+//! the pipeline's cells like any probe's samples: the wakeup latency (return to user space
+//! after the release) into the slot's [`Live`], the response into its [`WorkLive`].
+//!
+//! Slots are given to threads as they are found (at the start, and as they appear); a slot
+//! keeps its thread for the run.
+
+use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
+use crate::measure::histogram::Layout;
+use crate::measure::probe::LoopOutcome;
+use crate::measure::stats::{Live, Recorder};
+use crate::measure::work::{WorkKind, WorkLive, WorkRecorder, WorkSpec, NO_DEADLINE};
+use crate::result::watch::{Preemptor, WatchFigures, WatchRun, WatchThread};
+use crate::result::EndReason;
+use crate::rt::affinity::CpuSet;
+use crate::rt::clock::{self, ClockId};
+use crate::rt::process;
+use crate::rt::sched::{Policy, SchedParams};
+use crate::rt::tracefs::Instance;
+use crate::trace::event::Event;
+use crate::trace::raw::{decode_page, Formats};
+use crate::trace::watch::{Cadence, Note, Period, Tracker};
+use std::collections::{HashMap, VecDeque};
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// What to watch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Every thread of a process, also those it creates later (`-p PID`).
+    Process(i32),
+    /// These threads (`--tid`).
+    Threads(Vec<i32>),
+    /// Threads whose name is this, also those that appear or take the name later (`--comm`).
+    Comm(String),
+    /// A command rtlab starts and watches, with every thread it creates (`-- CMD ARGS`).
+    Command(Vec<String>),
+}
+
+impl Target {
+    /// How the result names it.
+    pub fn describe(&self) -> String {
+        let list = |v: &[i32]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(",");
+        match self {
+            Target::Process(p) => format!("pid {p}"),
+            Target::Threads(t) => format!("tid {}", list(t)),
+            Target::Comm(c) => format!("comm {c}"),
+            Target::Command(argv) => format!("command {}", argv.join(" ")),
+        }
+    }
+}
+
+/// The events a watch records. The per-thread ones are filtered to the watched threads in
+/// the kernel ([`filters`]); timer interrupts come from any task's context, forks and renames
+/// are rare.
+pub const EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_waking",
+    "timer/hrtimer_start",
+    "timer/hrtimer_expire_entry",
+    "raw_syscalls/sys_exit",
+    "sched/sched_process_exit",
+    "sched/sched_process_fork",
+    "task/task_rename",
+];
+
+/// The most threads one watch takes: the kernel takes filters of at most a page, and each
+/// thread costs two comparisons in the switch's.
+pub const MAX_THREADS: usize = 96;
+
+/// Per-CPU trace buffer (KiB) of a watch.
+const BUFFER_KB: usize = 4096;
+
+/// How often the reader drains the buffers.
+const READ_EVERY: Duration = Duration::from_millis(50);
+
+/// Events younger than this are left for the next read: another CPU may still be writing
+/// one older than them.
+const SETTLE_NS: i64 = 20_000_000;
+
+/// How often threads are looked for in `/proc` besides the fork and rename events.
+const LOOK_EVERY: Duration = Duration::from_millis(250);
+
+/// Periods kept while a thread's period is being learnt, before they are recorded.
+const PENDING_MAX: usize = 2 * Cadence::LEARN + 1;
+
+/// A watch as asked.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// What to watch.
+    pub target: Target,
+    /// The watched threads' period (`--period`; `None`: learnt per thread).
+    pub period_ns: Option<i64>,
+    /// Their deadline relative to the release (`--deadline`; `None`: the period).
+    pub deadline_ns: Option<i64>,
+    /// K of "the worst misses in any K consecutive releases".
+    pub miss_window: u32,
+    /// Slots: the most threads watched at once.
+    pub capacity: usize,
+    /// Histogram layout of the IRQ and switch latencies.
+    pub layout: Layout,
+    /// Where the reader thread runs (`--mainaffinity`).
+    pub reader_cpus: Option<CpuSet>,
+}
+
+impl Plan {
+    /// The slots as the pipeline plans them: unpinned, their scheduling not rtlab's to set,
+    /// each with observed work judged against the deadline (or the period once learnt).
+    pub fn slots(&self) -> Vec<ThreadPlan> {
+        let deadline = self.deadline_ns.or(self.period_ns).unwrap_or(NO_DEADLINE);
+        (0..self.capacity)
+            .map(|index| ThreadPlan {
+                index,
+                cpu: None,
+                sched: SchedParams::simple(Policy::Other, 0),
+                interval_ns: self.period_ns.unwrap_or(0),
+                warmup_cycles: 0,
+                name: None,
+                work: Some(WorkSpec {
+                    kind: WorkKind::Observed,
+                    amount_ns: 0,
+                    deadline_ns: deadline,
+                    miss_window: self.miss_window,
+                }),
+                offset_ns: 0,
+            })
+            .collect()
+    }
+}
+
+/// The kernel-side filters of [`EVENTS`] for `tids` (a set that matches nothing when empty).
+pub fn filters(tids: &[i32]) -> Vec<(&'static str, String)> {
+    let any = |field: &str| {
+        if tids.is_empty() {
+            return format!("{field}==-1");
+        }
+        tids.iter().map(|t| format!("{field}=={t}")).collect::<Vec<_>>().join("||")
+    };
+    vec![
+        ("sched/sched_switch", format!("{}||{}", any("prev_pid"), any("next_pid"))),
+        ("sched/sched_waking", any("pid")),
+        ("timer/hrtimer_start", any("common_pid")),
+        ("raw_syscalls/sys_exit", any("common_pid")),
+        ("sched/sched_process_exit", any("pid")),
+    ]
+}
+
+/// The threads `target` names now (a command has none before it starts).
+pub fn threads_now(target: &Target) -> Vec<i32> {
+    match target {
+        Target::Process(pid) => process::thread_ids(*pid),
+        Target::Threads(t) => t.iter().copied().filter(|t| process::comm(*t).is_some()).collect(),
+        Target::Comm(name) => process::process_ids()
+            .into_iter()
+            .flat_map(process::thread_ids)
+            .filter(|t| !process::is_kernel_thread(*t) && process::comm(*t).as_deref() == Some(name.as_str()))
+            .collect(),
+        Target::Command(_) => Vec::new(),
+    }
+}
+
+/// What the probe and its reader share.
+#[derive(Debug, Default)]
+struct Shared {
+    statuses: Mutex<Vec<ThreadStatus>>,
+    /// Every watched thread is gone (and the command, if any, exited).
+    gone: AtomicBool,
+    stop: AtomicBool,
+    dropped: AtomicUsize,
+}
+
+/// The watch probe.
+#[derive(Debug)]
+pub struct WatchProbe {
+    plan: Plan,
+    shared: Arc<Shared>,
+    reader: Option<std::thread::JoinHandle<Harvest>>,
+    child: Option<Arc<Mutex<std::process::Child>>>,
+    instance: String,
+}
+
+impl WatchProbe {
+    /// A probe ready to start.
+    pub fn new(plan: Plan) -> WatchProbe {
+        WatchProbe { plan, shared: Arc::default(), reader: None, child: None, instance: String::new() }
+    }
+}
+
+/// What the reader thread hands back.
+#[derive(Debug, Default)]
+struct Harvest {
+    slots: Vec<ThreadOutcome>,
+    run: WatchRun,
+    error: Option<String>,
+}
+
+impl Probe for WatchProbe {
+    fn slots(&self) -> usize {
+        self.plan.capacity
+    }
+
+    fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
+        let online = crate::rt::affinity::online_cpus();
+        let mut held = None;
+        let tids = match &self.plan.target {
+            Target::Command(argv) => {
+                let mut cmd = std::process::Command::new(&argv[0]);
+                cmd.args(&argv[1..]);
+                let h = process::spawn_held(cmd, process::SpawnOptions::default())
+                    .map_err(|e| ProbeError::Usage(format!("cannot run {} ({e}); check the command", argv[0])))?;
+                let pid = h.pid;
+                held = Some(h);
+                vec![pid]
+            }
+            t => threads_now(t),
+        };
+        let instance = Instance::create("rtlab-watch", &online, BUFFER_KB, EVENTS, &filters(&tids))
+            .map_err(|e| ProbeError::Usage(format!("cannot trace the watched threads: {e}")))?;
+        self.instance = instance.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let formats = Formats::load(instance.dir(), EVENTS);
+        let mut pipes = Vec::new();
+        for &c in online.cpus() {
+            let f =
+                instance.pipe_raw(c).map_err(|e| ProbeError::Start(format!("cannot read CPU {c}'s events ({e})")))?;
+            pipes.push((c, f));
+        }
+        let start_ns = clock::now(ClockId::MONOTONIC);
+        let wall = SystemTime::now();
+        let now = Instant::now();
+        if let Some(h) = held {
+            let child = h.release().map_err(|e| ProbeError::Usage(format!("cannot run the command ({e})")))?;
+            self.child = Some(Arc::new(Mutex::new(child)));
+        }
+        let reader = Reader {
+            plan: self.plan.clone(),
+            sinks: sinks.clone(),
+            shared: Arc::clone(&self.shared),
+            child: self.child.clone(),
+            start_ns,
+            realtime_offset_ns: clock::now(ClockId::REALTIME) - clock::now(ClockId::MONOTONIC),
+        };
+        let initial = tids.clone();
+        let handle = std::thread::Builder::new()
+            .name("rtlab-watch".into())
+            .spawn(move || reader.run(instance, formats, pipes, initial))
+            .map_err(|e| ProbeError::Start(format!("cannot start the event reader ({e})")))?;
+        self.reader = Some(handle);
+        Ok(Started {
+            slots: self.shared.statuses.lock().map(|s| s.clone()).unwrap_or_default(),
+            warnings: Vec::new(),
+            dma_latency_us: None,
+            mlocked: false,
+            start: wall,
+            schedule_start: now,
+            own_duration: false,
+            runtime: None,
+        })
+    }
+
+    fn finished(&mut self) -> bool {
+        self.shared.gone.load(Relaxed) || self.reader.as_ref().is_some_and(|r| r.is_finished())
+    }
+
+    fn stop(&mut self) {
+        self.shared.stop.store(true, Relaxed);
+    }
+
+    fn statuses(&self) -> Option<Vec<ThreadStatus>> {
+        self.shared.statuses.lock().ok().map(|s| s.clone())
+    }
+
+    fn join(mut self: Box<Self>) -> Finished {
+        self.shared.stop.store(true, Relaxed);
+        let gone = self.shared.gone.load(Relaxed);
+        let mut read = match self.reader.take().map(|r| r.join()) {
+            Some(Ok(r)) => r,
+            _ => Harvest { error: Some("the event reader failed".into()), ..Default::default() },
+        };
+        if let Some(child) = self.child.take() {
+            let status = end_child(&child);
+            read.run.exit_status = status.and_then(|s| s.code());
+            read.run.exit_signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
+        }
+        read.run.threads_dropped = self.shared.dropped.load(Relaxed);
+        Finished {
+            slots: read.slots,
+            failure: read.error,
+            end_reason: gone.then_some(EndReason::Exited),
+            watch: Some(read.run),
+            ..Default::default()
+        }
+    }
+}
+
+/// The command's exit status: at once when it has exited, else after SIGTERM (2 s) or SIGKILL
+/// (the run ended before it: it is not left running).
+fn end_child(child: &Mutex<std::process::Child>) -> Option<std::process::ExitStatus> {
+    let mut c = child.lock().ok()?;
+    if let Ok(Some(s)) = c.try_wait() {
+        return Some(s);
+    }
+    let _ = process::kill_group(c.id(), libc::SIGTERM);
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        if let Ok(Some(s)) = c.try_wait() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = c.kill();
+    c.wait().ok()
+}
+
+/// The reader thread's inputs.
+struct Reader {
+    plan: Plan,
+    sinks: Sinks,
+    shared: Arc<Shared>,
+    child: Option<Arc<Mutex<std::process::Child>>>,
+    start_ns: i64,
+    realtime_offset_ns: i64,
+}
+
+/// One watched thread's slot while the reader runs.
+#[derive(Debug)]
+struct Slot {
+    tid: i32,
+    cadence: Cadence,
+    /// Periods kept until the period is known.
+    pending: Vec<Period>,
+    /// The last timer release recorded (for skipped releases).
+    last_release: Option<i64>,
+    /// Its periods are recorded as they come (the period is known, or it showed none).
+    decided: bool,
+    figures: WatchThread,
+    cpus: Vec<usize>,
+    preemptors: HashMap<String, (i64, u64)>,
+}
+
+/// Each CPU's events read and not yet fed, in time order.
+#[derive(Debug, Default)]
+struct Streams {
+    queues: Vec<VecDeque<Event>>,
+    comms: HashMap<i32, String>,
+    events: u64,
+    lost: u64,
+    undecoded: u64,
+}
+
+impl Streams {
+    /// Reads every page the CPUs' buffers hold.
+    fn read(&mut self, pipes: &mut [(usize, std::fs::File)], formats: &Formats) {
+        self.queues.resize_with(pipes.len(), VecDeque::new);
+        let mut page = vec![0u8; 1 << 16];
+        for (i, (cpu, f)) in pipes.iter_mut().enumerate() {
+            loop {
+                match f.read(&mut page) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let got = decode_page(&page[..n], *cpu, formats, &mut self.comms);
+                        self.events += got.events.len() as u64;
+                        self.lost += got.lost;
+                        self.undecoded += got.undecoded;
+                        self.queues[i].extend(got.events);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+
+    /// The events up to `until` (ns), merged over the CPUs in time order.
+    fn take(&mut self, until: i64) -> Vec<Event> {
+        let mut v: Vec<Event> = Vec::new();
+        for q in &mut self.queues {
+            let n = q.partition_point(|e| e.ts_ns <= until);
+            v.extend(q.drain(..n));
+        }
+        v.sort_by_key(|e| (e.ts_ns, e.cpu));
+        v
+    }
+}
+
+/// The recorders of every slot, borrowing the pipeline's cells.
+struct Recorders<'a> {
+    wakeup: Vec<Recorder<'a>>,
+    work: Vec<WorkRecorder<'a>>,
+    irq: Vec<Recorder<'a>>,
+    switch: Vec<Recorder<'a>>,
+}
+
+impl Reader {
+    fn run(
+        self,
+        instance: Instance,
+        formats: Formats,
+        mut pipes: Vec<(usize, std::fs::File)>,
+        initial: Vec<i32>,
+    ) -> Harvest {
+        if let Some(cpus) = &self.plan.reader_cpus {
+            let _ = crate::rt::affinity::set_current_thread(cpus);
+        }
+        let cpu0 = clock::now(ClockId::THREAD_CPUTIME);
+        let works: Vec<Arc<WorkLive>> = self.sinks.work.iter().flatten().cloned().collect();
+        let irq_lives: Vec<Live> = (0..self.plan.capacity).map(|_| Live::new(self.plan.layout)).collect();
+        let switch_lives: Vec<Live> = (0..self.plan.capacity).map(|_| Live::new(self.plan.layout)).collect();
+        let mut recs = Recorders {
+            wakeup: self.sinks.lives.iter().map(|l| Recorder::new(l, self.sinks.max_latency_ns)).collect(),
+            work: works
+                .iter()
+                .zip(&self.sinks.rings)
+                .map(|(w, r)| WorkRecorder::new(w, self.sinks.max_response_ns, r.as_deref()))
+                .collect(),
+            irq: irq_lives.iter().map(|l| Recorder::new(l, None)).collect(),
+            switch: switch_lives.iter().map(|l| Recorder::new(l, None)).collect(),
+        };
+        recs.wakeup.iter_mut().for_each(|r| r.started(self.start_ns));
+        recs.work.iter_mut().for_each(|r| r.started(self.start_ns));
+        let mut state = State {
+            tracker: Tracker::new(self.realtime_offset_ns),
+            slots: Vec::new(),
+            by_tid: HashMap::new(),
+            filtered: initial.clone(),
+        };
+        for tid in initial {
+            self.add(&mut state, tid, None);
+        }
+        let mut streams = Streams::default();
+        let mut next_look = Instant::now() + LOOK_EVERY;
+        let mut notes = Vec::new();
+        let mut error = None;
+        loop {
+            let stopping = self.shared.stop.load(Relaxed);
+            if stopping {
+                instance.stop();
+            }
+            let until = if stopping { i64::MAX } else { clock::now(ClockId::MONOTONIC) - SETTLE_NS };
+            streams.read(&mut pipes, &formats);
+            for e in streams.take(until) {
+                state.tracker.feed(&e, &mut notes);
+                self.notes(&mut state, &mut recs, &mut notes);
+            }
+            if Instant::now() >= next_look {
+                next_look = Instant::now() + LOOK_EVERY;
+                for tid in threads_now(&self.plan.target) {
+                    self.add(&mut state, tid, None);
+                }
+                if let Err(e) = self.refilter(&instance, &mut state) {
+                    error = Some(e);
+                    break;
+                }
+                self.check_gone(&state);
+            }
+            if stopping {
+                break;
+            }
+            std::thread::sleep(READ_EVERY);
+        }
+        state.tracker.finish(&mut notes);
+        self.notes(&mut state, &mut recs, &mut notes);
+        let mut slots = Vec::new();
+        for (i, slot) in state.slots.iter_mut().enumerate() {
+            self.flush(slot, i, &mut recs, true);
+            slots.push(self.outcome(slot, i, &recs));
+        }
+        let run = WatchRun {
+            target: self.plan.target.describe(),
+            command: match &self.plan.target {
+                Target::Command(argv) => Some(argv.clone()),
+                _ => None,
+            },
+            backend: "tracefs trace_pipe_raw, filtered to the watched threads in the kernel".into(),
+            instance: instance.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            events: streams.events,
+            lost_events: streams.lost + online_lost(&instance, &pipes),
+            undecoded: streams.undecoded,
+            threads: state.slots.len(),
+            reader_cpu_ns: clock::now(ClockId::THREAD_CPUTIME) - cpu0,
+            ..Default::default()
+        };
+        drop(pipes);
+        Harvest { slots, run, error }
+    }
+}
+
+/// Events the kernel's buffers dropped or overwrote (its per-CPU counters).
+fn online_lost(instance: &Instance, pipes: &[(usize, std::fs::File)]) -> u64 {
+    pipes.iter().map(|(c, _)| instance.lost(*c)).sum()
+}
+
+/// The reader's state: the tracker and the slots.
+struct State {
+    tracker: Tracker,
+    slots: Vec<Slot>,
+    by_tid: HashMap<i32, usize>,
+    /// The threads the kernel's filters name.
+    filtered: Vec<i32>,
+}
+
+impl Reader {
+    /// Watches `tid` in the next free slot (once; kernel threads never; beyond the capacity,
+    /// counted as dropped).
+    fn add(&self, state: &mut State, tid: i32, comm: Option<&str>) {
+        if state.by_tid.contains_key(&tid) || process::is_kernel_thread(tid) {
+            return;
+        }
+        if state.slots.len() >= self.plan.capacity {
+            self.shared.dropped.fetch_add(1, Relaxed);
+            state.by_tid.insert(tid, usize::MAX);
+            return;
+        }
+        let comm = comm.map(String::from).or_else(|| process::comm(tid)).unwrap_or_default();
+        let index = state.slots.len();
+        state.by_tid.insert(tid, index);
+        state.tracker.watch(tid);
+        if let Some(w) = self.sinks.work.get(index).and_then(|w| w.as_ref()) {
+            if let Some(p) = self.plan.period_ns.filter(|_| self.plan.deadline_ns.is_none()) {
+                w.set_deadline(p);
+            }
+        }
+        let sched = crate::rt::sched::of_thread(tid).unwrap_or(SchedParams::simple(Policy::Other, 0));
+        if let Ok(mut s) = self.shared.statuses.lock() {
+            s.push(ThreadStatus {
+                index,
+                cpu: None,
+                sched,
+                interval_ns: self.plan.period_ns.unwrap_or(0),
+                tid,
+                identity: Some(format!("{comm}:{tid}")),
+            });
+        }
+        state.slots.push(Slot {
+            tid,
+            cadence: Cadence::new(self.plan.period_ns),
+            pending: Vec::new(),
+            last_release: None,
+            decided: false,
+            figures: WatchThread { tid, process: process::process_of(tid), comm, ..Default::default() },
+            cpus: Vec::new(),
+            preemptors: HashMap::new(),
+        });
+    }
+
+    /// Rewrites the kernel's filters when threads were added.
+    fn refilter(&self, instance: &Instance, state: &mut State) -> Result<(), String> {
+        let mut tids: Vec<i32> = state.slots.iter().filter(|s| !s.figures.exited).map(|s| s.tid).collect();
+        tids.sort_unstable();
+        if tids == state.filtered {
+            return Ok(());
+        }
+        for (event, expr) in filters(&tids) {
+            instance.filter(event, &expr)?;
+        }
+        state.filtered = tids;
+        Ok(())
+    }
+
+    /// Tells the pipeline when nothing is left to watch: every thread exited (and the command).
+    fn check_gone(&self, state: &State) {
+        let child_alive =
+            self.child.as_ref().is_some_and(|c| c.lock().is_ok_and(|mut c| matches!(c.try_wait(), Ok(None))));
+        let watching = state.slots.iter().any(|s| !s.figures.exited && process::comm(s.tid).is_some());
+        let waits = matches!(self.plan.target, Target::Comm(_)) && state.slots.is_empty();
+        if !child_alive && !watching && !waits && (self.child.is_some() || !state.slots.is_empty()) {
+            self.shared.gone.store(true, Relaxed);
+        }
+    }
+
+    /// Acts on what the tracker concluded.
+    fn notes(&self, state: &mut State, recs: &mut Recorders<'_>, notes: &mut Vec<Note>) {
+        for note in notes.drain(..) {
+            match note {
+                Note::Period(p) => {
+                    if let Some(&i) = state.by_tid.get(&p.tid).filter(|i| **i != usize::MAX) {
+                        let slot = &mut state.slots[i];
+                        if p.timer && p.wakeup_ns.is_some() {
+                            slot.cadence.observe(p.release_ns);
+                        }
+                        slot.pending.push(p);
+                        self.flush(slot, i, recs, false);
+                    }
+                }
+                Note::Forked { parent, child, comm } => {
+                    let ours = match &self.plan.target {
+                        Target::Process(_) | Target::Command(_) => state.by_tid.contains_key(&parent),
+                        Target::Comm(name) => *name == comm,
+                        Target::Threads(_) => false,
+                    };
+                    if ours {
+                        self.add(state, child, Some(&comm));
+                    }
+                }
+                Note::Renamed { tid, comm } => {
+                    if let Some(&i) = state.by_tid.get(&tid).filter(|i| **i != usize::MAX) {
+                        state.slots[i].figures.comm = comm.clone();
+                        self.rename(i, &comm, tid);
+                    } else if matches!(&self.plan.target, Target::Comm(name) if *name == comm) {
+                        self.add(state, tid, Some(&comm));
+                    }
+                }
+                Note::Exited(tid) => {
+                    if let Some(&i) = state.by_tid.get(&tid).filter(|i| **i != usize::MAX) {
+                        state.slots[i].figures.exited = true;
+                    }
+                }
+            }
+        }
+    }
+
+    fn rename(&self, index: usize, comm: &str, tid: i32) {
+        if let Ok(mut s) = self.shared.statuses.lock() {
+            if let Some(st) = s.get_mut(index) {
+                st.identity = Some(format!("{comm}:{tid}"));
+            }
+        }
+    }
+
+    /// Records the slot's pending periods once its period is known (or, at the end or when
+    /// the thread shows no period, with what is known).
+    fn flush(&self, slot: &mut Slot, index: usize, recs: &mut Recorders<'_>, end: bool) {
+        if !slot.decided {
+            if end || slot.pending.len() >= PENDING_MAX {
+                slot.cadence.settle();
+            }
+            match slot.cadence.period_ns() {
+                Some(period) => {
+                    if let Some(w) = self.sinks.work.get(index).and_then(|w| w.as_ref()) {
+                        if self.plan.deadline_ns.is_none() {
+                            w.set_deadline(period);
+                        }
+                    }
+                }
+                None if !end && slot.pending.len() < PENDING_MAX => return,
+                None => {}
+            }
+            slot.decided = true;
+        }
+        self.record_all(slot, index, recs);
+    }
+
+    /// Records every pending period of the slot.
+    fn record_all(&self, slot: &mut Slot, index: usize, recs: &mut Recorders<'_>) {
+        for p in std::mem::take(&mut slot.pending) {
+            self.record(slot, index, recs, &p);
+        }
+    }
+
+    /// Records one period into the slot's cells and figures.
+    fn record(&self, slot: &mut Slot, i: usize, recs: &mut Recorders<'_>, p: &Period) {
+        let f = &mut slot.figures;
+        let Some(wakeup) = p.wakeup_ns else {
+            f.incomplete += 1;
+            return;
+        };
+        let at = p.release_ns - self.start_ns;
+        let skipped = match (p.timer, slot.last_release) {
+            (true, Some(prev)) => slot.cadence.skipped(p.release_ns - prev),
+            _ => 0,
+        };
+        if p.timer {
+            slot.last_release = Some(p.release_ns);
+            f.timer_releases += 1;
+        } else {
+            f.event_releases += 1;
+        }
+        f.periods += 1;
+        recs.wakeup[i].record(wakeup, at, skipped);
+        match p.response_ns {
+            Some(response) => recs.work[i].record(wakeup, response, response - wakeup, at, skipped),
+            None => {
+                // It exited (or the run ended) before it blocked again: a wakeup, no response.
+                f.unfinished += 1;
+                if let Some(r) = self.sinks.rings.get(i).and_then(|r| r.as_ref()) {
+                    r.push_without_response(at, wakeup);
+                }
+            }
+        }
+        if let Some(irq) = p.irq_ns {
+            recs.irq[i].record(irq, at, 0);
+        }
+        if let Some(t) = p.thread_ns {
+            recs.switch[i].record(t, at, 0);
+        }
+        if let Some(s) = p.slack_ns {
+            f.timer_slack_min_ns = Some(f.timer_slack_min_ns.map_or(s, |m| m.min(s)));
+            f.timer_slack_max_ns = Some(f.timer_slack_max_ns.map_or(s, |m| m.max(s)));
+        }
+        if p.preempted_ns > 0 {
+            f.preempted_ns += p.preempted_ns;
+            f.preempted_max_ns = f.preempted_max_ns.max(p.preempted_ns);
+            f.preempted_periods += 1;
+            for (who, ns) in &p.preemptors {
+                let e = slot.preemptors.entry(who.clone()).or_default();
+                e.0 += ns;
+                e.1 += 1;
+            }
+        }
+        if !slot.cpus.contains(&p.cpu) {
+            slot.cpus.push(p.cpu);
+        }
+    }
+
+    /// The slot's outcome for the pipeline.
+    fn outcome(&self, slot: &mut Slot, i: usize, recs: &Recorders<'_>) -> ThreadOutcome {
+        let mut f = slot.figures.clone();
+        f.period_ns = slot.cadence.period_ns();
+        f.periodic = slot.cadence.periodic() && f.timer_releases > 0;
+        f.cpus = CpuSet::from_cpus(slot.cpus.iter().copied()).to_string();
+        let mut who: Vec<Preemptor> = slot
+            .preemptors
+            .iter()
+            .map(|(task, (ns, periods))| Preemptor { task: task.clone(), ns: *ns, periods: *periods })
+            .collect();
+        who.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.task.cmp(&b.task)));
+        who.truncate(10);
+        f.preemptors = who;
+        let sched = crate::rt::sched::of_thread(slot.tid).ok();
+        let summary = recs.wakeup[i].finish();
+        ThreadOutcome {
+            plan: ThreadPlan {
+                name: Some(f.comm.clone()),
+                interval_ns: f.period_ns.unwrap_or(0),
+                ..self.plan.slots().swap_remove(i)
+            },
+            sched,
+            cpus_allowed: None,
+            last_cpu: slot.cpus.last().copied().or_else(|| process::last_cpu_of(slot.tid)),
+            timer_slack_ns: process::timer_slack_of(slot.tid),
+            outcome: LoopOutcome { iterations: summary.cycles, drift_ns: 0, break_hit: None, start_ns: self.start_ns },
+            summary,
+            drift_ns: None,
+            tid: slot.tid,
+            samples_lost: 0,
+            warnings: Vec::new(),
+            noise: None,
+            work: Some(recs.work[i].finish()),
+            watch: Some(WatchFigures { irq: recs.irq[i].finish(), switch: recs.switch[i].finish(), thread: f }),
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! What `rtlab watch` (`kind: watch`) records besides each watched thread's wakeup latency
+//! (its `stats`: the return to user space after the release) and its response (its `work`):
+//! per thread the timer interrupt and switch latencies, what the events showed, the timer
+//! slack, the preemption during the work ([`WatchThread`]); for the run, what was watched and
+//! what the tracing cost ([`WatchRun`]).
+
+use super::Stats;
+use crate::measure::stats::Summary;
+use serde::{Deserialize, Serialize};
+
+/// One watched thread's figures besides its wakeup latency and response.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WatchThread {
+    /// Kernel thread id.
+    pub tid: i32,
+    /// The process it belongs to.
+    pub process: Option<i32>,
+    /// Its command name (the latest seen).
+    pub comm: String,
+    /// Released by its own timer at a steady period (else event-driven, or too few releases).
+    pub periodic: bool,
+    /// Its period (ns): `--period`, or learnt from its timer releases (the median interval).
+    pub period_ns: Option<i64>,
+    /// The CPUs it ran on after its releases.
+    pub cpus: String,
+    /// Periods recorded: a release and the return to user space after it (the wakeup
+    /// latency's samples).
+    pub periods: u64,
+    /// Of those, periods with no response: the thread exited, or the run ended, before it
+    /// blocked again.
+    pub unfinished: u64,
+    /// Of those, released by a timer it armed.
+    pub timer_releases: u64,
+    /// Of those, woken by another task or an interrupt.
+    pub event_releases: u64,
+    /// Periods not recorded: no return to user space was seen after the release (the thread
+    /// blocked again in the kernel, exited, or the run ended first).
+    pub incomplete: u64,
+    /// Timer interrupt latency (`hrtimer_expire_entry` − the expiry asked for): timerlat's
+    /// "IRQ" (absent when no timer release was seen).
+    pub irq: Option<Stats>,
+    /// Thread latency (the switch to it − release): timerlat's "Thr", for the periods whose
+    /// switch was traced (a switch out of idle is not traced on some kernels).
+    pub thread: Option<Stats>,
+    /// Timer slack the kernel added to the timers it slept on (`expires − softexpires`, ns):
+    /// the smallest and the largest seen (SCHED_OTHER threads get 50 µs unless they ask).
+    pub timer_slack_min_ns: Option<i64>,
+    /// See `timer_slack_min_ns`.
+    pub timer_slack_max_ns: Option<i64>,
+    /// Time it was runnable but not running after it first ran in a period, all periods (ns).
+    pub preempted_ns: i64,
+    /// The most in one period (ns).
+    pub preempted_max_ns: i64,
+    /// Periods in which it was preempted.
+    pub preempted_periods: u64,
+    /// Who preempted it, most time first (at most 10).
+    pub preemptors: Vec<Preemptor>,
+    /// It exited during the run.
+    pub exited: bool,
+}
+
+/// A task that took a watched thread's CPU while it worked.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Preemptor {
+    /// `comm:pid`.
+    pub task: String,
+    /// Time it held the CPU while the thread was runnable (ns).
+    pub ns: i64,
+    /// Periods in which it did.
+    pub periods: u64,
+}
+
+/// A watched thread's figures as the probe hands them to the builder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchFigures {
+    /// What is stored as is (its `irq` and `thread` are filled from the summaries).
+    pub thread: WatchThread,
+    /// Timer interrupt latencies.
+    pub irq: Summary,
+    /// Switch latencies.
+    pub switch: Summary,
+}
+
+/// What a watch run watched and what tracing cost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WatchRun {
+    /// What was asked: `pid 1234`, `tid 5,6`, `comm ctl`, `command ./app -x`.
+    pub target: String,
+    /// The command started (`rtlab watch -- CMD`), argv.
+    pub command: Option<Vec<String>>,
+    /// Its exit status when it exited during the run (`null`: it did not, or was not started).
+    pub exit_status: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub exit_signal: Option<i32>,
+    /// How the events were read (`tracefs trace_pipe_raw, filtered to the watched threads`).
+    pub backend: String,
+    /// The tracefs instance (removed at exit).
+    pub instance: String,
+    /// Events read.
+    pub events: u64,
+    /// Events the kernel lost (overwritten or dropped before they were read): periods around
+    /// them may be missing or incomplete.
+    pub lost_events: u64,
+    /// Records the decoder did not understand.
+    pub undecoded: u64,
+    /// Threads watched over the run.
+    pub threads: usize,
+    /// Threads that matched but were not watched (more than `--max-threads`).
+    pub threads_dropped: usize,
+    /// CPU time rtlab's event reader used (ns): the cost of watching, besides the kernel's.
+    pub reader_cpu_ns: i64,
+}
