@@ -59,10 +59,15 @@ pub fn execute(opts: &SamplesOptions) -> Result<i32, Error> {
         header.clock,
         header.start_time
     );
-    for (t, n) in header.threads.iter().zip(&counts) {
+    let threads = crate::export::samples::Trailer::threads_of(reader.trailer(), &header);
+    for (t, n) in threads.iter().zip(&counts).filter(|(t, _)| !reader.trailer().is_some_and(|tr| tr.unused(t.thread))) {
         let lost = reader.trailer().and_then(|tr| tr.lost.get(t.thread).copied());
         let task = t.name.as_ref().map_or(String::new(), |n| format!(" ({})", crate::units::printable(n)));
-        let work = t.deadline_ns.map_or(String::new(), |d| format!(", with response times (deadline {d} ns)"));
+        let work = match t.deadline_ns {
+            Some(crate::measure::work::NO_DEADLINE) => ", with response times (no deadline)".to_string(),
+            Some(d) => format!(", with response times (deadline {d} ns)"),
+            None => String::new(),
+        };
         s += &format!(
             "thread {}{task}: {}, interval {} ns{work}, lost {}\n",
             t.thread,

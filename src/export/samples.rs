@@ -9,7 +9,7 @@
 //!             a working task's record is followed by its response record: thread | 0x8000,
 //!             the same cycle and wake_ns, and the response time in place of the latency
 //! end record  thread 0xFFFF, cycle = length of the trailer, then zeros
-//! trailer     JSON: {"records": N, "lost": [per thread]}
+//! trailer     JSON: {"records": N, "lost": [per thread], "threads": [as learnt, optional]}
 //! ```
 //! A file without its end record was not finished (a crash): its complete records are readable.
 
@@ -115,6 +115,26 @@ pub struct Trailer {
     pub records: u64,
     /// Samples per thread the writer could not take from the ring in time (lost, counted).
     pub lost: Vec<u64>,
+    /// The threads as known at the end, when the run learnt who they are while it recorded
+    /// (`rtlab watch` gives slots to threads as it finds them): they replace the header's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadInfo>,
+}
+
+impl Trailer {
+    /// The threads as the file knows them at its end: the trailer's when it has them, else
+    /// the header's.
+    pub fn threads_of<'a>(trailer: Option<&'a Trailer>, header: &'a Header) -> &'a [ThreadInfo] {
+        match trailer {
+            Some(t) if !t.threads.is_empty() => &t.threads,
+            _ => &header.threads,
+        }
+    }
+
+    /// True when slot `thread` never had a thread (a watch's slot that found none).
+    pub fn unused(&self, thread: usize) -> bool {
+        !self.threads.is_empty() && self.threads.iter().any(|t| t.thread == thread && t.identity.is_none())
+    }
 }
 
 /// The bytes that open a file.

@@ -168,7 +168,9 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
         let t = thread as usize;
         let skipped = match (response_ns, &mut work_recs[t]) {
             (Some(resp), Some(w)) => {
-                let skipped = crate::measure::probe::missed_periods(resp, header.threads[t].interval_ns.max(1));
+                // A period not known at the start (a watched thread's) skips nothing here.
+                let interval = header.threads[t].interval_ns;
+                let skipped = if interval > 0 { crate::measure::probe::missed_periods(resp, interval) } else { 0 };
                 w.record(latency_ns, resp, resp - latency_ns, wake_ns, skipped);
                 skipped
             }
@@ -178,11 +180,13 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
         last_wake = last_wake.max(wake_ns);
     }
     let lost = reader.trailer().map(|t| t.lost.clone());
+    let named = crate::export::samples::Trailer::threads_of(reader.trailer(), &header).to_vec();
     let start = crate::timefmt::parse_rfc3339(&header.start_time);
     let probes = header
         .threads
         .iter()
         .zip(&recorders)
+        .filter(|(t, _)| !reader.trailer().is_some_and(|tr| tr.unused(t.thread)))
         .map(|(t, r)| ProbeFigures {
             thread: t.thread,
             cpu: t.cpu,
@@ -199,7 +203,7 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             break_hit: None,
             logs: None,
             noise: None,
-            name: t.name.clone(),
+            name: named.iter().find(|n| n.thread == t.thread).and_then(|n| n.name.clone()),
             work: work_recs[t.thread].as_ref().map(|w| w.finish()),
             watch: None,
         })

@@ -56,22 +56,24 @@ impl Target {
     }
 }
 
-/// The events a watch records. The per-thread ones are filtered to the watched threads in
-/// the kernel ([`filters`]); timer interrupts come from any task's context, forks and renames
-/// are rare.
-pub const EVENTS: &[&str] = &[
+/// The watched threads' events, recorded by an instance that traces only them
+/// (`set_event_pid`; with `event-fork` for a process or a command, so the threads they create
+/// are traced from their first instruction): what they do, switches to and from them, their
+/// wakeups.
+pub const THREAD_EVENTS: &[&str] = &[
     "sched/sched_switch",
     "sched/sched_waking",
     "timer/hrtimer_start",
-    "timer/hrtimer_expire_entry",
     "raw_syscalls/sys_exit",
     "sched/sched_process_exit",
-    "sched/sched_process_fork",
-    "task/task_rename",
 ];
 
-/// The most threads one watch takes: the kernel takes filters of at most a page, and each
-/// thread costs two comparisons in the switch's.
+/// Events of any task, recorded by a second instance: timer interrupts come in whatever task's
+/// context the CPU was in (often idle); forks and renames name the threads to watch next.
+pub const SYSTEM_EVENTS: &[&str] =
+    &["timer/hrtimer_expire_entry", "timer/hrtimer_expire_exit", "sched/sched_process_fork", "task/task_rename"];
+
+/// The most threads one watch takes (each keeps five histograms).
 pub const MAX_THREADS: usize = 96;
 
 /// Per-CPU trace buffer (KiB) of a watch.
@@ -134,23 +136,6 @@ impl Plan {
     }
 }
 
-/// The kernel-side filters of [`EVENTS`] for `tids` (a set that matches nothing when empty).
-pub fn filters(tids: &[i32]) -> Vec<(&'static str, String)> {
-    let any = |field: &str| {
-        if tids.is_empty() {
-            return format!("{field}==-1");
-        }
-        tids.iter().map(|t| format!("{field}=={t}")).collect::<Vec<_>>().join("||")
-    };
-    vec![
-        ("sched/sched_switch", format!("{}||{}", any("prev_pid"), any("next_pid"))),
-        ("sched/sched_waking", any("pid")),
-        ("timer/hrtimer_start", any("common_pid")),
-        ("raw_syscalls/sys_exit", any("common_pid")),
-        ("sched/sched_process_exit", any("pid")),
-    ]
-}
-
 /// The threads `target` names now (a command has none before it starts).
 pub fn threads_now(target: &Target) -> Vec<i32> {
     match target {
@@ -181,14 +166,13 @@ pub struct WatchProbe {
     plan: Plan,
     shared: Arc<Shared>,
     reader: Option<std::thread::JoinHandle<Harvest>>,
-    child: Option<Arc<Mutex<std::process::Child>>>,
-    instance: String,
+    child: Option<Arc<Mutex<process::Running>>>,
 }
 
 impl WatchProbe {
     /// A probe ready to start.
     pub fn new(plan: Plan) -> WatchProbe {
-        WatchProbe { plan, shared: Arc::default(), reader: None, child: None, instance: String::new() }
+        WatchProbe { plan, shared: Arc::default(), reader: None, child: None }
     }
 }
 
@@ -220,21 +204,26 @@ impl Probe for WatchProbe {
             }
             t => threads_now(t),
         };
-        let instance = Instance::create("rtlab-watch", &online, BUFFER_KB, EVENTS, &filters(&tids))
-            .map_err(|e| ProbeError::Usage(format!("cannot trace the watched threads: {e}")))?;
-        self.instance = instance.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let formats = Formats::load(instance.dir(), EVENTS);
+        let follow = matches!(self.plan.target, Target::Process(_) | Target::Command(_));
+        let cannot = |e: String| ProbeError::Usage(format!("cannot trace the watched threads: {e}"));
+        let threads = Instance::create("rtlab-watch", &online, BUFFER_KB, THREAD_EVENTS, Some((&tids, follow)))
+            .map_err(cannot)?;
+        let system = Instance::create("rtlab-watch", &online, BUFFER_KB / 4, SYSTEM_EVENTS, None).map_err(cannot)?;
+        let mut formats = Formats::load(threads.dir(), THREAD_EVENTS);
+        formats.extend(Formats::load(system.dir(), SYSTEM_EVENTS));
         let mut pipes = Vec::new();
-        for &c in online.cpus() {
-            let f =
-                instance.pipe_raw(c).map_err(|e| ProbeError::Start(format!("cannot read CPU {c}'s events ({e})")))?;
-            pipes.push((c, f));
+        for inst in [&threads, &system] {
+            for &c in online.cpus() {
+                let f =
+                    inst.pipe_raw(c).map_err(|e| ProbeError::Start(format!("cannot read CPU {c}'s events ({e})")))?;
+                pipes.push((c, f));
+            }
         }
         let start_ns = clock::now(ClockId::MONOTONIC);
         let wall = SystemTime::now();
         let now = Instant::now();
         if let Some(h) = held {
-            let child = h.release().map_err(|e| ProbeError::Usage(format!("cannot run the command ({e})")))?;
+            let child = h.release().map_err(|e| ProbeError::Start(format!("cannot release the command ({e})")))?;
             self.child = Some(Arc::new(Mutex::new(child)));
         }
         let reader = Reader {
@@ -248,11 +237,21 @@ impl Probe for WatchProbe {
         let initial = tids.clone();
         let handle = std::thread::Builder::new()
             .name("rtlab-watch".into())
-            .spawn(move || reader.run(instance, formats, pipes, initial))
+            .spawn(move || reader.run([threads, system], formats, pipes, initial))
             .map_err(|e| ProbeError::Start(format!("cannot start the event reader ({e})")))?;
         self.reader = Some(handle);
+        // Every slot as it stands at the start (a samples file's header lists them all); the
+        // threads found fill them while the run goes on (`statuses`).
+        let placeholder = |index| ThreadStatus {
+            index,
+            cpu: None,
+            sched: SchedParams::simple(Policy::Other, 0),
+            interval_ns: self.plan.period_ns.unwrap_or(0),
+            tid: 0,
+            identity: None,
+        };
         Ok(Started {
-            slots: self.shared.statuses.lock().map(|s| s.clone()).unwrap_or_default(),
+            slots: (0..self.plan.capacity).map(placeholder).collect(),
             warnings: Vec::new(),
             dma_latency_us: None,
             mlocked: false,
@@ -283,9 +282,17 @@ impl Probe for WatchProbe {
             _ => Harvest { error: Some("the event reader failed".into()), ..Default::default() },
         };
         if let Some(child) = self.child.take() {
-            let status = end_child(&child);
-            read.run.exit_status = status.and_then(|s| s.code());
-            read.run.exit_signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
+            match child
+                .lock()
+                .map_err(|_| std::io::Error::other("poisoned"))
+                .and_then(|mut c| c.end(Duration::from_secs(2)))
+            {
+                Ok(status) => {
+                    read.run.exit_status = status.code();
+                    read.run.exit_signal = std::os::unix::process::ExitStatusExt::signal(&status);
+                }
+                Err(e) => read.error = read.error.or(Some(format!("the command could not run ({e})"))),
+            }
         }
         read.run.threads_dropped = self.shared.dropped.load(Relaxed);
         Finished {
@@ -298,31 +305,12 @@ impl Probe for WatchProbe {
     }
 }
 
-/// The command's exit status: at once when it has exited, else after SIGTERM (2 s) or SIGKILL
-/// (the run ended before it: it is not left running).
-fn end_child(child: &Mutex<std::process::Child>) -> Option<std::process::ExitStatus> {
-    let mut c = child.lock().ok()?;
-    if let Ok(Some(s)) = c.try_wait() {
-        return Some(s);
-    }
-    let _ = process::kill_group(c.id(), libc::SIGTERM);
-    let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until {
-        if let Ok(Some(s)) = c.try_wait() {
-            return Some(s);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = c.kill();
-    c.wait().ok()
-}
-
 /// The reader thread's inputs.
 struct Reader {
     plan: Plan,
     sinks: Sinks,
     shared: Arc<Shared>,
-    child: Option<Arc<Mutex<std::process::Child>>>,
+    child: Option<Arc<Mutex<process::Running>>>,
     start_ns: i64,
     realtime_offset_ns: i64,
 }
@@ -341,6 +329,8 @@ struct Slot {
     figures: WatchThread,
     cpus: Vec<usize>,
     preemptors: HashMap<String, (i64, u64)>,
+    /// Its scheduling as last read (`None`: never readable).
+    sched: Option<SchedParams>,
 }
 
 /// Each CPU's events read and not yet fed, in time order.
@@ -399,7 +389,7 @@ struct Recorders<'a> {
 impl Reader {
     fn run(
         self,
-        instance: Instance,
+        instances: [Instance; 2],
         formats: Formats,
         mut pipes: Vec<(usize, std::fs::File)>,
         initial: Vec<i32>,
@@ -427,7 +417,7 @@ impl Reader {
             tracker: Tracker::new(self.realtime_offset_ns),
             slots: Vec::new(),
             by_tid: HashMap::new(),
-            filtered: initial.clone(),
+            untraced: Vec::new(),
         };
         for tid in initial {
             self.add(&mut state, tid, None);
@@ -439,7 +429,7 @@ impl Reader {
         loop {
             let stopping = self.shared.stop.load(Relaxed);
             if stopping {
-                instance.stop();
+                instances.iter().for_each(Instance::stop);
             }
             let until = if stopping { i64::MAX } else { clock::now(ClockId::MONOTONIC) - SETTLE_NS };
             streams.read(&mut pipes, &formats);
@@ -447,14 +437,18 @@ impl Reader {
                 state.tracker.feed(&e, &mut notes);
                 self.notes(&mut state, &mut recs, &mut notes);
             }
+            if let Err(e) = trace_new(&instances[0], &mut state) {
+                error = Some(e);
+                break;
+            }
             if Instant::now() >= next_look {
                 next_look = Instant::now() + LOOK_EVERY;
+                self.resched(&mut state);
                 for tid in threads_now(&self.plan.target) {
-                    self.add(&mut state, tid, None);
-                }
-                if let Err(e) = self.refilter(&instance, &mut state) {
-                    error = Some(e);
-                    break;
+                    if !state.by_tid.contains_key(&tid) {
+                        self.add(&mut state, tid, None);
+                        state.untraced.push(tid);
+                    }
                 }
                 self.check_gone(&state);
             }
@@ -477,9 +471,14 @@ impl Reader {
                 _ => None,
             },
             backend: "tracefs trace_pipe_raw, filtered to the watched threads in the kernel".into(),
-            instance: instance.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            instance: instances
+                .iter()
+                .filter_map(|i| i.dir().file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect::<Vec<_>>()
+                .join(", "),
             events: streams.events,
-            lost_events: streams.lost + online_lost(&instance, &pipes),
+            lost_events: streams.lost
+                + instances.iter().map(|i| online_lost(i, &pipes[..pipes.len() / 2])).sum::<u64>(),
             undecoded: streams.undecoded,
             threads: state.slots.len(),
             reader_cpu_ns: clock::now(ClockId::THREAD_CPUTIME) - cpu0,
@@ -500,8 +499,18 @@ struct State {
     tracker: Tracker,
     slots: Vec<Slot>,
     by_tid: HashMap<i32, usize>,
-    /// The threads the kernel's filters name.
-    filtered: Vec<i32>,
+    /// Threads found by their name or in `/proc` whose events the kernel does not trace yet.
+    untraced: Vec<i32>,
+}
+
+/// Has the kernel trace the threads found since the last call.
+fn trace_new(threads: &Instance, state: &mut State) -> Result<(), String> {
+    if state.untraced.is_empty() {
+        return Ok(());
+    }
+    threads.add_pids(&state.untraced)?;
+    state.untraced.clear();
+    Ok(())
 }
 
 impl Reader {
@@ -545,27 +554,25 @@ impl Reader {
             figures: WatchThread { tid, process: process::process_of(tid), comm, ..Default::default() },
             cpus: Vec::new(),
             preemptors: HashMap::new(),
+            sched: crate::rt::sched::of_thread(tid).ok(),
         });
     }
 
-    /// Rewrites the kernel's filters when threads were added.
-    fn refilter(&self, instance: &Instance, state: &mut State) -> Result<(), String> {
-        let mut tids: Vec<i32> = state.slots.iter().filter(|s| !s.figures.exited).map(|s| s.tid).collect();
-        tids.sort_unstable();
-        if tids == state.filtered {
-            return Ok(());
+    /// Reads the live threads' scheduling again (a program sets its threads' policy after it
+    /// creates them); the live view shows it.
+    fn resched(&self, state: &mut State) {
+        let Ok(mut statuses) = self.shared.statuses.lock() else { return };
+        for (slot, status) in state.slots.iter_mut().zip(statuses.iter_mut()) {
+            if let Ok(s) = crate::rt::sched::of_thread(slot.tid) {
+                slot.sched = Some(s);
+                status.sched = s;
+            }
         }
-        for (event, expr) in filters(&tids) {
-            instance.filter(event, &expr)?;
-        }
-        state.filtered = tids;
-        Ok(())
     }
 
     /// Tells the pipeline when nothing is left to watch: every thread exited (and the command).
     fn check_gone(&self, state: &State) {
-        let child_alive =
-            self.child.as_ref().is_some_and(|c| c.lock().is_ok_and(|mut c| matches!(c.try_wait(), Ok(None))));
+        let child_alive = self.child.as_ref().is_some_and(|c| c.lock().is_ok_and(|c| !c.exited()));
         let watching = state.slots.iter().any(|s| !s.figures.exited && process::comm(s.tid).is_some());
         let waits = matches!(self.plan.target, Target::Comm(_)) && state.slots.is_empty();
         if !child_alive && !watching && !waits && (self.child.is_some() || !state.slots.is_empty()) {
@@ -595,6 +602,11 @@ impl Reader {
                     };
                     if ours {
                         self.add(state, child, Some(&comm));
+                        // A process's and a command's new threads are traced by the kernel
+                        // from their creation (event-fork); others are added now.
+                        if matches!(self.plan.target, Target::Comm(_)) {
+                            state.untraced.push(child);
+                        }
                     }
                 }
                 Note::Renamed { tid, comm } => {
@@ -603,6 +615,7 @@ impl Reader {
                         self.rename(i, &comm, tid);
                     } else if matches!(&self.plan.target, Target::Comm(name) if *name == comm) {
                         self.add(state, tid, Some(&comm));
+                        state.untraced.push(tid);
                     }
                 }
                 Note::Exited(tid) => {
@@ -636,6 +649,9 @@ impl Reader {
                             w.set_deadline(period);
                         }
                     }
+                    if let Some(s) = self.shared.statuses.lock().ok().as_mut().and_then(|s| s.get_mut(index)) {
+                        s.interval_ns = period;
+                    }
                 }
                 None if !end && slot.pending.len() < PENDING_MAX => return,
                 None => {}
@@ -660,7 +676,8 @@ impl Reader {
             return;
         };
         let at = p.release_ns - self.start_ns;
-        let skipped = match (p.timer, slot.last_release) {
+        // A relative sleeper's release is its last wakeup plus the period: it never skips one.
+        let skipped = match (p.timer && !p.relative, slot.last_release) {
             (true, Some(prev)) => slot.cadence.skipped(p.release_ns - prev),
             _ => 0,
         };
@@ -721,8 +738,13 @@ impl Reader {
         who.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.task.cmp(&b.task)));
         who.truncate(10);
         f.preemptors = who;
-        let sched = crate::rt::sched::of_thread(slot.tid).ok();
-        let summary = recs.wakeup[i].finish();
+        let sched = crate::rt::sched::of_thread(slot.tid).ok().or(slot.sched);
+        // cyclictest's truncated-µs mean belongs to its own clock reads, not to traced ones.
+        let exact = |mut s: crate::measure::stats::Summary| {
+            s.sum_us_truncated = None;
+            s
+        };
+        let summary = exact(recs.wakeup[i].finish());
         ThreadOutcome {
             plan: ThreadPlan {
                 name: Some(f.comm.clone()),
@@ -741,7 +763,11 @@ impl Reader {
             warnings: Vec::new(),
             noise: None,
             work: Some(recs.work[i].finish()),
-            watch: Some(WatchFigures { irq: recs.irq[i].finish(), switch: recs.switch[i].finish(), thread: f }),
+            watch: Some(WatchFigures {
+                irq: exact(recs.irq[i].finish()),
+                switch: exact(recs.switch[i].finish()),
+                thread: f,
+            }),
         }
     }
 }

@@ -325,6 +325,9 @@ fn all_work(probes: &[ProbeFigures], layout: Layout, start: SystemTime) -> Optio
         run.merge(&w.run, *thread);
         deadlines.merge(&w.deadlines);
         let d = w.spec.deadline_ns;
+        if d == crate::measure::work::NO_DEADLINE {
+            continue;
+        }
         if let Some(r) = w.response.max_ns {
             slack_min = Some(slack_min.map_or(d - r, |s| s.min(d - r)));
         }
@@ -336,7 +339,7 @@ fn all_work(probes: &[ProbeFigures], layout: Layout, start: SystemTime) -> Optio
     Some(WorkResult {
         kind: works.iter().all(|(_, w)| w.spec.kind == first.spec.kind).then_some(first.spec.kind),
         work_ns: same(&|w| w.spec.amount_ns),
-        deadline_ns: same(&|w| w.spec.deadline_ns),
+        deadline_ns: same(&|w| w.spec.deadline_ns).filter(|d| *d != crate::measure::work::NO_DEADLINE),
         calibration: if works.len() == 1 { first.calibration } else { None },
         response: stats_of(&response, start),
         run: stats_of(&run, start),

@@ -39,15 +39,49 @@ pub struct Held {
     /// Its process id.
     pub pid: i32,
     go: std::fs::File,
-    spawner: std::thread::JoinHandle<io::Result<Child>>,
+    waiter: std::thread::JoinHandle<io::Result<std::process::ExitStatus>>,
 }
 
 impl Held {
-    /// Lets the child `exec` its program; the child as `spawn` returns it.
-    pub fn release(mut self) -> io::Result<Child> {
+    /// Lets the child `exec` its program.
+    pub fn release(mut self) -> io::Result<Running> {
         use std::io::Write;
         self.go.write_all(b"g")?;
-        self.spawner.join().map_err(|_| io::Error::other("the spawning thread panicked"))?
+        Ok(Running { pid: self.pid, waiter: Some(self.waiter) })
+    }
+}
+
+/// A child started by [`spawn_held`] and released: the thread that spawned it waits for it
+/// (a parent-death signal fires when the parent *thread* ends, so that thread lives as long
+/// as the child).
+#[derive(Debug)]
+pub struct Running {
+    /// Its process id (and process group).
+    pub pid: i32,
+    waiter: Option<std::thread::JoinHandle<io::Result<std::process::ExitStatus>>>,
+}
+
+impl Running {
+    /// True once the child has exited (or could not start).
+    pub fn exited(&self) -> bool {
+        self.waiter.as_ref().is_none_or(|w| w.is_finished())
+    }
+
+    /// Its exit status: at once when it has exited; else its process group gets SIGTERM, and
+    /// SIGKILL after `grace`. `Err`: it could not start (the `exec` failed).
+    pub fn end(&mut self, grace: std::time::Duration) -> io::Result<std::process::ExitStatus> {
+        let Some(w) = self.waiter.take() else { return Err(io::Error::other("already ended")) };
+        if !w.is_finished() {
+            let _ = kill_group(self.pid as u32, libc::SIGTERM);
+            let until = std::time::Instant::now() + grace;
+            while !w.is_finished() && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            if !w.is_finished() {
+                let _ = kill_group(self.pid as u32, libc::SIGKILL);
+            }
+        }
+        w.join().map_err(|_| io::Error::other("the waiting thread panicked"))?
     }
 }
 
@@ -61,21 +95,21 @@ pub fn spawn_held(mut cmd: Command, opts: SpawnOptions) -> io::Result<Held> {
     let (go_r, go_w) = pipe()?;
     let gate = Some((ready_w.as_raw_fd(), go_r.as_raw_fd()));
     // `spawn` returns only once the child has exec'd: it runs on a thread of its own.
-    let spawner = std::thread::Builder::new().name("rtlab-spawn".into()).spawn(move || {
+    let waiter = std::thread::Builder::new().name("rtlab-child".into()).spawn(move || {
         let child = spawn_gated(&mut cmd, &opts, gate);
         // The child's copies are its own; these go, so a child that never started ends the read.
         drop((ready_w, go_r));
-        child
+        child?.wait()
     })?;
     let mut buf = [0u8; 4];
     let mut ready = std::fs::File::from(ready_r);
     if ready.read_exact(&mut buf).is_err() {
-        return match spawner.join() {
+        return match waiter.join() {
             Ok(Err(e)) => Err(e),
             _ => Err(io::Error::other("the child ended before it could start")),
         };
     }
-    Ok(Held { pid: i32::from_ne_bytes(buf), go: std::fs::File::from(go_w), spawner })
+    Ok(Held { pid: i32::from_ne_bytes(buf), go: std::fs::File::from(go_w), waiter })
 }
 
 /// The threads of process `pid` (`/proc/PID/task`), ascending; empty when it is gone.

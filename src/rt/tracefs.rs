@@ -69,20 +69,24 @@ pub struct Instance {
     pub enabled: Vec<String>,
     /// The events asked for that this kernel does not have.
     pub missing: Vec<String>,
+    /// Its slot among the emergency teardowns.
+    emergency: Option<usize>,
 }
 
 impl Instance {
     /// Creates `instances/PREFIX-PID-XXXXXXXX` with the `mono` clock (CLOCK_MONOTONIC, the
     /// probes' clock), `buffer_kb` per CPU, tracing only `cpus`, and each of `events`
-    /// (`sched/sched_switch`) this kernel has, each with its filter from `filters` (set before it
-    /// is enabled, so nothing unfiltered is recorded); instances left by dead rtlab processes are
-    /// removed first.
+    /// (`sched/sched_switch`) this kernel has; with `pids`, only the events of those tasks
+    /// (`set_event_pid`: events in their context, switches to or from them, their wakeups) and,
+    /// when its flag is set, of every task they create (`event-fork`) — set before any event is
+    /// enabled, so nothing else is recorded. Instances left by dead rtlab processes are removed
+    /// first.
     pub fn create(
         prefix: &str,
         cpus: &super::affinity::CpuSet,
         buffer_kb: usize,
         events: &[&str],
-        filters: &[(&str, String)],
+        pids: Option<(&[i32], bool)>,
     ) -> Result<Instance, String> {
         let root = mount_point()?;
         remove_stale(&root.join("instances"), prefix);
@@ -97,8 +101,8 @@ impl Instance {
                 return Err(format!("cannot lock the tracefs instance {} ({e})", dir.display()));
             }
         };
-        register_emergency(&dir);
-        let mut inst = Instance { dir, _lock: lock, enabled: Vec::new(), missing: Vec::new() };
+        let emergency = register_emergency(&dir);
+        let mut inst = Instance { dir, _lock: lock, enabled: Vec::new(), missing: Vec::new(), emergency };
         inst.write("trace_clock", "mono").map_err(|e| format!("the mono trace clock is not available ({e})"))?;
         inst.write("buffer_size_kb", &buffer_kb.to_string()).map_err(|e| format!("buffer_size_kb: {e}"))?;
         let mut mask = vec![0u32; cpus.cpus().iter().max().map_or(1, |m| m / 32 + 1)];
@@ -107,12 +111,16 @@ impl Instance {
         }
         let text = mask.iter().rev().map(|w| format!("{w:08x}")).collect::<Vec<_>>().join(",");
         inst.write("tracing_cpumask", &text).map_err(|e| format!("tracing_cpumask {text}: {e}"))?;
+        if let Some((pids, follow)) = pids {
+            inst.write("options/event-fork", if follow { "1" } else { "0" })
+                .map_err(|e| format!("options/event-fork: {e}"))?;
+            // An empty list would trace every task: a pid no task has stands for "none yet".
+            let list = if pids.is_empty() { "2147483647".to_string() } else { join(pids) };
+            inst.write("set_event_pid", &list).map_err(|e| format!("set_event_pid {list}: {e}"))?;
+        }
         for e in events {
             let enable = inst.dir.join("events").join(e).join("enable");
             if enable.exists() {
-                if let Some((_, expr)) = filters.iter().find(|(name, _)| name == e) {
-                    inst.filter(e, expr)?;
-                }
                 std::fs::write(&enable, b"1").map_err(|err| format!("cannot enable {e} ({err})"))?;
                 inst.enabled.push(e.to_string());
             } else {
@@ -141,7 +149,7 @@ impl Instance {
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe")))?;
-        emergency_pipe(f.as_raw_fd());
+        emergency_pipe(self.emergency, f.as_raw_fd());
         Ok(f)
     }
 
@@ -154,15 +162,19 @@ impl Instance {
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")))?;
-        emergency_pipe(f.as_raw_fd());
+        emergency_pipe(self.emergency, f.as_raw_fd());
         Ok(f)
     }
 
-    /// Sets `event`'s (`sched/sched_switch`) filter to `expr` (`prev_pid==7||next_pid==7`;
-    /// `0` records nothing); the kernel's refusal comes back in words.
-    pub fn filter(&self, event: &str, expr: &str) -> Result<(), String> {
-        let path = self.dir.join("events").join(event).join("filter");
-        std::fs::write(&path, expr.as_bytes()).map_err(|e| format!("the kernel refused the filter of {event} ({e})"))
+    /// Adds tasks to the traced ones of an instance created with `pids` (`set_event_pid`,
+    /// appended).
+    pub fn add_pids(&self, pids: &[i32]) -> Result<(), String> {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.join("set_event_pid"))
+            .map_err(|e| format!("set_event_pid: {e}"))?;
+        f.write_all(join(pids).as_bytes()).map_err(|e| format!("set_event_pid {}: {e}", join(pids)))
     }
 
     /// Events CPU `cpu`'s buffer lost: overwritten before they were read, and dropped.
@@ -182,11 +194,15 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        unregister_emergency();
+        unregister_emergency(self.emergency);
         self.stop();
         // rmdir fails while a pipe is open: the readers are joined before the instance drops.
         let _ = std::fs::remove_dir(&self.dir);
     }
+}
+
+fn join(pids: &[i32]) -> String {
+    pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(" ")
 }
 
 /// A random number from the kernel (`getrandom`), for names no other process can predict.
@@ -250,24 +266,27 @@ struct Emergency {
     pipes: [std::sync::atomic::AtomicI32; 64],
 }
 
-/// The live instance's teardown, if there is one (leaked on purpose: a signal handler may read
-/// it at any moment; one small allocation per instance).
-static EMERGENCY: std::sync::atomic::AtomicPtr<Emergency> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+/// The live instances' teardowns (a watch runs two), if any (each leaked on purpose: a signal
+/// handler may read it at any moment; one small allocation per instance).
+static EMERGENCY: [std::sync::atomic::AtomicPtr<Emergency>; 4] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; 4];
 
-fn register_emergency(dir: &Path) {
+/// Registers `dir` for an emergency teardown; its slot, or `None` when four are live.
+fn register_emergency(dir: &Path) -> Option<usize> {
     use std::os::unix::ffi::OsStrExt;
+    use std::sync::atomic::Ordering::SeqCst;
     let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).ok();
-    let (Some(d), Some(on)) = (c(dir), c(&dir.join("tracing_on"))) else { return };
-    let e = Box::new(Emergency {
+    let (Some(d), Some(on)) = (c(dir), c(&dir.join("tracing_on"))) else { return None };
+    let e: *mut Emergency = Box::leak(Box::new(Emergency {
         dir: d,
         tracing_on: on,
         pipes: std::array::from_fn(|_| std::sync::atomic::AtomicI32::new(-1)),
-    });
-    EMERGENCY.store(Box::leak(e), std::sync::atomic::Ordering::SeqCst);
+    }));
+    EMERGENCY.iter().position(|slot| slot.compare_exchange(std::ptr::null_mut(), e, SeqCst, SeqCst).is_ok())
 }
 
-fn emergency_pipe(fd: i32) {
-    let p = EMERGENCY.load(std::sync::atomic::Ordering::SeqCst);
+fn emergency_pipe(slot: Option<usize>, fd: i32) {
+    let Some(p) = slot.map(|i| EMERGENCY[i].load(std::sync::atomic::Ordering::SeqCst)) else { return };
     // SAFETY: a registered Emergency is leaked, never freed.
     if let Some(e) = unsafe { p.as_ref() } {
         if let Some(slot) = e.pipes.iter().find(|s| s.load(std::sync::atomic::Ordering::SeqCst) < 0) {
@@ -276,17 +295,26 @@ fn emergency_pipe(fd: i32) {
     }
 }
 
-fn unregister_emergency() {
-    EMERGENCY.store(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
+fn unregister_emergency(slot: Option<usize>) {
+    if let Some(i) = slot {
+        EMERGENCY[i].store(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Switches the live instance off and removes it, from a signal handler about to `_exit`:
 /// closes its pipes (rmdir fails while one is open), writes 0 to its `tracing_on`, removes its
 /// directory. Async-signal-safe: atomics, close, open, write, rmdir.
 pub fn emergency_teardown() {
-    let p = EMERGENCY.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
-    // SAFETY: a registered Emergency is leaked, never freed.
-    let Some(e) = (unsafe { p.as_ref() }) else { return };
+    for slot in &EMERGENCY {
+        let p = slot.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: a registered Emergency is leaked, never freed.
+        if let Some(e) = unsafe { p.as_ref() } {
+            teardown(e);
+        }
+    }
+}
+
+fn teardown(e: &Emergency) {
     for slot in &e.pipes {
         let fd = slot.swap(-1, std::sync::atomic::Ordering::SeqCst);
         if fd >= 0 {

@@ -648,14 +648,20 @@ pub fn measure(
     result.loads.extend(out.runtime_loads.iter().cloned());
     result.attach_loads(std::mem::take(&mut loads.results));
     if let (Some(w), Some(path)) = (writer, &plan.samples) {
-        let lost: Vec<u64> = out.threads.iter().map(|t| t.samples_lost).collect();
+        // One count per slot of the header (a watch's slots may not all have found a thread).
+        let mut lost = vec![0u64; plan.probe.slots().len().max(out.threads.len())];
+        for t in &out.threads {
+            if let Some(l) = lost.get_mut(t.plan.index) {
+                *l = t.samples_lost;
+            }
+        }
         // A full disk costs the samples file, never the --json result or the summary.
         if let Err(why) = w.finish(lost.clone()) {
             let w = Warning::OutputFailed { output: format!("--samples {}", path.display()), why };
             result.warnings.push(w.into());
         }
-        for (t, l) in result.threads.iter_mut().zip(&lost) {
-            t.samples_lost = Some(*l);
+        for t in result.threads.iter_mut() {
+            t.samples_lost = lost.get(t.thread).copied();
         }
         let total: u64 = lost.iter().sum();
         if total > 0 {

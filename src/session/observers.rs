@@ -95,6 +95,10 @@ pub struct SamplesWriter {
     buf: Vec<u8>,
     records: u64,
     error: Option<String>,
+    /// The threads as the header named them.
+    header: Vec<ThreadInfo>,
+    /// The threads as learnt by the end, when they differ (the trailer carries them).
+    learnt: Vec<ThreadInfo>,
 }
 
 impl SamplesWriter {
@@ -108,6 +112,8 @@ impl SamplesWriter {
             buf: Vec::with_capacity(1 << 16),
             records: 0,
             error: None,
+            header: Vec::new(),
+            learnt: Vec::new(),
         }
     }
 
@@ -140,7 +146,11 @@ impl SamplesWriter {
     pub fn finish(mut self, lost: Vec<u64>) -> Result<u64, String> {
         if let Some(f) = self.file.as_mut() {
             let done = f
-                .write_all(&samples::trailer_bytes(&Trailer { records: self.records, lost }))
+                .write_all(&samples::trailer_bytes(&Trailer {
+                    records: self.records,
+                    lost,
+                    threads: std::mem::take(&mut self.learnt),
+                }))
                 .and_then(|_| f.flush())
                 .and_then(|_| f.get_ref().sync_all());
             if let Err(e) = done {
@@ -172,8 +182,28 @@ impl Observer for SamplesWriter {
                 })
                 .collect(),
         };
+        self.header = header.threads.clone();
         if let Err(e) = self.create(&header) {
             self.fail(e);
+        }
+    }
+    fn finished(&mut self, threads: &[ThreadStatus], _: &[LiveSnapshot]) {
+        // Threads whose identity was learnt during the run (a watch's) go into the trailer.
+        let learnt = threads.iter().any(|t| self.header.get(t.index).is_some_and(|h| h.identity != t.identity));
+        if learnt {
+            self.learnt = self
+                .header
+                .iter()
+                .map(|h| match threads.iter().find(|t| t.index == h.thread) {
+                    Some(t) => ThreadInfo {
+                        identity: t.identity.clone(),
+                        name: t.identity.as_ref().and_then(|i| i.rsplit_once(':')).map(|(comm, _)| comm.to_string()),
+                        interval_ns: t.interval_ns,
+                        ..h.clone()
+                    },
+                    None => h.clone(),
+                })
+                .collect();
         }
     }
     fn tick(&mut self, _: &[ThreadStatus], _: &[LiveSnapshot], _: std::time::Duration) {

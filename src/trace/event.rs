@@ -72,6 +72,8 @@ pub enum Kind {
         expires_ns: i64,
         /// The expiry asked for (ns on the timer's clock).
         softexpires_ns: i64,
+        /// The expiry was given relative to the arming (`REL`), not as an instant (`ABS`).
+        relative: bool,
     },
     /// `raw_syscalls:sys_exit`: the current task returns to user space from a system call.
     SysExit {
@@ -238,6 +240,7 @@ pub fn parse(line: &str) -> Option<Event> {
             function: field(args, "function")?.to_string(),
             expires_ns: num(args, "expires")?,
             softexpires_ns: num(args, "softexpires")?,
+            relative: field(args, "mode").is_some_and(|m| m.starts_with("REL")),
         },
         // `NR %ld = %ld`
         "sys_exit" => Kind::SysExit { nr: args.strip_prefix("NR ")?.split_whitespace().next()?.parse().ok()? },
@@ -328,7 +331,8 @@ mod tests {
                 timer: "0000000012".into(),
                 function: "hrtimer_wakeup".into(),
                 expires_ns: 5_000_050_000,
-                softexpires_ns: 5_000_000_000
+                softexpires_ns: 5_000_000_000,
+                relative: false
             }
         );
         assert_eq!(k("cyclictest-9 [001] ..... 1.0: sys_exit: NR 230 = 0"), Kind::SysExit { nr: 230 });

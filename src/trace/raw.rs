@@ -76,6 +76,11 @@ impl Formats {
         }
     }
 
+    /// Adds the layouts `other` knows.
+    pub fn extend(&mut self, other: Formats) {
+        self.by_id.extend(other.by_id);
+    }
+
     /// True when no event's layout is known.
     pub fn is_empty(&self) -> bool {
         self.by_id.is_empty()
@@ -165,6 +170,8 @@ fn kind(f: &Format, data: &[u8]) -> Option<Kind> {
             function: ptr("function")?,
             expires_ns: i("expires")?,
             softexpires_ns: i("softexpires")?,
+            // HRTIMER_MODE_REL is bit 0 of the mode.
+            relative: i("mode").is_some_and(|m| m & 1 != 0),
         },
         "hrtimer_expire_entry" => {
             Kind::HrtimerEntry { timer: ptr("hrtimer")?, function: ptr("function")?, now_ns: i("now") }

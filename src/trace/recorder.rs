@@ -151,7 +151,7 @@ impl Recorder {
     /// `rtlab-PID-XXXXXXXX`; the reader thread runs on `reader_cpus` (keep it off the measured CPUs)
     /// when given.
     pub fn start(cpus: &CpuSet, reader_cpus: Option<&CpuSet>, events: &[&str]) -> Result<Recorder, String> {
-        let instance = Instance::create("rtlab", cpus, BUFFER_KB, events, &[])?;
+        let instance = Instance::create("rtlab", cpus, BUFFER_KB, events, None)?;
         let mut pipes = Vec::new();
         for &c in cpus.cpus() {
             let f = instance.pipe(c).map_err(|e| format!("cannot read CPU {c}'s events ({e})"))?;

@@ -40,6 +40,9 @@ pub struct Period {
     pub cpu: usize,
     /// The timer slack the kernel added to its timer (`expires − softexpires`, ns).
     pub slack_ns: Option<i64>,
+    /// Its timer was armed with a relative expiry (`nanosleep`): its releases drift by each
+    /// period's latency, and it never skips one.
+    pub relative: bool,
 }
 
 /// A timer a watched thread armed: its expiry asked for and the latest one.
@@ -47,6 +50,7 @@ pub struct Period {
 struct Armed {
     soft_ns: i64,
     hard_ns: i64,
+    relative: bool,
 }
 
 /// Where a watched thread is.
@@ -54,8 +58,8 @@ struct Armed {
 struct Thread {
     /// Timers it armed, by address (the latest few).
     armed: Vec<(String, Armed)>,
-    /// Asleep since (ns), and the interrupt of one of its timers since then: (timer, now).
-    asleep: Option<(i64, Option<(Armed, i64)>)>,
+    /// Asleep since (ns).
+    asleep: Option<i64>,
     /// The period under way.
     open: Option<Period>,
     /// It ran during the open period (an event of its own was seen).
@@ -100,6 +104,8 @@ pub struct Tracker {
     threads: HashMap<i32, Thread>,
     /// Which watched thread armed a timer (by address).
     timers: HashMap<String, i32>,
+    /// Per CPU, the timer callbacks running (innermost last): (timer, its expiry time).
+    callbacks: HashMap<usize, Vec<(String, i64)>>,
     /// CLOCK_REALTIME − CLOCK_MONOTONIC (ns): a timer on the realtime clock expires in its time.
     realtime_offset_ns: i64,
 }
@@ -123,10 +129,22 @@ impl Tracker {
     /// One event (in time order); what it concluded goes to `out`.
     pub fn feed(&mut self, e: &Event, out: &mut Vec<Note>) {
         match &e.kind {
-            Kind::HrtimerStart { timer, expires_ns, softexpires_ns, .. } => {
-                self.armed(e.pid, timer, *softexpires_ns, *expires_ns, e.ts_ns)
+            Kind::HrtimerStart { timer, expires_ns, softexpires_ns, relative, .. } => {
+                self.armed(e.pid, timer, (*softexpires_ns, *expires_ns, *relative), e.ts_ns)
             }
-            Kind::HrtimerEntry { timer, now_ns, .. } => self.fired(timer, now_ns.unwrap_or(e.ts_ns)),
+            Kind::HrtimerEntry { timer, now_ns, .. } => {
+                let open = self.callbacks.entry(e.cpu).or_default();
+                // Callbacks nest at most once (a soft timer's under a hard one); more is lost exits.
+                if open.len() >= 4 {
+                    open.clear();
+                }
+                open.push((timer.clone(), now_ns.unwrap_or(e.ts_ns)));
+            }
+            Kind::HrtimerExit => {
+                if let Some(open) = self.callbacks.get_mut(&e.cpu) {
+                    open.pop();
+                }
+            }
             Kind::Waking { pid, .. } => self.woken(*pid, e),
             Kind::Switch { prev_pid, prev_state, next_pid, next_comm, .. } => {
                 self.switched_out(*prev_pid, prev_state, &format!("{next_comm}:{next_pid}"), e.ts_ns, out);
@@ -159,12 +177,12 @@ impl Tracker {
         }
     }
 
-    fn armed(&mut self, tid: i32, timer: &str, soft: i64, hard: i64, now: i64) {
+    fn armed(&mut self, tid: i32, timer: &str, (soft, hard, relative): (i64, i64, bool), now: i64) {
         let offset = self.realtime_offset_ns;
         let Some(t) = self.threads.get_mut(&tid) else { return };
         // A realtime timer's expiry is far beyond the monotonic clock (decades since boot).
         let shift = if soft > now + 1_000_000_000_000_000 { offset } else { 0 };
-        let armed = Armed { soft_ns: soft - shift, hard_ns: hard - shift };
+        let armed = Armed { soft_ns: soft - shift, hard_ns: hard - shift, relative };
         t.armed.retain(|(a, _)| a != timer);
         t.armed.push((timer.to_string(), armed));
         if t.armed.len() > ARMED_KEPT {
@@ -174,24 +192,25 @@ impl Tracker {
         self.timers.insert(timer.to_string(), tid);
     }
 
-    fn fired(&mut self, timer: &str, now: i64) {
-        let Some(t) = self.timers.get(timer).and_then(|tid| self.threads.get_mut(tid)) else { return };
-        let Some(armed) = t.armed.iter().find(|(a, _)| a == timer).map(|(_, a)| a.clone()) else { return };
-        if let Some((_, fired @ None)) = t.asleep.as_mut() {
-            *fired = Some((armed, now));
-        }
-    }
-
     fn woken(&mut self, tid: i32, e: &Event) {
+        // Woken inside the callback of a timer it armed (on the CPU the waking is on): its own
+        // timer released it, at the expiry it asked for.
+        let callback = self.callbacks.get(&e.cpu).and_then(|open| open.last()).cloned();
         let Some(t) = self.threads.get_mut(&tid) else { return };
-        let Some((_, fired)) = t.asleep.take() else { return };
+        if t.asleep.take().is_none() {
+            return;
+        }
         let mut p = Period { tid, release_ns: e.ts_ns, cpu: e.cpu, ..Default::default() };
-        // Woken by its own timer's interrupt, at or after the expiry it asked for.
-        if let Some((armed, now)) = fired.filter(|(a, now)| *now >= a.soft_ns && e.ts_ns >= a.soft_ns) {
+        let fired = callback.and_then(|(timer, now)| {
+            let armed = t.armed.iter().find(|(a, _)| *a == timer).map(|(_, a)| a.clone())?;
+            Some((armed, now))
+        });
+        if let Some((armed, now)) = fired.filter(|(a, now)| *now >= a.soft_ns) {
             p.release_ns = armed.soft_ns;
             p.timer = true;
             p.irq_ns = Some(now - armed.soft_ns);
             p.slack_ns = Some(armed.hard_ns - armed.soft_ns);
+            p.relative = armed.relative;
         }
         p.waking_ns = e.ts_ns - p.release_ns;
         t.open = Some(p);
@@ -214,7 +233,7 @@ impl Tracker {
             out.push(Note::Period(p));
         }
         t.runnable = None;
-        t.asleep = Some((ts, None));
+        t.asleep = Some(ts);
     }
 
     fn switched_in(&mut self, tid: i32, e: &Event) {
@@ -364,6 +383,7 @@ mod tests {
             function: "hrtimer_wakeup".into(),
             expires_ns: soft + slack,
             softexpires_ns: soft,
+            relative: false,
         }
     }
 
@@ -393,6 +413,7 @@ mod tests {
             ev(1_000, 1, 7, switch(7, "S", 0)),
             ev(10_070, 1, 0, entry(10_060)),
             ev(10_080, 1, 0, waking(7)),
+            ev(10_082, 1, 0, Kind::HrtimerExit),
             ev(10_090, 1, 0, switch(0, "R", 7)),
             ev(10_095, 1, 7, Kind::SysExit { nr: 230 }),
             // Preempted by t9 for 200 ns while working, then blocks at +400.
@@ -413,6 +434,7 @@ mod tests {
             preemptors: vec![("t9:9".into(), 200)],
             cpu: 1,
             slack_ns: Some(50),
+            relative: false,
         };
         assert_eq!(notes, vec![Note::Period(want)]);
     }
@@ -424,6 +446,7 @@ mod tests {
             ev(1_000, 0, 7, switch(7, "S", 0)),
             ev(10_010, 0, 0, entry(10_005)),
             ev(10_012, 0, 0, waking(7)),
+            ev(10_013, 0, 0, Kind::HrtimerExit),
             ev(10_030, 0, 7, Kind::SysExit { nr: 230 }),
             // A later switch in (after a preemption) is no thread latency.
             ev(10_100, 0, 7, switch(7, "R", 3)),
@@ -461,6 +484,23 @@ mod tests {
         let Note::Period(p) = &notes[0] else { panic!("{notes:?}") };
         assert!(!p.timer);
         assert_eq!(p.release_ns, 5_000);
+    }
+
+    #[test]
+    fn a_waking_outside_its_timers_callback_is_event_driven_even_after_that_timer_fired() {
+        // The thread's timer fired (its callback ran and ended) but another task woke it later
+        // on another CPU: not a timer release.
+        let notes = run(&[
+            ev(900, 0, 7, start(4_000, 0)),
+            ev(1_000, 0, 7, switch(7, "S", 0)),
+            ev(4_010, 0, 0, entry(4_005)),
+            ev(4_020, 0, 0, Kind::HrtimerExit),
+            ev(5_000, 1, 3, waking(7)),
+            ev(5_500, 0, 7, switch(7, "S", 0)),
+        ]);
+        let Note::Period(p) = &notes[0] else { panic!("{notes:?}") };
+        assert!(!p.timer);
+        assert_eq!((p.release_ns, p.irq_ns), (5_000, None));
     }
 
     #[test]
