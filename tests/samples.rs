@@ -108,7 +108,7 @@ fn a_trailer_too_large_or_not_matching_the_threads_is_refused() {
         p
     };
     // The lost counts of 100 000 threads for a file of one.
-    let p = write("lost.smp", &trailer_bytes(&Trailer { records: 1, lost: vec![0; 100_000] }));
+    let p = write("lost.smp", &trailer_bytes(&Trailer { records: 1, lost: vec![0; 100_000], threads: vec![] }));
     let out = rtlab().arg("samples").arg(&p).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -174,7 +174,7 @@ fn a_samples_file_of_4096_threads_makes_a_report_of_bounded_size() {
             );
         }
     }
-    b.extend_from_slice(&trailer_bytes(&Trailer { records: 3 * n as u64, lost: vec![0; n] }));
+    b.extend_from_slice(&trailer_bytes(&Trailer { records: 3 * n as u64, lost: vec![0; n], threads: vec![] }));
     let smp = dir.path().join("many.smp");
     std::fs::write(&smp, b).unwrap();
     let html = dir.path().join("r.html");

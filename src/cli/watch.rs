@@ -110,6 +110,10 @@ pub struct WatchArgs {
     #[arg(long = "samples", value_name = "FILE")]
     pub samples: Option<PathBuf>,
 
+    /// Write every event read, in time order, as trace lines with nanoseconds (fixtures)
+    #[arg(long = "events", value_name = "FILE", hide = true)]
+    pub events: Option<PathBuf>,
+
     /// The command to start and watch (after --)
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -160,6 +164,9 @@ impl RunOptions {
         if let Some(p) = &a.json {
             outputs.push(("--json".into(), p));
         }
+        if let Some(p) = &a.events {
+            outputs.push(("--events".into(), p));
+        }
         if let Some(p) = &a.samples {
             if p.as_os_str() == "-" {
                 return Err(usage("--samples -: a samples file is binary; give a file name, e.g. --samples watch.smp"));
@@ -181,6 +188,7 @@ impl RunOptions {
             capacity,
             layout,
             reader_cpus: a.main_affinity.clone(),
+            events_out: a.events.clone(),
         };
         let plan = Plan {
             duration: a.duration,
@@ -238,8 +246,28 @@ impl WatchArgs {
             }
             return Ok(Target::Comm(name.clone()));
         }
+        check_program(&self.command[0])?;
         Ok(Target::Command(self.command.clone()))
     }
+}
+
+/// The command after `--` must name a program that can run: a path to an executable file,
+/// or a name found in `PATH`.
+fn check_program(program: &str) -> Result<(), UsageError> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let found = if program.contains('/') {
+        runnable(std::path::Path::new(program))
+    } else {
+        std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| runnable(&d.join(program))))
+    };
+    if found {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "-- {}: no such program (not an executable file, nor found in PATH); give the program's path",
+        crate::units::printable(program)
+    )))
 }
 
 /// A task `flag` names must exist and be a user-space thread.

@@ -389,10 +389,10 @@ mod tests {
     fn a_written_file_reads_back_with_its_trailer() {
         let mut v = header_bytes(&header());
         push_record(&mut v, &Record { thread: 0, cycle: 3, wake_ns: 4100, latency_ns: -100, response_ns: None });
-        v.extend(trailer_bytes(&Trailer { records: 1, lost: vec![2] }));
+        v.extend(trailer_bytes(&Trailer { records: 1, lost: vec![2], threads: vec![] }));
         let f = parse(&v).unwrap();
         assert_eq!(f.records, vec![Record { thread: 0, cycle: 3, wake_ns: 4100, latency_ns: -100, response_ns: None }]);
-        assert_eq!(f.trailer, Some(Trailer { records: 1, lost: vec![2] }));
+        assert_eq!(f.trailer, Some(Trailer { records: 1, lost: vec![2], threads: vec![] }));
         assert_eq!(String::from_utf8(csv(&f)).unwrap(), "thread,cycle,wake_ns,latency_ns\n0,3,4100,-100\n");
     }
 

@@ -25,7 +25,7 @@ use crate::trace::event::Event;
 use crate::trace::raw::{decode_page, Formats};
 use crate::trace::watch::{Cadence, Note, Period, Tracker};
 use std::collections::{HashMap, VecDeque};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -109,6 +109,9 @@ pub struct Plan {
     pub layout: Layout,
     /// Where the reader thread runs (`--mainaffinity`).
     pub reader_cpus: Option<CpuSet>,
+    /// Write every event the tracker read, in time order, as `trace_pipe` lines with
+    /// nanoseconds (`--events FILE`: a recording that replays through the same analysis).
+    pub events_out: Option<std::path::PathBuf>,
 }
 
 impl Plan {
@@ -206,9 +209,13 @@ impl Probe for WatchProbe {
         };
         let follow = matches!(self.plan.target, Target::Process(_) | Target::Command(_));
         let cannot = |e: String| ProbeError::Usage(format!("cannot trace the watched threads: {e}"));
-        let threads = Instance::create("rtlab-watch", &online, BUFFER_KB, THREAD_EVENTS, Some((&tids, follow)))
-            .map_err(cannot)?;
+        // The system's events first: a watched thread's first timer release needs its callback.
         let system = Instance::create("rtlab-watch", &online, BUFFER_KB / 4, SYSTEM_EVENTS, None).map_err(cannot)?;
+        // Before a thread of that name exists, the list names rtlab's own main thread (an empty
+        // list would trace every task): a few events a second, ignored.
+        let traced = if tids.is_empty() { vec![std::process::id() as i32] } else { tids.clone() };
+        let threads = Instance::create("rtlab-watch", &online, BUFFER_KB, THREAD_EVENTS, Some((&traced, follow)))
+            .map_err(cannot)?;
         let mut formats = Formats::load(threads.dir(), THREAD_EVENTS);
         formats.extend(Formats::load(system.dir(), SYSTEM_EVENTS));
         let mut pipes = Vec::new();
@@ -423,9 +430,13 @@ impl Reader {
             self.add(&mut state, tid, None);
         }
         let mut streams = Streams::default();
+        let mut recording =
+            self.plan.events_out.as_ref().and_then(|p| {
+                crate::export::temp_beside(p).ok().map(|t| std::io::BufWriter::with_capacity(1 << 20, t))
+            });
         let mut next_look = Instant::now() + LOOK_EVERY;
         let mut notes = Vec::new();
-        let mut error = None;
+        let mut error: Option<String> = None;
         loop {
             let stopping = self.shared.stop.load(Relaxed);
             if stopping {
@@ -434,6 +445,9 @@ impl Reader {
             let until = if stopping { i64::MAX } else { clock::now(ClockId::MONOTONIC) - SETTLE_NS };
             streams.read(&mut pipes, &formats);
             for e in streams.take(until) {
+                if let Some(w) = recording.as_mut() {
+                    let _ = writeln!(w, "{e}");
+                }
                 state.tracker.feed(&e, &mut notes);
                 self.notes(&mut state, &mut recs, &mut notes);
             }
@@ -485,6 +499,13 @@ impl Reader {
             ..Default::default()
         };
         drop(pipes);
+        if let (Some(w), Some(path)) = (recording, &self.plan.events_out) {
+            let kept =
+                w.into_inner().map_err(|e| e.to_string()).and_then(|t| t.persist(path).map_err(|e| e.to_string()));
+            if let Err(e) = kept {
+                error = error.or(Some(format!("cannot write --events {}: {e}", path.display())));
+            }
+        }
         Harvest { slots, run, error }
     }
 }

@@ -114,8 +114,11 @@ impl Instance {
         if let Some((pids, follow)) = pids {
             inst.write("options/event-fork", if follow { "1" } else { "0" })
                 .map_err(|e| format!("options/event-fork: {e}"))?;
-            // An empty list would trace every task: a pid no task has stands for "none yet".
-            let list = if pids.is_empty() { "2147483647".to_string() } else { join(pids) };
+            // An empty list would trace every task.
+            if pids.is_empty() {
+                return Err("no task to trace was given".into());
+            }
+            let list = join(pids);
             inst.write("set_event_pid", &list).map_err(|e| format!("set_event_pid {list}: {e}"))?;
         }
         for e in events {
@@ -245,8 +248,9 @@ fn remove_stale(instances: &Path, prefix: &str) {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(rest) = name.strip_prefix(prefix).and_then(|r| r.strip_prefix('-')) else { continue };
         let stale = match rest.split_once('-') {
+            // Its owner locks it just after creating it: an owner alive here is never raced.
             Some((pid, suffix)) if pid.parse::<u32>().is_ok() && suffix.len() == 8 => {
-                matches!(lock_dir(&e.path()), Ok(Some(_)))
+                !Path::new(&format!("/proc/{pid}")).exists() && matches!(lock_dir(&e.path()), Ok(Some(_)))
             }
             None => rest.parse::<u32>().is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()),
             _ => false,

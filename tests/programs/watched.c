@@ -7,8 +7,8 @@
  *   watched pipe COUNT       a thread "writer" sleeps 2 ms and writes a byte, COUNT times; a
  *       thread "reader" blocks in read() on the pipe.
  *   watched sleep COUNT      a SCHED_OTHER thread "sleeper" sleeps 1 ms (nanosleep) COUNT times.
- *   watched churn N PERIODS  the main thread starts N threads ("churn"), 30 ms apart; each
- *       sleeps 1 ms PERIODS times and exits.
+ *   watched churn N PERIODS DELAY_MS  the main thread waits DELAY_MS, then starts N threads
+ *       ("churn"), 30 ms apart; each sleeps 1 ms PERIODS times and exits.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -119,9 +119,11 @@ int main(int argc, char **argv) {
         count = atol(argv[2]);
         pthread_create(&a, NULL, sleeper, "sleeper");
         pthread_join(a, NULL);
-    } else if (argc >= 4 && !strcmp(argv[1], "churn")) {
+    } else if (argc >= 5 && !strcmp(argv[1], "churn")) {
         long n = atol(argv[2]);
         count = atol(argv[3]);
+        struct timespec w = ts(atol(argv[4]) * 1000000LL);
+        nanosleep(&w, NULL);
         pthread_t t[64];
         if (n > 64) n = 64;
         for (long i = 0; i < n; i++) {

@@ -1,0 +1,369 @@
+//! `rtlab watch` against real programs on the real kernel: cyclictest's own per-cycle
+//! numbers, rt-app's logs, test programs of known behaviour (tests/programs/watched.c), and
+//! the refusals. Needs root and tracefs: without them every test says so loudly and fails.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// The watched programs use SCHED_FIFO threads: one test at a time keeps them apart.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Root and tracefs, or a loud failure: watching needs the kernel's events.
+fn need_root() {
+    assert!(is_root(), "rtlab watch's tests need root (a tracefs instance of rtlab's own); run the suite as root");
+}
+
+/// tests/programs/watched.c, built once with the system's C compiler.
+fn watched() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("watched");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/watched.c");
+        let st = std::process::Command::new("cc")
+            .args(["-O2", "-pthread", "-Wall", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .unwrap_or_else(|e| panic!("no C compiler ({e}): the watch tests build tests/programs/watched.c with cc"));
+        assert!(st.success(), "cc failed on {}", src.display());
+        out
+    })
+}
+
+/// `rtlab watch ARGS` to completion; its JSON result.
+fn watch(dir: &Path, args: &[&str]) -> Value {
+    let json = dir.join("watch.json");
+    let out = rtlab()
+        .args(["watch", "-q", "--json"])
+        .arg(&json)
+        .args(args)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "rtlab watch {args:?}: {:?} {err}", out.status);
+    let r = read_json(&json);
+    assert_valid_run_result(&r);
+    assert_eq!(r["kind"], "watch");
+    r
+}
+
+/// The watched thread named `comm` (its entry in `threads`).
+fn thread<'a>(r: &'a Value, comm: &str) -> &'a Value {
+    r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["watch"]["comm"] == comm)
+        .unwrap_or_else(|| panic!("no watched thread named {comm}: {}", r["threads"]))
+}
+
+/// Every record of thread `index` in a samples file: (latency, response).
+fn samples(path: &Path, index: u64) -> Vec<(i64, Option<i64>)> {
+    let out = rtlab().args(["samples"]).arg(path).arg("--csv").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f[0].parse::<u64>() == Ok(index))
+        .map(|f| (f[3].parse().unwrap(), f.get(4).and_then(|v| v.parse().ok())))
+        .collect()
+}
+
+fn median(mut v: Vec<i64>) -> i64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn quantile(mut v: Vec<i64>, q: f64) -> i64 {
+    v.sort_unstable();
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+fn last_cpu() -> usize {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    text.trim().rsplit([',', '-']).next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn every_cycle_cyclictest_prints_has_a_period_whose_wakeup_is_no_later_than_its_own() {
+    need_root();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let printed = dir.path().join("cyclictest.txt");
+    let smp = dir.path().join("watch.smp");
+    let cpu = last_cpu().to_string();
+    // -v --nsecs: every cycle's latency in ns, as cyclictest measured it (its clock read).
+    let script = format!("exec cyclictest -t1 -a{cpu} -p80 -i1000 -l 3000 -v --nsecs -q > {}", printed.display());
+    let r = watch(dir.path(), &["--samples", smp.to_str().unwrap(), "--", "sh", "-c", &script]);
+    assert_eq!(r["end_reason"], "exited");
+    assert_eq!(r["watch"]["exit_status"], 0);
+    let t = r["threads"].as_array().unwrap().iter().find(|t| t["priority"] == 80).expect("the FIFO 80 thread");
+    assert_eq!(t["policy"], "fifo");
+    let theirs: Vec<i64> = std::fs::read_to_string(&printed)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').map(str::trim).collect();
+            (f.len() == 3 && f[0] == "0").then(|| f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(theirs.len(), 3000, "cyclictest printed {} cycles", theirs.len());
+    let ours = samples(&smp, t["thread"].as_u64().unwrap());
+    assert_eq!(ours.len(), theirs.len(), "one period per cycle cyclictest printed");
+    assert_eq!(t["watch"]["timer_releases"], 3000);
+    // Per cycle: the return to user space comes before cyclictest's clock read.
+    let diff: Vec<i64> = ours.iter().zip(&theirs).map(|((o, _), c)| c - o).collect();
+    let before: Vec<usize> = diff.iter().enumerate().filter(|(_, d)| **d < 0).map(|(i, _)| i).collect();
+    assert!(before.is_empty(), "rtlab's wakeup later than cyclictest's own at cycles {before:?}");
+    eprintln!(
+        "cyclictest − rtlab watch per cycle: median {} ns, p99 {} ns, max {} ns",
+        median(diff.clone()),
+        quantile(diff.clone(), 0.99),
+        diff.iter().max().unwrap()
+    );
+    // The IRQ comes before the return to user space in every period it was seen.
+    let w = &t["watch"];
+    assert_eq!(w["irq"]["cycles"], 3000);
+    assert!(w["irq"]["max_ns"].as_i64() <= t["max_ns"].as_i64());
+    assert_eq!(w["timer_slack_max_ns"], 0, "a FIFO thread's timers get no slack");
+}
+
+#[test]
+fn an_rt_app_task_watched_agrees_with_its_own_log() {
+    need_root();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = last_cpu();
+    let json = dir.path().join("ctl.json");
+    let text = format!(
+        r#"{{ "tasks": {{ "ctl": {{ "policy": "SCHED_FIFO", "priority": 80, "cpus": [{cpu}], "run": 300,
+             "timer": {{ "ref": "ctl", "period": 1000, "mode": "absolute" }} }} }},
+           "global": {{ "duration": 3, "calibration": "CPU{cpu}", "default_policy": "SCHED_OTHER",
+             "lock_pages": true, "logdir": "{}", "log_basename": "rt-app", "ftrace": false, "gnuplot": false }} }}"#,
+        dir.path().display()
+    );
+    std::fs::write(&json, text).unwrap();
+    let r = watch(dir.path(), &["--", "rt-app", json.to_str().unwrap()]);
+    let t = thread(&r, "ctl");
+    let log = std::fs::read_to_string(dir.path().join("rt-app-ctl-0.log")).unwrap();
+    let header: Vec<&str> =
+        log.lines().find(|l| l.starts_with("#idx")).unwrap().trim_start_matches('#').split_whitespace().collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<i64>> = log
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(|v| v.parse().unwrap()).collect())
+        .collect();
+    // rt-app logs µs: its wakeup latency, and its response (the period's length minus its slack).
+    let wu_lat: Vec<i64> = rows.iter().map(|r| r[col("wu_lat")] * 1000).collect();
+    let response: Vec<i64> = rows.iter().map(|r| (r[col("c_period")] - r[col("slack")]) * 1000).collect();
+    let ours_wakeup = t["percentiles_ns"]["50"].as_i64().unwrap();
+    let ours_response = t["work"]["response"]["percentiles_ns"]["50"].as_i64().unwrap();
+    let (theirs_wakeup, theirs_response) = (median(wu_lat), median(response));
+    eprintln!(
+        "rt-app vs rtlab watch medians: wakeup {theirs_wakeup} vs {ours_wakeup} ns, response {theirs_response} vs {ours_response} ns"
+    );
+    // Every period rt-app logged was watched, except after an overrun (negative slack): its
+    // next sleep ends at once, with no wakeup to see.
+    let overruns = rows.iter().filter(|r| r[col("slack")] < 0).count();
+    assert!(
+        t["cycles"].as_u64().unwrap() as usize + overruns >= rows.len(),
+        "{} periods watched of {} rt-app logged ({overruns} overran): {}",
+        t["cycles"],
+        rows.len(),
+        t["watch"]
+    );
+    // Ours ends at the return to user space, before rt-app reads its clock (µs in its log);
+    // its response ends when its work does, before the thread blocks.
+    assert!(ours_wakeup <= theirs_wakeup + 1_000, "wakeup: ours {ours_wakeup} ns, rt-app {theirs_wakeup} ns");
+    assert!(ours_response + 1_000 >= theirs_response, "response: ours {ours_response}, rt-app {theirs_response}");
+    assert!((ours_response - theirs_response).abs() < 50_000, "response medians disagree beyond noise");
+}
+
+#[test]
+fn a_thread_busy_300us_per_period_responds_300us_after_it_returns_to_user() {
+    need_root();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("own.txt");
+    let smp = dir.path().join("w.smp");
+    let r = watch(
+        dir.path(),
+        &[
+            "--samples",
+            smp.to_str().unwrap(),
+            "--",
+            watched().to_str().unwrap(),
+            "busy",
+            "300",
+            "1000",
+            "2000",
+            "80",
+            own.to_str().unwrap(),
+        ],
+    );
+    let t = thread(&r, "worker");
+    assert_eq!(t["watch"]["periodic"], true);
+    assert_eq!(t["watch"]["period_ns"], 1_000_000);
+    assert_eq!(t["work"]["deadline_ns"], 1_000_000, "the deadline is the period learnt");
+    let theirs: Vec<(i64, i64)> = std::fs::read_to_string(&own)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Vec<i64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            (v[0], v[1])
+        })
+        .collect();
+    let ours = samples(&smp, t["thread"].as_u64().unwrap());
+    assert_eq!(ours.len(), theirs.len(), "a period per period the program lived");
+    // response − wakeup spans the program's own busy time: from before its clock read after
+    // the wakeup to after its last one before it sleeps.
+    let runs: Vec<i64> = ours.iter().filter_map(|(l, r)| Some(r.as_ref()? - l)).collect();
+    assert_eq!(runs.len(), ours.len() - 1, "every period but the last (it exits instead of sleeping) has a response");
+    let shorter: Vec<usize> =
+        runs.iter().zip(&theirs).enumerate().filter(|(_, (o, t))| *o < &t.1).map(|(i, _)| i).collect();
+    assert!(shorter.is_empty(), "response − wakeup shorter than the program's own busy time at periods {shorter:?}");
+    let extra: Vec<i64> = runs.iter().zip(&theirs).map(|(o, t)| o - t.1).collect();
+    eprintln!("(response − wakeup) − the program's busy time: median {} ns", median(extra.clone()));
+    assert!(median(runs) >= 300_000);
+    assert_eq!(t["work"]["misses"], 0);
+}
+
+#[test]
+fn a_thread_busy_longer_than_its_period_misses_every_deadline() {
+    need_root();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("own.txt");
+    let r = watch(
+        dir.path(),
+        &[
+            "--period",
+            "1ms",
+            "--max-misses",
+            "0",
+            "--",
+            watched().to_str().unwrap(),
+            "busy",
+            "1200",
+            "1000",
+            "300",
+            "80",
+            own.to_str().unwrap(),
+        ],
+    );
+    let t = thread(&r, "worker");
+    let d = &t["work"];
+    // Each job takes 1.2 ms of its 1 ms period: it is late, and the next release passes while it works.
+    assert_eq!(d["late"], t["work"]["response"]["cycles"]);
+    assert!(d["skipped"].as_u64().unwrap() >= d["late"].as_u64().unwrap() - 1);
+    assert_eq!(d["misses"], d["releases"], "every release misses: {d}");
+    assert_eq!(r["verdict"]["status"], "fail");
+}
+
+#[test]
+fn a_sched_other_sleeper_shows_the_kernels_50us_timer_slack() {
+    need_root();
+    let dir = tempfile::tempdir().unwrap();
+    let r = watch(dir.path(), &["--", watched().to_str().unwrap(), "sleep", "300"]);
+    let t = thread(&r, "sleeper");
+    assert_eq!(t["policy"], "other");
+    assert_eq!(t["watch"]["timer_slack_min_ns"], 50_000);
+    assert_eq!(t["watch"]["timer_slack_max_ns"], 50_000);
+    assert_eq!(t["timer_slack_ns"], serde_json::Value::Null, "read from /proc only while it lives");
+    assert_eq!(t["watch"]["timer_releases"], 300);
+}
+
+#[test]
+fn a_thread_woken_through_a_pipe_is_released_at_its_waking() {
+    need_root();
+    let dir = tempfile::tempdir().unwrap();
+    let r = watch(dir.path(), &["--", watched().to_str().unwrap(), "pipe", "400"]);
+    let reader = thread(&r, "reader");
+    let w = &reader["watch"];
+    // One waking per byte written and one when the writer closes the pipe (read returns 0) —
+    // except where the reader, late, found a byte already there and did not sleep for it.
+    let wakings = w["event_releases"].as_u64().unwrap();
+    assert!((360..=401).contains(&wakings), "{w}");
+    assert_eq!(w["periods"], wakings);
+    assert_eq!(w["timer_releases"], 0);
+    assert_eq!(w["periodic"], false);
+    assert_eq!(w["irq"], Value::Null, "no timer released it");
+    assert!(reader["min_ns"].as_i64().unwrap() >= 0);
+    let writer = thread(&r, "writer");
+    assert_eq!(writer["watch"]["timer_releases"], 400);
+}
+
+#[test]
+fn threads_that_come_and_go_are_all_watched_and_an_exiting_process_ends_the_run() {
+    need_root();
+    let dir = tempfile::tempdir().unwrap();
+    // The threads come after a second: the watch is up by then.
+    let mut child = std::process::Command::new(watched()).args(["churn", "6", "200", "1000"]).spawn().unwrap();
+    let pid = child.id().to_string();
+    let r = watch(dir.path(), &["-p", &pid, "-D", "60"]);
+    let _ = child.wait();
+    assert_eq!(r["end_reason"], "exited", "the run ends when the process is gone, long before -D");
+    let churn: Vec<&Value> =
+        r["threads"].as_array().unwrap().iter().filter(|t| t["watch"]["comm"] == "churn").collect();
+    assert_eq!(churn.len(), 6, "every thread the process created was watched");
+    for t in churn {
+        assert_eq!(t["watch"]["exited"], true);
+        assert_eq!(t["watch"]["timer_releases"], 200, "{}", t["watch"]);
+    }
+    assert_eq!(r["watch"]["threads"], 7);
+}
+
+#[test]
+fn threads_named_later_are_found_by_their_name() {
+    need_root();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("watch.json");
+    let mut w = std::process::Command::new(rtlab_path())
+        .args(["watch", "-q", "--comm", "sleeper", "-D", "4", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let st = std::process::Command::new(watched()).args(["sleep", "500"]).status().unwrap();
+    assert!(st.success());
+    assert!(w.wait().unwrap().success());
+    let r = read_json(&json);
+    let t = thread(&r, "sleeper");
+    // Found by its rename a moment after it started: most of its periods are there.
+    assert!(t["watch"]["timer_releases"].as_u64().unwrap() >= 400, "{}", t["watch"]);
+}
+
+#[test]
+fn bad_targets_are_refused_before_anything_is_traced() {
+    need_root();
+    let e = refused(&["watch", "-p", "999999999"]);
+    assert!(e.contains("-p 999999999: no such process"), "{e}");
+    let e = refused(&["watch", "-p", "2"]);
+    assert!(e.contains("kernel thread"), "{e}");
+    let e = refused(&["watch", "--tid", "2"]);
+    assert!(e.contains("kernel thread"), "{e}");
+    let e = refused(&["watch"]);
+    assert!(e.contains("say what to watch"), "{e}");
+    let e = refused(&["watch", "-p", "1", "--comm", "x"]);
+    assert!(e.contains("give one of"), "{e}");
+    let e = refused(&["watch", "--comm", "a-name-longer-than-15"]);
+    assert!(e.contains("1 to 15 bytes"), "{e}");
+    let e = refused(&["watch", "--", "/no/such/program"]);
+    assert!(e.contains("no such program"), "{e}");
+    let (mut cmd, _guard) = unprivileged("rtlab");
+    let out = cmd.args(["watch", "-p", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("run it as root"), "{err}");
+}
