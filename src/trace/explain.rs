@@ -2,6 +2,7 @@
 //! a partition of the latency (timer delay, interrupts, softirqs, NMIs, the blocking task,
 //! other tasks, the switch, and what no event explains), summing to 100 %.
 
+use super::cpu::{steps, CpuState, Ctx, Step, Task, UNKNOWN};
 use super::event::{Event, Kind};
 use crate::units::us;
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,8 @@ pub enum Cause {
     Switch,
     /// Time no event explains (a hypervisor's steal, an SMI, lost events).
     Unaccounted,
+    /// A watched thread running its own work (the part of a response that is not interference).
+    OwnWork,
 }
 
 impl Cause {
@@ -75,6 +78,7 @@ impl Cause {
             Cause::OtherTask => "other task",
             Cause::Switch => "switch",
             Cause::Unaccounted => "unaccounted",
+            Cause::OwnWork => "its own work",
         }
     }
 }
@@ -211,6 +215,11 @@ pub struct Explanation {
     /// and a wakeup.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub noise: bool,
+    /// A watched thread's late response (`rtlab watch --explain`): its relative deadline (ns).
+    /// The window is then the whole period, from the release (`deadline_ns`) to the block
+    /// (`latency_ns` is the response time), and the parts are its wakeup's and its work's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<i64>,
 }
 
 impl Explanation {
@@ -325,32 +334,8 @@ impl Default for Bounds {
     }
 }
 
-/// What runs on the CPU: a task (pid 0: idle), or unknown before the first switch is seen.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Task {
-    pid: i32,
-    comm: String,
-    prio: i32,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Ctx {
-    Irq(String),
-    Softirq(String),
-    Vector(String, bool),
-    Nmi(String),
-}
-
-/// A pseudo-event: NMIs come as one event at their end with their length.
-#[derive(Clone, Debug)]
-enum Step {
-    Event(Event),
-    NmiStart(String),
-    NmiEnd,
-}
-
-/// A task's priority before any switch or wakeup has shown it.
-const UNKNOWN: i32 = i32::MIN;
+/// One stretch of the window: `(from, to, cause, name, lane)`.
+pub(super) type Stretch = (i64, i64, Cause, String, Lane);
 
 /// `prio` as a policy: `FIFO 90`-style from `policy_of`, else from the kernel priority.
 fn policy_label(pid: i32, prio: i32, policy_of: &dyn Fn(i32) -> Option<String>) -> String {
@@ -368,264 +353,220 @@ fn policy_label(pid: i32, prio: i32, policy_of: &dyn Fn(i32) -> Option<String>) 
     }
 }
 
-/// Attributes `spike`'s latency from `events` (that CPU's, in time order, starting before the
-/// deadline so the state at the deadline is known). `policy_of` names a task's policy
-/// (`FIFO`) when it can be read. The parts partition the window exactly.
-pub fn explain(
-    spike: &Spike,
-    events: &[Event],
-    bounds: Bounds,
-    policy_of: &dyn Fn(i32) -> Option<String>,
-) -> Explanation {
+/// The instants that divide a window into its phases: the deadline, the probe's timer firing,
+/// the switch to the probe, its wakeup.
+#[derive(Clone, Debug)]
+struct Phases {
+    tid: i32,
+    deadline: i64,
+    wake: i64,
+    /// When the probe's timer fired (clamped into the window), and the index of its waking.
+    fired: Option<(i64, usize)>,
+    switched: Option<i64>,
+    probe_prio: Option<i32>,
+    /// The local timer interrupt open when the timer fired (index in the events).
+    own_vector: Option<usize>,
+    /// The probe itself ran between the deadline and its timer: it went to sleep after the
+    /// deadline had passed (a late previous cycle), so its timer could not fire on time.
+    late_arm: bool,
+}
+
+impl Phases {
+    fn fire_at(&self) -> Option<i64> {
+        self.fired.map(|f| f.0)
+    }
+}
+
+/// The probe's timer (the `hrtimer_wakeup` whose callback wakes it), its priority, the switch
+/// to it, its own timer interrupt and whether it armed its timer late.
+fn phases(spike: &Spike, events: &[Event]) -> Phases {
     let (d, w) = (spike.deadline_ns, spike.wake_ns.max(spike.deadline_ns));
-    // The timer: the hrtimer_wakeup whose callback wakes the probe.
     let mut fired: Option<(i64, usize)> = None;
     let mut probe_prio = None;
-    for (i, e) in events.iter().enumerate() {
-        if e.ts_ns + 1_000 < d {
+    for (i, e) in events.iter().enumerate().filter(|(_, e)| e.ts_ns + 1_000 >= d) {
+        let Kind::Waking { pid, prio, .. } = &e.kind else { continue };
+        if *pid != spike.tid {
             continue;
         }
-        if let Kind::Waking { pid, prio, .. } = &e.kind {
-            if *pid == spike.tid {
-                probe_prio = Some(*prio);
-                // hrtimer_wakeup wakes the sleeper itself: its entry is just before the waking.
-                let timer =
-                    events[..i].iter().rev().take(4).take_while(|p| !matches!(p.kind, Kind::HrtimerExit)).find_map(
-                        |p| match &p.kind {
-                            Kind::HrtimerEntry { function, now_ns, .. } if function == "hrtimer_wakeup" => {
-                                Some(now_ns.unwrap_or(p.ts_ns))
-                            }
-                            _ => None,
-                        },
-                    );
-                fired = Some((timer.unwrap_or(e.ts_ns).clamp(d, w), i));
-                break;
-            }
-        }
+        probe_prio = Some(*prio);
+        // hrtimer_wakeup wakes the sleeper itself: its entry is just before the waking.
+        let timer = events[..i].iter().rev().take(4).take_while(|p| !matches!(p.kind, Kind::HrtimerExit)).find_map(
+            |p| match &p.kind {
+                Kind::HrtimerEntry { function, now_ns, .. } if function == "hrtimer_wakeup" => {
+                    Some(now_ns.unwrap_or(p.ts_ns))
+                }
+                _ => None,
+            },
+        );
+        fired = Some((timer.unwrap_or(e.ts_ns).clamp(d, w), i));
+        break;
     }
     let switched = events
         .iter()
         .skip(fired.map_or(0, |f| f.1))
         .find(|e| e.ts_ns + 1_000 >= d && matches!(&e.kind, Kind::Switch { next_pid, .. } if *next_pid == spike.tid))
         .map(|e| e.ts_ns.clamp(fired.map_or(d, |f| f.0), w));
-    // The probe's own timer interrupt: the local timer open when the timer fired.
-    let own_vector = fired.and_then(|(_, i)| {
-        let mut depth = 0;
-        events[..i].iter().rposition(|e| match &e.kind {
-            Kind::VectorExit { name } if name == "local_timer" => {
-                depth += 1;
-                false
-            }
-            Kind::VectorEntry { name } if name == "local_timer" => {
-                if depth == 0 {
-                    true
-                } else {
-                    depth -= 1;
-                    false
-                }
-            }
-            _ => false,
-        })
-    });
-    let mut steps: Vec<(i64, Step)> = Vec::with_capacity(events.len() + 4);
-    for (i, e) in events.iter().enumerate() {
-        match &e.kind {
-            Kind::Nmi { handler, delta_ns } => {
-                steps.push((e.ts_ns - delta_ns, Step::NmiStart(handler.clone())));
-                steps.push((e.ts_ns, Step::NmiEnd));
-            }
-            Kind::VectorEntry { name } if Some(i) == own_vector => {
-                let mut e = e.clone();
-                e.kind = Kind::VectorEntry { name: format!("{name}\u{0}own") };
-                steps.push((e.ts_ns, Step::Event(e)));
-            }
-            _ => steps.push((e.ts_ns, Step::Event(e.clone()))),
-        }
-    }
-    steps.sort_by_key(|s| s.0);
-    let mut task: Option<Task> = None;
-    // Open contexts, innermost last, each with the last instant an event showed it open.
-    let mut stack: Vec<(Ctx, i64)> = Vec::new();
-    // Contexts whose exit event was never seen: from their last sign of life to the instant
-    // something showed them closed, what ran is not known.
-    let mut lost: Vec<(i64, i64, Ctx)> = Vec::new();
-    let mut blocking: Option<Task> = None;
-    let mut spans: Vec<(i64, i64, Cause, String, Lane)> = Vec::new();
-    let mut t = d;
     let fire_at = fired.map(|f| f.0);
-    // The probe itself ran between the deadline and its timer: it went to sleep after the
-    // deadline had passed (a late previous cycle), so its timer could not fire on time.
-    // Whoever held the CPU before that kept the probe from sleeping: they are the cause.
+    // Trace timestamps are truncated to the µs: an event printed before the deadline happened
+    // before it (the probe slept in time).
     let late_arm = fire_at.is_some_and(|f| {
         events.iter().any(|e| {
-            // Trace timestamps are truncated to the µs: an event printed before the deadline
-            // happened before it (the probe slept in time).
             e.ts_ns >= d
                 && e.ts_ns < f
                 && (e.pid == spike.tid || matches!(&e.kind, Kind::Switch { next_pid, .. } if *next_pid == spike.tid))
         })
     });
-    // The blocker is looked for once at the deadline (a late-armed timer) and once at the firing.
-    let (mut looked_at_deadline, mut looked_at_fire) = (false, false);
-    let mut seen = 0usize;
-    let mut attribute = |from: i64, to: i64, task: &Option<Task>, stack: &[(Ctx, i64)], blocking: &mut Option<Task>| {
+    Phases {
+        tid: spike.tid,
+        deadline: d,
+        wake: w,
+        fired,
+        switched,
+        probe_prio,
+        own_vector: fired.and_then(|(_, i)| own_vector(&events[..i])),
+        late_arm,
+    }
+}
+
+/// The local timer interrupt still open at the end of `before`: the one that fired the timer.
+fn own_vector(before: &[Event]) -> Option<usize> {
+    let mut depth = 0;
+    before.iter().rposition(|e| match &e.kind {
+        Kind::VectorExit { name } if name == "local_timer" => {
+            depth += 1;
+            false
+        }
+        Kind::VectorEntry { name } if name == "local_timer" => {
+            if depth == 0 {
+                true
+            } else {
+                depth -= 1;
+                false
+            }
+        }
+        _ => false,
+    })
+}
+
+impl Phases {
+    /// What the time from `a` on was, given the context on top and the task running: an
+    /// interrupt, the probe's switch, a task's interference, the timer's delay, or unknown.
+    fn classify(
+        &self,
+        a: i64,
+        ctx: Option<&Ctx>,
+        task: &Option<Task>,
+        blocking: &Option<Task>,
+    ) -> (Cause, String, Lane) {
+        match ctx {
+            Some(Ctx::Irq(n)) => return (Cause::Irq, n.clone(), Lane::Irq),
+            Some(Ctx::Softirq(n)) => return (Cause::Softirq, n.clone(), Lane::Softirq),
+            Some(Ctx::Vector(_, true)) => return (Cause::TimerIrq, String::new(), Lane::Irq),
+            Some(Ctx::Vector(n, false)) => return (Cause::Vector, n.clone(), Lane::Irq),
+            Some(Ctx::Nmi(n)) => return (Cause::Nmi, n.clone(), Lane::Irq),
+            None => {}
+        }
+        let label = |t: &Task| format!("{}:{}", t.comm, t.pid);
+        match (self.fire_at(), self.switched, task) {
+            (_, Some(s), Some(tk)) if a >= s && tk.pid == self.tid => (Cause::Switch, String::new(), Lane::Probe),
+            (_, Some(s), Some(tk)) if a >= s => (Cause::OtherTask, label(tk), Lane::Task),
+            (None, _, _) | (_, _, None) => (Cause::Unaccounted, String::new(), Lane::Unaccounted),
+            (Some(f), _, Some(tk)) if a < f && !self.late_arm => {
+                if tk.pid == 0 {
+                    (Cause::ExitFromIdle, String::new(), Lane::Task)
+                } else {
+                    (Cause::IrqsDisabled, label(tk), Lane::Task)
+                }
+            }
+            // After the timer fired, or before it when the probe armed it late.
+            (Some(_), _, Some(tk)) => {
+                if tk.pid == self.tid || tk.pid == 0 {
+                    (Cause::Switch, String::new(), Lane::Probe)
+                } else if blocking.as_ref().is_some_and(|b| b.pid == tk.pid) {
+                    (Cause::BlockingTask, label(tk), Lane::Task)
+                } else {
+                    (Cause::OtherTask, label(tk), Lane::Task)
+                }
+            }
+        }
+    }
+
+    /// Attributes `from..to` (split where the phase changes) to what ran.
+    fn attribute(
+        &self,
+        from: i64,
+        to: i64,
+        cpu: &CpuState,
+        task: &Option<Task>,
+        blocking: &Option<Task>,
+        out: &mut Vec<Stretch>,
+    ) {
         if to <= from {
             return;
         }
-        // Split at the instants the phase changes.
         let mut cuts = vec![from];
-        for x in [fire_at, switched].into_iter().flatten() {
-            if x > from && x < to {
-                cuts.push(x);
-            }
-        }
+        cuts.extend([self.fire_at(), self.switched].into_iter().flatten().filter(|x| *x > from && *x < to));
         cuts.push(to);
         for pair in cuts.windows(2) {
-            let (a, b) = (pair[0], pair[1]);
-            let (cause, name, lane) = match stack.last().map(|c| &c.0) {
-                Some(Ctx::Irq(n)) => (Cause::Irq, n.clone(), Lane::Irq),
-                Some(Ctx::Softirq(n)) => (Cause::Softirq, n.clone(), Lane::Softirq),
-                Some(Ctx::Vector(_, true)) => (Cause::TimerIrq, String::new(), Lane::Irq),
-                Some(Ctx::Vector(n, false)) => (Cause::Vector, n.clone(), Lane::Irq),
-                Some(Ctx::Nmi(n)) => (Cause::Nmi, n.clone(), Lane::Irq),
-                None => {
-                    let label = |t: &Task| format!("{}:{}", t.comm, t.pid);
-                    match (fire_at, switched, task) {
-                        (_, Some(s), Some(tk)) if a >= s && tk.pid == spike.tid => {
-                            (Cause::Switch, String::new(), Lane::Probe)
-                        }
-                        (_, Some(s), Some(tk)) if a >= s => (Cause::OtherTask, label(tk), Lane::Task),
-                        (None, _, _) | (_, _, None) => (Cause::Unaccounted, String::new(), Lane::Unaccounted),
-                        (Some(f), _, Some(tk)) if a < f && !late_arm => {
-                            if tk.pid == 0 {
-                                (Cause::ExitFromIdle, String::new(), Lane::Task)
-                            } else {
-                                (Cause::IrqsDisabled, label(tk), Lane::Task)
-                            }
-                        }
-                        // After the timer fired, or before it when the probe armed it late.
-                        (Some(_), _, Some(tk)) => {
-                            if tk.pid == spike.tid || tk.pid == 0 {
-                                (Cause::Switch, String::new(), Lane::Probe)
-                            } else if blocking.as_ref().is_some_and(|b| b.pid == tk.pid) {
-                                (Cause::BlockingTask, label(tk), Lane::Task)
-                            } else {
-                                (Cause::OtherTask, label(tk), Lane::Task)
-                            }
-                        }
-                    }
-                }
-            };
-            spans.push((a, b, cause, name, lane));
+            let (cause, name, lane) = self.classify(pair[0], cpu.context(), task, blocking);
+            out.push((pair[0], pair[1], cause, name, lane));
         }
-    };
-    let mut prios: std::collections::HashMap<i32, i32> = std::collections::HashMap::new();
-    let mut woken: std::collections::HashSet<i32> = std::collections::HashSet::new();
-    for (ts, step) in &steps {
+    }
+}
+
+/// What walking a window found.
+struct Walk {
+    stretches: Vec<Stretch>,
+    blocking: Option<Task>,
+    cpu: CpuState,
+    /// Events inside the window.
+    seen: usize,
+}
+
+/// Walks the window's steps with the CPU's state, attributing each stretch between two steps
+/// to what ran; the blocking task is the one running at the deadline (a late-armed timer) or
+/// when the timer fired.
+fn walk(ph: &Phases, steps: &[(i64, Step)]) -> Walk {
+    let (d, w) = (ph.deadline, ph.wake);
+    let mut cpu = CpuState::default();
+    let (mut blocking, mut stretches, mut seen, mut t) = (None::<Task>, Vec::new(), 0usize, d);
+    let (mut looked_at_deadline, mut looked_at_fire) = (false, false);
+    let not_probe = |tk: &Task| tk.pid != 0 && tk.pid != ph.tid;
+    for (ts, step) in steps {
         let at = (*ts).clamp(t, w);
-        // Every event names the task current on its CPU: one that is not the task the last
-        // switch put there means a switch went unrecorded (some kernels do not trace the
-        // switch out of idle) at an unknown instant since the previous event.
-        let header = match step {
-            Step::Event(e) => Some((e.pid, e.comm.clone())),
-            _ => None,
-        };
-        let unseen_switch = header.as_ref().is_some_and(|(pid, _)| task.as_ref().is_some_and(|tk| tk.pid != *pid));
-        let header_task = header.map(|(pid, comm)| {
-            let prio =
-                if pid == spike.tid { probe_prio.unwrap_or(0) } else { prios.get(&pid).copied().unwrap_or(UNKNOWN) };
-            Task { pid, comm, prio }
-        });
-        if late_arm && *ts >= d && !looked_at_deadline {
-            // The task running at the deadline blocked the probe from then on.
+        let header = cpu.header(step, Some((ph.tid, ph.probe_prio.unwrap_or(0))));
+        if ph.late_arm && *ts >= d && !looked_at_deadline {
             looked_at_deadline = true;
-            blocking = task.clone().filter(|tk| tk.pid != 0 && tk.pid != spike.tid);
+            blocking = cpu.task.clone().filter(not_probe);
         }
         if *ts >= d {
-            // A task woken since the last switch took the CPU as soon as the waking context
-            // ended (the previous event); any other unseen switch happened at an unknown time.
-            let during = match (&header_task, unseen_switch) {
-                (Some(h), true) if woken.contains(&h.pid) => &header_task,
-                (_, true) => &None,
-                _ => &task,
-            };
-            attribute(t, at, during, &stack, &mut blocking);
+            let during = cpu.holder(&header);
+            ph.attribute(t, at, &cpu, &during, &blocking, &mut stretches);
             t = at;
         }
-        if let (Some(h), true) = (header_task, unseen_switch || task.is_none()) {
-            task = Some(h);
-        }
-        if let Step::Event(e) = step {
-            match &e.kind {
-                Kind::Switch { prev_pid, prev_prio, next_pid, next_prio, .. } => {
-                    prios.insert(*prev_pid, *prev_prio);
-                    prios.insert(*next_pid, *next_prio);
-                    woken.clear();
-                }
-                Kind::Waking { pid, prio, .. } => {
-                    prios.insert(*pid, *prio);
-                    woken.insert(*pid);
-                }
-                _ => {}
-            }
-        }
-        if fire_at.is_some_and(|f| at >= f) && !looked_at_fire {
+        cpu.adopt(header);
+        cpu.learn(step);
+        if ph.fire_at().is_some_and(|f| at >= f) && !looked_at_fire {
             looked_at_fire = true;
             if blocking.is_none() {
-                blocking = task.clone().filter(|tk| tk.pid != 0 && tk.pid != spike.tid);
+                blocking = cpu.task.clone().filter(not_probe);
             }
         }
         if *ts > w {
             break;
         }
-        if *ts >= d {
-            seen += 1;
-        }
-        // An event inside the open contexts shows them still open (a switch or an exit
-        // closes them instead; an NMI may come at any time).
-        if matches!(step, Step::Event(e) if !matches!(e.kind, Kind::Switch { .. } | Kind::IrqExit { .. } | Kind::SoftirqExit { .. } | Kind::VectorExit { .. }))
-        {
-            stack.iter_mut().filter(|c| !matches!(c.0, Ctx::Nmi(_))).for_each(|c| c.1 = c.1.max(at));
-        }
-        match step {
-            Step::NmiStart(h) => stack.push((Ctx::Nmi(h.clone()), at)),
-            // Only the NMI ends: what it interrupted (or what its rounded start put above it)
-            // goes on.
-            Step::NmiEnd => {
-                if let Some(i) = stack.iter().rposition(|c| matches!(c.0, Ctx::Nmi(_))) {
-                    stack.remove(i);
-                }
-            }
-            Step::Event(e) => match &e.kind {
-                Kind::Switch { next_pid, next_comm, next_prio, .. } => {
-                    task = Some(Task { pid: *next_pid, comm: next_comm.clone(), prio: *next_prio });
-                    // A switch happens in task context: whatever was open has ended, and an
-                    // interrupt context still open lost its exit event.
-                    for (c, seen) in stack.drain(..) {
-                        if !matches!(c, Ctx::Nmi(_)) {
-                            lost.push((seen, at, c));
-                        }
-                    }
-                }
-                Kind::IrqEntry { name, .. } => enter(&mut stack, Ctx::Irq(name.clone()), at),
-                Kind::IrqExit { .. } => pop(&mut stack, |c| matches!(c, Ctx::Irq(_)), at, &mut lost),
-                Kind::SoftirqEntry { name } => enter(&mut stack, Ctx::Softirq(name.clone()), at),
-                Kind::SoftirqExit { .. } => pop(&mut stack, |c| matches!(c, Ctx::Softirq(_)), at, &mut lost),
-                Kind::VectorEntry { name } => match name.split_once('\u{0}') {
-                    Some((n, _)) => enter(&mut stack, Ctx::Vector(n.to_string(), true), at),
-                    None => enter(&mut stack, Ctx::Vector(name.clone(), false), at),
-                },
-                Kind::VectorExit { name } => {
-                    pop(&mut stack, |c| matches!(c, Ctx::Vector(n, _) if n == name), at, &mut lost)
-                }
-                _ => {}
-            },
-        }
+        seen += (*ts >= d) as usize;
+        cpu.apply(step, at);
     }
-    attribute(t, w, &task, &stack, &mut blocking);
-    let mut note = Vec::new();
-    // A context whose exit was lost: after its last event, the time is not known to be its.
-    for (from, to, c) in &lost {
+    let task = cpu.task.clone();
+    ph.attribute(t, w, &cpu, &task, &blocking, &mut stretches);
+    Walk { stretches, blocking, cpu, seen }
+}
+
+/// A context whose exit was lost: after its last event, the time is not known to be its.
+fn unaccount_lost(stretches: Vec<Stretch>, lost: &[(i64, i64, Ctx)], note: &mut Vec<String>) -> Vec<Stretch> {
+    let mut spans = stretches;
+    for (from, to, c) in lost {
         let (cause, name) = match c {
             Ctx::Irq(n) => (Cause::Irq, n.as_str()),
             Ctx::Softirq(n) => (Cause::Softirq, n.as_str()),
@@ -659,23 +600,25 @@ pub fn explain(
             ));
         }
     }
-    // Idle beyond the exit bound, and a silent switch beyond its bound: no event explains them.
-    // The idle closest to the timer is the exit, up to the bound over all idle stretches;
-    // every earlier idle moment is unexplained.
+    spans
+}
+
+/// Idle beyond the exit bound, and interrupts held off beyond theirs: no event explains them.
+/// The idle closest to the timer is the exit, up to the bound over all idle stretches; every
+/// earlier idle moment is unexplained.
+fn bound_silences(mut spans: Vec<Stretch>, bounds: Bounds, note: &mut Vec<String>) -> Vec<Stretch> {
     spans.sort_by_key(|s| s.0);
     let mut idle_left = bounds.idle_exit_ns;
     let mut heads = Vec::new();
-    for s in spans.iter_mut().rev() {
-        if s.2 == Cause::ExitFromIdle {
-            let len = s.1 - s.0;
-            if len > idle_left {
-                let cut = s.1 - idle_left;
-                heads.push((s.0, cut, Cause::Unaccounted, String::new(), Lane::Unaccounted));
-                s.0 = cut;
-                idle_left = 0;
-            } else {
-                idle_left -= len;
-            }
+    for s in spans.iter_mut().rev().filter(|s| s.2 == Cause::ExitFromIdle) {
+        let len = s.1 - s.0;
+        if len > idle_left {
+            let cut = s.1 - idle_left;
+            heads.push((s.0, cut, Cause::Unaccounted, String::new(), Lane::Unaccounted));
+            s.0 = cut;
+            idle_left = 0;
+        } else {
+            idle_left -= len;
         }
     }
     if !heads.is_empty() {
@@ -683,53 +626,55 @@ pub fn explain(
     }
     spans.extend(heads);
     spans.retain(|s| s.1 > s.0);
-    for s in spans.iter_mut() {
-        if s.2 == Cause::IrqsDisabled && s.1 - s.0 > bounds.irqs_off_ns {
-            s.2 = Cause::Unaccounted;
-            s.3 = String::new();
-            s.4 = Lane::Unaccounted;
-            note.push(format!(
-                "{} µs passed without any event while a task ran and the timer was due: interrupts held off that long are rare, a hypervisor (or an SMI) is likelier",
-                (s.1 - s.0) / 1000
-            ));
-        }
+    for s in spans.iter_mut().filter(|s| s.2 == Cause::IrqsDisabled && s.1 - s.0 > bounds.irqs_off_ns) {
+        s.2 = Cause::Unaccounted;
+        s.3 = String::new();
+        s.4 = Lane::Unaccounted;
+        note.push(format!(
+            "{} µs passed without any event while a task ran and the timer was due: interrupts held off that long are rare, a hypervisor (or an SMI) is likelier",
+            (s.1 - s.0) / 1000
+        ));
     }
     spans.sort_by_key(|s| s.0);
-    // The first moments of the switch are the switch, up to its bound; the rest is unexplained
-    // (split, never dropped: the parts always sum to the latency).
+    spans
+}
+
+/// The first moments of the switch are the switch, up to its bound; the rest is unexplained
+/// (split, never dropped: the parts always sum to the latency).
+fn bound_switch(mut spans: Vec<Stretch>, bounds: Bounds, note: &mut Vec<String>) -> Vec<Stretch> {
     let mut switch_left = bounds.switch_ns;
     let mut tails = Vec::new();
-    for s in spans.iter_mut() {
-        if s.2 == Cause::Switch && s.4 == Lane::Probe {
-            let len = s.1 - s.0;
-            if len > switch_left {
-                tails.push((s.0 + switch_left, s.1, Cause::Unaccounted, String::new(), Lane::Unaccounted));
-                s.1 = s.0 + switch_left;
-                switch_left = 0;
-                note.push("the probe ran for longer than a switch takes before reading its clock, with no event: a hypervisor (or an SMI) held the CPU".to_string());
-            } else {
-                switch_left -= len;
-            }
+    for s in spans.iter_mut().filter(|s| s.2 == Cause::Switch && s.4 == Lane::Probe) {
+        let len = s.1 - s.0;
+        if len > switch_left {
+            tails.push((s.0 + switch_left, s.1, Cause::Unaccounted, String::new(), Lane::Unaccounted));
+            s.1 = s.0 + switch_left;
+            switch_left = 0;
+            note.push("the probe ran for longer than a switch takes before reading its clock, with no event: a hypervisor (or an SMI) held the CPU".to_string());
+        } else {
+            switch_left -= len;
         }
     }
     spans.extend(tails);
     spans.retain(|s| s.1 > s.0);
     spans.sort_by_key(|s| s.0);
-    note.dedup();
-    if fired.is_none() {
-        note.push("no event shows the probe's timer firing (events lost, or another wakeup method): the time before its switch is unaccounted".into());
-    }
-    let total = (w - d).max(1) as f64;
+    spans
+}
+
+/// The stretches summed by cause and name (largest first, shares of `total`), and the
+/// timeline (contiguous stretches of one context merged), times from `origin`.
+pub(super) fn partition(spans: Vec<Stretch>, total: i64, origin: i64) -> (Vec<Part>, Vec<Span>) {
+    // Empty stretches say nothing (a context entered and left at one instant).
+    let spans: Vec<Stretch> = spans.into_iter().filter(|s| s.1 > s.0).collect();
     let mut parts: Vec<Part> = Vec::new();
     for (a, b, cause, name, _) in &spans {
-        let name = name.clone();
-        match parts.iter_mut().find(|p| p.cause == *cause && p.name == name) {
+        match parts.iter_mut().find(|p| p.cause == *cause && p.name == *name) {
             Some(p) => p.ns += b - a,
-            None => parts.push(Part { cause: *cause, name, ns: b - a, share: 0.0 }),
+            None => parts.push(Part { cause: *cause, name: name.clone(), ns: b - a, share: 0.0 }),
         }
     }
     for p in &mut parts {
-        p.share = p.ns as f64 * 100.0 / total;
+        p.share = p.ns as f64 * 100.0 / total.max(1) as f64;
     }
     parts.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.cause.cmp(&b.cause)));
     let mut timeline: Vec<Span> = Vec::new();
@@ -739,90 +684,103 @@ pub fn explain(
             Cause::Switch => "probe".to_string(),
             Cause::TimerIrq => "timer IRQ".to_string(),
             Cause::Unaccounted => "no event".to_string(),
+            Cause::OwnWork => "work".to_string(),
             c => format!("{} {name}", c.label()),
         };
         match timeline.last_mut() {
-            Some(l) if l.what == what && l.end_ns == a - d => l.end_ns = b - d,
-            _ => timeline.push(Span { lane, what, start_ns: a - d, end_ns: b - d }),
+            Some(l) if l.what == what && l.end_ns == a - origin => l.end_ns = b - origin,
+            _ => timeline.push(Span { lane, what, start_ns: a - origin, end_ns: b - origin }),
         }
     }
-    // A fair task beside a fair probe shares the CPU by the fair scheduler's rules: it is
-    // another task's interference, not a blocking one.
-    // A blocker first seen through another event gets its priority from any switch or wakeup
-    // in the window, else from its policy.
-    if let Some(b) = blocking.as_mut().filter(|b| b.prio == UNKNOWN) {
+    (parts, timeline)
+}
+
+/// The task that kept the CPU, as the explanation names it: a fair task beside a fair probe
+/// shares the CPU by the fair scheduler's rules (another task's interference, not a blocking
+/// one); a blocker first seen through another event gets its priority from any switch or
+/// wakeup in the window, else from its policy.
+fn blocker(
+    blocking: Option<Task>,
+    prios: &std::collections::HashMap<i32, i32>,
+    probe_prio: Option<i32>,
+    parts: &mut [Part],
+    timeline: &mut [Span],
+    policy_of: &dyn Fn(i32) -> Option<String>,
+) -> Option<Blocker> {
+    let mut b = blocking.filter(|b| b.pid > 0)?;
+    if b.prio == UNKNOWN {
         b.prio = prios.get(&b.pid).copied().unwrap_or(UNKNOWN);
     }
-    let fair_policy = |b: &Task| matches!(policy_of(b.pid).as_deref(), Some("OTHER" | "BATCH" | "IDLE"));
-    let probe_fair = probe_prio.is_some_and(|p| p >= 100);
-    if probe_fair && blocking.as_ref().is_some_and(|b| b.prio >= 100 || b.prio == UNKNOWN && fair_policy(b)) {
+    let fair_policy = matches!(policy_of(b.pid).as_deref(), Some("OTHER" | "BATCH" | "IDLE"));
+    if probe_prio.is_some_and(|p| p >= 100) && (b.prio >= 100 || b.prio == UNKNOWN && fair_policy) {
         for p in parts.iter_mut().filter(|p| p.cause == Cause::BlockingTask) {
             p.cause = Cause::OtherTask;
         }
         for s in timeline.iter_mut().filter(|s| s.what.starts_with(Cause::BlockingTask.label())) {
             s.what = s.what.replacen(Cause::BlockingTask.label(), Cause::OtherTask.label(), 1);
         }
-        blocking = None;
+        return None;
     }
-    let blocker = blocking.filter(|b| b.pid > 0).and_then(|b| {
-        let held = parts.iter().any(|p| p.cause == Cause::BlockingTask);
-        held.then(|| {
-            let probe_rt = probe_prio.is_some_and(|p| p < 100);
-            // Kernel priorities: the smaller, the higher.
-            let priority = match probe_prio {
-                Some(p) if b.prio != UNKNOWN => match b.prio.cmp(&p) {
-                    std::cmp::Ordering::Less => Rank::Higher,
-                    std::cmp::Ordering::Equal => Rank::Equal,
-                    std::cmp::Ordering::Greater => Rank::Lower,
-                },
-                _ => Rank::Unknown,
-            };
-            Blocker {
-                policy: policy_label(b.pid, b.prio, policy_of),
-                preempted_late: probe_rt && priority == Rank::Lower,
-                priority,
-                comm: b.comm,
-                pid: b.pid,
-            }
-        })
-    });
+    if !parts.iter().any(|p| p.cause == Cause::BlockingTask) {
+        return None;
+    }
+    // Kernel priorities: the smaller, the higher.
+    let priority = match probe_prio {
+        Some(p) if b.prio != UNKNOWN => match b.prio.cmp(&p) {
+            std::cmp::Ordering::Less => Rank::Higher,
+            std::cmp::Ordering::Equal => Rank::Equal,
+            std::cmp::Ordering::Greater => Rank::Lower,
+        },
+        _ => Rank::Unknown,
+    };
+    Some(Blocker {
+        policy: policy_label(b.pid, b.prio, policy_of),
+        preempted_late: probe_prio.is_some_and(|p| p < 100) && priority == Rank::Lower,
+        priority,
+        comm: b.comm,
+        pid: b.pid,
+    })
+}
+
+/// Attributes `spike`'s latency from `events` (that CPU's, in time order, starting before the
+/// deadline so the state at the deadline is known). `policy_of` names a task's policy
+/// (`FIFO`) when it can be read. The parts partition the window exactly.
+pub fn explain(
+    spike: &Spike,
+    events: &[Event],
+    bounds: Bounds,
+    policy_of: &dyn Fn(i32) -> Option<String>,
+) -> Explanation {
+    let ph = phases(spike, events);
+    let walk = walk(&ph, &steps(events, ph.own_vector));
+    let mut note = Vec::new();
+    let spans = unaccount_lost(walk.stretches, &walk.cpu.lost, &mut note);
+    let spans = bound_silences(spans, bounds, &mut note);
+    let spans = bound_switch(spans, bounds, &mut note);
+    note.dedup();
+    if ph.fired.is_none() {
+        note.push("no event shows the probe's timer firing (events lost, or another wakeup method): the time before its switch is unaccounted".into());
+    }
+    let (d, w) = (ph.deadline, ph.wake);
+    let (mut parts, mut timeline) = partition(spans, w - d, d);
+    let blocking = blocker(walk.blocking, &walk.cpu.prios, ph.probe_prio, &mut parts, &mut timeline, policy_of);
     Explanation {
         thread: spike.thread,
         cpu: spike.cpu,
         cycle: spike.cycle,
         latency_ns: spike.wake_ns - spike.deadline_ns,
         deadline_ns: d,
-        fired_ns: fire_at.map(|f| f - d),
-        switched_ns: switched.map(|s| s - d),
+        fired_ns: ph.fire_at().map(|f| f - d),
+        switched_ns: ph.switched.map(|s| s - d),
         parts,
-        blocking: blocker,
+        blocking,
         timeline,
-        events: seen,
+        events: walk.seen,
         lost_events: 0,
         steal_ns: None,
         smis: None,
         note: (!note.is_empty()).then(|| note.join("; ")),
         noise: false,
-    }
-}
-
-/// Opens `c` at `at`: beneath any NMI open above it (an NMI cannot be interrupted; an entry
-/// inside one is an artefact of the NMI's start being computed from its end).
-fn enter(stack: &mut Vec<(Ctx, i64)>, c: Ctx, at: i64) {
-    let top = stack.iter().rposition(|c| !matches!(c.0, Ctx::Nmi(_))).map_or(0, |i| i + 1);
-    stack.insert(top, (c, at));
-}
-
-/// Closes the innermost context that `is` at `at`: the contexts opened inside it that are still
-/// open lost their exit events (NMIs excepted: they end by themselves).
-fn pop(stack: &mut Vec<(Ctx, i64)>, is: impl Fn(&Ctx) -> bool, at: i64, lost: &mut Vec<(i64, i64, Ctx)>) {
-    if let Some(i) = stack.iter().rposition(|c| is(&c.0)) {
-        for (k, (c, seen)) in stack.drain(i..).collect::<Vec<_>>().into_iter().enumerate() {
-            match c {
-                _ if k == 0 => {}
-                Ctx::Nmi(_) => stack.push((c, seen)),
-                c => lost.push((seen, at, c)),
-            }
-        }
+        work: None,
     }
 }

@@ -6,7 +6,7 @@
 //! where something did run is the cost of entering and leaving the kernel (`overhead`).
 
 use super::event::{Event, Kind};
-use super::explain::{Blocker, Cause, Explanation, Lane, Part, Span, Spike};
+use super::explain::{Blocker, Cause, Explanation, Lane, Spike};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -229,102 +229,8 @@ pub fn attribute(
     policy_of: &dyn Fn(i32) -> Option<String>,
 ) -> (Explanation, Occurrences) {
     let (a, b) = (spike.deadline_ns, spike.wake_ns.max(spike.deadline_ns));
-    let mut w = Walk {
-        tid: spike.tid,
-        stack: Vec::new(),
-        // The task on the CPU: the busy thread until a switch says otherwise.
-        task: (spike.tid, String::new(), true),
-        spans: Vec::new(),
-        occurrences: Occurrences::new(),
-    };
-    let mut t = a;
-    let mut seen = 0usize;
-    let mut nmis: Vec<(i64, i64, String)> = Vec::new();
-    for e in events {
-        if e.ts_ns > b + SLACK_NS {
-            break;
-        }
-        let at = e.ts_ns.clamp(a, b);
-        // An exit with no entry seen while nothing is open: its context began before the
-        // gap's first event (the entry fell just outside the events read); the time since then
-        // was spent in it.
-        let unmatched = match &e.kind {
-            Kind::IrqExit { irq } => Some(Ctx::Irq(format!("irq {irq}"))),
-            Kind::SoftirqExit { name } => Some(Ctx::Softirq(name.clone())),
-            Kind::VectorExit { name } => Some(Ctx::Vector(name.clone())),
-            _ => None,
-        }
-        .filter(|_| w.stack.is_empty());
-        w.spend(t, at, unmatched.as_ref());
-        t = t.max(at);
-        if e.ts_ns >= a && e.ts_ns <= b {
-            seen += 1;
-        }
-        let inside = e.ts_ns <= b;
-        match &e.kind {
-            Kind::IrqEntry { name, .. } if inside => w.stack.push((Ctx::Irq(name.clone()), false)),
-            Kind::IrqExit { .. } => w.pop(|c| matches!(c, Ctx::Irq(_))),
-            Kind::VectorEntry { name } if inside => w.stack.push((Ctx::Vector(name.clone()), false)),
-            Kind::VectorExit { name } => w.pop(|c| matches!(c, Ctx::Vector(n) if n == name)),
-            Kind::SoftirqEntry { name } if inside => w.stack.push((Ctx::Softirq(name.clone()), false)),
-            Kind::SoftirqExit { .. } => w.pop(|c| matches!(c, Ctx::Softirq(_))),
-            // An NMI is one event at its end (µs timestamps): it belongs to the gap when it
-            // overlaps it, even when its end is printed just after the gap.
-            Kind::Nmi { handler, delta_ns } if e.ts_ns - delta_ns < b && e.ts_ns > a => {
-                nmis.push(((e.ts_ns - delta_ns).clamp(a, b), at, handler.clone()));
-                *w.occurrences.entry((Source::Nmi, handler.clone())).or_default() += 1;
-            }
-            Kind::Switch { next_pid, next_comm, .. } => {
-                w.stack.clear();
-                w.task = (*next_pid, next_comm.clone(), *next_pid == spike.tid);
-            }
-            _ => {}
-        }
-    }
-    w.spend(t, b, None);
-    let Walk { mut spans, occurrences, .. } = w;
-    // An NMI comes as one event at its end: carve its time out of whatever it interrupted.
-    for (s, e, h) in nmis {
-        let mut carved = Vec::new();
-        for sp in spans.drain(..) {
-            if sp.1 <= s || sp.0 >= e {
-                carved.push(sp);
-                continue;
-            }
-            if sp.0 < s {
-                carved.push((sp.0, s, sp.2, sp.3.clone(), sp.4));
-            }
-            carved.push((s.max(sp.0), e.min(sp.1), Cause::Nmi, h.clone(), Lane::Irq));
-            if sp.1 > e {
-                carved.push((e, sp.1, sp.2, sp.3, sp.4));
-            }
-        }
-        spans = carved;
-    }
-    let total = (b - a).max(1) as f64;
-    let mut parts: Vec<Part> = Vec::new();
-    for (s, e, cause, name, _) in &spans {
-        match parts.iter_mut().find(|p| p.cause == *cause && p.name == *name) {
-            Some(p) => p.ns += e - s,
-            None => parts.push(Part { cause: *cause, name: name.clone(), ns: e - s, share: 0.0 }),
-        }
-    }
-    parts.retain(|p| p.ns > 0);
-    for p in &mut parts {
-        p.share = p.ns as f64 * 100.0 / total;
-    }
-    parts.sort_by(|x, y| y.ns.cmp(&x.ns).then(x.cause.cmp(&y.cause)));
-    let mut timeline: Vec<Span> = Vec::new();
-    for (s, e, cause, name, lane) in spans.into_iter().filter(|s| s.1 > s.0) {
-        let what = match cause {
-            Cause::Unaccounted => "no event".to_string(),
-            c => format!("{} {name}", c.label()),
-        };
-        match timeline.last_mut() {
-            Some(l) if l.what == what && l.end_ns == s - a => l.end_ns = e - a,
-            _ => timeline.push(Span { lane, what, start_ns: s - a, end_ns: e - a }),
-        }
-    }
+    let (spans, occurrences, nmis, seen) = walk_gap(spike, events);
+    let (parts, timeline) = super::explain::partition(carve_nmis(spans, nmis), b - a, a);
     // The thread that took the most of the gap, named with its policy.
     let blocking = parts.iter().find(|p| p.cause == Cause::OtherTask).and_then(|p| {
         let (comm, pid) = p.name.rsplit_once(':')?;
@@ -363,8 +269,90 @@ pub fn attribute(
         smis: None,
         note,
         noise: true,
+        work: None,
     };
     (e, occurrences)
+}
+
+/// A stretch of a gap given to one context.
+type GapSpan = super::explain::Stretch;
+
+/// An NMI seen in a gap: `(start, end, handler)`.
+type NmiSpan = (i64, i64, String);
+
+/// Walks a gap's events: the stretches between them attributed to what ran, the occurrences
+/// of each source, the NMIs (carved out afterwards) and the events inside the gap.
+fn walk_gap(spike: &Spike, events: &[Event]) -> (Vec<GapSpan>, Occurrences, Vec<NmiSpan>, usize) {
+    let (a, b) = (spike.deadline_ns, spike.wake_ns.max(spike.deadline_ns));
+    let mut w = Walk {
+        tid: spike.tid,
+        stack: Vec::new(),
+        // The task on the CPU: the busy thread until a switch says otherwise.
+        task: (spike.tid, String::new(), true),
+        spans: Vec::new(),
+        occurrences: Occurrences::new(),
+    };
+    let (mut t, mut seen, mut nmis) = (a, 0usize, Vec::new());
+    for e in events.iter().take_while(|e| e.ts_ns <= b + SLACK_NS) {
+        let at = e.ts_ns.clamp(a, b);
+        // An exit with no entry seen while nothing is open: its context began before the
+        // gap's first event (the entry fell just outside the events read); the time since then
+        // was spent in it.
+        let unmatched = match &e.kind {
+            Kind::IrqExit { irq } => Some(Ctx::Irq(format!("irq {irq}"))),
+            Kind::SoftirqExit { name } => Some(Ctx::Softirq(name.clone())),
+            Kind::VectorExit { name } => Some(Ctx::Vector(name.clone())),
+            _ => None,
+        }
+        .filter(|_| w.stack.is_empty());
+        w.spend(t, at, unmatched.as_ref());
+        t = t.max(at);
+        seen += (e.ts_ns >= a && e.ts_ns <= b) as usize;
+        let inside = e.ts_ns <= b;
+        match &e.kind {
+            Kind::IrqEntry { name, .. } if inside => w.stack.push((Ctx::Irq(name.clone()), false)),
+            Kind::IrqExit { .. } => w.pop(|c| matches!(c, Ctx::Irq(_))),
+            Kind::VectorEntry { name } if inside => w.stack.push((Ctx::Vector(name.clone()), false)),
+            Kind::VectorExit { name } => w.pop(|c| matches!(c, Ctx::Vector(n) if n == name)),
+            Kind::SoftirqEntry { name } if inside => w.stack.push((Ctx::Softirq(name.clone()), false)),
+            Kind::SoftirqExit { .. } => w.pop(|c| matches!(c, Ctx::Softirq(_))),
+            // An NMI is one event at its end (µs timestamps): it belongs to the gap when it
+            // overlaps it, even when its end is printed just after the gap.
+            Kind::Nmi { handler, delta_ns } if e.ts_ns - delta_ns < b && e.ts_ns > a => {
+                nmis.push(((e.ts_ns - delta_ns).clamp(a, b), at, handler.clone()));
+                *w.occurrences.entry((Source::Nmi, handler.clone())).or_default() += 1;
+            }
+            Kind::Switch { next_pid, next_comm, .. } => {
+                w.stack.clear();
+                w.task = (*next_pid, next_comm.clone(), *next_pid == spike.tid);
+            }
+            _ => {}
+        }
+    }
+    w.spend(t, b, None);
+    (w.spans, w.occurrences, nmis, seen)
+}
+
+/// An NMI comes as one event at its end: its time is carved out of whatever it interrupted.
+fn carve_nmis(mut spans: Vec<GapSpan>, nmis: Vec<NmiSpan>) -> Vec<GapSpan> {
+    for (s, e, h) in nmis {
+        let mut carved = Vec::new();
+        for sp in spans.drain(..) {
+            if sp.1 <= s || sp.0 >= e {
+                carved.push(sp);
+                continue;
+            }
+            if sp.0 < s {
+                carved.push((sp.0, s, sp.2, sp.3.clone(), sp.4));
+            }
+            carved.push((s.max(sp.0), e.min(sp.1), Cause::Nmi, h.clone(), Lane::Irq));
+            if sp.1 > e {
+                carved.push((e, sp.1, sp.2, sp.3, sp.4));
+            }
+        }
+        spans = carved;
+    }
+    spans
 }
 
 /// The walk through one gap's events: what is open, who runs, and the spans so far.
@@ -374,7 +362,7 @@ struct Walk {
     stack: Vec<(Ctx, bool)>,
     /// The task on the CPU: pid, command, counted.
     task: (i32, String, bool),
-    spans: Vec<(i64, i64, Cause, String, Lane)>,
+    spans: Vec<GapSpan>,
     occurrences: Occurrences,
 }
 
