@@ -367,3 +367,78 @@ fn bad_targets_are_refused_before_anything_is_traced() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("run it as root"), "{err}");
 }
+
+#[test]
+fn a_fifo_70_blocker_on_the_watched_threads_cpu_is_named_with_most_of_each_late_periods_lateness() {
+    need_root();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = last_cpu().to_string();
+    // A 1 ms burst every 50 ms at FIFO 70 on the CPU of a FIFO 60 thread that works 50 µs per 1 ms.
+    let mut stress = std::process::Command::new("stress-ng")
+        .args(["--cpu", "1", "--cpu-load", "2", "--cpu-load-slice", "1", "--taskset", &cpu])
+        .args(["--sched", "fifo", "--sched-prio", "70", "--timeout", "10s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("stress-ng (apt install stress-ng)");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let own = dir.path().join("own.txt");
+    let w = watched().to_str().unwrap().to_string();
+    let r = watch(
+        dir.path(),
+        &[
+            "--explain=300us",
+            "--",
+            "taskset",
+            "-c",
+            &cpu,
+            &w,
+            "busy",
+            "50",
+            "1000",
+            "3000",
+            "60",
+            own.to_str().unwrap(),
+        ],
+    );
+    let _ = std::process::Command::new("kill").args(["-KILL", &stress.id().to_string()]).status();
+    let _ = stress.wait();
+    let worker = thread(&r, "worker");
+    let index = worker["thread"].as_u64().unwrap();
+    let ex: Vec<&Value> =
+        r["explanations"].as_array().unwrap().iter().filter(|e| e["thread"].as_u64() == Some(index)).collect();
+    assert!(r["explain"]["unavailable"].is_null(), "{}", r["explain"]);
+    let blocker = |e: &Value| -> i64 {
+        e["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["name"].as_str().unwrap().starts_with("stress-ng"))
+            .map(|p| p["ns"].as_i64().unwrap())
+            .sum()
+    };
+    // A late period's lateness: its wakeup latency, or how far its response overran its deadline.
+    let lateness = |e: &Value| e["latency_ns"].as_i64().unwrap() - e["work"].as_i64().unwrap_or(0);
+    let named: Vec<&&Value> = ex.iter().filter(|e| blocker(e) * 10 >= lateness(e) * 8).collect();
+    assert!(named.len() >= 3, "a 1 ms burst every 50 ms for 3 s makes dozens of late periods: {ex:#?}");
+    for e in &ex {
+        let parts: i64 = e["parts"].as_array().unwrap().iter().map(|p| p["ns"].as_i64().unwrap()).sum();
+        assert_eq!(parts, e["latency_ns"].as_i64().unwrap(), "the parts partition the window: {e:#}");
+    }
+    // Where the blocker held the CPU at all, it held the largest named part (the host may take
+    // the rest of a window on this VM: that is unaccounted, not named).
+    for e in ex.iter().filter(|e| blocker(e) >= 100_000) {
+        let largest = e["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["cause"] != "unaccounted" && p["cause"] != "own_work")
+            .max_by_key(|p| p["ns"].as_i64().unwrap())
+            .unwrap();
+        assert!(largest["name"].as_str().unwrap().starts_with("stress-ng"), "{e:#}");
+    }
+    let text = rtlab().args(["show"]).arg(dir.path().join("watch.json")).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("finished") || text.contains("spike"), "show prints the explanations: {text}");
+}

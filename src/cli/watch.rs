@@ -110,6 +110,17 @@ pub struct WatchArgs {
     #[arg(long = "samples", value_name = "FILE")]
     pub samples: Option<PathBuf>,
 
+    /// Explain late periods from every CPU's kernel events: each wakeup above TIME (default:
+    /// --max-latency, else the worst one) split into timer delay, IRQs, softirqs, tasks, the
+    /// switch; each response past its deadline (or --max-response) also into the preemption
+    /// and interrupts during the work
+    #[arg(long = "explain", value_name = "TIME", num_args = 0..=1, require_equals = true, value_parser = parse::latency)]
+    pub explain: Option<Option<i64>>,
+
+    /// Also explain the N largest wakeups, whatever their size (implies --explain)
+    #[arg(long = "explain-worst", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub explain_worst: Option<u16>,
+
     /// Write every event read, in time order, as trace lines with nanoseconds (fixtures)
     #[arg(long = "events", value_name = "FILE", hide = true)]
     pub events: Option<PathBuf>,
@@ -189,7 +200,20 @@ impl RunOptions {
             layout,
             reader_cpus: a.main_affinity.clone(),
             events_out: a.events.clone(),
+            explain: match (a.explain, a.explain_worst) {
+                (None, None) => None,
+                (asked, worst) => {
+                    let threshold_ns = asked.flatten().or(a.max_latency);
+                    let worst = worst.map_or(usize::from(threshold_ns.is_none()), usize::from);
+                    Some(crate::probes::watch::Explain { threshold_ns, worst })
+                }
+            },
         };
+        let probe_explain = probe.explain.map(|x| crate::session::explain::ExplainPlan {
+            threshold_ns: x.threshold_ns,
+            worst: x.worst,
+            noise: false,
+        });
         let plan = Plan {
             duration: a.duration,
             max_latency_ns: a.max_latency,
@@ -198,6 +222,8 @@ impl RunOptions {
             sample_ring: a.samples.is_some().then_some(crate::session::SAMPLE_RING),
             samples: a.samples,
             doctor: None,
+            // The probe explains its own periods; the plan says it was asked.
+            explain: probe_explain,
             ..Plan::new(ProbeSpec::Watch(probe), layout)
         };
         Ok(RunOptions { plan, json: a.json, unit: if a.nsecs { Unit::Nanos } else { Unit::Micros }, quiet: a.quiet })

@@ -57,7 +57,13 @@ pub fn import(opts: &ImportOptions) -> Result<i32, Error> {
 pub fn show(opts: &ShowOptions) -> Result<i32, Error> {
     match input::load(&opts.file, opts.file_unit).map_err(|e| Error::Usage(e.to_string()))?.content {
         Content::Run(result) => {
-            crate::export::print(&table::summary(&result, opts.unit));
+            // The saved explanations too: why it was late is part of what was measured.
+            let explained = if result.kind == crate::result::Kind::Noise {
+                String::new()
+            } else {
+                crate::output::explain::blocks(&result)
+            };
+            crate::export::print(&(table::summary(&result, opts.unit) + &explained));
             crate::output::warnings::WarningPrinter::default().rest(&result);
         }
         Content::Sweep(sweep, points) => crate::export::print(&table::sweep(&sweep, &points, opts.unit)),

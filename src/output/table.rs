@@ -266,7 +266,7 @@ pub fn loads(results: &[LoadResult]) -> String {
 pub fn print_summary(result: &RunResult, unit: Unit, header: &str, to_stderr: bool) {
     let mut text = header.to_string() + &summary(result, unit);
     text += &loads_if_any(&result.loads);
-    if result.kind == crate::result::Kind::Wakeup {
+    if result.kind != crate::result::Kind::Noise {
         text += &super::explain::blocks(result);
     }
     if to_stderr {

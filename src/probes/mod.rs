@@ -276,6 +276,11 @@ pub struct Finished {
     pub loads: Vec<LoadResult>,
     /// What a watch run watched.
     pub watch: Option<crate::result::watch::WatchRun>,
+    /// A probe that explains its own late samples (`rtlab watch --explain`): the explanations,
+    /// largest first.
+    pub explanations: Vec<crate::trace::Explanation>,
+    /// How that explaining went.
+    pub explain: Option<crate::trace::ExplainSummary>,
 }
 
 /// A probe that cannot start.

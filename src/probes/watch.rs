@@ -112,6 +112,38 @@ pub struct Plan {
     /// Write every event the tracker read, in time order, as `trace_pipe` lines with
     /// nanoseconds (`--events FILE`: a recording that replays through the same analysis).
     pub events_out: Option<std::path::PathBuf>,
+    /// `--explain`: explain late periods from every CPU's events.
+    pub explain: Option<Explain>,
+}
+
+/// What `--explain` asks of a watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Explain {
+    /// Explain every wakeup above this (ns).
+    pub threshold_ns: Option<i64>,
+    /// Explain the N largest wakeups, whatever their size.
+    pub worst: usize,
+}
+
+/// The timer callbacks the events name (instead of their addresses).
+const TIMER_FUNCTIONS: &[&str] =
+    &["hrtimer_wakeup", "timerfd_tmrproc", "posix_timer_fn", "it_real_fn", "tick_nohz_handler", "tick_sched_timer"];
+
+/// The events each instance records: the watched threads' own, and every CPU's (with
+/// `--explain`, every CPU's switches, wakeups and interrupts too: the watched threads' switches
+/// and wakeups then come from there, once).
+fn instance_events(explain: bool) -> (Vec<&'static str>, Vec<&'static str>) {
+    if !explain {
+        return (THREAD_EVENTS.to_vec(), SYSTEM_EVENTS.to_vec());
+    }
+    let mut system: Vec<&str> = SYSTEM_EVENTS.to_vec();
+    for e in crate::trace::recorder::events(false) {
+        if !system.contains(&e) {
+            system.push(e);
+        }
+    }
+    let threads = THREAD_EVENTS.iter().copied().filter(|e| !system.contains(e)).collect();
+    (threads, system)
 }
 
 impl Plan {
@@ -167,6 +199,8 @@ struct Shared {
 #[derive(Debug)]
 pub struct WatchProbe {
     plan: Plan,
+    /// Events asked for that this kernel lacks.
+    missing: Vec<String>,
     shared: Arc<Shared>,
     reader: Option<std::thread::JoinHandle<Harvest>>,
     child: Option<Arc<Mutex<process::Running>>>,
@@ -175,7 +209,7 @@ pub struct WatchProbe {
 impl WatchProbe {
     /// A probe ready to start.
     pub fn new(plan: Plan) -> WatchProbe {
-        WatchProbe { plan, shared: Arc::default(), reader: None, child: None }
+        WatchProbe { plan, missing: Vec::new(), shared: Arc::default(), reader: None, child: None }
     }
 }
 
@@ -185,6 +219,7 @@ struct Harvest {
     slots: Vec<ThreadOutcome>,
     run: WatchRun,
     error: Option<String>,
+    explained: Option<Explaining>,
 }
 
 impl Probe for WatchProbe {
@@ -210,14 +245,18 @@ impl Probe for WatchProbe {
         let follow = matches!(self.plan.target, Target::Process(_) | Target::Command(_));
         let cannot = |e: String| ProbeError::Usage(format!("cannot trace the watched threads: {e}"));
         // The system's events first: a watched thread's first timer release needs its callback.
-        let system = Instance::create("rtlab-watch", &online, BUFFER_KB / 4, SYSTEM_EVENTS, None).map_err(cannot)?;
+        let (thread_events, system_events) = instance_events(self.plan.explain.is_some());
+        let system_kb = if self.plan.explain.is_some() { BUFFER_KB } else { BUFFER_KB / 4 };
+        let system = Instance::create("rtlab-watch", &online, system_kb, &system_events, None).map_err(cannot)?;
         // Before a thread of that name exists, the list names rtlab's own main thread (an empty
         // list would trace every task): a few events a second, ignored.
         let traced = if tids.is_empty() { vec![std::process::id() as i32] } else { tids.clone() };
-        let threads = Instance::create("rtlab-watch", &online, BUFFER_KB, THREAD_EVENTS, Some((&traced, follow)))
+        let threads = Instance::create("rtlab-watch", &online, BUFFER_KB, &thread_events, Some((&traced, follow)))
             .map_err(cannot)?;
-        let mut formats = Formats::load(threads.dir(), THREAD_EVENTS);
-        formats.extend(Formats::load(system.dir(), SYSTEM_EVENTS));
+        let mut formats = Formats::load(threads.dir(), &thread_events);
+        formats.extend(Formats::load(system.dir(), &system_events));
+        formats.name_functions(TIMER_FUNCTIONS);
+        self.missing = [&threads, &system].iter().flat_map(|i| i.missing.clone()).collect();
         let mut pipes = Vec::new();
         for inst in [&threads, &system] {
             for &c in online.cpus() {
@@ -302,7 +341,16 @@ impl Probe for WatchProbe {
             }
         }
         read.run.threads_dropped = self.shared.dropped.load(Relaxed);
+        let (explanations, explain) = match read.explained.take() {
+            Some(x) => {
+                let (done, summary) = x.finish(&read.run, &self.missing);
+                (done, Some(summary))
+            }
+            None => (Vec::new(), None),
+        };
         Finished {
+            explanations,
+            explain,
             slots: read.slots,
             failure: read.error,
             end_reason: gone.then_some(EndReason::Exited),
@@ -425,6 +473,7 @@ impl Reader {
             slots: Vec::new(),
             by_tid: HashMap::new(),
             untraced: Vec::new(),
+            explaining: self.plan.explain.map(Explaining::new),
         };
         for tid in initial {
             self.add(&mut state, tid, None);
@@ -447,6 +496,9 @@ impl Reader {
             for e in streams.take(until) {
                 if let Some(w) = recording.as_mut() {
                     let _ = writeln!(w, "{e}");
+                }
+                if let Some(x) = state.explaining.as_mut() {
+                    x.recent.push(&e);
                 }
                 state.tracker.feed(&e, &mut notes);
                 self.notes(&mut state, &mut recs, &mut notes);
@@ -475,7 +527,7 @@ impl Reader {
         self.notes(&mut state, &mut recs, &mut notes);
         let mut slots = Vec::new();
         for (i, slot) in state.slots.iter_mut().enumerate() {
-            self.flush(slot, i, &mut recs, true);
+            self.flush(slot, i, &mut recs, true, state.explaining.as_mut());
             slots.push(self.outcome(slot, i, &recs));
         }
         let run = WatchRun {
@@ -506,7 +558,7 @@ impl Reader {
                 error = error.or(Some(format!("cannot write --events {}: {e}", path.display())));
             }
         }
-        Harvest { slots, run, error }
+        Harvest { slots, run, error, explained: state.explaining.take() }
     }
 }
 
@@ -522,6 +574,109 @@ struct State {
     by_tid: HashMap<i32, usize>,
     /// Threads found by their name or in `/proc` whose events the kernel does not trace yet.
     untraced: Vec<i32>,
+    /// `--explain`: the recent events and the explanations so far.
+    explaining: Option<Explaining>,
+}
+
+/// At most this many late periods are explained and kept (the latest largest).
+const MAX_EXPLAINED: usize = 100;
+
+/// `--explain` while watching: every CPU's recent events and the late periods explained.
+#[derive(Debug)]
+struct Explaining {
+    ask: Explain,
+    recent: crate::trace::period::Recent,
+    /// The largest wakeups so far (ascending, at most `worst` long).
+    top: Vec<i64>,
+    /// Wakeups above the threshold.
+    over: u64,
+    /// Responses past their deadline (or `--max-response`).
+    late_responses: u64,
+    done: Vec<crate::trace::Explanation>,
+}
+
+impl Explaining {
+    fn new(ask: Explain) -> Explaining {
+        Explaining { ask, recent: Default::default(), top: Vec::new(), over: 0, late_responses: 0, done: Vec::new() }
+    }
+
+    /// Explains period `p` of `slot` (recorded as its last period) when it was late: a wakeup
+    /// above the threshold or among the worst, a response past `deadline` or `max_response`.
+    fn consider(&mut self, index: usize, slot: &Slot, p: &Period, deadline: Option<i64>, max_response: Option<i64>) {
+        let Some(wakeup) = p.wakeup_ns else { return };
+        let over = self.ask.threshold_ns.is_some_and(|t| wakeup > t);
+        self.over += over as u64;
+        let worst = self.ask.worst > 0 && (self.top.len() < self.ask.worst || wakeup > self.top[0]);
+        if worst {
+            self.top.push(wakeup);
+            self.top.sort_unstable();
+            if self.top.len() > self.ask.worst {
+                self.top.remove(0);
+            }
+        }
+        let deadline = deadline.filter(|d| *d != NO_DEADLINE);
+        let limit = match (deadline, max_response) {
+            (Some(d), Some(m)) => Some(d.min(m)),
+            (d, m) => d.or(m),
+        };
+        let late_response = p.response_ns.zip(limit).is_some_and(|(r, l)| r > l);
+        self.late_responses += late_response as u64;
+        if !(over || worst || late_response) {
+            return;
+        }
+        let late = crate::trace::period::Late {
+            thread: index,
+            cycle: slot.figures.periods.saturating_sub(1),
+            tid: p.tid,
+            cpu: p.cpu,
+            release_ns: p.release_ns,
+            wakeup_ns: wakeup,
+            response_ns: p.response_ns.filter(|_| late_response),
+            deadline_ns: deadline.or(max_response),
+        };
+        let policy_of = crate::trace::explain::policy_of;
+        let e = if late_response {
+            crate::trace::period::explain_response(&late, &self.recent, &policy_of)
+        } else {
+            crate::trace::period::explain_wakeup(&late, &self.recent, &policy_of)
+        };
+        self.done.push(e);
+        if self.done.len() > 2 * MAX_EXPLAINED {
+            self.trim();
+        }
+    }
+
+    /// Keeps the largest [`MAX_EXPLAINED`] (lateness: a response past its deadline by how much
+    /// it overran, a wakeup by its latency).
+    fn trim(&mut self) {
+        let lateness = |e: &crate::trace::Explanation| e.latency_ns - e.work.unwrap_or(0);
+        self.done.sort_by_key(|e| std::cmp::Reverse(lateness(e)));
+        self.done.truncate(MAX_EXPLAINED);
+    }
+
+    /// The explanations, largest first, and how the explaining went.
+    fn finish(
+        mut self,
+        run: &WatchRun,
+        missing: &[String],
+    ) -> (Vec<crate::trace::Explanation>, crate::trace::ExplainSummary) {
+        self.trim();
+        for e in &mut self.done {
+            e.lost_events = run.lost_events;
+        }
+        let summary = crate::trace::ExplainSummary {
+            threshold_ns: self.ask.threshold_ns,
+            worst: self.ask.worst,
+            unavailable: None,
+            instance: Some(run.instance.clone()),
+            buffer_kb: BUFFER_KB,
+            missing_events: missing.to_vec(),
+            lost_events: run.lost_events,
+            over_threshold: self.over + self.late_responses,
+            explained: self.done.len(),
+        };
+        (self.done, summary)
+    }
 }
 
 /// Has the kernel trace the threads found since the last call.
@@ -612,7 +767,7 @@ impl Reader {
                             slot.cadence.observe(p.release_ns);
                         }
                         slot.pending.push(p);
-                        self.flush(slot, i, recs, false);
+                        self.flush(slot, i, recs, false, state.explaining.as_mut());
                     }
                 }
                 Note::Forked { parent, child, comm } => {
@@ -658,7 +813,7 @@ impl Reader {
 
     /// Records the slot's pending periods once its period is known (or, at the end or when
     /// the thread shows no period, with what is known).
-    fn flush(&self, slot: &mut Slot, index: usize, recs: &mut Recorders<'_>, end: bool) {
+    fn flush(&self, slot: &mut Slot, index: usize, recs: &mut Recorders<'_>, end: bool, x: Option<&mut Explaining>) {
         if !slot.decided {
             if end || slot.pending.len() >= PENDING_MAX {
                 slot.cadence.settle();
@@ -679,13 +834,17 @@ impl Reader {
             }
             slot.decided = true;
         }
-        self.record_all(slot, index, recs);
+        self.record_all(slot, index, recs, x);
     }
 
     /// Records every pending period of the slot.
-    fn record_all(&self, slot: &mut Slot, index: usize, recs: &mut Recorders<'_>) {
+    fn record_all(&self, slot: &mut Slot, index: usize, recs: &mut Recorders<'_>, mut x: Option<&mut Explaining>) {
         for p in std::mem::take(&mut slot.pending) {
             self.record(slot, index, recs, &p);
+            if let Some(x) = x.as_deref_mut() {
+                let deadline = self.sinks.work.get(index).and_then(|w| w.as_ref()).map(|w| w.spec().deadline_ns);
+                x.consider(index, slot, &p, deadline, self.sinks.max_response_ns);
+            }
         }
     }
 

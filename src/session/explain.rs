@@ -3,6 +3,7 @@
 
 use crate::measure::ring::Sample;
 use crate::rt::affinity::CpuSet;
+use crate::trace::explain::{idle_exit_ns, policy_of};
 use crate::trace::recorder::{Recorder, BUFFER_KB};
 use crate::trace::{explain, Bounds, ExplainSummary, Explanation, Spike};
 use std::time::{Duration, Instant};
@@ -31,51 +32,6 @@ const LOOKBACK_NS: i64 = 50_000_000;
 
 /// A spike waits this long for its CPU's events to be read before it is explained anyway.
 const PATIENCE: Duration = Duration::from_millis(500);
-
-/// The policy name of a task from `/proc/PID/stat` (field 41), while it exists.
-fn policy_of(pid: i32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    // Fields after the comm start at field 3 (state); policy is field 41.
-    let policy: u32 = after.split_whitespace().nth(38)?.parse().ok()?;
-    Some(
-        match policy {
-            0 => "OTHER",
-            1 => "FIFO",
-            2 => "RR",
-            3 => "BATCH",
-            5 => "IDLE",
-            6 => "DEADLINE",
-            _ => return None,
-        }
-        .into(),
-    )
-}
-
-/// Interrupt entry on top of an idle state's exit latency.
-const IRQ_ENTRY_NS: i64 = 20_000;
-
-/// The longest an idle `cpu` takes to take an interrupt: the exit latency of the deepest idle
-/// state it may enter, plus [`IRQ_ENTRY_NS`]. A state may be entered when it is enabled and its
-/// exit latency is within the PM QoS limit `qos_us` (`/dev/cpu_dma_latency`, which rtlab holds
-/// at 0 µs by default: then only polling idle is entered). Without cpuidle states (a VM, no
-/// driver) the default bound.
-pub fn idle_exit_ns(root: &crate::doctor::Sysroot, cpu: usize, qos_us: Option<i32>) -> i64 {
-    let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
-    let states: Vec<String> =
-        root.list(&dir).unwrap_or_default().into_iter().filter(|n| n.starts_with("state")).collect();
-    if states.is_empty() {
-        return Bounds::default().idle_exit_ns;
-    }
-    let deepest = states
-        .iter()
-        .filter(|n| root.read(&format!("{dir}/{n}/disable")).is_ok_and(|d| d.trim() == "0"))
-        .filter_map(|n| root.read(&format!("{dir}/{n}/latency")).ok()?.trim().parse::<i64>().ok())
-        .filter(|lat| qos_us.is_none_or(|q| *lat <= i64::from(q.max(0))))
-        .max()
-        .unwrap_or(0);
-    deepest * 1000 + IRQ_ENTRY_NS
-}
 
 /// Adds one explained spike to the running tally by cause: the spike counts once for each
 /// cause it had, however many of its parts share it; the time is every part's.
@@ -394,6 +350,7 @@ pub fn unavailable(plan: ExplainPlan, why: String) -> ExplainSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::explain::IRQ_ENTRY_NS;
     use crate::trace::{explain::Part, Cause};
 
     fn part(cause: Cause, name: &str, ns: i64) -> Part {

@@ -398,6 +398,8 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         runtime: rt,
         loads,
         watch,
+        explanations: own_explanations,
+        explain: own_explain,
     } = probe.join();
     // A run shorter than the sample: its findings cover the run.
     if let Some(e) = exam.take() {
@@ -414,7 +416,10 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             explain_summary = Some(summary);
             (done, sources)
         }
-        None => (Vec::new(), Vec::new()),
+        None => {
+            explain_summary = explain_summary.or(own_explain);
+            (own_explanations, Vec::new())
+        }
     };
     for (t, c) in threads.iter_mut().zip(&cursors) {
         t.samples_lost = c.lost;
@@ -460,6 +465,10 @@ fn start_explainer(
     warnings: &mut Vec<Warning>,
 ) -> (Option<explain::Explainer>, Option<crate::trace::ExplainSummary>) {
     let Some(x) = plan.explain else { return (None, None) };
+    // A watch explains its own periods, from the events it already reads.
+    if matches!(plan.probe, ProbeSpec::Watch(_)) {
+        return (None, None);
+    }
     let slots = plan.probe.slots();
     let why = if plan.probe.simulated() {
         Some("a simulated probe has no kernel events".to_string())

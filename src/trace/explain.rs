@@ -61,6 +61,8 @@ pub enum Cause {
     Unaccounted,
     /// A watched thread running its own work (the part of a response that is not interference).
     OwnWork,
+    /// A task that ran while a watched thread, preempted during its work, waited for the CPU.
+    Preemption,
 }
 
 impl Cause {
@@ -79,6 +81,7 @@ impl Cause {
             Cause::Switch => "switch",
             Cause::Unaccounted => "unaccounted",
             Cause::OwnWork => "its own work",
+            Cause::Preemption => "preempted by",
         }
     }
 }
@@ -244,7 +247,19 @@ impl Explanation {
             })
             .collect();
         let mut out = String::new();
-        if e.noise {
+        if let Some(deadline) = e.work {
+            let late = e.latency_ns - deadline;
+            let how = if late > 0 { format!("finished {} late", us(late as f64)) } else { "finished in time".into() };
+            out += &format!(
+                "period {} of thread {} (CPU {}) {how} (response {}, deadline {}): {}\n",
+                e.cycle,
+                e.thread,
+                e.cpu,
+                us(e.latency_ns as f64),
+                us(deadline as f64),
+                parts.join(", ")
+            );
+        } else if e.noise {
             let label = if first { "max noise" } else { "noise" };
             out += &format!(
                 "{label} {} on CPU {} (gap {}): {}\n",
@@ -332,6 +347,51 @@ impl Default for Bounds {
     fn default() -> Self {
         Bounds { idle_exit_ns: 50_000, switch_ns: 50_000, irqs_off_ns: 1_000_000 }
     }
+}
+
+/// The policy name of a task from `/proc/PID/stat` (field 41), while it exists.
+pub fn policy_of(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    // Fields after the comm start at field 3 (state); policy is field 41.
+    let policy: u32 = after.split_whitespace().nth(38)?.parse().ok()?;
+    Some(
+        match policy {
+            0 => "OTHER",
+            1 => "FIFO",
+            2 => "RR",
+            3 => "BATCH",
+            5 => "IDLE",
+            6 => "DEADLINE",
+            _ => return None,
+        }
+        .into(),
+    )
+}
+
+/// Interrupt entry on top of an idle state's exit latency.
+pub const IRQ_ENTRY_NS: i64 = 20_000;
+
+/// The longest an idle `cpu` takes to take an interrupt: the exit latency of the deepest idle
+/// state it may enter, plus [`IRQ_ENTRY_NS`]. A state may be entered when it is enabled and its
+/// exit latency is within the PM QoS limit `qos_us` (`/dev/cpu_dma_latency`, which rtlab holds
+/// at 0 µs by default: then only polling idle is entered). Without cpuidle states (a VM, no
+/// driver) the default bound.
+pub fn idle_exit_ns(root: &crate::doctor::Sysroot, cpu: usize, qos_us: Option<i32>) -> i64 {
+    let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
+    let states: Vec<String> =
+        root.list(&dir).unwrap_or_default().into_iter().filter(|n| n.starts_with("state")).collect();
+    if states.is_empty() {
+        return Bounds::default().idle_exit_ns;
+    }
+    let deepest = states
+        .iter()
+        .filter(|n| root.read(&format!("{dir}/{n}/disable")).is_ok_and(|d| d.trim() == "0"))
+        .filter_map(|n| root.read(&format!("{dir}/{n}/latency")).ok()?.trim().parse::<i64>().ok())
+        .filter(|lat| qos_us.is_none_or(|q| *lat <= i64::from(q.max(0))))
+        .max()
+        .unwrap_or(0);
+    deepest * 1000 + IRQ_ENTRY_NS
 }
 
 /// One stretch of the window: `(from, to, cause, name, lane)`.

@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod event;
 pub mod explain;
 pub mod noise;
+pub mod period;
 pub mod raw;
 pub mod recorder;
 pub mod watch;

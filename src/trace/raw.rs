@@ -33,6 +33,8 @@ struct Format {
 #[derive(Clone, Debug, Default)]
 pub struct Formats {
     by_id: HashMap<u16, Format>,
+    /// Names of the kernel functions a timer event may point to, by address.
+    symbols: HashMap<u64, String>,
 }
 
 impl Formats {
@@ -79,6 +81,22 @@ impl Formats {
     /// Adds the layouts `other` knows.
     pub fn extend(&mut self, other: Formats) {
         self.by_id.extend(other.by_id);
+        self.symbols.extend(other.symbols);
+    }
+
+    /// Names the timer callbacks among `names` (`hrtimer_wakeup`) from `/proc/kallsyms`
+    /// (root reads the real addresses): events then carry their names, not their addresses.
+    pub fn name_functions(&mut self, names: &[&str]) {
+        let Ok(text) = std::fs::read_to_string("/proc/kallsyms") else { return };
+        for line in text.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(addr), Some(_), Some(name)) = (f.next(), f.next(), f.next()) else { continue };
+            if names.contains(&name) {
+                if let Some(a) = u64::from_str_radix(addr, 16).ok().filter(|a| *a != 0) {
+                    self.symbols.insert(a, name.to_string());
+                }
+            }
+        }
     }
 
     /// True when no event's layout is known.
@@ -150,10 +168,12 @@ const SOFTIRQS: [&str; 10] =
     ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 
 /// One record's event, from its layout.
-fn kind(f: &Format, data: &[u8]) -> Option<Kind> {
+fn kind(f: &Format, data: &[u8], symbols: &HashMap<u64, String>) -> Option<Kind> {
     let i = |n: &str| int(data, f, n);
     let s = |n: &str| text(data, f, n);
     let ptr = |n: &str| i(n).map(|v| format!("{:016x}", v as u64));
+    let function =
+        |n: &str| i(n).map(|v| symbols.get(&(v as u64)).cloned().unwrap_or_else(|| format!("{:016x}", v as u64)));
     Some(match f.name.as_str() {
         "sched_switch" => Kind::Switch {
             prev_pid: i("prev_pid")? as i32,
@@ -167,14 +187,14 @@ fn kind(f: &Format, data: &[u8]) -> Option<Kind> {
         "sched_waking" => Kind::Waking { pid: i("pid")? as i32, comm: s("comm")?, prio: i("prio")? as i32 },
         "hrtimer_start" => Kind::HrtimerStart {
             timer: ptr("hrtimer")?,
-            function: ptr("function")?,
+            function: function("function")?,
             expires_ns: i("expires")?,
             softexpires_ns: i("softexpires")?,
             // HRTIMER_MODE_REL is bit 0 of the mode.
             relative: i("mode").is_some_and(|m| m & 1 != 0),
         },
         "hrtimer_expire_entry" => {
-            Kind::HrtimerEntry { timer: ptr("hrtimer")?, function: ptr("function")?, now_ns: i("now") }
+            Kind::HrtimerEntry { timer: ptr("hrtimer")?, function: function("function")?, now_ns: i("now") }
         }
         "hrtimer_expire_exit" => Kind::HrtimerExit,
         "sys_exit" => Kind::SysExit { nr: i("id")? },
@@ -250,7 +270,7 @@ pub fn decode_page(page: &[u8], cpu: usize, formats: &Formats, comms: &mut HashM
             out.undecoded += 1;
             continue;
         };
-        let Some(kind) = kind(f, data) else {
+        let Some(kind) = kind(f, data, &formats.symbols) else {
             out.undecoded += 1;
             continue;
         };
