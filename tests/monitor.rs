@@ -150,6 +150,30 @@ fn a_working_task_is_served_with_its_response_histogram_and_deadline_misses() {
     assert!(misses >= count, "every job is late: {misses} misses for {count} jobs");
 }
 
+#[test]
+fn a_watched_programs_threads_are_served_by_name_with_their_histograms() {
+    assert!(common::is_root(), "rtlab monitor --watch needs root (tracefs): run the suite as root");
+    let m = monitor(&["--watch", "sleeper"]);
+    let mut program = Command::new(common::watched()).args(["sleep", "3000"]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let (code, text) = get(m.port, "/metrics", "");
+    let _ = program.kill();
+    let _ = program.wait();
+    assert_eq!(code, 200);
+    let lint = promtool_lint(&text);
+    assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
+    // The program's thread named "sleeper" (its main thread is not: --watch COMM takes names).
+    let tid = std::fs::read_dir(format!("/proc/{}/task", program.id())).map_or(0, |d| d.count());
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("rtlab_wakeup_latency_seconds_count{cpu=\"any\",thread=\"0\",task=\"sleeper:"))
+        .unwrap_or_else(|| panic!("no series of the watched thread ({tid}):\n{text}"));
+    let count: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(count > 500.0, "a 1 ms sleeper watched for seconds: {line}");
+    assert!(text.contains("rtlab_response_time_seconds_count{cpu=\"any\",thread=\"0\",task=\"sleeper:"), "{text}");
+    assert_eq!(get(m.port, "/healthz", "").0, 200, "a watched thread is not judged against a schedule");
+}
+
 /// The value of the first sample line starting with `prefix`.
 fn metric(text: &str, prefix: &str) -> Option<f64> {
     text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()?.parse().ok())

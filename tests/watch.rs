@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// The watched programs use SCHED_FIFO threads: one test at a time keeps them apart.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -18,23 +18,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// Root and tracefs, or a loud failure: watching needs the kernel's events.
 fn need_root() {
     assert!(is_root(), "rtlab watch's tests need root (a tracefs instance of rtlab's own); run the suite as root");
-}
-
-/// tests/programs/watched.c, built once with the system's C compiler.
-fn watched() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("watched");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/watched.c");
-        let st = std::process::Command::new("cc")
-            .args(["-O2", "-pthread", "-Wall", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .status()
-            .unwrap_or_else(|e| panic!("no C compiler ({e}): the watch tests build tests/programs/watched.c with cc"));
-        assert!(st.success(), "cc failed on {}", src.display());
-        out
-    })
 }
 
 /// `rtlab watch ARGS` to completion; its JSON result.

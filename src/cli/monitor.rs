@@ -36,9 +36,44 @@ pub struct MonitorArgs {
     /// With --json FILE: how many earlier windows to keep (FILE.1 … FILE.N)
     #[arg(long = "keep", value_name = "N", default_value = "24", value_parser = clap::value_parser!(u16).range(0..=10000))]
     pub keep: u16,
+    /// Serve a running program's threads instead of probes: PID (every thread of the process)
+    /// or a thread name (those named so, as they appear), from the kernel's events (rtlab watch)
+    #[arg(long = "watch", value_name = "PID|COMM")]
+    pub watch: Option<String>,
     /// The probe's options (`rtlab run --help`)
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// `rtlab watch`'s arguments for `--watch PID|COMM`, with the run options that apply to a
+/// watch (length, verdict thresholds, where rtlab's own threads run).
+fn watch_args(target: &str, run: &RunArgs) -> Result<super::watch::WatchArgs, UsageError> {
+    let (pid, comm) = match target.parse::<i32>() {
+        Ok(pid) => (Some(pid), None),
+        Err(_) => (None, Some(target.to_string())),
+    };
+    Ok(super::watch::WatchArgs {
+        pid,
+        tids: Vec::new(),
+        comm,
+        duration: run.duration,
+        period: None,
+        deadline: run.deadline,
+        miss_window: run.miss_window,
+        max_latency: run.max_latency,
+        max_response: run.max_response,
+        max_misses: run.max_misses,
+        max_threads: None,
+        main_affinity: run.main_affinity.clone(),
+        quiet: true,
+        nsecs: false,
+        json: None,
+        samples: None,
+        explain: run.explain,
+        explain_worst: run.explain_worst,
+        events: None,
+        command: Vec::new(),
+    })
 }
 
 impl MonitorOptions {
@@ -78,7 +113,10 @@ impl MonitorOptions {
         let mut run = a.run;
         run.quiet = true;
         run.no_checkpoint = true;
-        let RunOptions { mut plan, .. } = RunOptions::from_cli(run)?;
+        let RunOptions { mut plan, .. } = match &a.watch {
+            Some(target) => RunOptions::from_watch(watch_args(target, &run)?)?,
+            None => RunOptions::from_cli(run)?,
+        };
         // The monitor reads the probes' published figures once a second and sees every sample
         // (for the window maxima); neither touches the measuring loop.
         plan.checkpoint = Some(std::time::Duration::from_secs(1));

@@ -210,7 +210,8 @@ impl Windows {
         if let (Some(r), Some(Some(w))) = (response, self.work.get_mut(slot)) {
             w.response = Some(widen(w.response, r, at));
             w.run = Some(widen(w.run, r - latency, at));
-            let skipped = crate::measure::probe::missed_periods(r, w.interval_ns);
+            // A watched thread's period is not known when the run starts: it skips nothing here.
+            let skipped = if w.interval_ns > 0 { crate::measure::probe::missed_periods(r, w.interval_ns) } else { 0 };
             w.tracker.record(r > w.spec.deadline_ns, skipped, at);
         }
     }
@@ -316,6 +317,9 @@ struct Monitor {
     process_start: f64,
     /// The probes' exact count bounds (sorted): the plan's cuts.
     cuts: Vec<u64>,
+    /// The slots are watched threads (`--watch`): labelled with their name, and not judged
+    /// against a schedule (an application's thread may rightly be silent).
+    watching: bool,
 }
 
 fn unix_s(t: SystemTime) -> f64 {
@@ -348,6 +352,7 @@ impl Monitor {
             history: VecDeque::new(),
             interval: Duration::from_nanos(interval.max(0) as u64),
             process_start: unix_s(SystemTime::now()),
+            watching: matches!(opts.plan.probe, crate::probes::ProbeSpec::Watch(_)),
             cuts: {
                 let mut c = opts.plan.cuts_ns.clone();
                 c.sort_unstable();
@@ -385,6 +390,7 @@ impl Monitor {
                         .and_then(|w| w.max_since(from))
                         .map(|(l, a)| (l as f64 / 1e9, a as f64 / 1e9)),
                     max: s.max_ns.zip(s.max_at_ns).map(|(m, a)| (m as f64 / 1e9, at(a))),
+                    task: t.plan.name.as_ref().map(|n| format!("{n}:{}", t.tid)).filter(|_| self.watching),
                     response: t.work.as_ref().map(|w| {
                         let r = &w.response;
                         ResponseSeries {
@@ -430,6 +436,9 @@ impl Monitor {
     /// sample for three periods and two seconds, or one that delivered fewer than half of its
     /// periods as samples over the last five seconds or more.
     fn unhealthy(&mut self, out: &Output) -> Option<String> {
+        if self.watching {
+            return None;
+        }
         let now = Instant::now();
         let patience = self.interval * 3 + Duration::from_secs(2);
         if self.progress.len() != out.threads.len() {

@@ -57,6 +57,19 @@ pub struct ProbeSeries {
     pub max: Option<(f64, f64)>,
     /// A working task's response times and deadline misses.
     pub response: Option<ResponseSeries>,
+    /// The `task` label: a watched thread's `comm:tid` (`rtlab monitor --watch`); absent for probes.
+    pub task: Option<String>,
+}
+
+impl ProbeSeries {
+    /// The slot's labels: `cpu="1",thread="0"`, and `task="ctl:4711"` for a watched thread.
+    pub fn labels(&self) -> String {
+        let mut l = format!("cpu=\"{}\",thread=\"{}\"", esc(&self.cpu), self.thread);
+        if let Some(t) = &self.task {
+            l += &format!(",task=\"{}\"", esc(t));
+        }
+        l
+    }
 }
 
 /// A working task's series: its response-time histogram and deadline misses.
@@ -161,7 +174,7 @@ pub fn render(s: &Snapshot, openmetrics: bool) -> String {
     family(&mut o, lat, "histogram", "Wakeup latency of the periodic probe (wakeup minus deadline).", Some("seconds"));
     let bounds: Vec<String> = bucket_bounds_ns().into_iter().map(seconds).collect();
     for p in &s.probes {
-        let l = format!("cpu=\"{}\",thread=\"{}\"", esc(&p.cpu), p.thread);
+        let l = p.labels();
         for (b, c) in bounds.iter().zip(&p.buckets) {
             let _ = writeln!(o, "{lat}_bucket{{{l},le=\"{b}\"}} {c}");
         }
@@ -180,7 +193,7 @@ pub fn render(s: &Snapshot, openmetrics: bool) -> String {
         );
         for p in &s.probes {
             let Some(r) = &p.response else { continue };
-            let l = format!("cpu=\"{}\",thread=\"{}\"", esc(&p.cpu), p.thread);
+            let l = p.labels();
             for (b, c) in bounds.iter().zip(&r.buckets) {
                 let _ = writeln!(o, "{resp}_bucket{{{l},le=\"{b}\"}} {c}");
             }
@@ -197,19 +210,13 @@ pub fn render(s: &Snapshot, openmetrics: bool) -> String {
         );
         for p in &s.probes {
             if let Some(r) = &p.response {
-                let _ = writeln!(
-                    o,
-                    "rtlab_deadline_misses_total{{cpu=\"{}\",thread=\"{}\"}} {}",
-                    esc(&p.cpu),
-                    p.thread,
-                    r.misses
-                );
+                let _ = writeln!(o, "rtlab_deadline_misses_total{{{}}} {}", p.labels(), r.misses);
             }
         }
     }
     family(&mut o, "rtlab_samples_total", "counter", "Wakeups measured.", None);
     for p in &s.probes {
-        let _ = writeln!(o, "rtlab_samples_total{{cpu=\"{}\",thread=\"{}\"}} {}", esc(&p.cpu), p.thread, p.count);
+        let _ = writeln!(o, "rtlab_samples_total{{{}}} {}", p.labels(), p.count);
     }
     family(
         &mut o,
@@ -219,26 +226,19 @@ pub fn render(s: &Snapshot, openmetrics: bool) -> String {
         None,
     );
     for p in &s.probes {
-        let _ =
-            writeln!(o, "rtlab_missed_periods_total{{cpu=\"{}\",thread=\"{}\"}} {}", esc(&p.cpu), p.thread, p.missed);
+        let _ = writeln!(o, "rtlab_missed_periods_total{{{}}} {}", p.labels(), p.missed);
     }
     family(&mut o, "rtlab_latency_exceedances_total", "counter", "Wakeups later than the threshold.", None);
     for p in &s.probes {
         for (t, n) in s.thresholds_ns.iter().zip(&p.exceedances) {
-            let _ = writeln!(
-                o,
-                "rtlab_latency_exceedances_total{{cpu=\"{}\",thread=\"{}\",threshold=\"{}\"}} {n}",
-                esc(&p.cpu),
-                p.thread,
-                seconds(*t)
-            );
+            let _ = writeln!(o, "rtlab_latency_exceedances_total{{{},threshold=\"{}\"}} {n}", p.labels(), seconds(*t));
         }
     }
     let gauge2 = |o: &mut String, name: &str, help: &str, f: &dyn Fn(&ProbeSeries) -> Option<f64>| {
         family(o, name, "gauge", help, if name.ends_with("_seconds") { Some("seconds") } else { None });
         for p in &s.probes {
             if let Some(v) = f(p) {
-                let _ = writeln!(o, "{name}{{cpu=\"{}\",thread=\"{}\"}} {}", esc(&p.cpu), p.thread, num(v));
+                let _ = writeln!(o, "{name}{{{}}} {}", p.labels(), num(v));
             }
         }
     };
@@ -401,6 +401,7 @@ mod tests {
                 window_max: Some((1.9e-5, 1_800_000_010.0)),
                 max: Some((1.9e-5, 1_800_000_010.0)),
                 response: None,
+                task: None,
             }],
             info: ProbeInfo {
                 runtime: "os".into(),

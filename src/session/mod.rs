@@ -554,25 +554,38 @@ fn checkpoint_slots(
     works: &[Option<Arc<WorkLive>>],
 ) -> Vec<ThreadOutcome> {
     let os = matches!(probe, ProbeSpec::Os(_));
+    let watch = matches!(probe, ProbeSpec::Watch(_));
     statuses
         .iter()
         .zip(summaries)
         .zip(probe.slots())
-        .map(|((s, summary), tp)| ThreadOutcome {
-            work: works.get(tp.index).and_then(|w| w.as_ref()).and_then(|w| w.checkpoint()),
-            sched: os.then_some(s.sched),
-            cpus_allowed: os.then(|| tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default()),
-            plan: tp,
-            last_cpu: None,
-            timer_slack_ns: None,
-            summary,
-            outcome: crate::measure::probe::LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 },
-            drift_ns: None,
-            tid: s.tid,
-            samples_lost: 0,
-            warnings: Vec::new(),
-            noise: None,
-            watch: None,
+        .map(|((s, summary), mut tp)| {
+            // A watched thread's slot is named after the thread it found (`comm:tid`).
+            if watch {
+                tp.name = s.identity.as_ref().and_then(|i| i.rsplit_once(':')).map(|(comm, _)| comm.to_string());
+                tp.interval_ns = s.interval_ns;
+            }
+            ThreadOutcome {
+                work: works.get(tp.index).and_then(|w| w.as_ref()).and_then(|w| w.checkpoint()),
+                sched: (os || watch).then_some(s.sched),
+                cpus_allowed: os.then(|| tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default()),
+                plan: tp,
+                last_cpu: None,
+                timer_slack_ns: None,
+                summary,
+                outcome: crate::measure::probe::LoopOutcome {
+                    iterations: 0,
+                    drift_ns: 0,
+                    break_hit: None,
+                    start_ns: 0,
+                },
+                drift_ns: None,
+                tid: s.tid,
+                samples_lost: 0,
+                warnings: Vec::new(),
+                noise: None,
+                watch: None,
+            }
         })
         .collect()
 }

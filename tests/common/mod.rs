@@ -110,3 +110,21 @@ pub fn real_erl() -> PathBuf {
         .find(|p| p.exists())
         .expect("erl is not installed: apt-get install erlang-nox (.ci/run does)")
 }
+
+/// tests/programs/watched.c (threads of known behaviour for `rtlab watch`), built once with
+/// the system's C compiler.
+pub fn watched() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("watched");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/watched.c");
+        let st = std::process::Command::new("cc")
+            .args(["-O2", "-pthread", "-Wall", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .unwrap_or_else(|e| panic!("no C compiler ({e}): the watch tests build tests/programs/watched.c with cc"));
+        assert!(st.success(), "cc failed on {}", src.display());
+        out
+    })
+}
