@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 /// The watched programs use SCHED_FIFO threads: one test at a time keeps them apart.

@@ -33,6 +33,9 @@ pub enum Of {
     Run,
     /// Latency and response time of each curve in one picture
     Both,
+    /// A watched thread's IRQ, thread and wakeup (return-to-user) latency side by side
+    /// (rtlab watch; rtla timerlat's IRQ/Thr/Usr)
+    Stages,
 }
 
 impl Of {
@@ -43,6 +46,7 @@ impl Of {
             Of::Response => "Response time",
             Of::Run => "Run time",
             Of::Both => "Latency and response time",
+            Of::Stages => "IRQ, thread and wakeup latency",
         }
     }
 }
@@ -172,6 +176,9 @@ impl By {
 
 /// `thread 0 (CPU 2)`, or a task's name: `ctl (CPU 2)`.
 pub fn thread_label(t: &ThreadResult) -> String {
+    if let Some(w) = &t.watch {
+        return format!("{}:{}", w.comm, w.tid);
+    }
     match (&t.name, t.cpu) {
         (Some(n), Some(c)) => format!("{n} (CPU {c})"),
         (Some(n), None) => n.clone(),
@@ -191,8 +198,18 @@ fn label_of(thread: usize, cpu: Option<usize>) -> String {
 fn of_stats<'a>(
     stats: &'a Stats,
     work: Option<&'a crate::result::WorkResult>,
+    watch: Option<&'a crate::result::watch::WatchThread>,
     of: Of,
 ) -> Vec<(&'static str, &'a Stats)> {
+    if of == Of::Stages {
+        let mut v: Vec<(&str, &Stats)> = Vec::new();
+        if let Some(w) = watch {
+            v.extend(w.irq.as_ref().map(|s| (" IRQ", s)));
+            v.extend(w.thread.as_ref().map(|s| (" Thr", s)));
+        }
+        v.push((" Usr", stats));
+        return v;
+    }
     match (of, work) {
         (Of::Latency, _) => vec![("", stats)],
         (Of::Response, Some(w)) => vec![("", &w.response)],
@@ -223,7 +240,7 @@ pub fn curves(inputs: &[Input], by: By, of: Of) -> Vec<(String, &Stats)> {
         for (label, r) in runs {
             match by {
                 By::Input => {
-                    for (suffix, s) in of_stats(&r.all.stats, r.all.work.as_ref(), of) {
+                    for (suffix, s) in of_stats(&r.all.stats, r.all.work.as_ref(), None, of) {
                         out.push((format!("{label}{suffix}"), s));
                     }
                 }
@@ -231,7 +248,7 @@ pub fn curves(inputs: &[Input], by: By, of: Of) -> Vec<(String, &Stats)> {
                     for t in &r.threads {
                         let l =
                             if several || is_sweep { format!("{label}: {}", thread_label(t)) } else { thread_label(t) };
-                        for (suffix, s) in of_stats(&t.stats, t.work.as_ref(), of) {
+                        for (suffix, s) in of_stats(&t.stats, t.work.as_ref(), t.watch.as_ref(), of) {
                             out.push((format!("{l}{suffix}"), s));
                         }
                     }

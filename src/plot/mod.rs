@@ -217,6 +217,8 @@ pub fn describe(r: &RunResult) -> String {
                 crate::units::duration(n.period_ns)
             ));
         }
+    } else if let Some(w) = &r.watch {
+        parts.push(format!("watched {}", w.target));
     } else if let Some(c) = &r.config {
         parts.push(format!("{} interval", crate::units::duration(c.interval_ns)));
         parts.push(format!("{} sleep", c.method.name()));

@@ -492,6 +492,25 @@ fn strip(prefix: &str, settings: Vec<(String, String)>) -> Vec<(String, String)>
         .collect()
 }
 
+/// Watched threads drawn with their IRQ, thread and wakeup distributions side by side, at most.
+const MAX_STAGE_FIGURES: usize = 8;
+
+/// One figure per watched thread (with periods): its IRQ, Thr and Usr latency histograms side
+/// by side, as `rtla timerlat hist` gives them.
+fn stage_figures(input: &Input, r: &RunResult, index: usize) -> Result<Vec<Block>, String> {
+    let mut out = Vec::new();
+    for t in r.threads.iter().filter(|t| t.watch.is_some() && t.stats.cycles > 0).take(MAX_STAGE_FIGURES) {
+        let mut one = r.clone();
+        one.threads = vec![t.clone()];
+        let single = Input { content: Content::Run(Box::new(one)), samples: None, ..input.clone() };
+        let label = crate::plot::inputs::thread_label(t);
+        let caption = format!("{label}: IRQ, thread and wakeup latency (timerlat's IRQ/Thr/Usr)");
+        let name = format!("stages-{index}-{}", t.thread);
+        out.push(figure(Kind::Histogram, std::slice::from_ref(&single), Some(By::Thread), Of::Stages, name, &caption)?);
+    }
+    Ok(out)
+}
+
 fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) -> Result<(), String> {
     out.push(Block::Heading(2, input.name.clone()));
     out.push(Block::Text(crate::plot::describe(r)));
@@ -551,6 +570,19 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
         ));
         let numeric = header.iter().enumerate().map(|(i, _)| i > 0).collect();
         out.push(Block::Table { header, rows, numeric });
+    }
+    if let Some((header, rows)) = watch_grid(r, crate::units::Unit::Micros) {
+        out.push(Block::Heading(3, "Watched threads".into()));
+        out.push(Block::Text(
+            "Per watched thread, from the kernel's events: IRQ = its timer's interrupt − the expiry it asked for; \
+             Thr = the switch to it − release (seen only where the kernel traces that switch); Usr = its return to \
+             user space − release (the wakeup latency); preempted = time runnable but not running during its work. \
+             Times in µs."
+                .into(),
+        ));
+        let numeric = header.iter().enumerate().map(|(i, _)| i > 3).collect();
+        out.push(Block::Table { header, rows, numeric });
+        out.extend(stage_figures(input, r, index)?);
     }
     out.push(Block::Heading(3, "Plots".into()));
     let one = std::slice::from_ref(input);
