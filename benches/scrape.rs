@@ -30,6 +30,7 @@ fn snapshot() -> Snapshot {
                 exceedances: vec![12_345, 678, 9, 0],
                 window_max: Some((0.000_123, 1_800_000_000.0)),
                 max: Some((0.004_5, 1_799_990_000.0)),
+                task: None,
                 response: None,
             }
         })
