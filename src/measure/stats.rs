@@ -227,6 +227,9 @@ pub struct WorkSnapshot {
     pub max: i64,
     /// Deadline misses (late jobs and skipped releases).
     pub misses: u64,
+    /// A watched thread's timer interrupt latency: 99th percentile (upper bound) and largest
+    /// (ns); `None` for rtlab's own tasks, or before a timer release.
+    pub irq: Option<(Option<i64>, i64)>,
 }
 
 /// A sample that exceeded a threshold.

@@ -391,6 +391,8 @@ pub struct WorkLive {
     pub calibration: std::sync::OnceLock<Calibration>,
     /// The deadline in force (ns): the spec's, or one learnt later ([`WorkLive::set_deadline`]).
     deadline_ns: AtomicI64,
+    /// A watched thread's timer interrupt latencies (observed work only; the live view shows them).
+    pub irq: Option<Live>,
 }
 
 impl WorkLive {
@@ -404,6 +406,7 @@ impl WorkLive {
             spec,
             calibration: std::sync::OnceLock::new(),
             deadline_ns: AtomicI64::new(spec.deadline_ns),
+            irq: (spec.kind == WorkKind::Observed).then(|| Live::new(layout)),
         }
     }
 
@@ -427,6 +430,7 @@ impl WorkLive {
             p99: r.p99,
             max: r.max,
             misses: d.late.load(Relaxed) + d.skipped.load(Relaxed),
+            irq: self.irq.as_ref().map(|l| l.snapshot()).filter(|s| s.cycles > 0).map(|s| (s.p99, s.max)),
         });
     }
 

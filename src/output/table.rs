@@ -284,6 +284,10 @@ pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u:
         .iter()
         .map(|h| h.to_string())
         .collect();
+    let watched = snaps.iter().any(|s| s.work.is_some_and(|w| w.irq.is_some()));
+    if watched {
+        header.extend(["IRQ p99", "IRQ max"].iter().map(|h| h.to_string()));
+    }
     if working {
         header.extend(["resp", "resp p99", "resp max", "misses"].iter().map(|h| h.to_string()));
     }
@@ -295,7 +299,11 @@ pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u:
             let opt = |v: i64| if has { u.fmt(v) } else { "-".into() };
             let SchedParams { policy, priority, .. } = t.sched;
             let mut row = vec![
-                t.index.to_string(),
+                // A watched thread is named `comm:tid`.
+                t.identity
+                    .clone()
+                    .filter(|i| i.rsplit_once(':').is_some_and(|(_, tid)| tid.parse::<i32>().is_ok()))
+                    .unwrap_or_else(|| t.index.to_string()),
                 t.cpu.map_or("-".into(), |c| c.to_string()),
                 policy_label(Some(policy), Some(priority)),
                 s.cycles.to_string(),
@@ -306,6 +314,12 @@ pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u:
                 opt(s.max),
                 s.missed.to_string(),
             ];
+            if watched {
+                match s.work.and_then(|w| w.irq) {
+                    Some((p99, max)) => row.extend([u.fmt_opt(p99), u.fmt(max)]),
+                    None => row.extend(["-", "-"].map(String::from)),
+                }
+            }
             if working {
                 match s.work {
                     Some(w) => row.extend([u.fmt(w.cur), u.fmt_opt(w.p99), u.fmt(w.max), w.misses.to_string()]),
@@ -347,7 +361,7 @@ mod tests {
         let plain = live(&[status(0)], &[snap], 1.0, Unit::Micros);
         assert!(!plain.contains("resp"), "{plain}");
         let working = LiveSnapshot {
-            work: Some(WorkSnapshot { cur: 305_000, p99: Some(320_000), max: 410_000, misses: 2 }),
+            work: Some(WorkSnapshot { cur: 305_000, p99: Some(320_000), max: 410_000, misses: 2, irq: None }),
             ..snap
         };
         let text = live(&[status(0), status(1)], &[working, snap], 1.0, Unit::Micros);
@@ -355,5 +369,39 @@ mod tests {
         assert!(lines[1].ends_with("resp  resp p99  resp max  misses"), "{text}");
         assert!(lines[2].ends_with("305.0     320.0     410.0       2"), "{text}");
         assert!(lines[3].ends_with("-         -         -       -"), "{text}");
+    }
+
+    #[test]
+    fn a_watched_thread_is_named_comm_tid_with_its_irq_latency_in_the_live_table() {
+        let status = ThreadStatus {
+            index: 0,
+            cpu: None,
+            sched: SchedParams::simple(Policy::Fifo, 80),
+            interval_ns: 1_000_000,
+            tid: 4711,
+            identity: Some("ctl:4711".into()),
+        };
+        let snap = LiveSnapshot {
+            cycles: 10,
+            cur: 5_000,
+            min: 1_000,
+            max: 9_000,
+            missed: 0,
+            mean: 3_000.0,
+            mean_us_truncated: 3.0,
+            p99: Some(9_000),
+            work: Some(WorkSnapshot {
+                cur: 305_000,
+                p99: Some(320_000),
+                max: 410_000,
+                misses: 0,
+                irq: Some((Some(2_000), 3_000)),
+            }),
+        };
+        let text = live(&[status], &[snap], 1.0, Unit::Micros);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].contains("missed  IRQ p99  IRQ max   resp"), "{text}");
+        assert!(lines[2].starts_with("ctl:4711"), "{text}");
+        assert!(lines[2].contains("      2.0      3.0  305.0"), "{text}");
     }
 }

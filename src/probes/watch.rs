@@ -454,7 +454,9 @@ impl Reader {
         }
         let cpu0 = clock::now(ClockId::THREAD_CPUTIME);
         let works: Vec<Arc<WorkLive>> = self.sinks.work.iter().flatten().cloned().collect();
-        let irq_lives: Vec<Live> = (0..self.plan.capacity).map(|_| Live::new(self.plan.layout)).collect();
+        // A watched slot's IRQ latencies go where the live view reads them (its work cells).
+        let spare = Live::new(self.plan.layout);
+        let irq_lives: Vec<&Live> = works.iter().map(|w| w.irq.as_ref().unwrap_or(&spare)).collect();
         let switch_lives: Vec<Live> = (0..self.plan.capacity).map(|_| Live::new(self.plan.layout)).collect();
         let mut recs = Recorders {
             wakeup: self.sinks.lives.iter().map(|l| Recorder::new(l, self.sinks.max_latency_ns)).collect(),
