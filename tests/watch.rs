@@ -425,3 +425,41 @@ fn a_fifo_70_blocker_on_the_watched_threads_cpu_is_named_with_most_of_each_late_
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("finished") || text.contains("spike"), "show prints the explanations: {text}");
 }
+
+#[test]
+fn a_recorded_cyclictest_replays_to_its_exact_periods() {
+    // tests/fixtures/watch/cyclictest.trace: `rtlab watch --events` of `cyclictest -t1 -a1
+    // -p80 -i1000 -l 30` on this VM's kernel (ns timestamps from trace_pipe_raw). Its measuring
+    // thread is 10900; the figures below were read off the lines by hand (and by a script
+    // independent of rtlab): release = the softexpires it armed, IRQ = the expiry entry's now
+    // − release, wakeup = its sys_exit − release, waking = its sched_waking − release.
+    use rtlab::trace::watch::{Note, Tracker};
+    let text = std::fs::read_to_string("tests/fixtures/watch/cyclictest.trace").unwrap();
+    let events: Vec<rtlab::trace::event::Event> =
+        text.lines().map(|l| rtlab::trace::event::parse(l).unwrap()).collect();
+    let mut tracker = Tracker::new(0);
+    tracker.watch(10900);
+    let mut notes = Vec::new();
+    for e in &events {
+        tracker.feed(e, &mut notes);
+    }
+    tracker.finish(&mut notes);
+    let periods: Vec<_> = notes
+        .iter()
+        .filter_map(|n| match n {
+            Note::Period(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(periods.len(), 30, "one period per cycle");
+    assert!(periods.iter().all(|p| p.timer && !p.relative && p.slack_ns == Some(0)));
+    let figures = |i: usize| (periods[i].release_ns, periods[i].irq_ns, periods[i].wakeup_ns, periods[i].waking_ns);
+    assert_eq!(figures(0), (12_129_217_592_474, Some(7_019), Some(12_169), 7_811));
+    assert_eq!(figures(1), (12_129_218_592_474, Some(5_031), Some(8_267), 5_442));
+    assert_eq!(figures(2), (12_129_219_592_474, Some(1_600), Some(10_627), 2_982));
+    assert_eq!(figures(10), (12_129_227_592_474, Some(7_967), Some(11_333), 8_337));
+    // Releases one period apart exactly: an absolute schedule.
+    assert!(periods.windows(2).all(|w| w[1].release_ns - w[0].release_ns == 1_000_000));
+    // The last cycle ends with the thread's exit, not a block: no response.
+    assert!(periods[..29].iter().all(|p| p.response_ns.is_some()) && periods[29].response_ns.is_none());
+}
