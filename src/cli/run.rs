@@ -34,6 +34,41 @@ Without RT privileges rtlab measures anyway with what it may use and says why (-
 
 Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a sample exceeded --max-latency or -b.";
 
+/// The deadline options `rtlab run` and `rtlab watch` share.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DeadlineArgs {
+    /// Deadline relative to the release, shorter or longer than the period [default: the period]
+    #[arg(long = "deadline", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub deadline: Option<i64>,
+
+    /// Count the worst number of deadline misses in any K consecutive releases [default: 1000]
+    #[arg(long = "miss-window", value_name = "K", value_parser = clap::value_parser!(u32).range(1..=MAX_MISS_WINDOW as i64))]
+    pub miss_window: Option<u32>,
+
+    /// Verdict: fail (exit 3) if any response time exceeds this (plain number = µs)
+    #[arg(long = "max-response", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub max_response: Option<i64>,
+
+    /// Verdict: fail (exit 3) on more than N deadline misses, or more than M in any K consecutive releases (M/K)
+    #[arg(long = "max-misses", value_name = "N|M/K", value_parser = MissLimit::parse)]
+    pub max_misses: Option<MissLimit>,
+}
+
+impl DeadlineArgs {
+    /// K of the worst-window count: `--miss-window`, or the K of `--max-misses M/K`, which
+    /// must agree when both are given.
+    pub fn window(&self) -> Result<u32, UsageError> {
+        match (self.miss_window, self.max_misses) {
+            (Some(w), Some(MissLimit::Window { k, .. })) if w != k => Err(usage(format!(
+                "--miss-window {w} and --max-misses .../{k} count different windows; give one K (or drop --miss-window)"
+            ))),
+            (Some(w), _) => Ok(w),
+            (None, Some(MissLimit::Window { k, .. })) => Ok(k),
+            (None, _) => Ok(DEFAULT_MISS_WINDOW),
+        }
+    }
+}
+
 /// `rtlab run` arguments (see [`LONG_ABOUT`]).
 #[derive(Args, Debug, Clone)]
 #[command(
@@ -207,21 +242,9 @@ pub struct RunArgs {
     #[arg(long = "work-kind", value_enum, value_name = "KIND", requires = "work")]
     pub work_kind: Option<WorkKind>,
 
-    /// Deadline relative to the release, shorter or longer than the period [default: the period]
-    #[arg(long = "deadline", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
-    pub deadline: Option<i64>,
-
-    /// Count the worst number of deadline misses in any K consecutive releases [default: 1000]
-    #[arg(long = "miss-window", value_name = "K", value_parser = clap::value_parser!(u32).range(1..=MAX_MISS_WINDOW as i64))]
-    pub miss_window: Option<u32>,
-
-    /// Verdict: fail (exit 3) if any response time exceeds this (plain number = µs)
-    #[arg(long = "max-response", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
-    pub max_response: Option<i64>,
-
-    /// Verdict: fail (exit 3) on more than N deadline misses, or more than M in any K consecutive releases (M/K)
-    #[arg(long = "max-misses", value_name = "N|M/K", value_parser = MissLimit::parse)]
-    pub max_misses: Option<MissLimit>,
+    /// Deadlines and their verdicts
+    #[command(flatten)]
+    pub deadlines: DeadlineArgs,
 
     /// A periodic task (repeatable): name=ctl,period=1ms,work=200us,policy=fifo:80,cpu=1; keys: name, period,
     /// work, kind, deadline, policy, nice, cpu, offset, dl-runtime, dl-deadline, dl-period
@@ -400,16 +423,7 @@ impl RunArgs {
         }
 
         layout.check_memory(if self.work.is_some() { n * 3 } else { n }).map_err(usage)?;
-        let window = match (self.miss_window, self.max_misses) {
-            (Some(w), Some(MissLimit::Window { k, .. })) if w != k => {
-                return Err(usage(format!(
-                    "--miss-window {w} and --max-misses .../{k} count different windows; give one K (or drop --miss-window)"
-                )))
-            }
-            (Some(w), _) => w,
-            (None, Some(MissLimit::Window { k, .. })) => k,
-            (None, _) => DEFAULT_MISS_WINDOW,
-        };
+        let window = self.deadlines.window()?;
         let placed = os_thread::placement(n, pinned.then_some(&cpus));
         let mut threads = Vec::with_capacity(n);
         let mut deadline_cfg = None;
@@ -458,7 +472,7 @@ impl RunArgs {
             let work = self.work.map(|amount_ns| WorkSpec {
                 kind: self.work_kind.unwrap_or(WorkKind::Fixed),
                 amount_ns,
-                deadline_ns: self.deadline.unwrap_or(interval_ns),
+                deadline_ns: self.deadlines.deadline.unwrap_or(interval_ns),
                 miss_window: window,
             });
             threads.push(ThreadPlan {
@@ -530,8 +544,8 @@ impl RunArgs {
             loops,
             duration,
             max_latency_ns: self.max_latency,
-            max_response_ns: self.max_response,
-            max_misses: self.max_misses,
+            max_response_ns: self.deadlines.max_response,
+            max_misses: self.deadlines.max_misses,
             strict: self.strict,
             checkpoint: match (&self.json, self.no_checkpoint) {
                 (Some(p), false) if p.as_os_str() != "-" => Some(self.checkpoint),
@@ -592,7 +606,7 @@ impl RunArgs {
                 self.dl_runtime.is_some() || self.dl_deadline.is_some() || self.dl_period.is_some(),
             ),
             ("--work", self.work.is_some()),
-            ("--deadline", self.deadline.is_some()),
+            ("--deadline", self.deadlines.deadline.is_some()),
             ("--simulate", self.simulate.is_some()),
         ];
         if let Some((flag, _)) = clashes.iter().find(|(_, g)| *g) {
@@ -640,10 +654,10 @@ impl RunArgs {
     /// The options of working tasks need work, and work needs an absolute schedule.
     fn check_work(&self, working: bool, method: Method) -> Result<(), UsageError> {
         let needs = [
-            ("--deadline", self.deadline.is_some()),
-            ("--miss-window", self.miss_window.is_some()),
-            ("--max-response", self.max_response.is_some()),
-            ("--max-misses", self.max_misses.is_some()),
+            ("--deadline", self.deadlines.deadline.is_some()),
+            ("--miss-window", self.deadlines.miss_window.is_some()),
+            ("--max-response", self.deadlines.max_response.is_some()),
+            ("--max-misses", self.deadlines.max_misses.is_some()),
         ];
         if let (Some((flag, _)), false) = (needs.iter().find(|(_, g)| *g), working) {
             return Err(usage(format!("{flag} needs work per period: add --work TIME (or tasks with work=)")));

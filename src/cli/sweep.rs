@@ -200,7 +200,7 @@ impl SweepArgs {
                 a.work = Some(w);
             }
             if let Some(d) = p.deadline {
-                a.deadline = Some(d);
+                a.deadlines.deadline = Some(d);
             }
             if axes.workers.is_some() {
                 match runtime {

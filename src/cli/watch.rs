@@ -5,10 +5,8 @@ use super::parse;
 use super::UsageError;
 use crate::commands::run::RunOptions;
 use crate::measure::histogram::Layout;
-use crate::measure::work::{DEFAULT_MISS_WINDOW, MAX_MISS_WINDOW};
 use crate::probes::watch::{Plan as WatchPlan, Target, MAX_THREADS};
 use crate::probes::ProbeSpec;
-use crate::result::verdict::MissLimit;
 use crate::rt::affinity::CpuSet;
 use crate::rt::process;
 use crate::session::Plan;
@@ -66,25 +64,13 @@ pub struct WatchArgs {
     #[arg(long = "period", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::interval)]
     pub period: Option<i64>,
 
-    /// Deadline relative to the release [default: the period]
-    #[arg(long = "deadline", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
-    pub deadline: Option<i64>,
-
-    /// Count the worst number of deadline misses in any K consecutive releases [default: 1000]
-    #[arg(long = "miss-window", value_name = "K", value_parser = clap::value_parser!(u32).range(1..=MAX_MISS_WINDOW as i64))]
-    pub miss_window: Option<u32>,
-
     /// Verdict: fail (exit 3) if any wakeup latency exceeds this (plain number = µs)
     #[arg(long = "max-latency", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
     pub max_latency: Option<i64>,
 
-    /// Verdict: fail (exit 3) if any response time exceeds this (plain number = µs)
-    #[arg(long = "max-response", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
-    pub max_response: Option<i64>,
-
-    /// Verdict: fail (exit 3) on more than N deadline misses, or more than M in any K consecutive releases (M/K)
-    #[arg(long = "max-misses", value_name = "N|M/K", value_parser = MissLimit::parse)]
-    pub max_misses: Option<MissLimit>,
+    /// Deadlines (default: each thread's period) and their verdicts
+    #[command(flatten)]
+    pub deadlines: super::run::DeadlineArgs,
 
     /// The most threads watched at once [default: those found at the start + 16, at most 96]
     #[arg(long = "max-threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS as i64))]
@@ -154,23 +140,14 @@ impl RunOptions {
                 target.describe()
             )));
         }
-        if let (Some(d), Some(p)) = (a.deadline, a.period) {
+        if let (Some(d), Some(p)) = (a.deadlines.deadline, a.period) {
             if d > 100 * p {
                 return Err(usage(
                     "--deadline is more than 100 periods; give a deadline near the period, e.g. --deadline 1ms",
                 ));
             }
         }
-        let window = match (a.miss_window, a.max_misses) {
-            (Some(w), Some(MissLimit::Window { k, .. })) if w != k => {
-                return Err(usage(format!(
-                    "--miss-window {w} and --max-misses .../{k} count different windows; give one K (or drop --miss-window)"
-                )))
-            }
-            (Some(w), _) => w,
-            (None, Some(MissLimit::Window { k, .. })) => k,
-            (None, _) => DEFAULT_MISS_WINDOW,
-        };
+        let window = a.deadlines.window()?;
         let mut outputs: Vec<(String, &std::path::Path)> = Vec::new();
         if let Some(p) = &a.json {
             outputs.push(("--json".into(), p));
@@ -194,7 +171,7 @@ impl RunOptions {
         let probe = WatchPlan {
             target,
             period_ns: a.period,
-            deadline_ns: a.deadline,
+            deadline_ns: a.deadlines.deadline,
             miss_window: window,
             capacity,
             layout,
@@ -217,8 +194,8 @@ impl RunOptions {
         let plan = Plan {
             duration: a.duration,
             max_latency_ns: a.max_latency,
-            max_response_ns: a.max_response,
-            max_misses: a.max_misses,
+            max_response_ns: a.deadlines.max_response,
+            max_misses: a.deadlines.max_misses,
             sample_ring: a.samples.is_some().then_some(crate::session::SAMPLE_RING),
             samples: a.samples,
             doctor: None,

@@ -10,6 +10,8 @@ pub mod noise;
 pub mod period;
 pub mod raw;
 pub mod recorder;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod watch;
 
 pub use explain::{explain, Bounds, Cause, ExplainSummary, Explanation, Spike};

@@ -199,22 +199,7 @@ fn event_cpu(step: &Step) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ev(ts_ns: i64, cpu: usize, pid: i32, kind: Kind) -> Event {
-        Event { ts_ns, cpu, pid, comm: format!("t{pid}"), kind }
-    }
-
-    fn switch(prev: i32, state: &str, next: i32) -> Kind {
-        Kind::Switch {
-            prev_pid: prev,
-            prev_comm: format!("t{prev}"),
-            prev_prio: 19,
-            prev_state: state.into(),
-            next_pid: next,
-            next_comm: format!("t{next}"),
-            next_prio: 19,
-        }
-    }
+    use crate::trace::testing::{ev, switch};
 
     #[test]
     fn the_work_is_own_time_interrupts_on_its_cpu_and_the_task_that_preempted_it_across_a_migration() {

@@ -360,22 +360,7 @@ impl Cadence {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ev(ts_ns: i64, cpu: usize, pid: i32, kind: Kind) -> Event {
-        Event { ts_ns, cpu, pid, comm: String::new(), kind }
-    }
-
-    fn switch(prev: i32, state: &str, next: i32) -> Kind {
-        Kind::Switch {
-            prev_pid: prev,
-            prev_comm: format!("t{prev}"),
-            prev_prio: 19,
-            prev_state: state.into(),
-            next_pid: next,
-            next_comm: format!("t{next}"),
-            next_prio: 19,
-        }
-    }
+    use crate::trace::testing::{ev, switch};
 
     fn start(soft: i64, slack: i64) -> Kind {
         Kind::HrtimerStart {
