@@ -70,8 +70,7 @@ pub const THREAD_EVENTS: &[&str] = &[
 
 /// Events of any task, recorded by a second instance: timer interrupts come in whatever task's
 /// context the CPU was in (often idle); forks and renames name the threads to watch next.
-pub const SYSTEM_EVENTS: &[&str] =
-    &["timer/hrtimer_expire_entry", "timer/hrtimer_expire_exit", "sched/sched_process_fork", "task/task_rename"];
+pub const SYSTEM_EVENTS: &[&str] = &["timer/hrtimer_expire_entry", "sched/sched_process_fork", "task/task_rename"];
 
 /// The most threads one watch takes (each keeps five histograms).
 pub const MAX_THREADS: usize = 96;

@@ -70,6 +70,20 @@ struct Thread {
     gone: bool,
 }
 
+/// A timer callback that started on a CPU.
+#[derive(Clone, Debug)]
+struct Callback {
+    timer: String,
+    function: String,
+    /// The expiry time the kernel used (`now`).
+    now: i64,
+    /// When it started.
+    ts: i64,
+}
+
+/// Callbacks that never wake a sleeping thread (the scheduler tick), by name.
+const NOT_WAKING: &[&str] = &["tick_nohz_handler", "tick_sched_timer", "hrtick"];
+
 /// At most this many armed timers are remembered per thread.
 const ARMED_KEPT: usize = 8;
 
@@ -104,8 +118,9 @@ pub struct Tracker {
     threads: HashMap<i32, Thread>,
     /// Which watched thread armed a timer (by address).
     timers: HashMap<String, i32>,
-    /// Per CPU, the timer callbacks running (innermost last): (timer, its expiry time).
-    callbacks: HashMap<usize, Vec<(String, i64)>>,
+    /// Per CPU, the latest timer callback that started there (an exit, where recorded, ends
+    /// it; a waking uses it up).
+    callbacks: HashMap<usize, Callback>,
     /// CLOCK_REALTIME − CLOCK_MONOTONIC (ns): a timer on the realtime clock expires in its time.
     realtime_offset_ns: i64,
 }
@@ -132,18 +147,17 @@ impl Tracker {
             Kind::HrtimerStart { timer, expires_ns, softexpires_ns, relative, .. } => {
                 self.armed(e.pid, timer, (*softexpires_ns, *expires_ns, *relative), e.ts_ns)
             }
-            Kind::HrtimerEntry { timer, now_ns, .. } => {
-                let open = self.callbacks.entry(e.cpu).or_default();
-                // Callbacks nest at most once (a soft timer's under a hard one); more is lost exits.
-                if open.len() >= 4 {
-                    open.clear();
-                }
-                open.push((timer.clone(), now_ns.unwrap_or(e.ts_ns)));
+            Kind::HrtimerEntry { timer, function, now_ns } => {
+                let cb = Callback {
+                    timer: timer.clone(),
+                    function: function.clone(),
+                    now: now_ns.unwrap_or(e.ts_ns),
+                    ts: e.ts_ns,
+                };
+                self.callbacks.insert(e.cpu, cb);
             }
             Kind::HrtimerExit => {
-                if let Some(open) = self.callbacks.get_mut(&e.cpu) {
-                    open.pop();
-                }
+                self.callbacks.remove(&e.cpu);
             }
             Kind::Waking { pid, .. } => self.woken(*pid, e),
             Kind::Switch { prev_pid, prev_state, next_pid, next_comm, .. } => {
@@ -193,17 +207,21 @@ impl Tracker {
     }
 
     fn woken(&mut self, tid: i32, e: &Event) {
-        // Woken inside the callback of a timer it armed (on the CPU the waking is on): its own
-        // timer released it, at the expiry it asked for.
-        let callback = self.callbacks.get(&e.cpu).and_then(|open| open.last()).cloned();
         let Some(t) = self.threads.get_mut(&tid) else { return };
-        if t.asleep.take().is_none() {
-            return;
-        }
+        let Some(since) = t.asleep.take() else { return };
+        // Woken by the latest timer callback on the CPU the waking is on, of a timer it armed,
+        // started while it slept: its own timer released it, at the expiry it asked for. (No
+        // callback's exit is needed: the callback wakes its sleeper before it ends.)
+        let callback = self
+            .callbacks
+            .get(&e.cpu)
+            .filter(|c| c.ts >= since && c.ts <= e.ts_ns && !NOT_WAKING.contains(&c.function.as_str()))
+            .cloned();
         let mut p = Period { tid, release_ns: e.ts_ns, cpu: e.cpu, ..Default::default() };
-        let fired = callback.and_then(|(timer, now)| {
-            let armed = t.armed.iter().find(|(a, _)| *a == timer).map(|(_, a)| a.clone())?;
-            Some((armed, now))
+        let fired = callback.and_then(|c| {
+            let armed = t.armed.iter().find(|(a, _)| *a == c.timer).map(|(_, a)| a.clone())?;
+            self.callbacks.remove(&e.cpu);
+            Some((armed, c.now))
         });
         if let Some((armed, now)) = fired.filter(|(a, now)| *now >= a.soft_ns) {
             p.release_ns = armed.soft_ns;
@@ -486,6 +504,36 @@ mod tests {
         let Note::Period(p) = &notes[0] else { panic!("{notes:?}") };
         assert!(!p.timer);
         assert_eq!((p.release_ns, p.irq_ns), (5_000, None));
+    }
+
+    #[test]
+    fn without_exit_events_only_a_callback_of_its_own_timer_since_it_slept_releases_it() {
+        let tick =
+            |now| Kind::HrtimerEntry { timer: "ff01".into(), function: "tick_nohz_handler".into(), now_ns: Some(now) };
+        let notes = run(&[
+            // Its timer fires while it sleeps: a timer release (no exit event recorded).
+            ev(900, 0, 7, start(2_000, 0)),
+            ev(1_000, 0, 7, switch(7, "S", 0)),
+            ev(2_010, 0, 0, entry(2_005)),
+            ev(2_012, 0, 0, waking(7)),
+            ev(2_100, 0, 7, switch(7, "S", 0)),
+            // Woken later by another task on that CPU: that callback was used up.
+            ev(3_000, 0, 3, waking(7)),
+            ev(3_100, 0, 7, switch(7, "S", 0)),
+            // A tick the thread happened to arm is no release either.
+            ev(3_200, 0, 7, start(4_000, 0)),
+            ev(4_001, 0, 0, tick(4_000)),
+            ev(4_002, 0, 0, waking(7)),
+            ev(4_100, 0, 7, switch(7, "S", 0)),
+        ]);
+        let timers: Vec<bool> = notes
+            .iter()
+            .filter_map(|n| match n {
+                Note::Period(p) => Some(p.timer),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(timers, vec![true, false, false]);
     }
 
     #[test]
