@@ -267,6 +267,22 @@ fn a_sched_other_sleeper_shows_the_kernels_50us_timer_slack() {
 }
 
 #[test]
+fn a_timerfd_and_an_epoll_timeout_release_their_threads_as_timers() {
+    need_root();
+    let dir = tempfile::tempdir().unwrap();
+    let r = watch(dir.path(), &["--", watched().to_str().unwrap(), "timerfd", "300"]);
+    let t = thread(&r, "ticker");
+    // timerfd_settime arms it once, each read re-arms it (hrtimer_start in the thread's own
+    // read), its callback (timerfd_tmrproc) wakes the reader.
+    assert!(t["watch"]["timer_releases"].as_u64().unwrap() >= 295, "{}", t["watch"]);
+    assert_eq!(t["watch"]["period_ns"], 1_000_000);
+    let r = watch(dir.path(), &["--", watched().to_str().unwrap(), "epoll", "300"]);
+    let t = thread(&r, "poller");
+    assert_eq!(t["watch"]["timer_releases"], 300, "{}", t["watch"]);
+    assert_eq!(t["watch"]["timer_slack_min_ns"], 50_000, "epoll's timeout gets the default slack");
+}
+
+#[test]
 fn a_thread_woken_through_a_pipe_is_released_at_its_waking() {
     need_root();
     let dir = tempfile::tempdir().unwrap();

@@ -7,6 +7,8 @@
  *   watched pipe COUNT       a thread "writer" sleeps 2 ms and writes a byte, COUNT times; a
  *       thread "reader" blocks in read() on the pipe.
  *   watched sleep COUNT      a SCHED_OTHER thread "sleeper" sleeps 1 ms (nanosleep) COUNT times.
+ *   watched timerfd COUNT    a thread "ticker" reads a periodic 1 ms timerfd COUNT times.
+ *   watched epoll COUNT      a thread "poller" waits in epoll_wait with a 1 ms timeout COUNT times.
  *   watched churn N PERIODS DELAY_MS  the main thread waits DELAY_MS, then starts N threads
  *       ("churn"), 30 ms apart; each sleeps 1 ms PERIODS times and exits.
  */
@@ -16,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,6 +102,29 @@ static void *sleeper(void *arg) {
     return NULL;
 }
 
+static void *ticker(void *arg) {
+    (void)arg;
+    prctl(PR_SET_NAME, "ticker");
+    int fd = timerfd_create(CLOCK_MONOTONIC, 0);
+    struct itimerspec it = {{0, 1000000}, {0, 1000000}};
+    if (fd < 0 || timerfd_settime(fd, 0, &it, NULL) != 0) exit(1);
+    for (long i = 0; i < count; i++) {
+        unsigned long long n;
+        if (read(fd, &n, sizeof n) != sizeof n) exit(1);
+    }
+    return NULL;
+}
+
+static void *poller(void *arg) {
+    (void)arg;
+    prctl(PR_SET_NAME, "poller");
+    int ep = epoll_create1(0);
+    struct epoll_event ev;
+    if (ep < 0) exit(1);
+    for (long i = 0; i < count; i++) epoll_wait(ep, &ev, 1, 1);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     pthread_t a, b;
     if (argc >= 7 && !strcmp(argv[1], "busy")) {
@@ -114,6 +141,14 @@ int main(int argc, char **argv) {
         pthread_create(&a, NULL, reader, NULL);
         pthread_create(&b, NULL, writer, NULL);
         pthread_join(b, NULL);
+        pthread_join(a, NULL);
+    } else if (argc >= 3 && !strcmp(argv[1], "timerfd")) {
+        count = atol(argv[2]);
+        pthread_create(&a, NULL, ticker, NULL);
+        pthread_join(a, NULL);
+    } else if (argc >= 3 && !strcmp(argv[1], "epoll")) {
+        count = atol(argv[2]);
+        pthread_create(&a, NULL, poller, NULL);
         pthread_join(a, NULL);
     } else if (argc >= 3 && !strcmp(argv[1], "sleep")) {
         count = atol(argv[2]);
@@ -133,7 +168,7 @@ int main(int argc, char **argv) {
         }
         for (long i = 0; i < n; i++) pthread_join(t[i], NULL);
     } else {
-        fprintf(stderr, "usage: watched busy|pipe|sleep|churn ...\n");
+        fprintf(stderr, "usage: watched busy|pipe|sleep|timerfd|epoll|churn ...\n");
         return 2;
     }
     return 0;
