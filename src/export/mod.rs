@@ -11,7 +11,7 @@ pub mod schema;
 
 use crate::result::RunResult;
 use std::io::Write;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// A file format for results. Exporters never do I/O.
@@ -20,25 +20,8 @@ pub trait Exporter {
     fn serialize(&self, result: &RunResult) -> Result<Vec<u8>, String>;
 }
 
-fn parent_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// A new temporary file in the directory of `path`, named `.NAME.XXXXXXXXXXXX.tmp` with random
-/// characters and created with `O_CREAT|O_EXCL` (so never through a planted symlink or into a
-/// file that exists), mode 0644 before the umask. It is removed when dropped unless persisted.
-pub fn temp_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
-    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .rand_bytes(12)
-        .permissions(std::fs::Permissions::from_mode(0o644))
-        .tempfile_in(parent_of(path))
-}
+use crate::rt::fs::parent_of;
+pub use crate::rt::fs::temp_beside;
 
 /// Writes `bytes` to `path` atomically (an unpredictable temporary file beside it, fsync, then
 /// rename over `path`, which replaces a symlink there instead of writing through it), or to
@@ -343,7 +326,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ro = dir.path().join("ro");
         std::fs::create_dir(&ro).unwrap();
-        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        std::fs::set_permissions(&ro, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
         let writable_anyway = nix_is_root();
         let r = check_output(&ro.join("x.json"));
         if writable_anyway {

@@ -482,7 +482,7 @@ impl Reader {
         let mut streams = Streams::default();
         let mut recording =
             self.plan.events_out.as_ref().and_then(|p| {
-                crate::export::temp_beside(p).ok().map(|t| std::io::BufWriter::with_capacity(1 << 20, t))
+                crate::rt::fs::temp_beside(p).ok().map(|t| std::io::BufWriter::with_capacity(1 << 20, t))
             });
         let mut next_look = Instant::now() + LOOK_EVERY;
         let mut notes = Vec::new();

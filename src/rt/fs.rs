@@ -1,6 +1,7 @@
 //! What kind of filesystem a path lives on: the kernel's pseudo-filesystems hold files that
 //! look regular but block on read or never end (`trace_pipe`, `/proc/kmsg`).
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// The kernel pseudo-filesystem `path` lives on (`proc`, `sysfs`, `tracefs`, …), or `None` for
@@ -27,6 +28,27 @@ pub fn pseudo_filesystem(path: &Path) -> Option<&'static str> {
         0x6e73_6673 => Some("nsfs"),
         _ => None,
     }
+}
+
+/// The directory `path` is in (`.` for a bare file name).
+pub fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// A new temporary file in the directory of `path`, named `.NAME.XXXXXXXXXXXX.tmp` with random
+/// characters and created with `O_CREAT|O_EXCL` (so never through a planted symlink or into a
+/// file that exists), mode 0644 before the umask. It is removed when dropped unless persisted.
+pub fn temp_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .rand_bytes(12)
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(parent_of(path))
 }
 
 #[cfg(test)]
