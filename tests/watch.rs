@@ -481,3 +481,36 @@ fn a_recorded_cyclictest_replays_to_its_exact_periods() {
     // The last cycle ends with the thread's exit, not a block: no response.
     assert!(periods[..29].iter().all(|p| p.response_ns.is_some()) && periods[29].response_ns.is_none());
 }
+
+#[test]
+fn run_with_stages_gives_each_thread_irq_thread_and_its_own_wakeup_latency_in_order() {
+    need_root();
+    let _g = serial();
+    let cpu = last_cpu().to_string();
+    let out = rtlab()
+        .args(["run", "-q", "-t1", "-a", &cpu, "-p80", "-i1ms", "-D", "3", "--stages", "--json", "-"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid_run_result(&r);
+    assert_eq!(r["kind"], "wakeup", "a run with stages is still a run of rtlab's probes");
+    let t = &r["threads"][0];
+    let w = &t["watch"];
+    let (usr, irq) = (&t, &w["irq"]);
+    let n = usr["cycles"].as_u64().unwrap();
+    // Every timer period of the probe was seen by the tracker, its timer's interrupt with it
+    // (its other wakeups are the start gate and the stop: event-driven).
+    assert_eq!(w["timer_releases"].as_u64(), Some(n), "{w}");
+    assert_eq!(irq["cycles"].as_u64(), Some(n), "{w}");
+    assert!(w["thread"]["cycles"].as_u64().unwrap_or(0) <= n);
+    // Per period IRQ ≤ Usr (the interrupt comes before the probe reads its clock), so over the
+    // same periods every order statistic is too.
+    for k in ["50", "90", "99", "99.9"] {
+        let (i, u) = (irq["percentiles_ns"][k].as_i64().unwrap(), usr["percentiles_ns"][k].as_i64().unwrap());
+        assert!(i <= u, "p{k}: IRQ {i} ns above the wakeup's {u} ns");
+    }
+    assert!(irq["min_ns"].as_i64() <= usr["min_ns"].as_i64());
+    assert!(irq["max_ns"].as_i64() <= usr["max_ns"].as_i64());
+}

@@ -455,6 +455,7 @@ impl CyclictestArgs {
             outliers: histogram_us.map(|h| (h * 1000 - 1, h as usize)),
             over_capacity: self.spike_nodes.min(1 << 20) as usize,
             cyclictest_compat: true,
+            stages: false,
         };
         let mut plan = Plan {
             loops,

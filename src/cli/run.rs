@@ -246,6 +246,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub deadlines: DeadlineArgs,
 
+    /// Also trace each thread's timer interrupt and the switch to it (root, tracefs): per
+    /// thread its IRQ, thread and wakeup latency (rtla timerlat's IRQ/Thr/Usr) in the summary,
+    /// the result and the report
+    #[arg(long = "stages")]
+    pub stages: bool,
+
     /// A periodic task (repeatable): name=ctl,period=1ms,work=200us,policy=fifo:80,cpu=1; keys: name, period,
     /// work, kind, deadline, policy, nice, cpu, offset, dl-runtime, dl-deadline, dl-period
     #[arg(long = "task", value_name = "SPEC")]
@@ -530,6 +536,7 @@ impl RunArgs {
             outliers: None,
             over_capacity: 1,
             cyclictest_compat: false,
+            stages: self.stages,
         };
         // --explain alone explains what --max-latency flags, else the worst sample.
         let explain = match (self.explain, self.explain_worst) {

@@ -60,6 +60,10 @@ pub struct Plan {
     /// cyclictest's compatibility mode (`rtlab cyclictest`): also sum every latency as
     /// cyclictest does (its Avg), and keep the logged overflows and spikes in the result.
     pub cyclictest_compat: bool,
+    /// `--stages`: the threads are also watched through the kernel's events (the watch probe
+    /// on their thread ids), giving each its IRQ and thread latencies beside its own wakeup
+    /// latency (rtla timerlat's IRQ/Thr/Usr).
+    pub stages: bool,
 }
 
 /// The CPU of each of `n` measuring threads: round robin over `cpus`, unpinned without them.
@@ -107,12 +111,14 @@ pub struct OsThreads {
     handles: Vec<std::thread::JoinHandle<ThreadOutcome>>,
     statuses: Vec<ThreadStatus>,
     dma: Option<DmaLatencyGuard>,
+    /// `--stages`: the watch probe on the measuring threads.
+    stages: Option<Box<dyn Probe>>,
 }
 
 impl OsThreads {
     /// A probe for `plan`, not started.
     pub fn new(plan: Plan) -> OsThreads {
-        OsThreads { plan, shared: None, handles: Vec::new(), statuses: Vec::new(), dma: None }
+        OsThreads { plan, shared: None, handles: Vec::new(), statuses: Vec::new(), dma: None, stages: None }
     }
 
     fn abort(&mut self) {
@@ -251,6 +257,12 @@ impl Probe for OsThreads {
             }
             None => Duration::ZERO,
         };
+        if plan.stages && !sim {
+            match watch_stages(plan, &statuses) {
+                Ok(probe) => self.stages = Some(probe),
+                Err(why) => warnings.push(Warning::StagesUnavailable { why }),
+            }
+        }
         shared.gate.open(GateState::Go);
         self.statuses = statuses.clone();
         Ok(Started {
@@ -274,10 +286,14 @@ impl Probe for OsThreads {
         if let (Some(shared), false) = (&self.shared, self.plan.simulate.is_some()) {
             wake_until_finished(&shared.finished, &self.statuses);
         }
+        if let Some(s) = self.stages.as_mut() {
+            s.stop();
+        }
     }
 
-    fn join(self: Box<Self>) -> Finished {
+    fn join(mut self: Box<Self>) -> Finished {
         let mut fin = Finished::default();
+        let stages = self.stages.take();
         for h in self.handles {
             // A measuring thread does not panic; if one did, its samples are lost and the run fails loudly.
             let t = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -292,6 +308,14 @@ impl Probe for OsThreads {
         fin.tracemark_written = self.shared.as_ref().is_some_and(|s| s.tracemark_written.load(Relaxed));
         // The PM QoS request is held until every thread has been joined.
         drop(self.dma);
+        // Each thread's stages, matched by its thread id.
+        if let Some(watch) = stages {
+            let mut watched = watch.join();
+            fin.warnings.append(&mut watched.warnings);
+            for t in fin.slots.iter_mut() {
+                t.watch = watched.slots.iter().find(|w| w.tid == t.tid).and_then(|w| w.watch.clone());
+            }
+        }
         fin
     }
 }
@@ -511,6 +535,44 @@ fn working<W: Waiter>(
             probe::run_work_loop(w, &mut SpinJob { clock, units }, wr, p, rec, stop)
         }
     }
+}
+
+/// The watch probe on the measuring threads `statuses` (`--stages`), started before they are
+/// released so their first periods are traced; its own cells are its own (the run's samples are
+/// the threads' own measurement).
+fn watch_stages(plan: &Plan, statuses: &[ThreadStatus]) -> Result<Box<dyn Probe>, String> {
+    use crate::measure::histogram::Layout;
+    let tids: Vec<i32> = statuses.iter().map(|s| s.tid).collect();
+    let watch = super::watch::Plan {
+        target: super::watch::Target::Threads(tids),
+        period_ns: None,
+        deadline_ns: None,
+        miss_window: crate::measure::work::DEFAULT_MISS_WINDOW,
+        capacity: statuses.len(),
+        layout: Layout::DEFAULT,
+        reader_cpus: plan.main_affinity.clone(),
+        events_out: None,
+        explain: None,
+    };
+    let slots = watch.slots();
+    let mut probe: Box<dyn Probe> = Box::new(super::watch::WatchProbe::new(watch));
+    let sinks = Sinks {
+        lives: slots.iter().map(|_| Arc::new(crate::measure::stats::Live::new(Layout::DEFAULT))).collect(),
+        rings: slots.iter().map(|_| None).collect(),
+        work: slots
+            .iter()
+            .map(|s| s.work.map(|w| Arc::new(crate::measure::work::WorkLive::new(w, Layout::DEFAULT, &[]))))
+            .collect(),
+        max_response_ns: None,
+        stop: Arc::new(AtomicBool::new(false)),
+        interrupt: Arc::new(AtomicBool::new(false)),
+        loops: None,
+        duration: None,
+        max_latency_ns: None,
+        strict: false,
+    };
+    probe.start(&sinks).map_err(|e| e.to_string())?;
+    Ok(probe)
 }
 
 /// Locks the code a measuring loop of `method` runs: the loop (with its inlined bookkeeping)

@@ -37,6 +37,11 @@ pub enum Warning {
         /// Why, with the fix.
         why: String,
     },
+    /// `--stages` could not record events: the run went on without IRQ and thread latencies.
+    StagesUnavailable {
+        /// Why, with the fix.
+        why: String,
+    },
     /// A thread could not be pinned to its CPU.
     AffinityFailed {
         /// Thread index.
@@ -185,6 +190,9 @@ impl Warning {
             ),
             Warning::ExplainUnavailable { why } => {
                 format!("spikes cannot be explained: {why}; the run goes on without explanations")
+            }
+            Warning::StagesUnavailable { why } => {
+                format!("the IRQ and thread latencies cannot be traced: {why}; the run goes on with the wakeup latency only")
             }
             Warning::AffinityFailed { thread, cpu, why } => format!(
                 "thread {thread} could not be pinned to CPU {cpu} ({why}); it may migrate. Fix: check the cpuset \
