@@ -456,6 +456,7 @@ impl CyclictestArgs {
             over_capacity: self.spike_nodes.min(1 << 20) as usize,
             cyclictest_compat: true,
             stages: false,
+            stage_stop: (None, None),
         };
         let mut plan = Plan {
             loops,

@@ -26,6 +26,10 @@ pub enum Parsed {
 impl Parsed {
     /// Parses argv; a bad command line is a one-line usage error.
     pub fn from_args(args: &[String]) -> Result<Parsed, Error> {
+        // Run as `rtla`: `rtla timerlat …` is `rtlab timerlat …`.
+        if let Some(rtla) = super::timerlat::rtla_args(args) {
+            return Parsed::from_args(&rtla?);
+        }
         let (result, program) = match cyclictest_args(args) {
             Some(ct) => {
                 // `rtlab cyclictest --help` says so in its usage; a link named cyclictest says cyclictest.
@@ -62,6 +66,7 @@ impl Parsed {
                     | Command::Doctor(_)
                     | Command::Noise(_)
                     | Command::Watch(_)
+                    | Command::Timerlat(_)
                     | Command::Monitor(_)
             ),
         }
@@ -107,6 +112,9 @@ impl Parsed {
                     None => commands::noise::execute(&NoiseOptions::from_cli(a.args)?, cl),
                 },
                 Command::Watch(a) => commands::run::execute(&RunOptions::from_watch(*a)?, cl),
+                Command::Timerlat(a) => {
+                    commands::timerlat::execute(&crate::commands::timerlat::TimerlatOptions::from_cli(*a)?, cl)
+                }
                 Command::LoadWorker { spec } => commands::load::worker(&spec),
                 Command::Completions(a) => {
                     crate::export::print(&a.script());

@@ -19,6 +19,7 @@ pub mod samples;
 pub mod schema;
 pub mod sweep;
 pub mod tasks;
+pub mod timerlat;
 pub mod watch;
 
 use clap::{Parser, Subcommand};
@@ -93,6 +94,10 @@ pub enum Command {
     /// IRQ, thread and wakeup latency, response time and misses (-p PID, --comm, -- CMD).
     #[command(long_about = watch::LONG_ABOUT)]
     Watch(Box<watch::WatchArgs>),
+    /// rtla timerlat's top and hist on kernels without its tracer: per CPU the IRQ, thread and
+    /// return-to-user latency of rtlab's probe threads (also when rtlab runs as `rtla`).
+    #[command(long_about = timerlat::LONG_ABOUT)]
+    Timerlat(Box<timerlat::TimerlatArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(docs::CompletionsArgs),
     /// Print a man page (roff) of rtlab or of one of its commands.

@@ -537,6 +537,7 @@ impl RunArgs {
             over_capacity: 1,
             cyclictest_compat: false,
             stages: self.stages,
+            stage_stop: (None, None),
         };
         // --explain alone explains what --max-latency flags, else the worst sample.
         let explain = match (self.explain, self.explain_worst) {

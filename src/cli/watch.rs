@@ -177,6 +177,7 @@ impl RunOptions {
             layout,
             reader_cpus: a.main_affinity.clone(),
             events_out: a.events.clone(),
+            stop_at: (None, None),
             explain: match (a.explain, a.explain_worst) {
                 (None, None) => None,
                 (asked, worst) => {

@@ -13,3 +13,4 @@ pub mod run;
 pub mod samples;
 pub mod schema;
 pub mod sweep;
+pub mod timerlat;

@@ -6,4 +6,5 @@ pub mod explain;
 pub mod live;
 pub mod noise;
 pub mod table;
+pub mod timerlat;
 pub mod warnings;

@@ -64,6 +64,9 @@ pub struct Plan {
     /// on their thread ids), giving each its IRQ and thread latencies beside its own wakeup
     /// latency (rtla timerlat's IRQ/Thr/Usr).
     pub stages: bool,
+    /// With `stages`: end the run at the first IRQ latency above the first (ns), at the first
+    /// thread latency above the second (`rtlab timerlat -i`/`-T`).
+    pub stage_stop: (Option<i64>, Option<i64>),
 }
 
 /// The CPU of each of `n` measuring threads: round robin over `cpus`, unpinned without them.
@@ -258,7 +261,7 @@ impl Probe for OsThreads {
             None => Duration::ZERO,
         };
         if plan.stages && !sim {
-            match watch_stages(plan, &statuses) {
+            match watch_stages(plan, &statuses, &sinks.stop) {
                 Ok(probe) => self.stages = Some(probe),
                 Err(why) => warnings.push(Warning::StagesUnavailable { why }),
             }
@@ -540,7 +543,7 @@ fn working<W: Waiter>(
 /// The watch probe on the measuring threads `statuses` (`--stages`), started before they are
 /// released so their first periods are traced; its own cells are its own (the run's samples are
 /// the threads' own measurement).
-fn watch_stages(plan: &Plan, statuses: &[ThreadStatus]) -> Result<Box<dyn Probe>, String> {
+fn watch_stages(plan: &Plan, statuses: &[ThreadStatus], stop: &Arc<AtomicBool>) -> Result<Box<dyn Probe>, String> {
     use crate::measure::histogram::Layout;
     let tids: Vec<i32> = statuses.iter().map(|s| s.tid).collect();
     let watch = super::watch::Plan {
@@ -553,6 +556,7 @@ fn watch_stages(plan: &Plan, statuses: &[ThreadStatus]) -> Result<Box<dyn Probe>
         reader_cpus: plan.main_affinity.clone(),
         events_out: None,
         explain: None,
+        stop_at: plan.stage_stop,
     };
     let slots = watch.slots();
     let mut probe: Box<dyn Probe> = Box::new(super::watch::WatchProbe::new(watch));
@@ -564,7 +568,8 @@ fn watch_stages(plan: &Plan, statuses: &[ThreadStatus]) -> Result<Box<dyn Probe>
             .map(|s| s.work.map(|w| Arc::new(crate::measure::work::WorkLive::new(w, Layout::DEFAULT, &[]))))
             .collect(),
         max_response_ns: None,
-        stop: Arc::new(AtomicBool::new(false)),
+        // A stop threshold ends the whole run.
+        stop: Arc::clone(stop),
         interrupt: Arc::new(AtomicBool::new(false)),
         loops: None,
         duration: None,

@@ -113,6 +113,9 @@ pub struct Plan {
     pub events_out: Option<std::path::PathBuf>,
     /// `--explain`: explain late periods from every CPU's events.
     pub explain: Option<Explain>,
+    /// End the run at the first IRQ latency above this (ns) and at the first thread latency
+    /// above the second (`rtlab timerlat -i`/`-T`), through `stop` (the pipeline's).
+    pub stop_at: (Option<i64>, Option<i64>),
 }
 
 /// What `--explain` asks of a watch.
@@ -885,6 +888,15 @@ impl Reader {
         }
         if let Some(t) = p.thread_ns {
             recs.switch[i].record(t, at, 0);
+        }
+        let hit = match self.plan.stop_at {
+            (Some(limit), _) if p.irq_ns.is_some_and(|v| v > limit) => Some(("IRQ", p.irq_ns.unwrap_or(0))),
+            (_, Some(limit)) if p.thread_ns.is_some_and(|v| v > limit) => Some(("thread", p.thread_ns.unwrap_or(0))),
+            _ => None,
+        };
+        if let (Some((stage, latency_ns)), None) = (hit, &f.stop) {
+            f.stop = Some(crate::result::watch::StageStop { stage: stage.into(), latency_ns, at_ns: at });
+            self.sinks.stop.store(true, Relaxed);
         }
         if let Some(s) = p.slack_ns {
             f.timer_slack_min_ns = Some(f.timer_slack_min_ns.map_or(s, |m| m.min(s)));

@@ -57,6 +57,20 @@ pub struct WatchThread {
     pub preemptors: Vec<Preemptor>,
     /// It exited during the run.
     pub exited: bool,
+    /// The period that stopped the run (`rtlab timerlat -i`/`-T`), if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StageStop>,
+}
+
+/// A latency above a stop threshold (`rtlab timerlat -i US` or `-T US`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StageStop {
+    /// `IRQ` or `thread`.
+    pub stage: String,
+    /// The latency (ns).
+    pub latency_ns: i64,
+    /// When its period was released, ns since the start.
+    pub at_ns: i64,
 }
 
 /// A task that took a watched thread's CPU while it worked.

@@ -1,0 +1,298 @@
+//! `rtlab timerlat top|hist` (and `rtla timerlat …` when rtlab runs under that name): rtla
+//! timerlat's options, mapped onto `rtlab run --stages` — rtlab's probe threads, one per CPU,
+//! with the tracker that gives each its IRQ and thread latency beside its own return-to-user
+//! latency. Options that need the kernel's timerlat tracer are refused with the reason.
+
+use super::UsageError;
+use crate::commands::timerlat::{HistLayout, Mode, TimerlatOptions};
+use clap::{Args, Parser};
+use std::path::PathBuf;
+
+/// The long help of `rtlab timerlat`.
+pub const LONG_ABOUT: &str = "rtla timerlat's interface and tables on kernels without the timerlat tracer.
+
+One SCHED_FIFO 95 thread per CPU wakes every 1 ms (absolute clock_nanosleep) and reads its clock: \
+its return-to-user latency (rtla's Usr, cyclictest's latency); rtlab's tracker on the kernel's events \
+gives each wakeup's timer interrupt (IRQ: hrtimer_expire_entry − expiry) and the switch to the \
+thread (Thr: sched_switch − expiry, where the kernel traces it). `top` prints the per-CPU table, \
+`hist` the histograms in rtla's layout (readable by tools that read rtla's). Times are µs, as rtla's. \
+-i/-T stop at the first IRQ/thread latency above the threshold. Needs root and tracefs.
+
+Refused (the kernel's timerlat tracer does them): -k (kernel threads), -s (stack at the IRQ), -t \
+(the tracer's buffer), -e/--filter/--trigger (tracer events), --deepest-idle-state, --on-threshold, \
+--on-end, --aa-only. The same run writes a RunResult with --json.";
+
+/// `rtlab timerlat` arguments (rtla timerlat's; see [`LONG_ABOUT`]).
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "Examples:\n  rtlab timerlat top -d 10s\n  rtlab timerlat hist -c 1 -d 1m -b 2 -E 100 --no-irq\n  rtla timerlat hist -T 100    (rtlab installed as rtla)"
+)]
+pub struct TimerlatArgs {
+    /// top (a table per CPU) or hist (histograms per CPU)
+    #[arg(value_enum, default_value = "top")]
+    pub mode: Mode,
+    /// Stop when a thread latency is above US (as -T US; the stack and trace it also asks need the tracer)
+    #[arg(short = 'a', long = "auto", value_name = "US")]
+    pub auto: Option<u64>,
+    /// Timer period in µs [default: 1000]
+    #[arg(short = 'p', long = "period", value_name = "US", default_value = "1000")]
+    pub period: u64,
+    /// Stop at the first IRQ latency above US
+    #[arg(short = 'i', long = "irq", value_name = "US")]
+    pub irq: Option<u64>,
+    /// Stop at the first thread latency above US
+    #[arg(short = 'T', long = "thread", value_name = "US")]
+    pub thread: Option<u64>,
+    /// The CPUs to measure (one thread each) [default: every online CPU]
+    #[arg(short = 'c', long = "cpus", value_name = "CPUS")]
+    pub cpus: Option<String>,
+    /// Run rtlab's own threads on these CPUs
+    #[arg(short = 'H', long = "house-keeping", value_name = "CPUS")]
+    pub house_keeping: Option<String>,
+    /// Length: N (seconds), Ns, Nm, Nh, Nd [default: until Ctrl-C or a threshold]
+    #[arg(short = 'd', long = "duration", value_name = "TIME")]
+    pub duration: Option<String>,
+    /// Scheduling: o:NICE, r:PRIO, f:PRIO, d:RUNTIME:PERIOD [default: f:95]
+    #[arg(short = 'P', long = "priority", value_name = "POLICY")]
+    pub priority: Option<String>,
+    /// Hold /dev/cpu_dma_latency at US while measuring [default: not touched]
+    #[arg(long = "dma-latency", value_name = "US")]
+    pub dma_latency: Option<i32>,
+    /// Print only the summary at the end
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// User-space threads measure (what rtlab's probes always are)
+    #[arg(short = 'u', long = "user-threads")]
+    pub user_threads: bool,
+    /// Do not auto-analyse a stop
+    #[arg(long = "no-aa")]
+    pub no_aa: bool,
+    /// Refused: kernel threads are the timerlat tracer's
+    #[arg(short = 'k', long = "kernel-threads")]
+    pub kernel_threads: bool,
+    /// Refused: the stack at the IRQ needs the timerlat tracer
+    #[arg(short = 's', long = "stack", value_name = "US")]
+    pub stack: Option<u64>,
+    /// Refused: the tracer's buffer does not exist here
+    #[arg(short = 't', long = "trace", value_name = "FILE", num_args = 0..=1, require_equals = true)]
+    pub trace: Option<Option<String>>,
+    /// Refused: events of the tracer's session
+    #[arg(short = 'e', long = "event", value_name = "SYS:EVENT")]
+    pub event: Vec<String>,
+    /// Refused: filters of the tracer's events
+    #[arg(long = "filter", value_name = "FILTER")]
+    pub filter: Option<String>,
+    /// Refused: triggers of the tracer's events
+    #[arg(long = "trigger", value_name = "TRIGGER")]
+    pub trigger: Option<String>,
+    /// Refused: idle states are not rtlab's to change here
+    #[arg(long = "deepest-idle-state", value_name = "N", allow_negative_numbers = true)]
+    pub deepest_idle_state: Option<i32>,
+    /// Refused for now: actions on a threshold
+    #[arg(long = "on-threshold", value_name = "ACTION")]
+    pub on_threshold: Vec<String>,
+    /// Refused for now: actions at the end
+    #[arg(long = "on-end", value_name = "ACTION")]
+    pub on_end: Vec<String>,
+    /// Refused for now: analysis without the tracer's samples
+    #[arg(long = "aa-only", value_name = "US")]
+    pub aa_only: Option<u64>,
+    /// hist: bucket size in µs [default: 1]
+    #[arg(short = 'b', long = "bucket-size", value_name = "N", default_value = "1")]
+    pub bucket_size: u64,
+    /// hist: number of buckets [default: 256]
+    #[arg(short = 'E', long = "entries", value_name = "N", default_value = "256")]
+    pub entries: u64,
+    /// hist: no IRQ columns
+    #[arg(long = "no-irq")]
+    pub no_irq: bool,
+    /// hist: no thread columns
+    #[arg(long = "no-thread")]
+    pub no_thread: bool,
+    /// hist: no header
+    #[arg(long = "no-header")]
+    pub no_header: bool,
+    /// hist: no summary rows
+    #[arg(long = "no-summary")]
+    pub no_summary: bool,
+    /// hist: no index column
+    #[arg(long = "no-index")]
+    pub no_index: bool,
+    /// hist: print rows whose counts are all zero
+    #[arg(long = "with-zeros")]
+    pub with_zeros: bool,
+    /// Write the RunResult (schema rtlab.run/1) to FILE
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+/// rtla's duration: N seconds, or N with s, m, h or d.
+fn duration(text: &str) -> Result<u64, UsageError> {
+    let t = text.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('s') => (&t[..t.len() - 1], 1),
+        Some('m') => (&t[..t.len() - 1], 60),
+        Some('h') => (&t[..t.len() - 1], 3600),
+        Some('d') => (&t[..t.len() - 1], 86_400),
+        _ => (t, 1),
+    };
+    match num.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n * mult),
+        _ => Err(usage(format!("-d '{text}': give a whole number of seconds, or N with s, m, h or d (e.g. -d 10m)"))),
+    }
+}
+
+/// rtla's `-P`: `o:NICE`, `r:PRIO`, `f:PRIO`, `d:RUNTIME:PERIOD` as `rtlab run` flags.
+fn priority(text: &str) -> Result<Vec<String>, UsageError> {
+    let bad = || usage(format!("-P '{text}': give o:NICE, r:PRIO, f:PRIO or d:RUNTIME:PERIOD (e.g. -P f:95)"));
+    let parts: Vec<&str> = text.split(':').collect();
+    Ok(match parts.as_slice() {
+        ["o", nice] => match nice.parse::<i32>().map_err(|_| bad())? {
+            0 => vec!["--policy".into(), "other".into()],
+            _ => return Err(usage(format!("-P '{text}': rtlab's probes take no nice value; use -P o:0"))),
+        },
+        ["r", p] => vec!["--policy".into(), "rr".into(), "-p".into(), p.to_string()],
+        ["f", p] => vec!["--policy".into(), "fifo".into(), "-p".into(), p.to_string()],
+        ["d", runtime, period] => {
+            let ns = |v: &str| if v.chars().all(|c| c.is_ascii_digit()) { format!("{v}ns") } else { v.to_string() };
+            vec![
+                "--policy".into(),
+                "deadline".into(),
+                "--dl-runtime".into(),
+                ns(runtime),
+                "--dl-period".into(),
+                ns(period),
+            ]
+        }
+        _ => return Err(bad()),
+    })
+}
+
+impl TimerlatOptions {
+    /// Validates rtla's options and maps them onto an `rtlab run --stages` plan.
+    pub fn from_cli(a: TimerlatArgs) -> Result<TimerlatOptions, UsageError> {
+        a.refuse()?;
+        if a.bucket_size == 0 || a.entries == 0 || a.entries > 1_000_000 {
+            return Err(usage("-b and -E: a bucket size of at least 1 µs and 1 to 1000000 entries (e.g. -b 1 -E 256)"));
+        }
+        let mut argv: Vec<String> = vec!["rtlab".into(), "run".into(), "--stages".into(), "-q".into()];
+        argv.extend(["-i".into(), format!("{}us", a.period)]);
+        match &a.cpus {
+            Some(c) => argv.extend(["-a".into(), c.clone(), "-t".into()]),
+            None => argv.push("-t".into()),
+        }
+        argv.extend(
+            a.priority
+                .as_deref()
+                .map(priority)
+                .transpose()?
+                .unwrap_or_else(|| vec!["--policy".into(), "fifo".into(), "-p".into(), "95".into()]),
+        );
+        match a.dma_latency {
+            Some(us) => argv.extend(["--latency".into(), us.to_string()]),
+            None => argv.push("--no-dma-latency".into()),
+        }
+        if let Some(d) = &a.duration {
+            argv.extend(["-D".into(), format!("{}s", duration(d)?)]);
+        }
+        if let Some(h) = &a.house_keeping {
+            argv.extend(["--mainaffinity".into(), h.clone()]);
+        }
+        // The stop is analysed from its explanation: every wakeup above the lowest threshold is
+        // explained (an IRQ or thread latency above it makes the wakeup above it too).
+        let stop_thread = a.thread.or(a.auto);
+        if let (Some(t), false) = ([a.irq, stop_thread].into_iter().flatten().min().map(Some).unwrap_or(None), a.no_aa)
+        {
+            argv.push(format!("--explain={t}us"));
+        }
+        if let Some(j) = &a.json {
+            argv.extend(["--json".into(), j.display().to_string(), "--no-checkpoint".into()]);
+        }
+        let run = match super::Cli::try_parse_from(&argv) {
+            Ok(super::Cli { command: super::Command::Run(r) }) => *r,
+            Ok(_) => unreachable!("the argv names `run`"),
+            Err(e) => return Err(usage(format!("{}", e.render()).lines().next().unwrap_or("bad option").to_string())),
+        };
+        let hist = HistLayout {
+            bucket_us: a.bucket_size,
+            entries: a.entries,
+            irq: !a.no_irq,
+            thread: !a.no_thread,
+            header: !a.no_header,
+            summary: !a.no_summary,
+            index: !a.no_index,
+            zeros: a.with_zeros,
+        };
+        let mut run = crate::commands::run::RunOptions::from_cli(run)?;
+        if let Some(os) = match &mut run.plan.probe {
+            crate::probes::ProbeSpec::Os(os) => Some(os),
+            _ => None,
+        } {
+            os.stage_stop = (a.irq.map(|u| u as i64 * 1000), stop_thread.map(|u| u as i64 * 1000));
+        }
+        Ok(TimerlatOptions { plan: run.plan, json: run.json, mode: a.mode, quiet: a.quiet, hist, aa: !a.no_aa })
+    }
+}
+
+impl TimerlatArgs {
+    /// The options only the kernel's tracer can do: exit 2 with the reason.
+    fn refuse(&self) -> Result<(), UsageError> {
+        let tracer =
+            "needs the kernel's timerlat tracer, which this kernel does not have (rtlab measures with its own \
+                      threads and the kernel's events)";
+        for (given, flag, why) in [
+            (self.kernel_threads, "-k", tracer),
+            (self.stack.is_some(), "-s", "saves the stack at the IRQ from inside the timerlat tracer; use --explain's attribution instead (rtlab run --stages --explain)"),
+            (self.trace.is_some(), "-t", "saves the timerlat tracer's buffer; rtlab watch --events records the events rtlab reads"),
+            (!self.event.is_empty(), "-e", tracer),
+            (self.filter.is_some(), "--filter", tracer),
+            (self.trigger.is_some(), "--trigger", tracer),
+            (self.deepest_idle_state.is_some(), "--deepest-idle-state", "is not done by rtlab; disable idle states in /sys/devices/system/cpu/cpu*/cpuidle, or hold --dma-latency 0"),
+            (!self.on_threshold.is_empty(), "--on-threshold", "is not done by rtlab timerlat yet; use the exit status (3 is not given: the run just stops) or rtlab run -b"),
+            (!self.on_end.is_empty(), "--on-end", "is not done by rtlab timerlat yet; run the action after rtlab"),
+            (self.aa_only.is_some(), "--aa-only", "analyses the tracer's samples without keeping them; rtlab keeps every sample"),
+        ] {
+            if given {
+                return Err(usage(format!("{flag} {why}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// argv as `rtlab` sees it when rtlab runs as `rtla` (a link): `rtla timerlat …` → `rtlab
+/// timerlat …`; rtla's other tools are named with what rtlab has instead.
+pub fn rtla_args(args: &[String]) -> Option<Result<Vec<String>, UsageError>> {
+    let name = std::path::Path::new(args.first()?).file_name()?.to_str()?;
+    if name != "rtla" {
+        return None;
+    }
+    Some(match args.get(1).map(String::as_str) {
+        Some("timerlat") => Ok(std::iter::once("rtlab".to_string()).chain(args[1..].iter().cloned()).collect()),
+        Some("osnoise") | Some("hwnoise") => {
+            Err(usage("rtla osnoise/hwnoise: rtlab's OS noise tool is `rtlab noise` (attribution with --attribute)"))
+        }
+        Some(other) => Err(usage(format!("rtla {other}: rtlab answers as rtla for `rtla timerlat top|hist` only"))),
+        None => Err(usage("rtla: give a tool, e.g. rtla timerlat hist")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rtla_durations_and_priorities_map_onto_rtlabs() {
+        assert_eq!(duration("10").unwrap(), 10);
+        assert_eq!(duration("2m").unwrap(), 120);
+        assert_eq!(duration("1d").unwrap(), 86_400);
+        assert!(duration("x").is_err());
+        assert_eq!(priority("f:95").unwrap(), ["--policy", "fifo", "-p", "95"]);
+        assert_eq!(priority("d:100us:1ms").unwrap()[1], "deadline");
+        assert!(priority("q:1").is_err());
+    }
+}

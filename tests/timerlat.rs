@@ -1,0 +1,125 @@
+//! `rtlab timerlat` (and rtlab run as `rtla timerlat`) on the real kernel: its `hist` output
+//! read the way rteval's timerlat module reads `rtla timerlat hist` (per-CPU columns, the
+//! summary rows), its numbers against the same run's RunResult, `-T` stopping the run with an
+//! analysis, and the options that need the kernel's tracer refused.
+
+mod common;
+use common::*;
+use std::collections::HashMap;
+
+/// `hist` output as rteval's timerlat module reads it: the column names from the `Index` line,
+/// each data row's counts per column, and each summary row (`over:`, `count:`, …) per column.
+struct Hist {
+    columns: Vec<String>,
+    rows: Vec<(u64, Vec<u64>)>,
+    summary: HashMap<String, Vec<String>>,
+}
+
+fn parse_hist(text: &str) -> Hist {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("# RTLA timerlat histogram"));
+    assert!(lines.next().is_some(), "no `# RTLA timerlat histogram` header:\n{text}");
+    let header = lines.by_ref().find(|l| l.starts_with("Index")).expect("an Index line");
+    let columns: Vec<String> = header.split_whitespace().skip(1).map(String::from).collect();
+    let (mut rows, mut summary) = (Vec::new(), HashMap::new());
+    for l in lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        match f.first() {
+            Some(k) if k.ends_with(':') && summary.len() < 5 => {
+                assert_eq!(f.len() - 1, columns.len(), "{l}");
+                summary.insert(k.to_string(), f[1..].iter().map(|v| v.to_string()).collect());
+            }
+            Some(k) if k.parse::<u64>().is_ok() && summary.is_empty() => {
+                rows.push((k.parse().unwrap(), f[1..].iter().map(|v| v.parse().unwrap()).collect()));
+            }
+            _ => {}
+        }
+    }
+    Hist { columns, rows, summary }
+}
+
+#[test]
+fn hist_reads_as_rteval_reads_rtlas_and_its_usr_columns_are_the_probes_own_samples() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let out = rtlab()
+        .args(["timerlat", "hist", "-d", "3", "-E", "50", "--json"])
+        .arg(&json)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let h = parse_hist(&text);
+    let r = read_json(&json);
+    assert_valid_run_result(&r);
+    let threads = r["threads"].as_array().unwrap();
+    assert_eq!(h.columns.len(), 3 * threads.len(), "IRQ, Thr and Usr per CPU: {:?}", h.columns);
+    for (c, name) in h.columns.iter().enumerate() {
+        // Every count lands in a bucket or in over:, and the rows are ascending buckets.
+        let in_rows: u64 = h.rows.iter().map(|(_, v)| v[c]).sum();
+        let over: u64 = h.summary["over:"][c].parse().unwrap();
+        let count: u64 = h.summary["count:"][c].parse().unwrap();
+        assert_eq!(in_rows + over, count, "{name}");
+        let cpu: u64 = name[4..].parse().unwrap();
+        let t = threads.iter().find(|t| t["cpu"].as_u64() == Some(cpu)).unwrap();
+        if name.starts_with("Usr") {
+            // The user latency printed is the probe's own measurement: same count, min, max.
+            assert_eq!(count, t["cycles"].as_u64().unwrap());
+            assert_eq!(h.summary["min:"][c], (t["min_ns"].as_i64().unwrap() / 1000).to_string());
+            assert_eq!(h.summary["max:"][c], (t["max_ns"].as_i64().unwrap() / 1000).to_string());
+        }
+        if name.starts_with("IRQ") {
+            assert_eq!(count, t["watch"]["irq"]["cycles"].as_u64().unwrap());
+        }
+    }
+    assert!(h.rows.windows(2).all(|w| w[0].0 < w[1].0));
+}
+
+#[test]
+fn a_thread_threshold_stops_the_run_at_the_first_period_above_it_and_analyses_it() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let started = std::time::Instant::now();
+    // 1 µs: the first period's thread latency is above it on any machine.
+    let out = rtlab()
+        .args(["timerlat", "top", "-c", "0", "-T", "1", "-d", "60"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "stopped long before -d 60");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("hit stop tracing: CPU 0 thread latency"), "{text}");
+    assert!(text.contains("## CPU 0 hit stop tracing, analyzing it ##"), "{text}");
+    assert!(text.contains("CPU COUNT"), "{text}");
+}
+
+#[test]
+fn options_that_need_the_kernels_tracer_are_refused_with_the_reason() {
+    for (args, says) in [
+        (&["timerlat", "top", "-k"][..], "-k needs the kernel's timerlat tracer"),
+        (&["timerlat", "hist", "-s", "30"][..], "-s saves the stack"),
+        (&["timerlat", "top", "-e", "sched:sched_switch"][..], "-e needs"),
+        (&["timerlat", "top", "--trigger", "hist:key=cpu"][..], "--trigger needs"),
+        (&["timerlat", "top", "-P", "x:1"][..], "-P 'x:1'"),
+        (&["timerlat", "top", "-d", "ten"][..], "-d 'ten'"),
+        (&["timerlat", "hist", "-E", "0"][..], "-b and -E"),
+    ] {
+        let e = refused(args);
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn run_as_rtla_it_answers_rtla_timerlat_and_names_what_it_has_for_the_rest() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let dir = tempfile::tempdir().unwrap();
+    let rtla = dir.path().join("rtla");
+    std::os::unix::fs::symlink(rtlab_path(), &rtla).unwrap();
+    let out = std::process::Command::new(&rtla).args(["timerlat", "hist", "-c", "0", "-d", "1"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("# RTLA timerlat histogram"));
+    let out = std::process::Command::new(&rtla).args(["osnoise", "top"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rtlab noise"));
+}
