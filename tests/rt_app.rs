@@ -17,10 +17,6 @@ fn periodic_json(dir: &Path, cpu: usize, duration: u32) -> PathBuf {
     p
 }
 
-fn last_cpu() -> usize {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    text.trim().rsplit([',', '-']).next().unwrap().parse().unwrap()
-}
 
 /// Runs Debian's rt-app on `json`; the suite needs it (`.ci/run` installs the rt-app package).
 fn rt_app(json: &Path) {

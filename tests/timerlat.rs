@@ -127,25 +127,16 @@ fn run_as_rtla_it_answers_rtla_timerlat_and_names_what_it_has_for_the_rest() {
 #[test]
 fn a_fifo_90_blocker_shows_in_the_thread_latency_and_not_in_the_irq_latency() {
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    let cpu: String = text.trim().rsplit([',', '-']).next().unwrap().to_string();
     // 1 ms bursts every 50 ms at FIFO 90 on the CPU of a FIFO 80 timerlat thread: its timer's
     // interrupt is on time, the thread waits for the burst to end.
-    let mut stress = std::process::Command::new("stress-ng")
-        .args(["--cpu", "1", "--cpu-load", "2", "--cpu-load-slice", "1", "--taskset", &cpu])
-        .args(["--sched", "fifo", "--sched-prio", "90", "--timeout", "10s"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("stress-ng (apt install stress-ng)");
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    let cpu = last_cpu().to_string();
+    let stress = fifo_bursts(last_cpu(), 90);
     let out = rtlab()
         .args(["timerlat", "hist", "-c", &cpu, "-P", "f:80", "-d", "4", "-b", "100", "-E", "50"])
         .timeout(std::time::Duration::from_secs(60))
         .output()
         .unwrap();
-    let _ = std::process::Command::new("kill").args(["-KILL", &stress.id().to_string()]).status();
-    let _ = stress.wait();
+    stop_bursts(stress);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let h = parse_hist(&String::from_utf8(out.stdout).unwrap());
     // Periods at or above 500 µs (buckets of 100 µs from index 500) per column.

@@ -71,11 +71,6 @@ fn quantile(mut v: Vec<i64>, q: f64) -> i64 {
     v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
-fn last_cpu() -> usize {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    text.trim().rsplit([',', '-']).next().unwrap().parse().unwrap()
-}
-
 #[test]
 fn every_cycle_cyclictest_prints_has_a_period_whose_wakeup_is_no_later_than_its_own() {
     need_root();
@@ -376,14 +371,7 @@ fn a_fifo_70_blocker_on_the_watched_threads_cpu_is_named_with_most_of_each_late_
     let dir = tempfile::tempdir().unwrap();
     let cpu = last_cpu().to_string();
     // A 1 ms burst every 50 ms at FIFO 70 on the CPU of a FIFO 60 thread that works 50 µs per 1 ms.
-    let mut stress = std::process::Command::new("stress-ng")
-        .args(["--cpu", "1", "--cpu-load", "2", "--cpu-load-slice", "1", "--taskset", &cpu])
-        .args(["--sched", "fifo", "--sched-prio", "70", "--timeout", "10s"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("stress-ng (apt install stress-ng)");
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    let stress = fifo_bursts(last_cpu(), 70);
     let own = dir.path().join("own.txt");
     let w = watched().to_str().unwrap().to_string();
     let r = watch(
@@ -403,8 +391,7 @@ fn a_fifo_70_blocker_on_the_watched_threads_cpu_is_named_with_most_of_each_late_
             own.to_str().unwrap(),
         ],
     );
-    let _ = std::process::Command::new("kill").args(["-KILL", &stress.id().to_string()]).status();
-    let _ = stress.wait();
+    stop_bursts(stress);
     let worker = thread(&r, "worker");
     let index = worker["thread"].as_u64().unwrap();
     let ex: Vec<&Value> =

@@ -128,3 +128,29 @@ pub fn watched() -> &'static Path {
         out
     })
 }
+
+/// The last online CPU (the measured one in the real-kernel tests).
+pub fn last_cpu() -> usize {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    text.trim().rsplit([',', '-']).next().unwrap().parse().unwrap()
+}
+
+/// stress-ng busy 1 ms every 50 ms at SCHED_FIFO `prio` on `cpu` for 10 s (a blocker of known
+/// size), given 700 ms to start; kill it with [`stop_bursts`].
+pub fn fifo_bursts(cpu: usize, prio: u32) -> std::process::Child {
+    let child = std::process::Command::new("stress-ng")
+        .args(["--cpu", "1", "--cpu-load", "2", "--cpu-load-slice", "1", "--taskset", &cpu.to_string()])
+        .args(["--sched", "fifo", "--sched-prio", &prio.to_string(), "--timeout", "10s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("stress-ng (apt install stress-ng)");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    child
+}
+
+/// Ends a [`fifo_bursts`] load.
+pub fn stop_bursts(mut child: std::process::Child) {
+    let _ = std::process::Command::new("kill").args(["-KILL", &child.id().to_string()]).status();
+    let _ = child.wait();
+}
