@@ -17,7 +17,6 @@ fn periodic_json(dir: &Path, cpu: usize, duration: u32) -> PathBuf {
     p
 }
 
-
 /// Runs Debian's rt-app on `json`; the suite needs it (`.ci/run` installs the rt-app package).
 fn rt_app(json: &Path) {
     let out = std::process::Command::new("rt-app").arg(json).output().unwrap_or_else(|e| {

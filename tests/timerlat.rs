@@ -81,8 +81,12 @@ fn a_thread_threshold_stops_the_run_at_the_first_period_above_it_and_analyses_it
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
     let started = std::time::Instant::now();
     // 1 µs: the first period's thread latency is above it on any machine.
+    let dir = tempfile::tempdir().unwrap();
+    let (hit, end) = (dir.path().join("hit"), dir.path().join("end"));
     let out = rtlab()
         .args(["timerlat", "top", "-c", "0", "-T", "1", "-d", "60"])
+        .arg(format!("--on-threshold=shell,command=touch {}", hit.display()))
+        .arg(format!("--on-end=shell,command=touch {}", end.display()))
         .timeout(std::time::Duration::from_secs(60))
         .output()
         .unwrap();
@@ -92,6 +96,7 @@ fn a_thread_threshold_stops_the_run_at_the_first_period_above_it_and_analyses_it
     assert!(text.contains("hit stop tracing: CPU 0 thread latency"), "{text}");
     assert!(text.contains("## CPU 0 hit stop tracing, analyzing it ##"), "{text}");
     assert!(text.contains("CPU COUNT"), "{text}");
+    assert!(hit.exists() && end.exists(), "--on-threshold and --on-end ran their commands");
 }
 
 #[test]
@@ -104,6 +109,8 @@ fn options_that_need_the_kernels_tracer_are_refused_with_the_reason() {
         (&["timerlat", "top", "-P", "x:1"][..], "-P 'x:1'"),
         (&["timerlat", "top", "-d", "ten"][..], "-d 'ten'"),
         (&["timerlat", "hist", "-E", "0"][..], "-b and -E"),
+        (&["timerlat", "top", "--on-threshold", "trace"][..], "trace saves the timerlat tracer's buffer"),
+        (&["timerlat", "top", "--on-end", "signal,num=x"][..], "signal,num=N"),
     ] {
         let e = refused(args);
         assert!(e.contains(says), "{args:?}: {e}");

@@ -4,7 +4,7 @@
 //! latency. Options that need the kernel's timerlat tracer are refused with the reason.
 
 use super::UsageError;
-use crate::commands::timerlat::{HistLayout, Mode, TimerlatOptions};
+use crate::commands::timerlat::{Action, HistLayout, Mode, TimerlatOptions};
 use clap::{Args, Parser};
 use std::path::PathBuf;
 
@@ -19,8 +19,8 @@ thread (Thr: sched_switch − expiry, where the kernel traces it). `top` prints 
 -i/-T stop at the first IRQ/thread latency above the threshold. Needs root and tracefs.
 
 Refused (the kernel's timerlat tracer does them): -k (kernel threads), -s (stack at the IRQ), -t \
-(the tracer's buffer), -e/--filter/--trigger (tracer events), --deepest-idle-state, --on-threshold, \
---on-end, --aa-only. The same run writes a RunResult with --json.";
+(the tracer's buffer), -e/--filter/--trigger (tracer events), --deepest-idle-state, --aa-only, \
+and the actions trace and continue. The same run writes a RunResult with --json.";
 
 /// `rtlab timerlat` arguments (rtla timerlat's; see [`LONG_ABOUT`]).
 #[derive(Args, Debug, Clone)]
@@ -88,10 +88,10 @@ pub struct TimerlatArgs {
     /// Refused: idle states are not rtlab's to change here
     #[arg(long = "deepest-idle-state", value_name = "N", allow_negative_numbers = true)]
     pub deepest_idle_state: Option<i32>,
-    /// Refused for now: actions on a threshold
+    /// When a threshold stops the run: shell,command=CMD or signal,num=N,pid=PID|parent (repeatable)
     #[arg(long = "on-threshold", value_name = "ACTION")]
     pub on_threshold: Vec<String>,
-    /// Refused for now: actions at the end
+    /// At the end of the run: the same actions
     #[arg(long = "on-end", value_name = "ACTION")]
     pub on_end: Vec<String>,
     /// Refused for now: analysis without the tracer's samples
@@ -234,7 +234,19 @@ impl TimerlatOptions {
         } {
             os.stage_stop = (a.irq.map(|u| u as i64 * 1000), stop_thread.map(|u| u as i64 * 1000));
         }
-        Ok(TimerlatOptions { plan: run.plan, json: run.json, mode: a.mode, quiet: a.quiet, hist, aa: !a.no_aa })
+        let actions = |flag: &str, v: &[String]| -> Result<Vec<Action>, UsageError> {
+            v.iter().map(|t| Action::parse(t).map_err(|e| usage(format!("{flag} {e}")))).collect()
+        };
+        Ok(TimerlatOptions {
+            plan: run.plan,
+            json: run.json,
+            mode: a.mode,
+            quiet: a.quiet,
+            hist,
+            aa: !a.no_aa,
+            on_threshold: actions("--on-threshold", &a.on_threshold)?,
+            on_end: actions("--on-end", &a.on_end)?,
+        })
     }
 }
 
@@ -252,8 +264,6 @@ impl TimerlatArgs {
             (self.filter.is_some(), "--filter", tracer),
             (self.trigger.is_some(), "--trigger", tracer),
             (self.deepest_idle_state.is_some(), "--deepest-idle-state", "is not done by rtlab; disable idle states in /sys/devices/system/cpu/cpu*/cpuidle, or hold --dma-latency 0"),
-            (!self.on_threshold.is_empty(), "--on-threshold", "is not done by rtlab timerlat yet; use the exit status (3 is not given: the run just stops) or rtlab run -b"),
-            (!self.on_end.is_empty(), "--on-end", "is not done by rtlab timerlat yet; run the action after rtlab"),
             (self.aa_only.is_some(), "--aa-only", "analyses the tracer's samples without keeping them; rtlab keeps every sample"),
         ] {
             if given {

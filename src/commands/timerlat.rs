@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::export::{json::Json, write_output, Exporter};
-pub use crate::output::timerlat::{HistLayout, Mode};
+pub use crate::output::timerlat::{Action, HistLayout, Mode};
 use crate::output::warnings::WarningPrinter;
 use crate::session::{self, Fanout, Provenance, Signals};
 use crate::sysinfo::Environment;
@@ -24,6 +24,31 @@ pub struct TimerlatOptions {
     pub hist: HistLayout,
     /// Say what the stop's explanation was (not `--no-aa`).
     pub aa: bool,
+    /// `--on-threshold`: done when a threshold stopped the run.
+    pub on_threshold: Vec<Action>,
+    /// `--on-end`: done at the end.
+    pub on_end: Vec<Action>,
+}
+
+/// Does `actions`, each in turn; a failure is a warning (the results are written).
+fn act(actions: &[Action]) {
+    for a in actions {
+        let done = match a {
+            Action::Shell(cmd) => std::process::Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .status()
+                .map_err(|e| e.to_string())
+                .and_then(|s| if s.success() { Ok(()) } else { Err(format!("it ended with {s}")) }),
+            Action::Signal { num, pid } => {
+                let pid = pid.unwrap_or_else(crate::rt::process::parent_id);
+                crate::rt::process::signal_process(pid, *num).map_err(|e| e.to_string())
+            }
+        };
+        if let Err(why) = done {
+            eprintln!("rtlab: warning: the action {a:?} failed: {why}");
+        }
+    }
 }
 
 /// Measures, then prints rtla's table or histogram; exit 0, 1 when an output failed.
@@ -43,11 +68,17 @@ pub fn execute(opts: &TimerlatOptions, command_line: Vec<String>) -> Result<i32,
         Mode::Hist => crate::output::timerlat::hist(&result, &opts.hist),
     };
     crate::export::print(&(text + &crate::output::timerlat::stop(&result, opts.aa)));
+    // The result is written first: an action may read it.
     if let Some(path) = &opts.json {
         let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
         write_output(path, &bytes)
             .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", path.display())))?;
     }
+    let stopped = result.threads.iter().any(|t| t.watch.as_ref().is_some_and(|w| w.stop.is_some()));
+    if stopped {
+        act(&opts.on_threshold);
+    }
+    act(&opts.on_end);
     if let Some(f) = failure {
         return Err(Error::Runtime(f));
     }

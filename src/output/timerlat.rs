@@ -34,6 +34,55 @@ pub struct HistLayout {
     pub zeros: bool,
 }
 
+/// An rtla action (`--on-threshold`, `--on-end`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// `shell,command=CMD`: run CMD with `sh -c`.
+    Shell(String),
+    /// `signal,num=N,pid=PID|parent`: send signal N to PID (or rtlab's parent).
+    Signal {
+        /// The signal.
+        num: i32,
+        /// The process (`None`: the parent).
+        pid: Option<i32>,
+    },
+}
+
+impl Action {
+    /// Parses rtla's action syntax; the error says what is accepted.
+    pub fn parse(text: &str) -> Result<Action, String> {
+        let (kind, rest) = text.split_once(',').unwrap_or((text, ""));
+        let arg = |key: &str| {
+            rest.split(',').find_map(|kv| kv.strip_prefix(key).and_then(|v| v.strip_prefix('='))).map(str::to_string)
+        };
+        match kind {
+            // The command is everything after `command=` (it may hold commas).
+            "shell" => rest
+                .strip_prefix("command=")
+                .map(|c| Action::Shell(c.to_string()))
+                .ok_or_else(|| format!("'{text}': give shell,command=CMD")),
+            "signal" => {
+                let num = arg("num")
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| format!("'{text}': give signal,num=N,pid=PID|parent"))?;
+                let pid = match arg("pid").as_deref() {
+                    Some("parent") => None,
+                    Some(p) => Some(p.parse().map_err(|_| format!("'{text}': pid is a number or parent"))?),
+                    None => return Err(format!("'{text}': give signal,num=N,pid=PID|parent")),
+                };
+                Ok(Action::Signal { num, pid })
+            }
+            "trace" => {
+                Err(format!("'{text}': trace saves the timerlat tracer's buffer, which this kernel does not have"))
+            }
+            "continue" => {
+                Err(format!("'{text}': continue is not done by rtlab timerlat yet (a threshold ends the run)"))
+            }
+            _ => Err(format!("'{text}': an action is shell,command=CMD or signal,num=N,pid=PID|parent")),
+        }
+    }
+}
+
 /// One CPU's three distributions: IRQ, thread, return to user.
 struct Cpu<'a> {
     cpu: usize,

@@ -270,6 +270,23 @@ pub fn kill_marked(token: &str) -> usize {
     killed
 }
 
+/// Sends `signal` to process `pid`.
+pub fn signal_process(pid: i32, signal: i32) -> io::Result<()> {
+    // SAFETY: kill of one process id; no memory is involved.
+    if pid > 0 && unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(())
+    } else if pid <= 0 {
+        Err(io::Error::other(format!("{pid} is not a process id")))
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The parent process's id.
+pub fn parent_id() -> i32 {
+    std::os::unix::process::parent_id() as i32
+}
+
 /// Sends `signal` to every process of the group `pgid`.
 pub fn kill_group(pgid: u32, signal: i32) -> io::Result<()> {
     // SAFETY: kill with a negative pid addresses a process group; no memory is involved.
