@@ -53,19 +53,24 @@ impl Waiter for Replay {
     }
 }
 
-/// Times `run_loop` over [`SAMPLES`] replayed latencies.
-fn bench_loop(bencher: divan::Bencher, cyclictest_us: bool) {
-    let live = Live::new(Layout::DEFAULT);
-    let stop = AtomicBool::new(false);
-    let lat = latencies();
-    let params = LoopParams {
+/// The loop's parameters for [`SAMPLES`] periods of 1 ms.
+fn params(cyclictest_us: bool) -> LoopParams {
+    LoopParams {
         interval_ns: 1_000_000,
         loops: SAMPLES,
         warmup_cycles: 0,
         break_ns: i64::MAX,
         start_at: None,
         cyclictest_us,
-    };
+    }
+}
+
+/// Times `run_loop` over [`SAMPLES`] replayed latencies.
+fn bench_loop(bencher: divan::Bencher, cyclictest_us: bool) {
+    let live = Live::new(Layout::DEFAULT);
+    let stop = AtomicBool::new(false);
+    let lat = latencies();
+    let params = params(cyclictest_us);
     bencher.counter(ItemsCount::new(SAMPLES)).bench_local(|| {
         let mut rec = Recorder::new(&live, Some(100_000));
         let mut w = Replay { lat: lat.clone(), i: 0 };
@@ -118,14 +123,7 @@ fn loop_bookkeeping_per_sample_with_work(bencher: divan::Bencher) {
     let work = WorkLive::new(spec, Layout::DEFAULT, &[]);
     let stop = AtomicBool::new(false);
     let lat = latencies();
-    let params = LoopParams {
-        interval_ns: 1_000_000,
-        loops: SAMPLES,
-        warmup_cycles: 0,
-        break_ns: i64::MAX,
-        start_at: None,
-        cyclictest_us: false,
-    };
+    let params = params(false);
     bencher.counter(ItemsCount::new(SAMPLES)).bench_local(|| {
         let mut rec = Recorder::new(&live, Some(100_000));
         let mut wr = WorkRecorder::new(&work, Some(500_000), None);

@@ -92,11 +92,9 @@ fn promtool_lint(text: &str) -> std::process::Output {
     p.wait_with_output().unwrap()
 }
 
-#[test]
-fn the_exposition_passes_promtool_and_holds_one_histogram_per_measured_cpu() {
-    let m = monitor(&["-a", "0"]);
-    std::thread::sleep(Duration::from_millis(1500));
-    let (code, text) = get(m.port, "/metrics", "");
+/// `/metrics`, answered 200 and passing `promtool check metrics`.
+fn linted_metrics(port: u16) -> String {
+    let (code, text) = get(port, "/metrics", "");
     assert_eq!(code, 200);
     let lint = promtool_lint(&text);
     assert!(
@@ -105,6 +103,14 @@ fn the_exposition_passes_promtool_and_holds_one_histogram_per_measured_cpu() {
         String::from_utf8_lossy(&lint.stdout),
         String::from_utf8_lossy(&lint.stderr)
     );
+    text
+}
+
+#[test]
+fn the_exposition_passes_promtool_and_holds_one_histogram_per_measured_cpu() {
+    let m = monitor(&["-a", "0"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let text = linted_metrics(m.port);
     let count = text.lines().find(|l| l.starts_with("rtlab_wakeup_latency_seconds_count{cpu=\"0\"")).unwrap();
     let inf = text.lines().find(|l| l.contains("_bucket{cpu=\"0\",thread=\"0\",le=\"+Inf\"}")).unwrap();
     assert_eq!(count.rsplit(' ').next(), inf.rsplit(' ').next(), "the +Inf bucket is the count");
@@ -131,15 +137,7 @@ fn a_working_task_is_served_with_its_response_histogram_and_deadline_misses() {
     // the busy task does not hold CPU 0 from the rest of the suite).
     let m = monitor(&["-t1", "-a", "0", "--policy", "other", "--work", "1.2ms", "--work-kind", "time"]);
     std::thread::sleep(Duration::from_millis(2500));
-    let (code, text) = get(m.port, "/metrics", "");
-    assert_eq!(code, 200);
-    let lint = promtool_lint(&text);
-    assert!(
-        lint.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&lint.stdout),
-        String::from_utf8_lossy(&lint.stderr)
-    );
+    let text = linted_metrics(m.port);
     let count = metric(&text, "rtlab_response_time_seconds_count{cpu=\"0\",thread=\"0\"}").unwrap();
     let inf = metric(&text, "rtlab_response_time_seconds_bucket{cpu=\"0\",thread=\"0\",le=\"+Inf\"}").unwrap();
     assert!(count > 0.0 && count == inf, "{count} {inf}");
@@ -156,18 +154,14 @@ fn a_watched_programs_threads_are_served_by_name_with_their_histograms() {
     let m = monitor(&["--watch", "sleeper"]);
     let mut program = Command::new(common::watched()).args(["sleep", "3000"]).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(2500));
-    let (code, text) = get(m.port, "/metrics", "");
+    let text = linted_metrics(m.port);
     let _ = program.kill();
     let _ = program.wait();
-    assert_eq!(code, 200);
-    let lint = promtool_lint(&text);
-    assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
     // The program's thread named "sleeper" (its main thread is not: --watch COMM takes names).
-    let tid = std::fs::read_dir(format!("/proc/{}/task", program.id())).map_or(0, |d| d.count());
     let line = text
         .lines()
         .find(|l| l.starts_with("rtlab_wakeup_latency_seconds_count{cpu=\"any\",thread=\"0\",task=\"sleeper:"))
-        .unwrap_or_else(|| panic!("no series of the watched thread ({tid}):\n{text}"));
+        .unwrap_or_else(|| panic!("no series of the watched thread:\n{text}"));
     let count: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
     assert!(count > 500.0, "a 1 ms sleeper watched for seconds: {line}");
     assert!(text.contains("rtlab_response_time_seconds_count{cpu=\"any\",thread=\"0\",task=\"sleeper:"), "{text}");

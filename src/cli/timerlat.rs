@@ -205,8 +205,7 @@ impl TimerlatOptions {
         // The stop is analysed from its explanation: every wakeup above the lowest threshold is
         // explained (an IRQ or thread latency above it makes the wakeup above it too).
         let stop_thread = a.thread.or(a.auto);
-        if let (Some(t), false) = ([a.irq, stop_thread].into_iter().flatten().min().map(Some).unwrap_or(None), a.no_aa)
-        {
+        if let (Some(t), false) = ([a.irq, stop_thread].into_iter().flatten().min(), a.no_aa) {
             argv.push(format!("--explain={t}us"));
         }
         if let Some(j) = &a.json {
@@ -228,10 +227,7 @@ impl TimerlatOptions {
             zeros: a.with_zeros,
         };
         let mut run = crate::commands::run::RunOptions::from_cli(run)?;
-        if let Some(os) = match &mut run.plan.probe {
-            crate::probes::ProbeSpec::Os(os) => Some(os),
-            _ => None,
-        } {
+        if let crate::probes::ProbeSpec::Os(os) = &mut run.plan.probe {
             os.stage_stop = (a.irq.map(|u| u as i64 * 1000), stop_thread.map(|u| u as i64 * 1000));
         }
         let actions = |flag: &str, v: &[String]| -> Result<Vec<Action>, UsageError> {

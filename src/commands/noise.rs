@@ -4,8 +4,7 @@
 use crate::error::Error;
 use crate::export::{json::Json, write_output, Exporter};
 use crate::output::warnings::WarningPrinter;
-use crate::probes::ProbeError;
-use crate::session::{self, Fanout, Provenance, SessionError, Signals};
+use crate::session::{self, Fanout, Provenance, Signals};
 use crate::sysinfo::Environment;
 use crate::units::Unit;
 use std::path::PathBuf;
@@ -52,11 +51,7 @@ pub fn execute(opts: &NoiseOptions, command_line: Vec<String>) -> Result<i32, Er
     }
     let mut warnings = WarningPrinter::default();
     let provenance = Provenance { command_line, environment: Environment::capture() };
-    let (result, failure) = session::measure(&opts.plan, provenance, None, &mut Fanout(vec![&mut warnings]), &signals)
-        .map_err(|e| match e {
-            SessionError::Probe(ProbeError::Usage(m)) => Error::Usage(m),
-            e => Error::Runtime(e.to_string()),
-        })?;
+    let (result, failure) = session::measure(&opts.plan, provenance, None, &mut Fanout(vec![&mut warnings]), &signals)?;
     warnings.rest(&result);
     let bytes = match (&opts.json, opts.format) {
         (None, _) => None,

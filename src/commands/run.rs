@@ -41,12 +41,7 @@ pub fn execute(opts: &RunOptions, command_line: Vec<String>) -> Result<i32, Erro
         opts.json.as_deref(),
         &mut Fanout(vec![&mut view, &mut warnings]),
         &signals,
-    )
-    .map_err(|e| match e {
-        // What the probe's setup found cannot be measured here is a usage error (exit 2).
-        session::SessionError::Probe(crate::probes::ProbeError::Usage(m)) => Error::Usage(m),
-        e => Error::Runtime(e.to_string()),
-    })?;
+    )?;
     warnings.rest(&result);
     let json = opts.json.as_deref();
     let written = match json {

@@ -57,11 +57,7 @@ pub fn execute(opts: &TimerlatOptions, command_line: Vec<String>) -> Result<i32,
     let mut warnings = WarningPrinter::default();
     let provenance = Provenance { command_line, environment: Environment::capture() };
     let (result, failure) =
-        session::measure(&opts.plan, provenance, opts.json.as_deref(), &mut Fanout(vec![&mut warnings]), &signals)
-            .map_err(|e| match e {
-                session::SessionError::Probe(crate::probes::ProbeError::Usage(m)) => Error::Usage(m),
-                e => Error::Runtime(e.to_string()),
-            })?;
+        session::measure(&opts.plan, provenance, opts.json.as_deref(), &mut Fanout(vec![&mut warnings]), &signals)?;
     warnings.rest(&result);
     let text = match opts.mode {
         Mode::Top => crate::output::timerlat::top(&result),

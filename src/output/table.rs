@@ -300,10 +300,10 @@ pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u:
             let SchedParams { policy, priority, .. } = t.sched;
             let mut row = vec![
                 // A watched thread is named `comm:tid`.
-                t.identity
-                    .clone()
-                    .filter(|i| i.rsplit_once(':').is_some_and(|(_, tid)| tid.parse::<i32>().is_ok()))
-                    .unwrap_or_else(|| t.index.to_string()),
+                match (t.watched_comm(), &t.identity) {
+                    (Some(_), Some(identity)) => identity.clone(),
+                    _ => t.index.to_string(),
+                },
                 t.cpu.map_or("-".into(), |c| c.to_string()),
                 policy_label(Some(policy), Some(priority)),
                 s.cycles.to_string(),

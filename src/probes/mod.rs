@@ -199,6 +199,15 @@ pub struct ThreadStatus {
     pub identity: Option<String>,
 }
 
+impl ThreadStatus {
+    /// A watched thread's command name, from its identity `comm:tid` (`rtlab watch`); `None`
+    /// for rtlab's own slots.
+    pub fn watched_comm(&self) -> Option<&str> {
+        let (comm, tid) = self.identity.as_deref()?.rsplit_once(':')?;
+        tid.parse::<i32>().ok().map(|_| comm)
+    }
+}
+
 /// A started probe.
 #[derive(Debug)]
 pub struct Started {

@@ -260,11 +260,12 @@ impl Probe for WatchProbe {
         formats.name_functions(TIMER_FUNCTIONS);
         self.missing = [&threads, &system].iter().flat_map(|i| i.missing.clone()).collect();
         let mut pipes = Vec::new();
-        for inst in [&threads, &system] {
-            for &c in online.cpus() {
-                let f =
-                    inst.pipe_raw(c).map_err(|e| ProbeError::Start(format!("cannot read CPU {c}'s events ({e})")))?;
-                pipes.push((c, f));
+        for (instance, inst) in [&threads, &system].into_iter().enumerate() {
+            for &cpu in online.cpus() {
+                let file = inst
+                    .pipe_raw(cpu)
+                    .map_err(|e| ProbeError::Start(format!("cannot read CPU {cpu}'s events ({e})")))?;
+                pipes.push(Pipe { cpu, instance, file });
             }
         }
         let start_ns = clock::now(ClockId::MONOTONIC);
@@ -390,6 +391,15 @@ struct Slot {
     sched: Option<SchedParams>,
 }
 
+/// One CPU's binary stream of one of the two instances.
+#[derive(Debug)]
+struct Pipe {
+    cpu: usize,
+    /// Which instance (0: the watched threads', 1: the system's).
+    instance: usize,
+    file: std::fs::File,
+}
+
 /// Each CPU's events read and not yet fed, in time order.
 #[derive(Debug, Default)]
 struct Streams {
@@ -402,10 +412,10 @@ struct Streams {
 
 impl Streams {
     /// Reads every page the CPUs' buffers hold.
-    fn read(&mut self, pipes: &mut [(usize, std::fs::File)], formats: &Formats) {
+    fn read(&mut self, pipes: &mut [Pipe], formats: &Formats) {
         self.queues.resize_with(pipes.len(), VecDeque::new);
         let mut page = vec![0u8; 1 << 16];
-        for (i, (cpu, f)) in pipes.iter_mut().enumerate() {
+        for (i, Pipe { cpu, file: f, .. }) in pipes.iter_mut().enumerate() {
             loop {
                 match f.read(&mut page) {
                     Ok(0) => break,
@@ -444,13 +454,7 @@ struct Recorders<'a> {
 }
 
 impl Reader {
-    fn run(
-        self,
-        instances: [Instance; 2],
-        formats: Formats,
-        mut pipes: Vec<(usize, std::fs::File)>,
-        initial: Vec<i32>,
-    ) -> Harvest {
+    fn run(self, instances: [Instance; 2], formats: Formats, mut pipes: Vec<Pipe>, initial: Vec<i32>) -> Harvest {
         if let Some(cpus) = &self.plan.reader_cpus {
             let _ = crate::rt::affinity::set_current_thread(cpus);
         }
@@ -548,7 +552,8 @@ impl Reader {
                 .join(", "),
             events: streams.events,
             lost_events: streams.lost
-                + instances.iter().map(|i| online_lost(i, &pipes[..pipes.len() / 2])).sum::<u64>(),
+                // The kernel's own per-CPU counts of events its buffers dropped or overwrote.
+                + pipes.iter().map(|p| instances[p.instance].lost(p.cpu)).sum::<u64>(),
             undecoded: streams.undecoded,
             threads: state.slots.len(),
             reader_cpu_ns: clock::now(ClockId::THREAD_CPUTIME) - cpu0,
@@ -564,11 +569,6 @@ impl Reader {
         }
         Harvest { slots, run, error, explained: state.explaining.take() }
     }
-}
-
-/// Events the kernel's buffers dropped or overwrote (its per-CPU counters).
-fn online_lost(instance: &Instance, pipes: &[(usize, std::fs::File)]) -> u64 {
-    pipes.iter().map(|(c, _)| instance.lost(*c)).sum()
 }
 
 /// The reader's state: the tracker and the slots.

@@ -597,23 +597,10 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     };
     if noise {
         out.push(figure(Kind::Noise, one, None, Of::Latency, format!("noise-{index}"), "Noise over time")?);
-        out.push(figure(
-            Kind::Histogram,
-            one,
-            Some(by),
-            Of::Latency,
-            format!("histogram-{index}"),
-            "Noise gap histogram",
-        )?);
-    } else {
-        out.push(figure(
-            Kind::Histogram,
-            one,
-            Some(by),
-            Of::Latency,
-            format!("histogram-{index}"),
-            "Latency histogram",
-        )?);
+    }
+    let caption = if noise { "Noise gap histogram" } else { "Latency histogram" };
+    out.push(figure(Kind::Histogram, one, Some(by), Of::Latency, format!("histogram-{index}"), caption)?);
+    if !noise {
         out.push(figure(Kind::Cdf, one, Some(by), Of::Latency, format!("cdf-{index}"), "Latency percentiles (tail)")?);
         if r.all.work.is_some() {
             let (h, c) = (format!("response-{index}"), format!("response-cdf-{index}"));

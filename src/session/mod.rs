@@ -214,6 +214,17 @@ pub enum SessionError {
     Load(String),
 }
 
+impl From<SessionError> for crate::error::Error {
+    /// What the probe's setup found cannot be measured here is a usage error (exit 2); any
+    /// other failure to start is a runtime one.
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::Probe(ProbeError::Usage(m)) => crate::error::Error::Usage(m),
+            e => crate::error::Error::Runtime(e.to_string()),
+        }
+    }
+}
+
 /// What a result needs that the pipeline does not know.
 #[derive(Clone, Debug)]
 pub struct Provenance {
@@ -562,7 +573,7 @@ fn checkpoint_slots(
         .map(|((s, summary), mut tp)| {
             // A watched thread's slot is named after the thread it found (`comm:tid`).
             if watch {
-                tp.name = s.identity.as_ref().and_then(|i| i.rsplit_once(':')).map(|(comm, _)| comm.to_string());
+                tp.name = s.watched_comm().map(String::from);
                 tp.interval_ns = s.interval_ns;
             }
             ThreadOutcome {

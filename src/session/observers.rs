@@ -197,7 +197,7 @@ impl Observer for SamplesWriter {
                 .map(|h| match threads.iter().find(|t| t.index == h.thread) {
                     Some(t) => ThreadInfo {
                         identity: t.identity.clone(),
-                        name: t.identity.as_ref().and_then(|i| i.rsplit_once(':')).map(|(comm, _)| comm.to_string()),
+                        name: t.watched_comm().map(String::from),
                         interval_ns: t.interval_ns,
                         ..h.clone()
                     },
