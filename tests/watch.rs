@@ -508,3 +508,44 @@ fn run_with_stages_gives_each_thread_irq_thread_and_its_own_wakeup_latency_in_or
     assert!(irq["min_ns"].as_i64() <= usr["min_ns"].as_i64());
     assert!(irq["max_ns"].as_i64() <= usr["max_ns"].as_i64());
 }
+
+#[test]
+fn one_thread_watched_by_tid_goes_through_the_verdict_plot_report_and_compare() {
+    need_root();
+    let dir = tempfile::tempdir().unwrap();
+    let mut program = std::process::Command::new(watched()).args(["sleep", "5000"]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // The program's thread named "sleeper" (not its main thread).
+    let tid = std::fs::read_dir(format!("/proc/{}/task", program.id()))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|t| std::fs::read_to_string(format!("/proc/{t}/comm")).is_ok_and(|c| c.trim() == "sleeper"))
+        .expect("the sleeper thread");
+    let json = dir.path().join("watch.json");
+    let out = rtlab()
+        .args(["watch", "-q", "--tid", &tid, "-D", "2", "--max-latency", "1ns", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let _ = program.kill();
+    let _ = program.wait();
+    assert_eq!(out.status.code(), Some(3), "a 1 ns limit fails: {}", String::from_utf8_lossy(&out.stderr));
+    let r = read_json(&json);
+    assert_eq!(r["verdict"]["status"], "fail");
+    assert_eq!(r["threads"].as_array().unwrap().len(), 1, "only the thread asked for");
+    assert_eq!(r["threads"][0]["watch"]["tid"].as_i64(), tid.parse().ok());
+    let md = dir.path().join("r.md");
+    let rep = rtlab().arg("report").arg(&json).arg("-o").arg(&md).output().unwrap();
+    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains("### Watched threads") && text.contains(&format!("sleeper:{tid}")), "{text}");
+    assert!(text.contains("IRQ, thread and wakeup latency"), "one IRQ/Thr/Usr picture per thread: {text}");
+    let svg = dir.path().join("p.svg");
+    let plot = rtlab().args(["plot", "--of", "stages", "-o"]).arg(&svg).arg(&json).output().unwrap();
+    assert!(plot.status.success(), "{}", String::from_utf8_lossy(&plot.stderr));
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    let cmp = rtlab().arg("compare").arg(&json).arg(&json).output().unwrap();
+    assert!(cmp.status.success(), "{}", String::from_utf8_lossy(&cmp.stderr));
+    assert!(String::from_utf8_lossy(&cmp.stdout).contains("response time"), "compare shows the response too");
+}
