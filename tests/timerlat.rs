@@ -74,6 +74,12 @@ fn hist_reads_as_rteval_reads_rtlas_and_its_usr_columns_are_the_probes_own_sampl
         }
     }
     assert!(h.rows.windows(2).all(|w| w[0].0 < w[1].0));
+    for t in threads {
+        // Per period: the interrupt, then the switch to the thread, then its return to user.
+        let w = &t["watch"];
+        assert!(w["periods"].as_u64().unwrap() > 1000, "{w}");
+        assert_eq!(w["stages_out_of_order"], 0, "{w}");
+    }
 }
 
 #[test]
@@ -92,6 +98,7 @@ fn a_thread_threshold_stops_the_run_at_the_first_period_above_it_and_analyses_it
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "stopped long before -d 60");
+    assert!(!dir.path().join("timerlat_trace.txt").exists(), "no trace without -a or the trace action");
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("hit stop tracing: CPU 0 thread latency"), "{text}");
     assert!(text.contains("## CPU 0 hit stop tracing, analyzing it ##"), "{text}");
@@ -109,8 +116,13 @@ fn options_that_need_the_kernels_tracer_are_refused_with_the_reason() {
         (&["timerlat", "top", "-P", "x:1"][..], "-P 'x:1'"),
         (&["timerlat", "top", "-d", "ten"][..], "-d 'ten'"),
         (&["timerlat", "hist", "-E", "0"][..], "-b and -E"),
-        (&["timerlat", "top", "--on-threshold", "trace"][..], "trace saves the timerlat tracer's buffer"),
+        (&["timerlat", "top", "-t"][..], "-t saves the timerlat tracer's buffer"),
         (&["timerlat", "top", "--on-end", "signal,num=x"][..], "signal,num=N"),
+        (&["timerlat", "top", "-T", "50", "--on-end", "continue"][..], "--on-end continue"),
+        (&["timerlat", "top", "--on-threshold", "shell,command=true"][..], "give a threshold"),
+        (&["timerlat", "top", "-T", "5", "--on-threshold", "trace,file="][..], "trace,file=FILE"),
+        (&["timerlat", "top", "-T", "5", "--on-threshold", "trace,file=/proc/nope/x"][..], "/proc/nope"),
+        (&["timerlat", "top", "--deepest-idle-state", "-2"][..], "--deepest-idle-state '-2'"),
     ] {
         let e = refused(args);
         assert!(e.contains(says), "{args:?}: {e}");
@@ -158,4 +170,138 @@ fn a_fifo_90_blocker_shows_in_the_thread_latency_and_not_in_the_irq_latency() {
     assert!(irq * 2 < usr, "the interrupt is not what the blocker delays: IRQ {irq}, Usr {usr}");
     // The switch from the blocker to the thread is traced (only a switch out of idle may not be).
     assert!(thr * 2 >= usr && thr <= usr, "the thread latency shows the blocker: Thr {thr}, Usr {usr}");
+}
+
+#[test]
+fn top_on_a_terminal_refreshes_its_table_and_ends_with_every_stages_latest_sample() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    // `script` gives rtlab a terminal (util-linux, installed by .ci/run).
+    let cmd = format!("{} timerlat top -c 0 -d 4", rtlab_path().display());
+    let out = std::process::Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let screens: Vec<&str> = text.split("\x1b[2J\x1b[1;1H").filter(|s| s.contains("Timer Latency")).collect();
+    assert!(screens.len() >= 3, "a table each second, then the last: {} screens\n{text}", screens.len());
+    let last = screens.last().unwrap();
+    let row = last.lines().find(|l| l.trim_start().starts_with("0 #")).expect("CPU 0's row");
+    let cells: Vec<&str> = row.split('|').skip(1).map(str::trim).collect();
+    for (stage, c) in ["IRQ", "Thread", "Ret user"].iter().zip(&cells) {
+        let v: Vec<&str> = c.split_whitespace().collect();
+        assert_eq!(v.len(), 4, "{stage}: {row}");
+        assert!(v.iter().all(|x| x.parse::<u64>().is_ok()), "{stage}: cur, min, avg and max are known: {row}");
+        let n: Vec<u64> = v.iter().map(|x| x.parse().unwrap()).collect();
+        assert!(n[1] <= n[0] && n[0] <= n[3] && n[1] <= n[2] && n[2] <= n[3], "{stage}: min ≤ cur, avg ≤ max: {row}");
+    }
+    let all = last.lines().find(|l| l.starts_with("ALL #")).expect("the ALL row");
+    assert!(
+        all.contains(row.split('|').next().unwrap().trim().trim_start_matches("0 ")),
+        "one CPU: ALL counts its wakeups: {all}"
+    );
+}
+
+#[test]
+fn piped_top_prints_one_table_at_the_end() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let out = rtlab().args(["timerlat", "top", "-c", "0", "-d", "2"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().filter(|l| l.trim() == "Timer Latency").count(), 1, "{text}");
+    assert!(!text.contains('\x1b'), "no terminal codes into a pipe: {text:?}");
+}
+
+#[test]
+fn continue_keeps_measuring_after_each_hit_runs_the_actions_and_traces_the_events() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let dir = tempfile::tempdir().unwrap();
+    let (hits, trace, json) = (dir.path().join("hits"), dir.path().join("trace.txt"), dir.path().join("r.json"));
+    // 1 µs: nearly every period's thread latency is above it.
+    let out = rtlab()
+        .args(["timerlat", "hist", "-c", "0", "-T", "1", "-d", "4", "--on-threshold", "continue"])
+        .arg(format!("--on-threshold=trace,file={}", trace.display()))
+        .arg(format!("--on-threshold=shell,command=echo hit >> {}", hits.display()))
+        .arg("--json")
+        .arg(&json)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("hit stop tracing"), "{text}");
+    let r = read_json(&json);
+    assert_eq!(r["end_reason"], "duration");
+    let w = &r["threads"][0]["watch"];
+    assert!(w["stage_hits"].as_u64().unwrap() > 100, "{w}");
+    assert!(w.get("stop").is_none(), "{w}");
+    let ran = std::fs::read_to_string(&hits).unwrap().lines().count();
+    assert!(ran >= 2, "the shell action ran at the hits seen while measuring and at the end: {ran}");
+    // The trace is the events the tracker read, one per line, in time order, the probe's among them.
+    let tid = r["threads"][0]["watch"]["tid"].as_i64().unwrap();
+    let lines: Vec<String> = std::fs::read_to_string(&trace).unwrap().lines().map(String::from).collect();
+    assert!(lines.len() > 100, "{}", lines.len());
+    assert!(
+        lines.iter().any(|l| l.contains("sched_switch") && l.contains(&format!("next_pid={tid}"))),
+        "{:?}",
+        &lines[..5]
+    );
+}
+
+#[test]
+fn auto_stops_at_either_stage_writes_timerlat_trace_txt_and_says_what_it_cannot_do() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let dir = tempfile::tempdir().unwrap();
+    let out = rtlab()
+        .current_dir(dir.path())
+        .args(["timerlat", "top", "-c", "0", "-a", "1", "-d", "60"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("hit stop tracing: CPU 0"), "{text}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rtlab: warning: -a: the stack"));
+    let trace = std::fs::read_to_string(dir.path().join("timerlat_trace.txt")).unwrap();
+    assert!(trace.lines().count() > 10, "{trace}");
+}
+
+#[test]
+fn aa_only_prints_the_analysis_of_the_stop_and_no_table() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = rtlab()
+        .args(["timerlat", "top", "-c", "0", "--aa-only", "1", "-d", "60", "--json"])
+        .arg(&json)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("## CPU 0 hit stop tracing, analyzing it ##"), "{text}");
+    assert!(!text.contains("CPU COUNT") && !text.contains("Timer Latency"), "{text}");
+    assert_eq!(read_json(&json)["end_reason"], "breaktrace");
+}
+
+#[test]
+fn deepest_idle_state_disables_the_deeper_states_while_measuring_and_restores_them() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cpuidle");
+    let states: Vec<std::path::PathBuf> =
+        (1..16).map(|n| dir.join(format!("state{n}/disable"))).filter(|p| p.exists()).collect();
+    assert!(
+        !states.is_empty(),
+        "this test needs a CPU with two idle states or more (cpu0 has {:?})",
+        std::fs::read_dir(dir).ok().map(|d| d.count())
+    );
+    let before: Vec<String> = states.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+    let mut child = std::process::Command::new(rtlab_path())
+        .args(["timerlat", "top", "-c", "0", "-d", "3", "-q", "--deepest-idle-state", "0"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let during: Vec<String> = states.iter().map(|p| std::fs::read_to_string(p).unwrap().trim().to_string()).collect();
+    assert!(child.wait().unwrap().success());
+    let after: Vec<String> = states.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+    assert!(during.iter().all(|d| d == "1"), "every state deeper than 0 disabled while measuring: {during:?}");
+    assert_eq!(after, before, "restored after");
 }

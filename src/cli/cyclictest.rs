@@ -206,7 +206,7 @@ pub struct CyclictestArgs {
     pub posix_timers: bool,
 
     /// Disable CPU idle states deeper than N on the measured CPUs for the run
-    #[arg(long = "deepest-idle-state", value_name = "N", allow_negative_numbers = true, value_parser = idle_state)]
+    #[arg(long = "deepest-idle-state", value_name = "N", allow_negative_numbers = true, value_parser = parse::idle_state)]
     pub deepest_idle_state: Option<i32>,
 
     /// Output layout to reproduce: 2.10 (default) or 2.4
@@ -258,12 +258,6 @@ fn compat_policy(s: &str) -> Result<Policy, String> {
         Policy::Deadline => Err("cyclictest has no SCHED_DEADLINE; use `rtlab run --policy deadline`".into()),
         p => Ok(p),
     }
-}
-
-fn idle_state(s: &str) -> Result<i32, String> {
-    s.trim().parse::<i32>().ok().filter(|n| *n >= -1).ok_or_else(|| {
-        format!("--deepest-idle-state '{s}' is not a state number (-1 to allow all, 0 for the shallowest)")
-    })
 }
 
 /// Removed or never-existing cyclictest options people still pass, with what replaced them.
@@ -456,7 +450,9 @@ impl CyclictestArgs {
             over_capacity: self.spike_nodes.min(1 << 20) as usize,
             cyclictest_compat: true,
             stages: false,
-            stage_stop: (None, None),
+            stage_stop: Default::default(),
+            stage_trace: None,
+            deepest_idle_state: None,
         };
         let mut plan = Plan {
             loops,

@@ -125,6 +125,13 @@ pub fn dma_latency(text: &str) -> Result<i32, String> {
         .map_err(|_| format!("--latency '{text}' is not a whole number of microseconds; use e.g. --latency 0"))
 }
 
+/// `--deepest-idle-state`: an idle state number, or -1 for none (every state disabled).
+pub fn idle_state(s: &str) -> Result<i32, String> {
+    s.trim().parse::<i32>().ok().filter(|n| *n >= -1).ok_or_else(|| {
+        format!("--deepest-idle-state '{s}' is not a state number (0 keeps only the shallowest, -1 disables every idle state)")
+    })
+}
+
 /// A CPU set (`0`, `1,3`, `0-3,6`).
 pub fn cpuset(text: &str) -> Result<crate::rt::affinity::CpuSet, String> {
     crate::rt::affinity::CpuSet::parse(text)

@@ -159,6 +159,10 @@ pub struct RunArgs {
     #[arg(long = "no-dma-latency")]
     pub no_dma_latency: bool,
 
+    /// Disable CPU idle states deeper than N on the measured CPUs for the run (-1: all), restored after
+    #[arg(long = "deepest-idle-state", value_name = "N", allow_negative_numbers = true, value_parser = parse::idle_state)]
+    pub deepest_idle_state: Option<i32>,
+
     /// No live view; print only the final summary
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -537,7 +541,9 @@ impl RunArgs {
             over_capacity: 1,
             cyclictest_compat: false,
             stages: self.stages,
-            stage_stop: (None, None),
+            stage_stop: Default::default(),
+            stage_trace: None,
+            deepest_idle_state: self.deepest_idle_state,
         };
         // --explain alone explains what --max-latency flags, else the worst sample.
         let explain = match (self.explain, self.explain_worst) {

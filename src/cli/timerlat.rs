@@ -16,11 +16,13 @@ its return-to-user latency (rtla's Usr, cyclictest's latency); rtlab's tracker o
 gives each wakeup's timer interrupt (IRQ: hrtimer_expire_entry − expiry) and the switch to the \
 thread (Thr: sched_switch − expiry, where the kernel traces it). `top` prints the per-CPU table, \
 `hist` the histograms in rtla's layout (readable by tools that read rtla's). Times are µs, as rtla's. \
--i/-T stop at the first IRQ/thread latency above the threshold. Needs root and tracefs.
+-i/-T stop at the first IRQ/thread latency above the threshold and analyse it from the kernel's \
+events; -a also writes the last events to timerlat_trace.txt. Needs root and tracefs. On a \
+terminal, top refreshes every second. The same run writes a RunResult with --json.
 
 Refused (the kernel's timerlat tracer does them): -k (kernel threads), -s (stack at the IRQ), -t \
-(the tracer's buffer), -e/--filter/--trigger (tracer events), --deepest-idle-state, --aa-only, \
-and the actions trace and continue. The same run writes a RunResult with --json.";
+(the tracer's buffer; the action trace writes rtlab's events instead), -e/--filter/--trigger \
+(tracer events).";
 
 /// `rtlab timerlat` arguments (rtla timerlat's; see [`LONG_ABOUT`]).
 #[derive(Args, Debug, Clone)]
@@ -31,7 +33,7 @@ pub struct TimerlatArgs {
     /// top (a table per CPU) or hist (histograms per CPU)
     #[arg(value_enum, default_value = "top")]
     pub mode: Mode,
-    /// Stop when a thread latency is above US (as -T US; the stack and trace it also asks need the tracer)
+    /// Stop at the first IRQ or thread latency above US and write the trace (timerlat_trace.txt)
     #[arg(short = 'a', long = "auto", value_name = "US")]
     pub auto: Option<u64>,
     /// Timer period in µs [default: 1000]
@@ -85,16 +87,16 @@ pub struct TimerlatArgs {
     /// Refused: triggers of the tracer's events
     #[arg(long = "trigger", value_name = "TRIGGER")]
     pub trigger: Option<String>,
-    /// Refused: idle states are not rtlab's to change here
-    #[arg(long = "deepest-idle-state", value_name = "N", allow_negative_numbers = true)]
+    /// Disable idle states deeper than N on the measured CPUs for the run (-1: all), restored after
+    #[arg(long = "deepest-idle-state", value_name = "N", allow_negative_numbers = true, value_parser = super::parse::idle_state)]
     pub deepest_idle_state: Option<i32>,
-    /// When a threshold stops the run: shell,command=CMD or signal,num=N,pid=PID|parent (repeatable)
+    /// When a threshold is hit: trace[,file=F], shell,command=CMD, signal,num=N,pid=PID|parent, continue (repeatable)
     #[arg(long = "on-threshold", value_name = "ACTION")]
     pub on_threshold: Vec<String>,
-    /// At the end of the run: the same actions
+    /// At the end of the run: the same actions (but continue)
     #[arg(long = "on-end", value_name = "ACTION")]
     pub on_end: Vec<String>,
-    /// Refused for now: analysis without the tracer's samples
+    /// Stop at the first IRQ or thread latency above US; print only the analysis
     #[arg(long = "aa-only", value_name = "US")]
     pub aa_only: Option<u64>,
     /// hist: bucket size in µs [default: 1]
@@ -202,11 +204,15 @@ impl TimerlatOptions {
         if let Some(h) = &a.house_keeping {
             argv.extend(["--mainaffinity".into(), h.clone()]);
         }
-        // The stop is analysed from its explanation: every wakeup above the lowest threshold is
+        // A stop is analysed from its explanation: every wakeup above the lowest threshold is
         // explained (an IRQ or thread latency above it makes the wakeup above it too).
-        let stop_thread = a.thread.or(a.auto);
-        if let (Some(t), false) = ([a.irq, stop_thread].into_iter().flatten().min(), a.no_aa) {
+        let preset = a.auto.or(a.aa_only);
+        let (irq, thread) = (a.irq.or(preset), a.thread.or(preset));
+        if let (Some(t), false) = ([irq, thread].into_iter().flatten().min(), a.no_aa) {
             argv.push(format!("--explain={t}us"));
+        }
+        if let Some(n) = a.deepest_idle_state {
+            argv.extend(["--deepest-idle-state".into(), n.to_string()]);
         }
         if let Some(j) = &a.json {
             argv.extend(["--json".into(), j.display().to_string(), "--no-checkpoint".into()]);
@@ -226,13 +232,50 @@ impl TimerlatOptions {
             index: !a.no_index,
             zeros: a.with_zeros,
         };
-        let mut run = crate::commands::run::RunOptions::from_cli(run)?;
-        if let crate::probes::ProbeSpec::Os(os) = &mut run.plan.probe {
-            os.stage_stop = (a.irq.map(|u| u as i64 * 1000), stop_thread.map(|u| u as i64 * 1000));
-        }
         let actions = |flag: &str, v: &[String]| -> Result<Vec<Action>, UsageError> {
             v.iter().map(|t| Action::parse(t).map_err(|e| usage(format!("{flag} {e}")))).collect()
         };
+        let mut on_threshold = actions("--on-threshold", &a.on_threshold)?;
+        let on_end = actions("--on-end", &a.on_end)?;
+        if on_end.contains(&Action::Continue) {
+            return Err(usage("--on-end continue: the run has ended; continue is an --on-threshold action"));
+        }
+        if on_end.iter().any(|x| matches!(x, Action::Trace(_))) {
+            return Err(usage(
+                "--on-end trace: rtlab keeps the events of a threshold hit only; use --on-threshold trace",
+            ));
+        }
+        // rtla's -a saves the trace at the stop.
+        if a.auto.is_some() && !on_threshold.iter().any(|x| matches!(x, Action::Trace(_))) {
+            on_threshold.push(Action::Trace(crate::output::timerlat::TRACE_FILE.into()));
+        }
+        if irq.is_none() && thread.is_none() && !on_threshold.is_empty() {
+            return Err(usage("--on-threshold: give a threshold to act on (-i US, -T US or -a US)"));
+        }
+        let trace = on_threshold.iter().rev().find_map(|x| match x {
+            Action::Trace(f) => Some(f.clone()),
+            _ => None,
+        });
+        if let Some(f) = &trace {
+            crate::export::check_output(f).map_err(|e| usage(format!("--on-threshold trace: {e}")))?;
+        }
+        let mut notes = Vec::new();
+        if a.auto.is_some() {
+            notes.push(
+                "-a: the stack at the IRQ needs the kernel's timerlat tracer; the analysis names the blocking \
+                 task and the interference instead"
+                    .to_string(),
+            );
+        }
+        let mut run = crate::commands::run::RunOptions::from_cli(run)?;
+        if let crate::probes::ProbeSpec::Os(os) = &mut run.plan.probe {
+            os.stage_stop = crate::probes::watch::StageLimits {
+                irq_ns: irq.map(|u| u as i64 * 1000),
+                thread_ns: thread.map(|u| u as i64 * 1000),
+                continues: on_threshold.contains(&Action::Continue),
+            };
+            os.stage_trace = trace;
+        }
         Ok(TimerlatOptions {
             plan: run.plan,
             json: run.json,
@@ -240,8 +283,10 @@ impl TimerlatOptions {
             quiet: a.quiet,
             hist,
             aa: !a.no_aa,
-            on_threshold: actions("--on-threshold", &a.on_threshold)?,
-            on_end: actions("--on-end", &a.on_end)?,
+            aa_only: a.aa_only.is_some(),
+            on_threshold,
+            on_end,
+            notes,
         })
     }
 }
@@ -255,12 +300,10 @@ impl TimerlatArgs {
         for (given, flag, why) in [
             (self.kernel_threads, "-k", tracer),
             (self.stack.is_some(), "-s", "saves the stack at the IRQ from inside the timerlat tracer; use --explain's attribution instead (rtlab run --stages --explain)"),
-            (self.trace.is_some(), "-t", "saves the timerlat tracer's buffer; rtlab watch --events records the events rtlab reads"),
+            (self.trace.is_some(), "-t", "saves the timerlat tracer's buffer; --on-threshold trace[,file=F] writes the events rtlab read"),
             (!self.event.is_empty(), "-e", tracer),
             (self.filter.is_some(), "--filter", tracer),
             (self.trigger.is_some(), "--trigger", tracer),
-            (self.deepest_idle_state.is_some(), "--deepest-idle-state", "is not done by rtlab; disable idle states in /sys/devices/system/cpu/cpu*/cpuidle, or hold --dma-latency 0"),
-            (self.aa_only.is_some(), "--aa-only", "analyses the tracer's samples without keeping them; rtlab keeps every sample"),
         ] {
             if given {
                 return Err(usage(format!("{flag} {why}")));

@@ -177,7 +177,8 @@ impl RunOptions {
             layout,
             reader_cpus: a.main_affinity.clone(),
             events_out: a.events.clone(),
-            stop_at: (None, None),
+            stop_at: Default::default(),
+            trace_out: None,
             explain: match (a.explain, a.explain_worst) {
                 (None, None) => None,
                 (asked, worst) => {

@@ -3,11 +3,15 @@
 
 use crate::error::Error;
 use crate::export::{json::Json, write_output, Exporter};
+use crate::measure::stats::LiveSnapshot;
 pub use crate::output::timerlat::{Action, HistLayout, Mode};
 use crate::output::warnings::WarningPrinter;
-use crate::session::{self, Fanout, Provenance, Signals};
+use crate::probes::ThreadStatus;
+use crate::session::{self, Fanout, Observer, Provenance, Signals};
 use crate::sysinfo::Environment;
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A validated `rtlab timerlat`.
 #[derive(Clone, Debug)]
@@ -24,13 +28,18 @@ pub struct TimerlatOptions {
     pub hist: HistLayout,
     /// Say what the stop's explanation was (not `--no-aa`).
     pub aa: bool,
-    /// `--on-threshold`: done when a threshold stopped the run.
+    /// `--aa-only`: print only the stop and its analysis.
+    pub aa_only: bool,
+    /// `--on-threshold`: done when a threshold stopped the run (with `continue`: at each hit).
     pub on_threshold: Vec<Action>,
     /// `--on-end`: done at the end.
     pub on_end: Vec<Action>,
+    /// What was asked that rtlab does differently, said before measuring.
+    pub notes: Vec<String>,
 }
 
-/// Does `actions`, each in turn; a failure is a warning (the results are written).
+/// Does `actions`, each in turn; a failure is a warning (the results are written). `trace`
+/// was done by the probe (it keeps the events) and `continue` by the thresholds.
 fn act(actions: &[Action]) {
     for a in actions {
         let done = match a {
@@ -44,6 +53,7 @@ fn act(actions: &[Action]) {
                 let pid = pid.unwrap_or_else(crate::rt::process::parent_id);
                 crate::rt::process::signal_process(pid, *num).map_err(|e| e.to_string())
             }
+            Action::Trace(_) | Action::Continue => Ok(()),
         };
         if let Err(why) = done {
             eprintln!("rtlab: warning: the action {a:?} failed: {why}");
@@ -51,27 +61,88 @@ fn act(actions: &[Action]) {
     }
 }
 
+/// rtla's screen while the run goes on: `top`'s table refreshed on a terminal, the
+/// `--on-threshold` actions at each new hit with `continue`, and the last live figures.
+struct Screen<'a> {
+    opts: &'a TimerlatOptions,
+    refresh: bool,
+    continues: bool,
+    hits: u64,
+    last: Vec<LiveSnapshot>,
+}
+
+impl Observer for Screen<'_> {
+    fn tick(&mut self, threads: &[ThreadStatus], live: &[LiveSnapshot], elapsed: Duration) {
+        self.last = live.to_vec();
+        let hits: u64 = live.iter().filter_map(|l| l.stages).map(|s| s.hits).sum();
+        if self.continues && hits > self.hits {
+            self.hits = hits;
+            act(&self.opts.on_threshold);
+        }
+        if self.refresh {
+            let rows = crate::output::timerlat::live_rows(threads, live);
+            clear_screen();
+            crate::export::print(&crate::output::timerlat::top(elapsed.as_secs(), &rows));
+        }
+    }
+
+    fn finished(&mut self, _threads: &[ThreadStatus], live: &[LiveSnapshot]) {
+        self.last = live.to_vec();
+    }
+}
+
+/// Clears the terminal and moves home, as rtla's top does before each table.
+fn clear_screen() {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(b"\x1b[2J\x1b[1;1H").and_then(|()| out.flush());
+}
+
 /// Measures, then prints rtla's table or histogram; exit 0, 1 when an output failed.
 pub fn execute(opts: &TimerlatOptions, command_line: Vec<String>) -> Result<i32, Error> {
+    for n in &opts.notes {
+        eprintln!("rtlab: warning: {n}");
+    }
     let signals = Signals::install().map_err(|e| Error::Runtime(format!("cannot install signal handlers: {e}")))?;
     let mut warnings = WarningPrinter::default();
     let provenance = Provenance { command_line, environment: Environment::capture() };
-    let (result, failure) =
-        session::measure(&opts.plan, provenance, opts.json.as_deref(), &mut Fanout(vec![&mut warnings]), &signals)?;
-    warnings.rest(&result);
-    let text = match opts.mode {
-        Mode::Top => crate::output::timerlat::top(&result),
-        Mode::Hist => crate::output::timerlat::hist(&result, &opts.hist),
+    let continues = opts.on_threshold.contains(&Action::Continue);
+    let mut screen = Screen {
+        opts,
+        refresh: opts.mode == Mode::Top && !opts.quiet && !opts.aa_only && std::io::stdout().is_terminal(),
+        continues,
+        hits: 0,
+        last: Vec::new(),
     };
-    crate::export::print(&(text + &crate::output::timerlat::stop(&result, opts.aa)));
+    let (result, failure) = session::measure(
+        &opts.plan,
+        provenance,
+        opts.json.as_deref(),
+        &mut Fanout(vec![&mut warnings, &mut screen]),
+        &signals,
+    )?;
+    warnings.rest(&result);
+    let table = match (opts.aa_only, opts.mode) {
+        (true, _) => String::new(),
+        (false, Mode::Top) => {
+            let rows = crate::output::timerlat::final_rows(&result, &screen.last);
+            if screen.refresh {
+                clear_screen();
+            }
+            crate::output::timerlat::top(result.duration_s.unwrap_or(0.0) as u64, &rows)
+        }
+        (false, Mode::Hist) => crate::output::timerlat::hist(&result, &opts.hist),
+    };
+    crate::export::print(&(table + &crate::output::timerlat::stop(&result, opts.aa)));
     // The result is written first: an action may read it.
     if let Some(path) = &opts.json {
         let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
         write_output(path, &bytes)
             .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", path.display())))?;
     }
-    let stopped = result.threads.iter().any(|t| t.watch.as_ref().is_some_and(|w| w.stop.is_some()));
-    if stopped {
+    let hits: u64 = result.threads.iter().filter_map(|t| t.watch.as_ref()).map(|w| w.stage_hits).sum();
+    // With `continue` the actions ran at each tick that saw a new hit; the last ones may be newer.
+    if (!continues && hits > 0) || (continues && hits > screen.hits) {
         act(&opts.on_threshold);
     }
     act(&opts.on_end);

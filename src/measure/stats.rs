@@ -189,6 +189,7 @@ impl Live {
             mean_us_truncated: if cycles == 0 { 0.0 } else { self.sum_us.load(Relaxed) as f64 / cycles as f64 },
             p99: counts.percentile(0.99, max),
             work: None,
+            stages: None,
         }
     }
 }
@@ -214,6 +215,43 @@ pub struct LiveSnapshot {
     pub p99: Option<i64>,
     /// A working task's response time and deadline misses so far.
     pub work: Option<WorkSnapshot>,
+    /// A measuring thread watched through the kernel's events (`--stages`): its timer
+    /// interrupt and switch-in latencies so far.
+    pub stages: Option<StagesSnapshot>,
+}
+
+/// One stage's live figures (ns), for `rtlab timerlat top`'s columns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StageFigures {
+    /// Samples so far.
+    pub cycles: u64,
+    /// Latest.
+    pub cur: i64,
+    /// Smallest.
+    pub min: i64,
+    /// Mean.
+    pub mean: f64,
+    /// Largest.
+    pub max: i64,
+}
+
+impl StageFigures {
+    /// A stage cell's figures, `None` before its first sample.
+    pub fn of(live: &Live) -> Option<StageFigures> {
+        let s = live.snapshot();
+        (s.cycles > 0).then_some(StageFigures { cycles: s.cycles, cur: s.cur, min: s.min, mean: s.mean, max: s.max })
+    }
+}
+
+/// A watched thread's stages as they are now.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StagesSnapshot {
+    /// Expiry → the timer's interrupt callback.
+    pub irq: Option<StageFigures>,
+    /// Expiry → the switch to the thread.
+    pub thread: Option<StageFigures>,
+    /// Stage thresholds crossed so far (`rtlab timerlat --on-threshold continue`).
+    pub hits: u64,
 }
 
 /// What the live display shows of a working task.

@@ -391,8 +391,35 @@ pub struct WorkLive {
     pub calibration: std::sync::OnceLock<Calibration>,
     /// The deadline in force (ns): the spec's, or one learnt later ([`WorkLive::set_deadline`]).
     deadline_ns: AtomicI64,
-    /// A watched thread's timer interrupt latencies (observed work only; the live view shows them).
-    pub irq: Option<Live>,
+    /// A watched thread's stages (observed work only; the live view shows them).
+    pub stages: Option<StageCells>,
+}
+
+/// Where a watched thread's stage latencies are published while it runs.
+#[derive(Debug)]
+pub struct StageCells {
+    /// Timer interrupt latencies (expiry → its callback).
+    pub irq: Live,
+    /// Switch-in latencies (expiry → the switch to the thread).
+    pub thread: Live,
+    /// Stage thresholds crossed (each period above counts once).
+    pub hits: AtomicU64,
+}
+
+impl StageCells {
+    /// Empty cells with histograms of `layout`.
+    pub fn new(layout: Layout) -> StageCells {
+        StageCells { irq: Live::new(layout), thread: Live::new(layout), hits: AtomicU64::new(0) }
+    }
+
+    /// The figures as of now.
+    pub fn snapshot(&self) -> super::stats::StagesSnapshot {
+        super::stats::StagesSnapshot {
+            irq: super::stats::StageFigures::of(&self.irq),
+            thread: super::stats::StageFigures::of(&self.thread),
+            hits: self.hits.load(Relaxed),
+        }
+    }
 }
 
 impl WorkLive {
@@ -406,7 +433,7 @@ impl WorkLive {
             spec,
             calibration: std::sync::OnceLock::new(),
             deadline_ns: AtomicI64::new(spec.deadline_ns),
-            irq: (spec.kind == WorkKind::Observed).then(|| Live::new(layout)),
+            stages: (spec.kind == WorkKind::Observed).then(|| StageCells::new(layout)),
         }
     }
 
@@ -425,12 +452,13 @@ impl WorkLive {
     pub fn decorate(&self, snap: &mut super::stats::LiveSnapshot) {
         let r = self.response.snapshot();
         let d = &self.deadlines;
+        snap.stages = self.stages.as_ref().map(StageCells::snapshot);
         snap.work = (r.cycles > 0).then_some(super::stats::WorkSnapshot {
             cur: r.cur,
             p99: r.p99,
             max: r.max,
             misses: d.late.load(Relaxed) + d.skipped.load(Relaxed),
-            irq: self.irq.as_ref().map(|l| l.snapshot()).filter(|s| s.cycles > 0).map(|s| (s.p99, s.max)),
+            irq: self.stages.as_ref().map(|c| c.irq.snapshot()).filter(|s| s.cycles > 0).map(|s| (s.p99, s.max)),
         });
     }
 

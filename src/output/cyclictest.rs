@@ -329,6 +329,7 @@ mod tests {
             mean_us_truncated: 2.5,
             p99: None,
             work: None,
+            stages: None,
         }
     }
 

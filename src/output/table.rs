@@ -357,11 +357,13 @@ mod tests {
             mean_us_truncated: 3.0,
             p99: Some(9_000),
             work: None,
+            stages: None,
         };
         let plain = live(&[status(0)], &[snap], 1.0, Unit::Micros);
         assert!(!plain.contains("resp"), "{plain}");
         let working = LiveSnapshot {
             work: Some(WorkSnapshot { cur: 305_000, p99: Some(320_000), max: 410_000, misses: 2, irq: None }),
+            stages: None,
             ..snap
         };
         let text = live(&[status(0), status(1)], &[working, snap], 1.0, Unit::Micros);
@@ -397,6 +399,7 @@ mod tests {
                 misses: 0,
                 irq: Some((Some(2_000), 3_000)),
             }),
+            stages: None,
         };
         let text = live(&[status], &[snap], 1.0, Unit::Micros);
         let lines: Vec<&str> = text.lines().collect();

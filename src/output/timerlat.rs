@@ -2,6 +2,8 @@
 //! --stages`): `top`'s per-CPU table, `hist`'s histograms with their summary rows, and the
 //! stop with its analysis. Times are whole µs, as rtla prints them (truncated).
 
+use crate::measure::stats::{LiveSnapshot, StageFigures};
+use crate::probes::ThreadStatus;
 use crate::result::{RunResult, Stats, ThreadResult};
 
 /// rtla timerlat's two tools.
@@ -46,7 +48,15 @@ pub enum Action {
         /// The process (`None`: the parent).
         pid: Option<i32>,
     },
+    /// `trace[,file=F]`: write the last events rtlab's tracker read to F (default
+    /// `timerlat_trace.txt`), as `rtlab watch --events` lines.
+    Trace(std::path::PathBuf),
+    /// `continue`: a threshold does not end the run; the other actions run at each hit.
+    Continue,
 }
+
+/// Where rtla's `trace` action writes by default.
+pub const TRACE_FILE: &str = "timerlat_trace.txt";
 
 impl Action {
     /// Parses rtla's action syntax; the error says what is accepted.
@@ -72,13 +82,18 @@ impl Action {
                 };
                 Ok(Action::Signal { num, pid })
             }
-            "trace" => {
-                Err(format!("'{text}': trace saves the timerlat tracer's buffer, which this kernel does not have"))
-            }
-            "continue" => {
-                Err(format!("'{text}': continue is not done by rtlab timerlat yet (a threshold ends the run)"))
-            }
-            _ => Err(format!("'{text}': an action is shell,command=CMD or signal,num=N,pid=PID|parent")),
+            "trace" => match rest {
+                "" => Ok(Action::Trace(TRACE_FILE.into())),
+                _ => rest
+                    .strip_prefix("file=")
+                    .filter(|f| !f.is_empty())
+                    .map(|f| Action::Trace(f.into()))
+                    .ok_or_else(|| format!("'{text}': give trace or trace,file=FILE")),
+            },
+            "continue" if rest.is_empty() => Ok(Action::Continue),
+            _ => Err(format!(
+                "'{text}': an action is trace[,file=FILE], shell,command=CMD, signal,num=N,pid=PID|parent or continue"
+            )),
         }
     }
 }
@@ -111,9 +126,113 @@ fn avg(s: Option<&Stats>) -> String {
     s.and_then(|s| s.mean_ns).map_or("-".into(), |m| ((m / 1000.0) as i64).to_string())
 }
 
-/// `rtla timerlat top`'s table, at the end of the run.
-pub fn top(r: &RunResult) -> String {
-    let dur = r.duration_s.unwrap_or(0.0) as u64;
+/// One stage's columns in `top` (ns; `None` prints `-`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Cells {
+    /// Samples.
+    pub count: u64,
+    /// The latest sample.
+    pub cur: Option<i64>,
+    /// Smallest.
+    pub min: Option<i64>,
+    /// Mean.
+    pub avg: Option<f64>,
+    /// Largest.
+    pub max: Option<i64>,
+}
+
+impl Cells {
+    fn of_stats(s: Option<&Stats>, cur: Option<i64>) -> Cells {
+        Cells {
+            count: s.map_or(0, |s| s.cycles),
+            cur,
+            min: s.and_then(|s| s.min_ns),
+            avg: s.and_then(|s| s.mean_ns),
+            max: s.and_then(|s| s.max_ns),
+        }
+    }
+
+    fn of_stage(f: Option<StageFigures>) -> Cells {
+        f.map_or_else(Cells::default, |f| Cells {
+            count: f.cycles,
+            cur: Some(f.cur),
+            min: Some(f.min),
+            avg: Some(f.mean),
+            max: Some(f.max),
+        })
+    }
+
+    fn text(&self) -> String {
+        let avg = self.avg.map_or("-".into(), |m| ((m / 1000.0) as i64).to_string());
+        format!("{:>9} {:>9} {:>9} {:>9}", us(self.cur), us(self.min), avg, us(self.max))
+    }
+}
+
+/// One row of `top`: a CPU's count and its three stages.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TopRow {
+    /// The CPU (the thread's index when it is not pinned).
+    pub cpu: usize,
+    /// Wakeups measured.
+    pub count: u64,
+    /// Expiry → timer interrupt.
+    pub irq: Cells,
+    /// Expiry → switch to the thread.
+    pub thread: Cells,
+    /// Expiry → the thread's clock read (its own measurement).
+    pub user: Cells,
+}
+
+/// `top`'s rows while the run goes on, from the live figures.
+pub fn live_rows(threads: &[ThreadStatus], live: &[LiveSnapshot]) -> Vec<TopRow> {
+    threads
+        .iter()
+        .zip(live)
+        .map(|(t, l)| {
+            let stages = l.stages;
+            TopRow {
+                cpu: t.cpu.unwrap_or(t.index),
+                count: l.cycles,
+                irq: Cells::of_stage(stages.and_then(|s| s.irq)),
+                thread: Cells::of_stage(stages.and_then(|s| s.thread)),
+                user: Cells::of_stage((l.cycles > 0).then_some(StageFigures {
+                    cycles: l.cycles,
+                    cur: l.cur,
+                    min: l.min,
+                    mean: l.mean,
+                    max: l.max,
+                })),
+            }
+        })
+        .collect()
+}
+
+/// `top`'s rows at the end: the result's figures, with each stage's latest sample from `last`
+/// (the final live figures, slot by slot; `-` where there are none).
+pub fn final_rows(r: &RunResult, last: &[LiveSnapshot]) -> Vec<TopRow> {
+    cpus(r)
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let l = last.get(i);
+            let stage = |f: fn(&crate::measure::stats::StagesSnapshot) -> Option<StageFigures>| {
+                l.and_then(|l| l.stages.as_ref()).and_then(f).map(|f| f.cur)
+            };
+            TopRow {
+                cpu: c.cpu,
+                count: c.user.cycles,
+                irq: Cells::of_stats(c.irq, stage(|s| s.irq)),
+                thread: Cells::of_stats(c.thread, stage(|s| s.thread)),
+                user: Cells::of_stats(Some(c.user), l.filter(|l| l.cycles > 0).map(|l| l.cur)),
+            }
+        })
+        .collect()
+}
+
+/// `rtla timerlat top`'s table after `elapsed_s` seconds: the header, a row per CPU, and the
+/// ALL row (every CPU together; its `cur` is `-`).
+pub fn top(elapsed_s: u64, rows: &[TopRow]) -> String {
+    let dur = elapsed_s;
     let mut out = format!("{:>53}\n", "Timer Latency");
     out += &format!(
         "{:>2} {:02}:{:02}:{:02}    |{:>40} |{:>40} |{:>40}\n",
@@ -127,19 +246,31 @@ pub fn top(r: &RunResult) -> String {
     );
     let cols = format!("{:>9} {:>9} {:>9} {:>9}", "cur", "min", "avg", "max");
     out += &format!("CPU COUNT      | {cols} | {cols} | {cols}\n");
-    let block = |s: Option<&Stats>| {
-        format!("{:>9} {:>9} {:>9} {:>9}", "-", us(s.and_then(|s| s.min_ns)), avg(s), us(s.and_then(|s| s.max_ns)))
-    };
-    for c in cpus(r) {
-        out += &format!(
-            "{:>3} #{:<9} | {} | {} | {}\n",
-            c.cpu,
-            c.user.cycles,
-            block(c.irq),
-            block(c.thread),
-            block(Some(c.user))
-        );
+    for c in rows {
+        out += &format!("{:>3} #{:<9} | {} | {} | {}\n", c.cpu, c.count, c.irq.text(), c.thread.text(), c.user.text());
     }
+    let bar = "-".repeat(41);
+    out += &format!("{}|{bar}|{bar}|{bar}\n", "-".repeat(15));
+    let all = |f: fn(&TopRow) -> Cells| {
+        let cells: Vec<Cells> = rows.iter().map(f).collect();
+        let n: u64 = cells.iter().filter(|c| c.avg.is_some()).map(|c| c.count).sum();
+        let sum: f64 = cells.iter().filter_map(|c| c.avg.map(|a| a * c.count as f64)).sum();
+        Cells {
+            count: n,
+            cur: None,
+            min: cells.iter().filter_map(|c| c.min).min(),
+            avg: (n > 0).then(|| sum / n as f64),
+            max: cells.iter().filter_map(|c| c.max).max(),
+        }
+        .text()
+    };
+    out += &format!(
+        "ALL #{:<9} | {} | {} | {}\n",
+        rows.iter().map(|r| r.count).sum::<u64>(),
+        all(|r| r.irq),
+        all(|r| r.thread),
+        all(|r| r.user)
+    );
     out
 }
 
@@ -255,7 +386,14 @@ pub fn stop(r: &RunResult, aa: bool) -> String {
         return out;
     }
     out += &format!("## CPU {cpu} hit stop tracing, analyzing it ##\n");
-    let Some(e) = r.explanations.iter().filter(|e| e.thread == t.thread).max_by_key(|e| e.latency_ns) else {
+    // The explained wakeup of the period that crossed (its cycle is its release over the period).
+    let period = t.interval_ns.unwrap_or(1).max(1);
+    let Some(e) = r
+        .explanations
+        .iter()
+        .filter(|e| e.thread == t.thread)
+        .min_by_key(|e| (e.cycle as i64 * period - hit.at_ns).abs())
+    else {
         out += "  no explanation: the events of that period were not recorded (--no-aa, or no tracefs)\n";
         return out;
     };
@@ -288,4 +426,55 @@ pub fn stop(r: &RunResult, aa: bool) -> String {
     }
     out += &line("Thread latency (to the clock read):", e.latency_ns);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(count: u64, cur: i64, min: i64, avg: f64, max: i64) -> Cells {
+        Cells { count, cur: Some(cur), min: Some(min), avg: Some(avg), max: Some(max) }
+    }
+
+    #[test]
+    fn tops_all_row_weighs_each_cpus_mean_by_its_own_count_and_has_no_current_value() {
+        let rows = [
+            TopRow {
+                cpu: 0,
+                count: 1000,
+                irq: cells(1000, 3_000, 1_000, 2_000.0, 9_000),
+                thread: cells(1000, 5_000, 2_000, 4_000.0, 20_000),
+                user: cells(1000, 6_000, 3_000, 5_000.0, 21_000),
+            },
+            TopRow {
+                cpu: 1,
+                count: 3000,
+                irq: cells(3000, 4_000, 2_000, 6_000.0, 7_000),
+                // Fewer switches traced than wakeups: the mean is weighed by the stage's own count.
+                thread: cells(1000, 8_000, 3_000, 8_000.0, 30_000),
+                user: cells(3000, 9_000, 4_000, 9_000.0, 31_000),
+            },
+        ];
+        let text = top(75, &rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].starts_with(" 0 00:01:15"), "{text}");
+        assert_eq!(lines[3].split_whitespace().collect::<Vec<_>>()[..6], ["0", "#1000", "|", "3", "1", "2"]);
+        let all: Vec<&str> = lines[6].split('|').map(str::trim).collect();
+        assert_eq!(all[0], "ALL #4000");
+        // IRQ: (1000·2 + 3000·6) / 4000 = 5 µs; thread: (1000·4 + 1000·8) / 2000 = 6 µs.
+        assert_eq!(all[1].split_whitespace().collect::<Vec<_>>(), ["-", "1", "5", "9"]);
+        assert_eq!(all[2].split_whitespace().collect::<Vec<_>>(), ["-", "2", "6", "30"]);
+        assert_eq!(all[3].split_whitespace().collect::<Vec<_>>(), ["-", "3", "8", "31"]);
+    }
+
+    #[test]
+    fn rtlas_actions_parse_with_their_defaults_and_a_bad_one_names_every_form() {
+        assert_eq!(Action::parse("trace").unwrap(), Action::Trace(TRACE_FILE.into()));
+        assert_eq!(Action::parse("trace,file=t.txt").unwrap(), Action::Trace("t.txt".into()));
+        assert_eq!(Action::parse("continue").unwrap(), Action::Continue);
+        assert_eq!(Action::parse("shell,command=a,b").unwrap(), Action::Shell("a,b".into()));
+        assert_eq!(Action::parse("signal,num=2,pid=parent").unwrap(), Action::Signal { num: 2, pid: None });
+        let e = Action::parse("reboot").unwrap_err();
+        assert!(["trace", "shell", "signal", "continue"].iter().all(|a| e.contains(a)), "{e}");
+    }
 }

@@ -535,6 +535,7 @@ impl Probe for BeamProbe {
             schedule_start: at,
             own_duration: true,
             runtime: Some(plan.runtime(&info)),
+            stages: Vec::new(),
         })
     }
 

@@ -228,6 +228,9 @@ pub struct Started {
     pub own_duration: bool,
     /// What the runtime says of itself so far (for checkpoints).
     pub runtime: Option<Runtime>,
+    /// One per slot with `--stages`: the cells where its IRQ and thread latencies are
+    /// published while it runs (empty without stages).
+    pub stages: Vec<Option<Arc<crate::measure::work::WorkLive>>>,
 }
 
 /// What one slot obtained and measured.

@@ -227,6 +227,7 @@ impl Probe for NoiseProbe {
             schedule_start,
             own_duration: false,
             runtime: None,
+            stages: Vec::new(),
         })
     }
 

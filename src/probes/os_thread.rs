@@ -64,9 +64,13 @@ pub struct Plan {
     /// on their thread ids), giving each its IRQ and thread latencies beside its own wakeup
     /// latency (rtla timerlat's IRQ/Thr/Usr).
     pub stages: bool,
-    /// With `stages`: end the run at the first IRQ latency above the first (ns), at the first
-    /// thread latency above the second (`rtlab timerlat -i`/`-T`).
-    pub stage_stop: (Option<i64>, Option<i64>),
+    /// With `stages`: the stage thresholds (`rtlab timerlat -i`/`-T`).
+    pub stage_stop: super::watch::StageLimits,
+    /// With `stages`: after a stage threshold was crossed, write the last events the tracker
+    /// read here (rtla's `trace` action).
+    pub stage_trace: Option<std::path::PathBuf>,
+    /// Disable idle states deeper than this on the measured CPUs while measuring (-1: all).
+    pub deepest_idle_state: Option<i32>,
 }
 
 /// The CPU of each of `n` measuring threads: round robin over `cpus`, unpinned without them.
@@ -114,6 +118,8 @@ pub struct OsThreads {
     handles: Vec<std::thread::JoinHandle<ThreadOutcome>>,
     statuses: Vec<ThreadStatus>,
     dma: Option<DmaLatencyGuard>,
+    /// `--deepest-idle-state`, held until the threads are joined.
+    idle: Option<crate::rt::cpuidle::IdleLimit>,
     /// `--stages`: the watch probe on the measuring threads.
     stages: Option<Box<dyn Probe>>,
 }
@@ -121,7 +127,7 @@ pub struct OsThreads {
 impl OsThreads {
     /// A probe for `plan`, not started.
     pub fn new(plan: Plan) -> OsThreads {
-        OsThreads { plan, shared: None, handles: Vec::new(), statuses: Vec::new(), dma: None, stages: None }
+        OsThreads { plan, shared: None, handles: Vec::new(), statuses: Vec::new(), dma: None, idle: None, stages: None }
     }
 
     fn abort(&mut self) {
@@ -152,6 +158,12 @@ impl Probe for OsThreads {
                 Ok(g) => self.dma = Some(g),
                 Err(e) => warnings.push(Warning::DmaLatencyFailed { latency_us: us, why: e.to_string() }),
             }
+        }
+        if let (Some(n), false) = (plan.deepest_idle_state, sim) {
+            let pinned = crate::rt::affinity::CpuSet::from_cpus(plan.threads.iter().filter_map(|t| t.cpu));
+            let cpus =
+                if plan.threads.iter().all(|t| t.cpu.is_some()) { pinned } else { crate::rt::affinity::online_cpus() };
+            self.idle = Some(crate::rt::cpuidle::IdleLimit::apply(&cpus, n).map_err(ProbeError::Start)?);
         }
         // The marker is real even in simulation, so that --tracemark can be tested deterministically.
         let tracefs = if plan.tracemark {
@@ -260,9 +272,13 @@ impl Probe for OsThreads {
             }
             None => Duration::ZERO,
         };
+        let mut stage_cells = Vec::new();
         if plan.stages && !sim {
             match watch_stages(plan, &statuses, &sinks.stop) {
-                Ok(probe) => self.stages = Some(probe),
+                Ok((probe, cells)) => {
+                    self.stages = Some(probe);
+                    stage_cells = cells;
+                }
                 Err(why) => warnings.push(Warning::StagesUnavailable { why }),
             }
         }
@@ -278,6 +294,7 @@ impl Probe for OsThreads {
             schedule_start: started + schedule_delay,
             own_duration: sim,
             runtime: None,
+            stages: stage_cells,
         })
     }
 
@@ -309,14 +326,19 @@ impl Probe for OsThreads {
             fin.slots.push(t);
         }
         fin.tracemark_written = self.shared.as_ref().is_some_and(|s| s.tracemark_written.load(Relaxed));
-        // The PM QoS request is held until every thread has been joined.
+        // The PM QoS request and the idle limit are held until every thread has been joined.
         drop(self.dma);
+        drop(self.idle);
         // Each thread's stages, matched by its thread id.
         if let Some(watch) = stages {
             let mut watched = watch.join();
             fin.warnings.append(&mut watched.warnings);
             for t in fin.slots.iter_mut() {
                 t.watch = watched.slots.iter().find(|w| w.tid == t.tid).and_then(|w| w.watch.clone());
+            }
+            // A stage threshold ended the run as a --breaktrace hit does.
+            if fin.slots.iter().any(|t| t.watch.as_ref().is_some_and(|w| w.thread.stop.is_some())) {
+                fin.end_reason = Some(crate::result::EndReason::Breaktrace);
             }
         }
         fin
@@ -542,8 +564,13 @@ fn working<W: Waiter>(
 
 /// The watch probe on the measuring threads `statuses` (`--stages`), started before they are
 /// released so their first periods are traced; its own cells are its own (the run's samples are
-/// the threads' own measurement).
-fn watch_stages(plan: &Plan, statuses: &[ThreadStatus], stop: &Arc<AtomicBool>) -> Result<Box<dyn Probe>, String> {
+/// the threads' own measurement), and their stage cells are returned for the live view.
+type StageCells = Vec<Option<Arc<crate::measure::work::WorkLive>>>;
+fn watch_stages(
+    plan: &Plan,
+    statuses: &[ThreadStatus],
+    stop: &Arc<AtomicBool>,
+) -> Result<(Box<dyn Probe>, StageCells), String> {
     use crate::measure::histogram::Layout;
     let tids: Vec<i32> = statuses.iter().map(|s| s.tid).collect();
     let watch = super::watch::Plan {
@@ -557,6 +584,7 @@ fn watch_stages(plan: &Plan, statuses: &[ThreadStatus], stop: &Arc<AtomicBool>) 
         events_out: None,
         explain: None,
         stop_at: plan.stage_stop,
+        trace_out: plan.stage_trace.clone(),
     };
     let slots = watch.slots();
     let mut probe: Box<dyn Probe> = Box::new(super::watch::WatchProbe::new(watch));
@@ -577,7 +605,7 @@ fn watch_stages(plan: &Plan, statuses: &[ThreadStatus], stop: &Arc<AtomicBool>) 
         strict: false,
     };
     probe.start(&sinks).map_err(|e| e.to_string())?;
-    Ok(probe)
+    Ok((probe, sinks.work))
 }
 
 /// Locks the code a measuring loop of `method` runs: the loop (with its inlined bookkeeping)

@@ -376,6 +376,7 @@ impl Probe for TokioProbe {
             schedule_start: now,
             own_duration: false,
             runtime: Some(self.plan.runtime()),
+            stages: Vec::new(),
         })
     }
 

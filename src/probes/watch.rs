@@ -12,7 +12,7 @@
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
 use crate::measure::histogram::Layout;
 use crate::measure::probe::LoopOutcome;
-use crate::measure::stats::{Live, Recorder};
+use crate::measure::stats::Recorder;
 use crate::measure::work::{WorkKind, WorkLive, WorkRecorder, WorkSpec, NO_DEADLINE};
 use crate::result::watch::{Preemptor, WatchFigures, WatchRun, WatchThread};
 use crate::result::EndReason;
@@ -26,7 +26,7 @@ use crate::trace::raw::{decode_page, Formats};
 use crate::trace::watch::{Cadence, Note, Period, Tracker};
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -113,9 +113,26 @@ pub struct Plan {
     pub events_out: Option<std::path::PathBuf>,
     /// `--explain`: explain late periods from every CPU's events.
     pub explain: Option<Explain>,
-    /// End the run at the first IRQ latency above this (ns) and at the first thread latency
-    /// above the second (`rtlab timerlat -i`/`-T`), through `stop` (the pipeline's).
-    pub stop_at: (Option<i64>, Option<i64>),
+    /// Stage thresholds (`rtlab timerlat -i`/`-T`).
+    pub stop_at: StageLimits,
+    /// After a stage threshold was crossed: write the last [`TRACE_KEEP_NS`] of events the
+    /// tracker read here, as `--events` lines (rtla timerlat's `trace` action).
+    pub trace_out: Option<std::path::PathBuf>,
+}
+
+/// How much of the latest events `trace_out` keeps (the rest is dropped as the run goes).
+pub const TRACE_KEEP_NS: i64 = crate::trace::period::KEEP_NS;
+
+/// Stage thresholds: a period whose IRQ or thread latency is above its limit is a hit; the
+/// first ends the run (through the pipeline's `stop`) unless `continues`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StageLimits {
+    /// IRQ latency limit (ns).
+    pub irq_ns: Option<i64>,
+    /// Thread latency limit (ns).
+    pub thread_ns: Option<i64>,
+    /// Hits are counted (the live cells' `hits`) and the run goes on (rtla's `continue`).
+    pub continues: bool,
 }
 
 /// What `--explain` asks of a watch.
@@ -308,6 +325,7 @@ impl Probe for WatchProbe {
             schedule_start: now,
             own_duration: false,
             runtime: None,
+            stages: Vec::new(),
         })
     }
 
@@ -451,6 +469,7 @@ struct Recorders<'a> {
     work: Vec<WorkRecorder<'a>>,
     irq: Vec<Recorder<'a>>,
     switch: Vec<Recorder<'a>>,
+    hits: Vec<&'a AtomicU64>,
 }
 
 impl Reader {
@@ -460,10 +479,10 @@ impl Reader {
         }
         let cpu0 = clock::now(ClockId::THREAD_CPUTIME);
         let works: Vec<Arc<WorkLive>> = self.sinks.work.iter().flatten().cloned().collect();
-        // A watched slot's IRQ latencies go where the live view reads them (its work cells).
-        let spare = Live::new(self.plan.layout);
-        let irq_lives: Vec<&Live> = works.iter().map(|w| w.irq.as_ref().unwrap_or(&spare)).collect();
-        let switch_lives: Vec<Live> = (0..self.plan.capacity).map(|_| Live::new(self.plan.layout)).collect();
+        // A watched slot's stage latencies go where the live view reads them (its work cells).
+        let spare = crate::measure::work::StageCells::new(self.plan.layout);
+        let stages: Vec<&crate::measure::work::StageCells> =
+            works.iter().map(|w| w.stages.as_ref().unwrap_or(&spare)).collect();
         let mut recs = Recorders {
             wakeup: self.sinks.lives.iter().map(|l| Recorder::new(l, self.sinks.max_latency_ns)).collect(),
             work: works
@@ -471,8 +490,9 @@ impl Reader {
                 .zip(&self.sinks.rings)
                 .map(|(w, r)| WorkRecorder::new(w, self.sinks.max_response_ns, r.as_deref()))
                 .collect(),
-            irq: irq_lives.iter().map(|l| Recorder::new(l, None)).collect(),
-            switch: switch_lives.iter().map(|l| Recorder::new(l, None)).collect(),
+            irq: stages.iter().map(|c| Recorder::new(&c.irq, None)).collect(),
+            switch: stages.iter().map(|c| Recorder::new(&c.thread, None)).collect(),
+            hits: stages.iter().map(|c| &c.hits).collect(),
         };
         recs.wakeup.iter_mut().for_each(|r| r.started(self.start_ns));
         recs.work.iter_mut().for_each(|r| r.started(self.start_ns));
@@ -491,6 +511,8 @@ impl Reader {
             self.plan.events_out.as_ref().and_then(|p| {
                 crate::rt::fs::temp_beside(p).ok().map(|t| std::io::BufWriter::with_capacity(1 << 20, t))
             });
+        // rtla's `trace` action: the latest events, written if a stage threshold is crossed.
+        let mut kept = self.plan.trace_out.as_ref().map(|_| crate::trace::period::Recent::default());
         let mut next_look = Instant::now() + LOOK_EVERY;
         let mut notes = Vec::new();
         let mut error: Option<String> = None;
@@ -507,6 +529,9 @@ impl Reader {
                 }
                 if let Some(x) = state.explaining.as_mut() {
                     x.recent.push(&e);
+                }
+                if let Some(k) = kept.as_mut() {
+                    k.push(&e);
                 }
                 state.tracker.feed(&e, &mut notes);
                 self.notes(&mut state, &mut recs, &mut notes);
@@ -560,6 +585,12 @@ impl Reader {
             ..Default::default()
         };
         drop(pipes);
+        let hit = recs.hits.iter().any(|h| h.load(Relaxed) > 0);
+        if let (Some(k), Some(path), true) = (kept, &self.plan.trace_out, hit) {
+            if let Err(e) = write_events(path, &k.between(i64::MIN, i64::MAX, None)) {
+                error = error.or(Some(format!("cannot write the trace {}: {e}", path.display())));
+            }
+        }
         if let (Some(w), Some(path)) = (recording, &self.plan.events_out) {
             let kept =
                 w.into_inner().map_err(|e| e.to_string()).and_then(|t| t.persist(path).map_err(|e| e.to_string()));
@@ -569,6 +600,18 @@ impl Reader {
         }
         Harvest { slots, run, error, explained: state.explaining.take() }
     }
+}
+
+/// Writes `events` to `path` as `--events` lines, atomically.
+fn write_events(path: &std::path::Path, events: &[Event]) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, crate::rt::fs::temp_beside(path)?);
+    for e in events {
+        writeln!(w, "{e}")?;
+    }
+    let t = w.into_inner().map_err(|e| e.into_error())?;
+    t.as_file().sync_all()?;
+    t.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// The reader's state: the tracker and the slots.
@@ -889,14 +932,22 @@ impl Reader {
         if let Some(t) = p.thread_ns {
             recs.switch[i].record(t, at, 0);
         }
-        let hit = match self.plan.stop_at {
+        let limits = self.plan.stop_at;
+        let hit = match (limits.irq_ns, limits.thread_ns) {
             (Some(limit), _) if p.irq_ns.is_some_and(|v| v > limit) => Some(("IRQ", p.irq_ns.unwrap_or(0))),
             (_, Some(limit)) if p.thread_ns.is_some_and(|v| v > limit) => Some(("thread", p.thread_ns.unwrap_or(0))),
             _ => None,
         };
-        if let (Some((stage, latency_ns)), None) = (hit, &f.stop) {
-            f.stop = Some(crate::result::watch::StageStop { stage: stage.into(), latency_ns, at_ns: at });
-            self.sinks.stop.store(true, Relaxed);
+        if !p.stages_in_order() {
+            f.stages_out_of_order += 1;
+        }
+        if let Some((stage, latency_ns)) = hit {
+            recs.hits[i].fetch_add(1, Relaxed);
+            f.stage_hits += 1;
+            if !limits.continues && f.stop.is_none() {
+                f.stop = Some(crate::result::watch::StageStop { stage: stage.into(), latency_ns, at_ns: at });
+                self.sinks.stop.store(true, Relaxed);
+            }
         }
         if let Some(s) = p.slack_ns {
             f.timer_slack_min_ns = Some(f.timer_slack_min_ns.map_or(s, |m| m.min(s)));

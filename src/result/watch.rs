@@ -60,6 +60,14 @@ pub struct WatchThread {
     /// The period that stopped the run (`rtlab timerlat -i`/`-T`), if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<StageStop>,
+    /// Periods above a stage threshold (`rtlab timerlat -i`/`-T`; more than one with
+    /// `--on-threshold continue`, where the run goes on).
+    #[serde(default)]
+    pub stage_hits: u64,
+    /// Periods whose stages were out of order: the timer interrupt after the switch to the
+    /// thread, or the switch after its return to user space (0 when the events are consistent).
+    #[serde(default)]
+    pub stages_out_of_order: u64,
 }
 
 /// A latency above a stop threshold (`rtlab timerlat -i US` or `-T US`).

@@ -310,6 +310,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         schedule_start,
         own_duration,
         runtime,
+        stages,
     } = probe.start(&sinks)?;
     // What --explain found before the probe started comes first.
     warnings.splice(0..0, early);
@@ -341,7 +342,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             break EndReason::Duration;
         }
         if signals.status.swap(false, Relaxed) {
-            let snaps: Vec<LiveSnapshot> = snapshots(&lives, &works);
+            let snaps: Vec<LiveSnapshot> = snapshots(&lives, &works, &stages);
             observer.status_requested(&statuses, &snaps, now - started);
         }
         drain_rings(&rings, &mut cursors, observer, explainer.as_mut(), &lives);
@@ -386,7 +387,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             }
         }
         if now >= next_refresh {
-            let snaps: Vec<LiveSnapshot> = snapshots(&lives, &works);
+            let snaps: Vec<LiveSnapshot> = snapshots(&lives, &works, &stages);
             observer.tick(&statuses, &snaps, now - started);
             next_refresh = (next_refresh + plan.refresh).max(now);
         }
@@ -435,7 +436,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     for (t, c) in threads.iter_mut().zip(&cursors) {
         t.samples_lost = c.lost;
     }
-    let finals: Vec<LiveSnapshot> = snapshots(&lives, &works);
+    let finals: Vec<LiveSnapshot> = snapshots(&lives, &works, &stages);
     observer.finished(&statuses, &finals);
     let end_reason = if failure.is_some() {
         EndReason::Failed
@@ -542,15 +543,24 @@ fn examined(
     report
 }
 
-/// Every slot's live figures, a working task's response and misses included.
-fn snapshots(lives: &[Arc<Live>], works: &[Option<Arc<WorkLive>>]) -> Vec<LiveSnapshot> {
+/// Every slot's live figures, a working task's response and misses included, and a
+/// measuring thread's stages (`stages`, one per slot or empty).
+fn snapshots(
+    lives: &[Arc<Live>],
+    works: &[Option<Arc<WorkLive>>],
+    stages: &[Option<Arc<WorkLive>>],
+) -> Vec<LiveSnapshot> {
     lives
         .iter()
         .zip(works)
-        .map(|(l, w)| {
+        .enumerate()
+        .map(|(i, (l, w))| {
             let mut s = l.snapshot();
             if let Some(w) = w {
                 w.decorate(&mut s);
+            }
+            if let Some(Some(c)) = stages.get(i) {
+                s.stages = c.stages.as_ref().map(crate::measure::work::StageCells::snapshot);
             }
             s
         })

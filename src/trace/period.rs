@@ -23,7 +23,7 @@ pub struct Recent {
 const KEEP_EVENTS: usize = 2_000_000;
 
 /// Events older than this before the newest are dropped.
-const KEEP_NS: i64 = 2_000_000_000;
+pub const KEEP_NS: i64 = 2_000_000_000;
 
 impl Recent {
     /// Keeps `e` (events come in time order).

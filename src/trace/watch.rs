@@ -45,6 +45,15 @@ pub struct Period {
     pub relative: bool,
 }
 
+impl Period {
+    /// The stages are in the order time runs: the timer interrupt, then the switch to the
+    /// thread, then its return to user space (each that was traced).
+    pub fn stages_in_order(&self) -> bool {
+        let known: Vec<i64> = [self.irq_ns, self.thread_ns, self.wakeup_ns].into_iter().flatten().collect();
+        known.windows(2).all(|w| w[0] <= w[1])
+    }
+}
+
 /// A timer a watched thread armed: its expiry asked for and the latest one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Armed {
@@ -440,6 +449,30 @@ mod tests {
             relative: false,
         };
         assert_eq!(notes, vec![Note::Period(want)]);
+    }
+
+    #[test]
+    fn stages_are_in_order_when_the_interrupt_precedes_the_switch_and_the_switch_the_return_to_user() {
+        let Note::Period(mut p) = run(&[
+            ev(900, 1, 7, start(10_000, 0)),
+            ev(1_000, 1, 7, switch(7, "S", 0)),
+            ev(10_070, 1, 0, entry(10_060)),
+            ev(10_080, 1, 0, waking(7)),
+            ev(10_090, 1, 0, switch(0, "R", 7)),
+            ev(10_095, 1, 7, Kind::SysExit { nr: 230 }),
+            ev(10_400, 1, 7, switch(7, "S", 0)),
+        ])
+        .remove(0) else {
+            panic!("no period")
+        };
+        assert!(p.stages_in_order());
+        p.thread_ns = None;
+        assert!(p.stages_in_order(), "an untraced stage is skipped");
+        p.irq_ns = Some(96);
+        assert!(!p.stages_in_order(), "an interrupt after the return to user");
+        p.irq_ns = Some(60);
+        p.thread_ns = Some(100);
+        assert!(!p.stages_in_order(), "a switch after the return to user");
     }
 
     #[test]
