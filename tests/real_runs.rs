@@ -499,3 +499,36 @@ fn a_posix_timer_that_cannot_be_created_is_a_warned_downgrade_and_an_error_under
     assert_eq!(strict.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&strict.stderr).contains("--strict"));
 }
+
+#[test]
+fn after_ctrl_c_on_a_terminal_the_view_returns_to_the_first_column_before_it_redraws() {
+    // The terminal echoes ^C where the cursor is: a redraw or a warning that starts there
+    // overprints the old line (`rtrtlab: warning: …`). Every cursor-up goes to column 0 first.
+    let cmd = format!("{} run -t 1 -i 1ms -D 20s", rtlab_path().display());
+    let mut child = Std::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    use std::io::Write;
+    // The terminal's interrupt character: the pty sends SIGINT and echoes ^C.
+    child.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("^C"), "the terminal echoed the interrupt: {s:?}");
+    let ups: Vec<usize> = s
+        .match_indices("\x1b[")
+        .filter(|(i, _)| {
+            s[i + 2..].starts_with(|c: char| c.is_ascii_digit())
+                && s[i + 2..].trim_start_matches(|c: char| c.is_ascii_digit()).starts_with('A')
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert!(ups.len() >= 2, "frames and the final cleanup move up: {s:?}");
+    for i in ups {
+        assert_eq!(&s[i - 1..i], "\r", "a cursor-up not at column 0: {:?}", &s[i.saturating_sub(20)..i + 6]);
+    }
+    assert!(s.contains("stdev"), "the summary after the interrupt: {s:?}");
+}

@@ -39,8 +39,9 @@ impl Observer for LiveView {
         }
         let text = table::live(threads, live, elapsed.as_secs_f64(), self.unit);
         let mut out = std::io::stdout().lock();
+        // Back to column 0 first: the terminal may have echoed ^C where the cursor was.
         if self.lines > 0 {
-            let _ = write!(out, "\x1b[{}A", self.lines);
+            let _ = write!(out, "\r\x1b[{}A", self.lines);
         }
         for line in text.lines() {
             let _ = writeln!(out, "{line}\x1b[K");
@@ -56,7 +57,7 @@ impl Observer for LiveView {
     fn finished(&mut self, _: &[ThreadStatus], _: &[LiveSnapshot]) {
         if self.draw && self.lines > 0 {
             let mut out = std::io::stdout().lock();
-            let _ = write!(out, "\x1b[{}A\x1b[J", self.lines);
+            let _ = write!(out, "\r\x1b[{}A\x1b[J", self.lines);
             let _ = out.flush();
         }
     }
