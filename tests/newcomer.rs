@@ -156,3 +156,30 @@ fn completions_and_man_pages_are_generated_from_the_definitions() {
     let e = common::refused(&["man", "nope"]);
     assert!(e.contains("'nope'"), "{e}");
 }
+
+#[test]
+fn report_and_compare_judge_files_against_max_latency_and_report_defaults_to_the_inputs_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = samples_file(dir.path(), "10000\n150000\n20000\n");
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    for f in [&a, &b] {
+        let o = rtlab().args(["run", "-q", "-t", "1", "--simulate", &sim, "-l", "3", "--json"]).arg(f).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // 150 µs is above 100 µs: the verdict fails, exit 3, in the report too.
+    let o = rtlab().arg("report").arg(&a).args(["--max-latency", "100"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("FAIL: a.json exceeded 100.0 µs"), "{o:?}");
+    let page = std::fs::read_to_string(dir.path().join("a.html")).expect("a.json's report is a.html");
+    assert!(page.contains("FAIL: a.json exceeded 100.0 µs"));
+    let o = rtlab().arg("report").arg(&a).args(["--max-latency", "200", "-o"]).arg(dir.path().join("p.html")).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("PASS: no CPU of a.json exceeded 200.0 µs"), "{o:?}");
+    let o = rtlab().arg("compare").arg(&a).arg(&b).args(["--max-latency", "100"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).matches("FAIL: ").count(), 2, "{o:?}");
+    // Several inputs need a name for their report.
+    let o = rtlab().arg("report").arg(&a).arg(&b).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("-o report.html"));
+}

@@ -18,9 +18,9 @@ pub struct ReportArgs {
     pub fleet: FleetArgs,
 
     /// The report: FILE.html (one self-contained page) or FILE.md (pictures as SVG files
-    /// beside it)
-    #[arg(short = 'o', long = "output", value_name = "FILE", required = true)]
-    pub output: PathBuf,
+    /// beside it) [default: the input's name with .html, for one input]
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 
     /// Unit of text files' figures when it cannot be seen (-h/-H output of `cyclictest -N`)
     #[arg(long, value_enum)]
@@ -77,8 +77,8 @@ pub struct FleetArgs {
     /// Which series: Prometheus label matchers
     #[arg(long = "match", value_name = "MATCHERS", default_value = "{job=\"rtlab\"}", requires = "prometheus")]
     pub matchers: String,
-    /// Verdict per host: fail (exit 3) when a CPU's largest latency in the window exceeds TIME
-    #[arg(long = "max-latency", value_name = "TIME", requires = "prometheus", value_parser = super::parse::latency)]
+    /// Verdict per run (per host of a fleet): fail (exit 3) when a CPU's largest latency exceeds TIME
+    #[arg(long = "max-latency", value_name = "TIME", value_parser = super::parse::latency)]
     pub max_latency: Option<i64>,
 }
 
@@ -112,25 +112,44 @@ fn parse_metric(s: &str) -> Result<crate::report::compare::Check, String> {
 impl ReportOptions {
     /// Validates the arguments: the report's kind from its extension, and that it may be written.
     pub fn from_cli(a: ReportArgs) -> Result<ReportOptions, super::UsageError> {
-        let ext = a.output.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+        let output = match (&a.output, a.inputs.as_slice()) {
+            (Some(o), _) => o.clone(),
+            // One input: its report beside it (`r.json` → `r.html`, a sweep directory `d` → `d.html`).
+            (None, [one]) if a.fleet.prometheus.is_none() => {
+                if one.is_dir() {
+                    let mut s = one.as_os_str().to_owned();
+                    s.push(".html");
+                    PathBuf::from(s)
+                } else {
+                    one.with_extension("html")
+                }
+            }
+            _ => {
+                return Err(super::UsageError(
+                    "-o: name the report of several inputs or of a fleet, e.g. -o report.html".into(),
+                ))
+            }
+        };
+        let ext = output.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
         let markdown = match ext.as_deref() {
             Some("html" | "htm") => false,
             Some("md" | "markdown") => true,
             _ => {
                 return Err(super::UsageError(format!(
                     "-o {}: a report is FILE.html or FILE.md; name it e.g. report.html",
-                    a.output.display()
+                    output.display()
                 )))
             }
         };
         let ins: Vec<&std::path::Path> = a.inputs.iter().map(PathBuf::as_path).collect();
-        crate::export::check_outputs(&[("-o".into(), &a.output)], &ins).map_err(super::UsageError)?;
+        crate::export::check_outputs(&[("-o".into(), &output)], &ins).map_err(super::UsageError)?;
         Ok(ReportOptions {
             markdown,
             unit: a.unit.map(|u| u.to_unit()),
-            fleet: a.fleet.query()?.map(|q| (q, a.fleet.max_latency)),
+            fleet: a.fleet.query()?,
+            max_latency: a.fleet.max_latency,
             inputs: a.inputs,
-            output: a.output,
+            output,
         })
     }
 }
@@ -148,7 +167,8 @@ impl CompareOptions {
             None => None,
         };
         Ok(CompareOptions {
-            fleet: a.fleet.query()?.map(|q| (q, a.fleet.max_latency)),
+            fleet: a.fleet.query()?,
+            max_latency: a.fleet.max_latency,
             output,
             fail_if_worse: a.fail_if_worse,
             percentile: a.percentile,

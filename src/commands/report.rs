@@ -26,8 +26,10 @@ pub struct CompareOptions {
     pub all_threads: bool,
     /// The unit of text inputs.
     pub unit: Option<crate::import::Unit>,
-    /// A fleet from Prometheus instead of files, and the verdict's threshold (ns).
-    pub fleet: Option<(crate::import::prometheus::Query, Option<i64>)>,
+    /// A fleet from Prometheus instead of files.
+    pub fleet: Option<crate::import::prometheus::Query>,
+    /// `--max-latency` (ns): each run (each host) is judged against it.
+    pub max_latency: Option<i64>,
 }
 
 /// A validated `rtlab report`.
@@ -41,37 +43,52 @@ pub struct ReportOptions {
     pub markdown: bool,
     /// The unit of text inputs.
     pub unit: Option<crate::import::Unit>,
-    /// A fleet from Prometheus instead of files, and the verdict's threshold (ns).
-    pub fleet: Option<(crate::import::prometheus::Query, Option<i64>)>,
+    /// A fleet from Prometheus instead of files.
+    pub fleet: Option<crate::import::prometheus::Query>,
+    /// `--max-latency` (ns): each run (each host) is judged against it.
+    pub max_latency: Option<i64>,
 }
 
-/// The inputs: the files, or one run per host of the fleet (judged against the threshold);
-/// with the exit code the verdicts call for (3 when a host failed).
+/// The inputs: the files, or one run per host of the fleet; each run judged against
+/// `threshold` when one is given (its verdict replaced), with the exit code the verdicts call
+/// for (3 when a run failed).
 fn gather(
     files: &[PathBuf],
     unit: Option<crate::import::Unit>,
-    fleet: &Option<(crate::import::prometheus::Query, Option<i64>)>,
+    fleet: &Option<crate::import::prometheus::Query>,
+    threshold: Option<i64>,
 ) -> Result<(Vec<input::Input>, i32), Error> {
-    let Some((q, threshold)) = fleet else {
-        return Ok((input::load_all(files, unit).map_err(|e| Error::Usage(e.to_string()))?, 0));
-    };
-    let hosts = crate::import::prometheus::fetch(q).map_err(Error::Runtime)?;
-    let mut failed = false;
-    let inputs = hosts
-        .into_iter()
-        .map(|(host, mut r)| {
-            if let Some(t) = threshold {
-                crate::import::prometheus::judge(&mut r, *t);
-                failed |= r.verdict.status == crate::result::VerdictStatus::Fail;
-            }
-            input::Input {
+    let mut inputs = match fleet {
+        None => input::load_all(files, unit).map_err(|e| Error::Usage(e.to_string()))?,
+        Some(q) => crate::import::prometheus::fetch(q)
+            .map_err(Error::Runtime)?
+            .into_iter()
+            .map(|(host, r)| input::Input {
                 path: PathBuf::from(q.shown_url()),
                 name: host,
                 content: input::Content::Run(Box::new(r)),
                 samples: None,
+            })
+            .collect(),
+    };
+    let Some(t) = threshold else { return Ok((inputs, 0)) };
+    let scope = if fleet.is_some() { " in the window" } else { "" };
+    let mut failed = false;
+    for i in inputs.iter_mut() {
+        let mut judge = |r: &mut crate::result::RunResult, name: &str| {
+            crate::result::verdict::judge_stored(r, t, name, scope);
+            failed |= r.verdict.status == crate::result::VerdictStatus::Fail;
+        };
+        match &mut i.content {
+            input::Content::Run(r) => judge(r, &i.name),
+            input::Content::Sweep(_, points) => {
+                for p in points.iter_mut() {
+                    let name = format!("{} {}", i.name, p.point.label);
+                    judge(&mut p.result, &name);
+                }
             }
-        })
-        .collect();
+        }
+    }
     Ok((inputs, if failed { 3 } else { 0 }))
 }
 
@@ -101,13 +118,26 @@ fn fleet_heatmap(q: &crate::import::prometheus::Query) -> Result<Vec<Block>, Err
     ])
 }
 
+/// The runs an input holds (a sweep's points).
+fn runs_of(i: &input::Input) -> Vec<&crate::result::RunResult> {
+    match &i.content {
+        input::Content::Run(r) => vec![r.as_ref()],
+        input::Content::Sweep(_, points) => points.iter().map(|p| &p.result).collect(),
+    }
+}
+
 /// `rtlab report`.
 pub fn report(args: &ReportOptions) -> Result<i32, Error> {
     let markdown = args.markdown;
     let ins: Vec<&std::path::Path> = args.inputs.iter().map(std::path::PathBuf::as_path).collect();
-    let (inputs, code) = gather(&args.inputs, args.unit, &args.fleet)?;
+    let (inputs, code) = gather(&args.inputs, args.unit, &args.fleet, args.max_latency)?;
+    if args.max_latency.is_some() {
+        for r in inputs.iter().flat_map(runs_of) {
+            crate::export::print(&format!("{}\n", r.verdict.message));
+        }
+    }
     let mut blocks = report::build(&inputs).map_err(Error::Runtime)?;
-    if let Some((q, _)) = &args.fleet {
+    if let Some(q) = &args.fleet {
         blocks.splice(1..1, fleet_heatmap(q)?);
     }
     if markdown {
@@ -134,7 +164,7 @@ pub fn report(args: &ReportOptions) -> Result<i32, Error> {
 /// `rtlab compare`: tables on stdout, optionally the tails as a picture; exit code 3 on a
 /// regression beyond `--fail-if-worse`.
 pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
-    let (mut inputs, fleet_code) = gather(&args.inputs, args.unit, &args.fleet)?;
+    let (mut inputs, judged_code) = gather(&args.inputs, args.unit, &args.fleet, args.max_latency)?;
     // A fleet's baseline is its best host (they come worst first).
     if args.fleet.is_some() {
         inputs.reverse();
@@ -199,13 +229,13 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
             return Ok(3);
         }
     }
-    // Hosts judged against --max-latency: each verdict is printed, a failure exits 3.
-    if args.fleet.as_ref().is_some_and(|f| f.1.is_some()) {
+    // Runs judged against --max-latency: each verdict is printed, a failure exits 3.
+    if args.max_latency.is_some() {
         for (_, r) in &runs {
             crate::export::print(&format!("{}\n", r.verdict.message));
         }
     }
-    Ok(fleet_code)
+    Ok(judged_code)
 }
 
 fn kind_name(k: crate::result::Kind) -> &'static str {

@@ -307,3 +307,87 @@ pub fn verdict(
         ..Verdict::not_checked()
     }
 }
+
+/// Judges a stored run (a file, or a fleet host's window) against `threshold_ns` from what it
+/// kept: a CPU fails when its histogram has samples in buckets wholly above the threshold, or
+/// when its largest sample is above it. The count is what the evidence shows: the
+/// samples in buckets wholly above (a lower bound), or 1 for a maximum above the threshold in a
+/// bucket that straddles it. A CPU whose top bucket straddles the threshold with no maximum
+/// known also fails, its samples there said to be *possibly* above.
+/// `name` names the run in the message, `scope` follows the threshold (` in the window`).
+pub fn judge_stored(r: &mut super::RunResult, threshold_ns: i64, name: &str, scope: &str) {
+    let mut exceeded = Vec::new();
+    let mut unsure = Vec::new();
+    for t in &r.threads {
+        let h = t.stats.histogram.as_ref();
+        let above: u64 =
+            h.iter().flat_map(|h| &h.buckets).filter(|b| b.lo_ns as i64 >= threshold_ns).map(|b| b.count).sum::<u64>()
+                + h.and_then(|h| h.unbinned).filter(|u| u.at_least_ns as i64 >= threshold_ns).map_or(0, |u| u.count);
+        // The highest non-empty bucket: the largest sample lies in it.
+        let top = h.and_then(|h| match h.unbinned {
+            Some(u) => Some((u.at_least_ns as i64, i64::MAX, u.count)),
+            None => h.buckets.last().map(|b| (b.lo_ns as i64, b.hi_ns as i64, b.count)),
+        });
+        let max = t.stats.max_ns.filter(|m| *m > threshold_ns);
+        let count = if above > 0 { above } else { max.map_or(0, |_| 1) };
+        if count == 0 {
+            if let (None, Some((lo, hi, n))) = (t.stats.max_ns, top) {
+                if hi > threshold_ns && lo < threshold_ns {
+                    unsure.push(format!(
+                        "CPU {}: {n} samples between {} and {} may be above (the window's maximum is not known)",
+                        t.cpu.map_or("-".into(), |c| c.to_string()),
+                        crate::units::us(lo as f64),
+                        crate::units::us(hi as f64)
+                    ));
+                }
+            }
+            continue;
+        }
+        let max = max.or(top.map(|(lo, _, _)| lo)).unwrap_or(threshold_ns);
+        exceeded.push(Exceeded {
+            thread: t.thread,
+            cpu: t.cpu,
+            count,
+            first_cycle: 0,
+            first_at_ns: 0,
+            first_latency_ns: max,
+            worst_latency_ns: max,
+            worst_at_cycle: 0,
+            over_by_ns: max - threshold_ns,
+        });
+    }
+    r.verdict = if exceeded.is_empty() && unsure.is_empty() {
+        Verdict {
+            status: VerdictStatus::Pass,
+            threshold_ns: Some(threshold_ns),
+            exceeded,
+            tracemark_written: false,
+            message: format!("PASS: no CPU of {name} exceeded {}{scope}", crate::units::us(threshold_ns as f64)),
+            ..Verdict::not_checked()
+        }
+    } else {
+        let known = |e: &Exceeded| r.threads.iter().any(|t| t.thread == e.thread && t.stats.max_ns.is_some());
+        let mut parts: Vec<String> = exceeded
+            .iter()
+            .map(|e| {
+                format!(
+                    "CPU {}: {} {} (at least {} above)",
+                    e.cpu.map_or("-".into(), |c| c.to_string()),
+                    if known(e) { "max" } else { "max at least" },
+                    crate::units::us(e.worst_latency_ns as f64),
+                    crate::units::count(e.count, "sample")
+                )
+            })
+            .collect();
+        parts.extend(unsure);
+        Verdict {
+            status: VerdictStatus::Fail,
+            threshold_ns: Some(threshold_ns),
+            message: format!("FAIL: {name} exceeded {}{scope}: {}", crate::units::us(threshold_ns as f64), parts.join("; ")),
+            exceeded,
+            tracemark_written: false,
+            ..Verdict::not_checked()
+        }
+    };
+}
+
