@@ -108,7 +108,8 @@ fn a_closed_pipe_ends_the_output_quietly() {
 #[test]
 fn help_points_to_the_right_place() {
     let top = String::from_utf8(rtlab().arg("--help").output().unwrap().stdout).unwrap();
-    assert!(top.contains("Exit codes: 0 ok") && top.contains("3 a latency threshold"), "{top}");
+    assert!(top.contains("Exit codes: 0 ok") && top.contains("3 a threshold was exceeded"), "{top}");
+    assert!(top.contains("a doctor check failed"), "the doctor's exit 3 is listed: {top}");
     let load = String::from_utf8(rtlab().args(["load", "--help"]).output().unwrap().stdout).unwrap();
     for kind in ["cpu", "messaging", "memory", "io", "command"] {
         assert!(load.contains(&format!("\n  {kind} ")), "load --help lists {kind}: {load}");
@@ -155,6 +156,41 @@ fn completions_and_man_pages_are_generated_from_the_definitions() {
     assert!(run.contains(".TH rtlab-run 1") && run.contains("max\\-latency"), "{}", &run[..300.min(run.len())]);
     let e = common::refused(&["man", "nope"]);
     assert!(e.contains("'nope'"), "{e}");
+    // The after-help is named for what it is.
+    assert!(run.contains(".SH EXAMPLES\n") && !run.contains(".SH EXTRA"), "{run}");
+    assert!(man.contains(".SH EXIT STATUS\n"), "{man}");
+    // The internal load worker is not offered; --policy offers its names, not files.
+    let bash = String::from_utf8(rtlab().args(["completions", "bash"]).output().unwrap().stdout).unwrap();
+    assert!(!bash.contains("load-worker"), "the hidden subcommand is not completed");
+    assert!(bash.contains("compgen -W \"other batch idle fifo rr deadline\""), "--policy completes its names");
+}
+
+#[test]
+fn cyclictest_habits_in_rtlab_run_point_to_rtlab_cyclictest() {
+    for (args, says) in [
+        (&["run", "-h", "200"][..], "rtlab cyclictest -h 200"),
+        (&["run", "-h200"][..], "rtlab cyclictest -h 200"),
+        (&["run", "--histogram", "100"][..], "rtlab cyclictest --histogram"),
+        (&["run", "-v"][..], "rtlab cyclictest -v"),
+        (&["run", "-n"][..], "-n/--nanosleep was removed"),
+        (&["run", "-p", "150"][..], "use 1 to 99"),
+    ] {
+        let e = common::refused(args);
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
+    // -h alone is still help, and help groups the options under headings, examples first.
+    let o = rtlab().args(["run", "-h"]).output().unwrap();
+    assert!(o.status.success());
+    let help = String::from_utf8(o.stdout).unwrap();
+    assert!(help.starts_with("Examples:"), "{help}");
+    for heading in ["Threads and scheduling:", "Timing:", "Output:", "Verdict and tracing:", "Background load:"] {
+        assert!(help.contains(&format!("\n{heading}\n")), "{heading}: {help}");
+    }
+    let monitor = String::from_utf8(rtlab().args(["monitor", "-h"]).output().unwrap().stdout).unwrap();
+    assert!(monitor.starts_with("Examples:") && monitor.contains("\nServing:\n"), "{monitor}");
+    // --policy takes its names in any case, and `normal`/`dl` as aliases.
+    let e = common::refused(&["run", "--policy", "warp"]);
+    assert!(e.contains("[possible values: other, batch, idle, fifo, rr, deadline]"), "{e}");
 }
 
 #[test]
@@ -163,7 +199,8 @@ fn report_and_compare_judge_files_against_max_latency_and_report_defaults_to_the
     let sim = samples_file(dir.path(), "10000\n150000\n20000\n");
     let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
     for f in [&a, &b] {
-        let o = rtlab().args(["run", "-q", "-t", "1", "--simulate", &sim, "-l", "3", "--json"]).arg(f).output().unwrap();
+        let o =
+            rtlab().args(["run", "-q", "-t", "1", "--simulate", &sim, "-l", "3", "--json"]).arg(f).output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
     // 150 µs is above 100 µs: the verdict fails, exit 3, in the report too.
@@ -172,7 +209,13 @@ fn report_and_compare_judge_files_against_max_latency_and_report_defaults_to_the
     assert!(String::from_utf8_lossy(&o.stdout).contains("FAIL: a.json exceeded 100.0 µs"), "{o:?}");
     let page = std::fs::read_to_string(dir.path().join("a.html")).expect("a.json's report is a.html");
     assert!(page.contains("FAIL: a.json exceeded 100.0 µs"));
-    let o = rtlab().arg("report").arg(&a).args(["--max-latency", "200", "-o"]).arg(dir.path().join("p.html")).output().unwrap();
+    let o = rtlab()
+        .arg("report")
+        .arg(&a)
+        .args(["--max-latency", "200", "-o"])
+        .arg(dir.path().join("p.html"))
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("PASS: no CPU of a.json exceeded 200.0 µs"), "{o:?}");
     let o = rtlab().arg("compare").arg(&a).arg(&b).args(["--max-latency", "100"]).output().unwrap();

@@ -30,6 +30,9 @@ impl Parsed {
         if let Some(rtla) = super::timerlat::rtla_args(args) {
             return Parsed::from_args(&rtla?);
         }
+        if let Some(habit) = cyclictest_habit(args) {
+            return Err(habit.into());
+        }
         let (result, program) = match cyclictest_args(args) {
             Some(ct) => {
                 // `rtlab cyclictest --help` says so in its usage; a link named cyclictest says cyclictest.
@@ -130,6 +133,26 @@ impl Parsed {
 }
 
 /// The command whose `--help` a usage error points to: `rtlab`, `rtlab run`, `rtlab beam sweep`.
+/// cyclictest's `-h US` (its histogram) given to `rtlab run`, where `-h` is help: a usage
+/// error that names `rtlab cyclictest` instead of printing the help.
+fn cyclictest_habit(args: &[String]) -> Option<super::UsageError> {
+    if args.get(1).map(String::as_str) != Some("run") {
+        return None;
+    }
+    let numeric = |s: &str| !s.is_empty() && s.trim_end_matches("us").chars().all(|c| c.is_ascii_digit());
+    (2..args.len()).find_map(|i| {
+        let us = match (args[i].as_str(), args.get(i + 1).map(String::as_str)) {
+            ("-h", Some(v)) if numeric(v) => v.to_string(),
+            (h, _) if h.strip_prefix("-h").is_some_and(numeric) => h[2..].to_string(),
+            _ => return None,
+        };
+        Some(super::UsageError(format!(
+            "-h {us}: in rtlab run -h is help; cyclictest's histogram is `rtlab cyclictest -h {us} …` (rtlab run keeps \
+             the whole histogram in --json FILE: rtlab plot FILE)"
+        )))
+    })
+}
+
 fn help_name(args: &[String]) -> String {
     let root = Cli::command();
     let mut names = vec!["rtlab".to_string()];

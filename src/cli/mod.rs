@@ -35,7 +35,8 @@ pub use crate::error::UsageError;
     long_about = None,
     propagate_version = true,
     after_help = "Exit codes: 0 ok · 1 a runtime failure (the outputs that could be written were) · 2 bad usage \
-                  (nothing was measured) · 3 a latency threshold was exceeded (--max-latency, -b, compare --fail-if-worse).\n\
+                  (nothing was measured) · 3 a threshold was exceeded (--max-latency, -b, compare --fail-if-worse) or \
+                  a doctor check failed (--strict: or warned).\n\
                   Each command's own options: rtlab COMMAND --help."
 )]
 pub struct Cli {
@@ -114,6 +115,17 @@ pub enum Command {
 /// parses as `--explain` and a stray `300us`.
 const JOINED_VALUE: [&str; 2] = ["--explain", "--attribute"];
 
+/// `name` (`--histogram`, `-v`) is one of cyclictest's options.
+fn is_cyclictest_option(name: &str) -> bool {
+    use clap::CommandFactory;
+    let c = cyclictest::CyclictestArgs::command();
+    let found = c.get_arguments().any(|a| match name.strip_prefix("--") {
+        Some(long) => a.get_long() == Some(long) || a.get_all_aliases().is_some_and(|v| v.contains(&long)),
+        None => name.len() == 2 && name.starts_with('-') && a.get_short() == name.chars().nth(1),
+    });
+    found
+}
+
 /// Turns a clap error into cyclictest-style help (`Ok`) or a one-line usage error; `args` (the
 /// command line) lets it say what a stray value was meant for.
 pub fn clap_error(e: clap::Error, program: &str, args: &[String]) -> Result<String, UsageError> {
@@ -136,6 +148,13 @@ pub fn clap_error(e: clap::Error, program: &str, args: &[String]) -> Result<Stri
                 let name = arg.split('=').next().unwrap_or(arg);
                 if let Some(hint) = cyclictest::removed_option_hint(name) {
                     return Err(UsageError(format!("{hint}; see {program} --help")));
+                }
+                // cyclictest's own options given to `rtlab run`.
+                if program == "rtlab run" && is_cyclictest_option(name) {
+                    return Err(UsageError(format!(
+                        "unexpected argument '{name}': that is cyclictest's; `rtlab cyclictest {name} …` takes \
+                         cyclictest's options as they are; see rtlab run --help for rtlab's"
+                    )));
                 }
             }
             let text = e.render().to_string();

@@ -128,8 +128,8 @@ pub struct NoiseArgs {
     #[arg(short = 'D', long = "duration", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::duration)]
     pub duration: Option<Duration>,
 
-    /// Scheduling policy of the busy threads: other, batch, idle, fifo, rr [default: other]
-    #[arg(long, value_name = "POLICY")]
+    /// Scheduling policy of the busy threads (not deadline) [default: other]
+    #[arg(long, value_name = "POLICY", ignore_case = true, value_parser = super::parse::policy())]
     pub policy: Option<Policy>,
 
     /// Priority for fifo/rr, 1-99 [default: 95 with fifo/rr]

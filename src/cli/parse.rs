@@ -62,7 +62,8 @@ pub fn thread_count(text: &str) -> Result<u32, String> {
     u32::try_from(n).ok().filter(|n| *n <= 4096).ok_or_else(|| format!("{text} threads is too many; use at most 4096"))
 }
 
-/// A priority: a whole number from 0 to 99 (checked against the policy later).
+/// A priority: a whole number up to 99 (checked against the policy later: 1 to 99 for fifo
+/// and rr, 0 for the others).
 pub fn priority(text: &str) -> Result<u32, String> {
     let t = text.trim();
     if t.starts_with('-') {
@@ -71,7 +72,22 @@ pub fn priority(text: &str) -> Result<u32, String> {
     t.parse::<u32>()
         .ok()
         .filter(|p| *p <= 99)
-        .ok_or_else(|| format!("priority '{text}' is not a number from 0 to 99; use e.g. -p 80"))
+        .ok_or_else(|| format!("priority '{text}' is not a real-time priority: use 1 to 99, e.g. -p 80"))
+}
+
+/// A scheduling policy by name (`normal` and `dl` too, any case), offered to completions as
+/// the list of names.
+pub fn policy() -> impl clap::builder::TypedValueParser<Value = crate::rt::sched::Policy> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new([
+        PossibleValue::new("other").alias("normal"),
+        PossibleValue::new("batch"),
+        PossibleValue::new("idle"),
+        PossibleValue::new("fifo"),
+        PossibleValue::new("rr"),
+        PossibleValue::new("deadline").alias("dl"),
+    ])
+    .map(|s| s.parse::<crate::rt::sched::Policy>().expect("every listed name parses"))
 }
 
 /// The priority of `policy`: `asked` when it is in the policy's range, else a sentence with the

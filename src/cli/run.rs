@@ -36,6 +36,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage, 3 a sample exceeded --max-latency or -
 
 /// The deadline options `rtlab run` and `rtlab watch` share.
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Work, deadlines and task sets")]
 pub struct DeadlineArgs {
     /// Deadline relative to the release, shorter or longer than the period [default: the period]
     #[arg(long = "deadline", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
@@ -72,162 +73,200 @@ impl DeadlineArgs {
 /// `rtlab run` arguments (see [`LONG_ABOUT`]).
 #[derive(Args, Debug, Clone)]
 #[command(
-    after_help = "Examples:\n  rtlab run -D 1m --json result.json\n  rtlab run -t1 -p80 -i200 -l10000 --max-latency 100\n  rtlab run --policy deadline --dl-runtime 100us -i 1ms -D 10s"
+    before_help = "Examples:\n  rtlab run -D 1m --json result.json\n  rtlab run -t1 -p80 -i200 -l10000 --max-latency 100\n  rtlab run --policy deadline --dl-runtime 100us -i 1ms -D 10s\n  rtlab run -D 30s --explain --json r.json && rtlab report r.json"
 )]
 pub struct RunArgs {
     /// Measuring threads; bare -t: one per CPU of the affinity set [default: one per online CPU]
     #[arg(short = 't', long = "threads", value_name = "N", num_args = 0..=1, value_parser = parse::thread_count)]
+    #[arg(help_heading = "Threads and scheduling")]
     pub threads: Option<Option<u32>>,
 
     /// Pin threads round-robin to these CPUs (0, 1,3, 0-3,6); bare -a: all online [default: all online]
     #[arg(short = 'a', long = "affinity", value_name = "CPUSET", num_args = 0..=1, value_parser = parse::cpuset)]
+    #[arg(help_heading = "Threads and scheduling")]
     pub affinity: Option<Option<CpuSet>>,
 
     /// One thread per CPU, pinned, all at the same priority (cyclictest -S)
     #[arg(short = 'S', long = "smp")]
+    #[arg(help_heading = "Threads and scheduling")]
     pub smp: bool,
 
     /// Pin the reporting (main) thread to these CPUs
     #[arg(long = "mainaffinity", value_name = "CPUSET", value_parser = parse::cpuset)]
+    #[arg(help_heading = "Threads and scheduling")]
     pub main_affinity: Option<CpuSet>,
 
-    /// Scheduling policy: other, batch, idle, fifo, rr, deadline [default: fifo]
-    #[arg(long, value_name = "POLICY")]
+    /// Scheduling policy [default: fifo]
+    #[arg(long, value_name = "POLICY", ignore_case = true, value_parser = parse::policy())]
+    #[arg(help_heading = "Threads and scheduling")]
     pub policy: Option<Policy>,
 
     /// Priority for fifo/rr, 1-99 [default: 95]
     #[arg(short = 'p', long = "priority", value_name = "PRIO", allow_negative_numbers = true, value_parser = parse::priority)]
+    #[arg(help_heading = "Threads and scheduling")]
     pub priority: Option<u32>,
 
     /// Thread i gets priority PRIO - i
     #[arg(long)]
+    #[arg(help_heading = "Threads and scheduling")]
     pub priospread: bool,
 
     /// SCHED_DEADLINE runtime [default: a tenth of the period]
     #[arg(long = "dl-runtime", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    #[arg(help_heading = "Threads and scheduling")]
     pub dl_runtime: Option<i64>,
 
     /// SCHED_DEADLINE relative deadline [default: the period]
     #[arg(long = "dl-deadline", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    #[arg(help_heading = "Threads and scheduling")]
     pub dl_deadline: Option<i64>,
 
     /// SCHED_DEADLINE period [default: the thread's interval]
     #[arg(long = "dl-period", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    #[arg(help_heading = "Threads and scheduling")]
     pub dl_period: Option<i64>,
 
     /// Period (plain number = µs; 250us, 1ms)
     #[arg(short = 'i', long = "interval", value_name = "TIME", default_value = "1000", allow_negative_numbers = true, value_parser = parse::interval)]
+    #[arg(help_heading = "Timing")]
     pub interval: i64,
 
     /// Thread i's interval is interval + i·distance
     #[arg(short = 'd', long = "distance", value_name = "TIME", default_value = "0", allow_negative_numbers = true, value_parser = parse::time_or_zero)]
+    #[arg(help_heading = "Timing")]
     pub distance: i64,
 
     /// Every thread records N samples, then the run ends
     #[arg(short = 'l', long = "loops", value_name = "N", allow_negative_numbers = true, value_parser = parse::positive_count)]
+    #[arg(help_heading = "Timing")]
     pub loops: Option<u64>,
 
     /// Run length: 30, 30s, 1.5m, 2h, 1d (plain number = seconds)
     #[arg(short = 'D', long = "duration", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::duration)]
+    #[arg(help_heading = "Timing")]
     pub duration: Option<std::time::Duration>,
 
     /// Discard the first cycles (1000) or time (2s) of every thread from the statistics
     #[arg(long = "warm-up", value_name = "CYCLES|TIME", allow_negative_numbers = true, value_parser = parse::warmup)]
+    #[arg(help_heading = "Timing")]
     pub warmup: Option<Warmup>,
 
     /// How to sleep: abs (clock_nanosleep TIMER_ABSTIME), rel (-r), nanosleep (-s), sleep (std::thread::sleep), posix-timer (-x)
     #[arg(long, value_enum, default_value = "abs")]
+    #[arg(help_heading = "Timing")]
     pub method: Method,
 
     /// Clock to read and sleep on
     #[arg(long, value_enum, default_value = "monotonic")]
+    #[arg(help_heading = "Timing")]
     pub clock: ClockKind,
 
     /// Lock memory with mlockall (on by default)
     #[arg(short = 'm', long = "mlockall", conflicts_with = "no_mlockall")]
+    #[arg(help_heading = "Machine")]
     pub mlockall: bool,
 
     /// Do not lock memory
     #[arg(long = "no-mlockall")]
+    #[arg(help_heading = "Machine")]
     pub no_mlockall: bool,
 
     /// Hold /dev/cpu_dma_latency at US microseconds for the run
     #[arg(long = "latency", value_name = "US", default_value = "0", allow_negative_numbers = true, value_parser = parse::dma_latency)]
+    #[arg(help_heading = "Machine")]
     pub dma_latency: i32,
 
     /// Do not touch /dev/cpu_dma_latency
     #[arg(long = "no-dma-latency")]
+    #[arg(help_heading = "Machine")]
     pub no_dma_latency: bool,
 
     /// Disable CPU idle states deeper than N on the measured CPUs for the run (-1: all), restored after
     #[arg(long = "deepest-idle-state", value_name = "N", allow_negative_numbers = true, value_parser = parse::idle_state)]
+    #[arg(help_heading = "Machine")]
     pub deepest_idle_state: Option<i32>,
 
     /// No live view; print only the final summary
     #[arg(short = 'q', long = "quiet")]
+    #[arg(help_heading = "Output")]
     pub quiet: bool,
 
     /// Show nanoseconds instead of microseconds
     #[arg(short = 'N', long = "nsecs")]
+    #[arg(help_heading = "Output")]
     pub nsecs: bool,
 
     /// Write the RunResult (schema rtlab.run/1) to FILE, atomically; - for stdout
     #[arg(long = "json", value_name = "FILE")]
+    #[arg(help_heading = "Output")]
     pub json: Option<PathBuf>,
 
     /// Histogram bucket width (plain number = µs)
     #[arg(long = "bucket-size", value_name = "TIME", default_value = "1us", allow_negative_numbers = true, value_parser = parse::latency)]
+    #[arg(help_heading = "Output")]
     pub bucket_size: i64,
 
     /// End of the linear histogram region; beyond it buckets are 1/32 octave wide (nothing is dropped)
     #[arg(long = "range", value_name = "TIME", default_value = "10ms", allow_negative_numbers = true, value_parser = parse::latency)]
+    #[arg(help_heading = "Output")]
     pub range: i64,
 
     /// Verdict: fail (exit 3) if any sample exceeds this (plain number = µs)
     #[arg(long = "max-latency", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    #[arg(help_heading = "Verdict and tracing")]
     pub max_latency: Option<i64>,
     /// Explain late samples: record the measured CPUs' kernel events in rtlab's own tracefs
     /// instance and split each sample above TIME (default: --max-latency, else the worst
     /// sample) into timer delay, IRQs, softirqs, NMIs, tasks, the switch and unaccounted time
     #[arg(long = "explain", value_name = "TIME", num_args = 0..=1, require_equals = true, value_parser = parse::latency)]
+    #[arg(help_heading = "Verdict and tracing")]
     pub explain: Option<Option<i64>>,
     /// Also explain the N largest samples, whatever their size (implies --explain)
     #[arg(long = "explain-worst", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    #[arg(help_heading = "Verdict and tracing")]
     pub explain_worst: Option<u16>,
 
     /// Stop the run at the first sample above this (plain number = µs); exit 3
     #[arg(short = 'b', long = "breaktrace", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    #[arg(help_heading = "Verdict and tracing")]
     pub breaktrace: Option<i64>,
 
     /// With -b: write a marker into tracefs trace_marker and stop tracing
     #[arg(long)]
+    #[arg(help_heading = "Verdict and tracing")]
     pub tracemark: bool,
 
     /// Treat any downgrade (policy, priority, mlockall, affinity, dma latency) as an error
     #[arg(long)]
+    #[arg(help_heading = "Machine")]
     pub strict: bool,
 
     /// Background load beside the measurement (repeatable), e.g. cpu:workers=2,policy=idle;
     /// every KIND and key: `rtlab load --help`
     #[arg(long = "load", value_name = "SPEC", value_parser = super::load::parse_spec)]
+    #[arg(help_heading = "Background load")]
     pub loads: Vec<crate::load::LoadSpec>,
 
     /// Allow an RT-priority busy load on every CPU even with RT throttling disabled
     #[arg(long)]
+    #[arg(help_heading = "Background load")]
     pub force: bool,
 
     /// With --json FILE: rewrite FILE with the results so far this often, so a crash loses at
     /// most one interval (end_reason "checkpoint"; exact as of the probes' last 1024 samples)
     #[arg(long = "checkpoint", value_name = "TIME", default_value = "60s", allow_negative_numbers = true, value_parser = parse::duration, requires = "json", conflicts_with = "no_checkpoint")]
+    #[arg(help_heading = "Output")]
     pub checkpoint: std::time::Duration,
 
     /// Do not write checkpoints
     #[arg(long = "no-checkpoint")]
+    #[arg(help_heading = "Output")]
     pub no_checkpoint: bool,
 
     /// Record every sample (thread, cycle, wake time, latency) into FILE (read it with
     /// `rtlab samples FILE --csv`); a writer that falls behind counts what it lost
     #[arg(long = "samples", value_name = "FILE")]
+    #[arg(help_heading = "Output")]
     pub samples: Option<PathBuf>,
     /// Read /proc, /sys and /dev under DIR for the doctor's findings instead of / (tests)
     #[arg(long = "sysroot", value_name = "DIR", hide = true)]
@@ -240,10 +279,12 @@ pub struct RunArgs {
     /// Work after each wakeup, calibrated at start to take TIME on an undisturbed CPU (rt-app's
     /// run): response time, slack and deadline misses are measured (plain number = µs)
     #[arg(long = "work", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::work)]
+    #[arg(help_heading = "Work, deadlines and task sets")]
     pub work: Option<i64>,
 
     /// What --work is fixed in: fixed (calibrated computation) or time (busy wall-clock time, rt-app's runtime)
     #[arg(long = "work-kind", value_enum, value_name = "KIND", requires = "work")]
+    #[arg(help_heading = "Work, deadlines and task sets")]
     pub work_kind: Option<WorkKind>,
 
     /// Deadlines and their verdicts
@@ -254,19 +295,23 @@ pub struct RunArgs {
     /// thread its IRQ, thread and wakeup latency (rtla timerlat's IRQ/Thr/Usr) in the summary,
     /// the result and the report
     #[arg(long = "stages")]
+    #[arg(help_heading = "Verdict and tracing")]
     pub stages: bool,
 
     /// A periodic task (repeatable): name=ctl,period=1ms,work=200us,policy=fifo:80,cpu=1; keys: name, period,
     /// work, kind, deadline, policy, nice, cpu, offset, dl-runtime, dl-deadline, dl-period
     #[arg(long = "task", value_name = "SPEC")]
+    #[arg(help_heading = "Work, deadlines and task sets")]
     pub tasks: Vec<String>,
 
     /// A task set in TOML: [[task]] tables with the keys of --task
     #[arg(long = "tasks", value_name = "FILE", conflicts_with = "tasks")]
+    #[arg(help_heading = "Work, deadlines and task sets")]
     pub tasks_file: Option<PathBuf>,
 
     /// Run rt-app's periodic task descriptions (JSON) unchanged
     #[arg(long = "rt-app", value_name = "FILE", conflicts_with_all = ["tasks", "tasks_file"])]
+    #[arg(help_heading = "Work, deadlines and task sets")]
     pub rt_app: Option<PathBuf>,
 
     /// Simulated probe: seed:N or file:PATH (testing only)
@@ -294,6 +339,7 @@ pub enum RuntimeKind {
 
 /// `--runtime` and the tokio probe's options.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Runtimes (tokio, the Erlang VM)")]
 pub struct RuntimeArgs {
     /// Where the periodic task runs: os threads, or a task in a tokio runtime
     #[arg(long, value_enum, default_value = "os")]

@@ -496,7 +496,6 @@ pub fn heat(q: &Query, steps: u32) -> Result<Heat, String> {
     Ok(Heat { times: times.iter().map(|t| *t as f64).collect(), bounds_ns, counts, width_s: width })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

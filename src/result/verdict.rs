@@ -383,11 +383,14 @@ pub fn judge_stored(r: &mut super::RunResult, threshold_ns: i64, name: &str, sco
         Verdict {
             status: VerdictStatus::Fail,
             threshold_ns: Some(threshold_ns),
-            message: format!("FAIL: {name} exceeded {}{scope}: {}", crate::units::us(threshold_ns as f64), parts.join("; ")),
+            message: format!(
+                "FAIL: {name} exceeded {}{scope}: {}",
+                crate::units::us(threshold_ns as f64),
+                parts.join("; ")
+            ),
             exceeded,
             tracemark_written: false,
             ..Verdict::not_checked()
         }
     };
 }
-
