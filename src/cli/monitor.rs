@@ -19,7 +19,7 @@ pub const DEFAULT_PORT: u16 = 9737;
 #[command(
     next_help_heading = "Serving",
     before_help = "Examples:\n  rtlab monitor\n  rtlab monitor -a 2,3 -p 90 --listen 127.0.0.1:9737 --thresholds 50us,100us,1ms\n  rtlab monitor --watch 4711 --json fleet.json --rotate 1h",
-    after_help = "Defaults: one probe per online CPU at 1 ms, SCHED_FIFO 95 (as rtlab run), 127.0.0.1:9737, a 60 s window for the *_window_max gauges. SIGINT/SIGTERM stop it cleanly. Expose it beyond this host only through a reverse proxy with TLS and authentication (README: rtlab monitor)."
+    after_help = "Defaults: one probe per online CPU at 1 ms, SCHED_FIFO 95 (as rtlab run), 127.0.0.1:9737, a 60 s window for the *_window_max gauges. SIGINT/SIGTERM stop it cleanly. Expose it beyond this host only through a reverse proxy with TLS and authentication (docs/guide/monitor.md)."
 )]
 pub struct MonitorArgs {
     /// Address and port to serve on (a non-loopback address exposes the metrics to the network)

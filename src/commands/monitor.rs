@@ -51,7 +51,7 @@ pub fn execute(opts: &MonitorOptions, command_line: Vec<String>) -> Result<i32, 
     eprintln!("rtlab monitor: serving http://{}/metrics, /healthz and /status", server.addr);
     if !server.addr.ip().is_loopback() {
         eprintln!(
-            "rtlab: warning: --listen {} is not a loopback address: /status serves this machine's kernel command line, hostname and findings to anyone who can reach it, without authentication; put a proxy with TLS and credentials in front, or listen on 127.0.0.1 (README, Security)",
+            "rtlab: warning: --listen {} is not a loopback address: /status serves this machine's kernel command line, hostname and findings to anyone who can reach it, without authentication; put a proxy with TLS and credentials in front, or listen on 127.0.0.1 (docs/guide/monitor.md, Security)",
             opts.listen
         );
     }
