@@ -209,6 +209,7 @@ fn report_and_compare_judge_files_against_max_latency_and_report_defaults_to_the
     assert!(String::from_utf8_lossy(&o.stdout).contains("FAIL: a.json exceeded 100.0 µs"), "{o:?}");
     let page = std::fs::read_to_string(dir.path().join("a.html")).expect("a.json's report is a.html");
     assert!(page.contains("FAIL: a.json exceeded 100.0 µs"));
+    assert!(!page.contains("<td>ALL</td>"), "one thread: its row is the only row, not twice");
     let o = rtlab()
         .arg("report")
         .arg(&a)

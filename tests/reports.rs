@@ -194,10 +194,8 @@ fn an_html_report_is_one_self_contained_page_with_every_section() {
         "h2 a.json",
         "h3 Per-thread summary",
         "h3 Warnings",
-        "h3 Plots",
-        "h3 Provenance",
-        "h3 Environment",
-        "h3 Configuration",
+        "h3 Pictures",
+        "h3 Machine setup (rtlab doctor)",
         "h2 a.smp",
         "h2 Sweep sweep",
         "h3 Sweep table",
@@ -209,6 +207,19 @@ fn an_html_report_is_one_self_contained_page_with_every_section() {
     assert_eq!(page.matches("<svg").count(), 10);
     assert!(page.contains("id=\"timeseries-1\""));
     assert!(page.contains("class=\"verdict not_checked\""));
+    // Each run opens with the answer: its headline and its pictures before its tables; the
+    // setup's details come last, folded.
+    let run = &page[page.find("<h2>a.json</h2>").unwrap()..page.find("<h2>a.smp</h2>").unwrap()];
+    let at = |s: &str| run.find(s).unwrap_or_else(|| panic!("{s} not in a.json's section"));
+    assert!(at("class=\"headline\"") < at("<figure") && at("<figure") < at("<table"), "headline, pictures, tables");
+    for folded in
+        ["<summary>Configuration</summary>", "<summary>Provenance</summary>", "<summary>Environment</summary>"]
+    {
+        assert!(at(folded) > at("<h3>Machine setup (rtlab doctor)</h3>"), "{folded} is folded, after the setup");
+    }
+    for figure in ["max", "p99.9", "missed periods", "verdict", "machine setup"] {
+        assert!(run.contains(&format!("<span class=\"k\">{figure}</span>")), "headline shows {figure}");
+    }
 }
 
 #[test]
@@ -292,13 +303,22 @@ fn the_html_report_renders_in_chromium() {
         let mut c = std::process::Command::new(chromium);
         c.args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"])
             .arg(format!("--user-data-dir={}", profile.display()))
-            .args(["--enable-logging=stderr", "--v=0", "--window-size=1280,2400"])
+            .args(["--enable-logging=stderr", "--v=0"])
             .args(extra)
             .arg(&url);
         c
     };
+    // The first screen (1280×900) shows the headline and a picture: the headline's boxes and
+    // the first curve's colour (series 0 is #1f77b4).
+    let first = dir.path().join("first.png");
+    let out = base(&[&format!("--screenshot={}", first.display()), "--window-size=1280,900"]).output().unwrap();
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    let screen = resvg::tiny_skia::Pixmap::decode_png(&std::fs::read(&first).unwrap()).unwrap();
+    let count = |rgb: (u8, u8, u8)| screen.pixels().iter().filter(|p| (p.red(), p.green(), p.blue()) == rgb).count();
+    assert!(count((0xfa, 0xfb, 0xfc)) > 2_000, "the headline's boxes are on the first screen");
+    assert!(count((31, 119, 180)) > 200, "a picture's curve is on the first screen");
     let shot = dir.path().join("shot.png");
-    let out = base(&[&format!("--screenshot={}", shot.display())]).output().unwrap();
+    let out = base(&[&format!("--screenshot={}", shot.display()), "--window-size=1280,2400"]).output().unwrap();
     let log = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "chromium failed: {log}");
     let pixmap = resvg::tiny_skia::Pixmap::decode_png(&std::fs::read(&shot).unwrap()).unwrap();
@@ -313,7 +333,7 @@ fn the_html_report_renders_in_chromium() {
         "blank screenshot: {non_white} non-white pixels, {} colours",
         colours.len()
     );
-    let dom = base(&["--dump-dom"]).output().unwrap();
+    let dom = base(&["--dump-dom", "--window-size=1280,2400"]).output().unwrap();
     let dump = String::from_utf8_lossy(&dom.stdout);
     let log = log + &String::from_utf8_lossy(&dom.stderr);
     for h in [

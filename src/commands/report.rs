@@ -190,6 +190,10 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
         match b {
             Block::Heading(_, t) => text += &format!("{t}\n"),
             Block::Text(t) => text += &format!("{t}\n\n"),
+            Block::Headline(figures) => {
+                text += &figures.iter().map(|(k, v)| format!("{k}: {v}\n")).collect::<String>();
+                text += "\n";
+            }
             Block::Table { header, rows, numeric } => text += &report::markdown::table(&header, &rows, &numeric),
             _ => {}
         }

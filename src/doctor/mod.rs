@@ -113,6 +113,11 @@ pub struct Check {
     pub alarm: bool,
 }
 
+/// Checks (by id prefix) whose findings come from counters sampled over about a second: which
+/// IRQ fired, and how often, differs from one sample to the next.
+pub const SAMPLED: [&str; 6] =
+    ["interrupts.irq", "interrupts.local", "interrupts.softirq", "noise.steal", "noise.smi", "power.smt"];
+
 impl Check {
     /// A check that has found nothing yet (status `unknown` until one of the setters says).
     pub(crate) fn new(area: Area, id: impl Into<String>, title: impl Into<String>) -> Check {
@@ -215,9 +220,7 @@ impl Check {
     /// checks of sampled counters (IRQ rates, IPIs, softirqs, steal, SMIs, a busy sibling),
     /// whose figures change from run to run: for them the status and the CPUs concerned.
     pub fn comparable(&self) -> String {
-        let sampled =
-            ["interrupts.irq", "interrupts.local", "interrupts.softirq", "noise.steal", "noise.smi", "power.smt"];
-        if sampled.iter().any(|p| self.id.starts_with(p)) {
+        if SAMPLED.iter().any(|p| self.id.starts_with(p)) {
             let cpus = CpuSet::from_cpus(self.cpus.iter().copied());
             if cpus.is_empty() {
                 self.status.label().to_string()

@@ -24,6 +24,16 @@ figure { margin: 1rem 0 2rem; }
 figure svg { width: 100%; height: auto; border: 1px solid #e5e5e5; }
 figcaption { color: #555; font-size: .9rem; margin-top: .3rem; }
 .scroll { overflow-x: auto; }
+.headline { display: flex; flex-wrap: wrap; gap: .6rem; margin: .8rem 0; }
+.headline div { border: 1px solid #d0d0d0; border-radius: .35rem; padding: .4rem .8rem; background: #fafbfc; }
+.headline .v { display: block; font-size: 1.25rem; font-weight: 600; font-variant-numeric: tabular-nums; }
+.headline .k { display: block; font-size: .8rem; color: #555; }
+tr.fail td { background: #fdecea; }
+tr.fail td:first-child { color: #b71c1c; font-weight: 600; }
+tr.warn td { background: #fff6e0; }
+tr.warn td:first-child { color: #8a5a00; font-weight: 600; }
+details { margin: .6rem 0; }
+summary { cursor: pointer; font-weight: 600; color: #333; }
 "#;
 
 fn status_class(s: VerdictStatus) -> &'static str {
@@ -41,10 +51,21 @@ fn block(b: &Block) -> Markup {
         Block::Heading(_, t) => html! { h3 { (t) } },
         Block::Text(t) => html! { p { (t) } },
         Block::Verdict(s, m) => html! { div class={"verdict " (status_class(*s))} { "Verdict: " (m) } },
+        Block::Headline(figures) => html! {
+            div class="headline" {
+                @for (k, v) in figures { div { span class="v" { (v) } span class="k" { (k) } } }
+            }
+        },
+        Block::Details(summary, inner) => html! {
+            details { summary { (summary) } @for b in inner { (block(b)) } }
+        },
         Block::List(items) => html! { ul { @for i in items { li { (i) } } } },
         Block::Table { header, rows, numeric } => {
             let kv = header.iter().all(String::is_empty);
             let num = |i: usize| if numeric.get(i).copied().unwrap_or(false) { "num" } else { "" };
+            // The doctor's table colours its rows by status.
+            let status = header.first().is_some_and(|h| h == "status");
+            let row_class = |r: &Vec<String>| status.then(|| r.first().cloned().unwrap_or_default());
             html! {
                 div class="scroll" {
                     table class=[kv.then_some("kv")] {
@@ -53,7 +74,7 @@ fn block(b: &Block) -> Markup {
                         }
                         tbody {
                             @for r in rows {
-                                tr { @for (i, c) in r.iter().enumerate() { td class=(num(i)) { (c) } } }
+                                tr class=[row_class(r)] { @for (i, c) in r.iter().enumerate() { td class=(num(i)) { (c) } } }
                             }
                         }
                     }

@@ -76,35 +76,50 @@ pub fn table(header: &[String], rows: &[Vec<String>], numeric: &[bool]) -> Strin
 pub fn render(blocks: &[Block], stem: &str) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
     let mut out = String::new();
     let mut files = Vec::new();
+    write(blocks, stem, &mut out, &mut files);
+    (out.into_bytes(), files)
+}
+
+fn write(blocks: &[Block], stem: &str, out: &mut String, files: &mut Vec<(String, Vec<u8>)>) {
     for b in blocks {
         match b {
-            Block::Heading(level, t) => {
-                out += &format!("{} {}\n\n", "#".repeat(*level as usize), inline(t));
+            Block::Headline(figures) => {
+                let cells: Vec<String> =
+                    figures.iter().map(|(k, v)| format!("**{}** {}", inline(k), inline(v))).collect();
+                *out += &format!("{}\n\n", cells.join(" · "));
             }
-            Block::Text(t) => out += &format!("{}\n\n", inline(t)),
+            Block::Details(summary, inner) => {
+                // GitHub folds <details>; Markdown inside it needs the blank lines.
+                *out += &format!("<details><summary>{}</summary>\n\n", inline(summary));
+                write(inner, stem, out, files);
+                *out += "</details>\n\n";
+            }
+            Block::Heading(level, t) => {
+                *out += &format!("{} {}\n\n", "#".repeat(*level as usize), inline(t));
+            }
+            Block::Text(t) => *out += &format!("{}\n\n", inline(t)),
             Block::Verdict(s, m) => {
                 let mark = match s {
                     VerdictStatus::Pass => "✅",
                     VerdictStatus::Fail => "❌",
                     VerdictStatus::NotChecked => "➖",
                 };
-                out += &format!("> {mark} **Verdict:** {}\n\n", inline(m));
+                *out += &format!("> {mark} **Verdict:** {}\n\n", inline(m));
             }
             Block::List(items) => {
                 for i in items {
-                    out += &format!("- {}\n", inline(i));
+                    *out += &format!("- {}\n", inline(i));
                 }
                 out.push('\n');
             }
-            Block::Table { header, rows, numeric } => out += &table(header, rows, numeric),
+            Block::Table { header, rows, numeric } => *out += &table(header, rows, numeric),
             Block::Figure { name, caption, svg } => {
                 let file = format!("{stem}-{name}.svg");
-                out += &format!("![{}]({file})\n\n", inline(caption).replace(['[', ']'], ""));
+                *out += &format!("![{}]({file})\n\n", inline(caption).replace(['[', ']'], ""));
                 files.push((file, svg.clone().into_bytes()));
             }
         }
     }
-    (out.into_bytes(), files)
 }
 
 #[cfg(test)]

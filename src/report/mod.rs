@@ -32,6 +32,10 @@ pub enum Block {
     },
     /// A bulleted list.
     List(Vec<String>),
+    /// The answer first: a run's few figures that matter, each a label and its value.
+    Headline(Vec<(String, String)>),
+    /// A folded section: its summary line, and what unfolds.
+    Details(String, Vec<Block>),
     /// A picture: a name for files and anchors, a caption, and the SVG (text as outlines).
     Figure {
         /// File-name-safe name (`histogram-1`).
@@ -111,7 +115,10 @@ pub fn summary_table(r: &RunResult) -> Block {
         (Some(p), None) => p.clone(),
         _ => "-".into(),
     };
-    rows.push(summary_row("ALL".into(), opt(&r.all.cpu), policy, &r.all.stats));
+    // One thread: its row is the ALL row.
+    if r.threads.len() != 1 {
+        rows.push(summary_row("ALL".into(), opt(&r.all.cpu), policy, &r.all.stats));
+    }
     let numeric = SUMMARY_COLUMNS.iter().enumerate().map(|(i, _)| i >= 3).collect();
     Block::Table { header: SUMMARY_COLUMNS.iter().map(|s| s.to_string()).collect(), rows, numeric }
 }
@@ -329,7 +336,9 @@ fn explain_blocks(r: &RunResult, index: usize) -> Result<Vec<Block>, String> {
     for (k, e) in r.explanations.iter().enumerate().take(TIMELINES) {
         out.push(Block::Text(e.describe(k == 0 && r.all.stats.max_ns == Some(e.latency_ns))));
         out.push(Block::Table {
-            header: ["where the latency went", "µs", "share"].map(String::from).to_vec(),
+            header: [if e.noise { "where the noise went" } else { "where the latency went" }, "µs", "share"]
+                .map(String::from)
+                .to_vec(),
             rows: e
                 .parts
                 .iter()
@@ -431,6 +440,8 @@ fn noise_blocks(r: &RunResult) -> Vec<Block> {
     }
     let numeric = header.iter().enumerate().map(|(i, _)| i > 0).collect();
     let mut out = vec![Block::Table { header, rows, numeric }];
+    // Ranked by the time they took, whatever the CPU (the hypervisor's share is often the largest).
+    top.sort_by(|a, b| b[4].parse::<f64>().unwrap_or(0.0).total_cmp(&a[4].parse::<f64>().unwrap_or(0.0)));
     if !top.is_empty() {
         out.push(Block::Text("The largest interferers by time (HW: gaps in which the kernel saw nothing):".into()));
         out.push(Block::Table {
@@ -442,42 +453,114 @@ fn noise_blocks(r: &RunResult) -> Vec<Block> {
     out
 }
 
-/// The doctor's findings for the measured CPUs: the counts, then every check, worst first.
+/// The doctor's findings for the measured CPUs: the counts, the failures and warnings (worst
+/// first), then the passing and unknown checks folded.
 fn doctor_blocks(r: &RunResult) -> Vec<Block> {
     use crate::doctor::Status;
     let Some(d) = &r.environment.doctor else {
         return vec![Block::Text("Not examined (imported data, or cyclictest without --rtlab-json).".into())];
     };
-    let rank = |s: Status| match s {
-        Status::Fail => 0,
-        Status::Warn => 1,
-        Status::Unknown => 2,
-        Status::Ok => 3,
+    let table = |checks: Vec<&crate::doctor::Check>| Block::Table {
+        header: ["status", "check", "finding", "consequence", "fix"].map(String::from).to_vec(),
+        rows: checks
+            .iter()
+            .map(|c| {
+                vec![
+                    c.status.label().to_string(),
+                    c.title.clone(),
+                    c.finding.clone(),
+                    c.consequence.clone(),
+                    c.fix.clone().unwrap_or_default(),
+                ]
+            })
+            .collect(),
+        numeric: vec![false; 5],
     };
-    let mut checks: Vec<&crate::doctor::Check> = d.checks.iter().collect();
-    checks.sort_by_key(|c| rank(c.status));
-    vec![
-        Block::Text(format!(
-            "CPU {}, counters sampled over {:.2} s: {} ok, {} warn, {} fail, {} unknown.",
-            d.cpus, d.sample_s, d.counts.ok, d.counts.warn, d.counts.fail, d.counts.unknown
-        )),
-        Block::Table {
-            header: ["status", "check", "finding", "consequence", "fix"].map(String::from).to_vec(),
-            rows: checks
-                .iter()
-                .map(|c| {
-                    vec![
-                        c.status.label().to_string(),
-                        c.title.clone(),
-                        c.finding.clone(),
-                        c.consequence.clone(),
-                        c.fix.clone().unwrap_or_default(),
-                    ]
-                })
-                .collect(),
-            numeric: vec![false; 5],
+    let (mut bad, rest): (Vec<&crate::doctor::Check>, Vec<&crate::doctor::Check>) =
+        d.checks.iter().partition(|c| matches!(c.status, Status::Fail | Status::Warn));
+    bad.sort_by_key(|c| c.status != Status::Fail);
+    let mut out = vec![Block::Text(format!(
+        "CPU {}, counters sampled over {:.2} s: {} fail, {} warn, {} ok, {} unknown.",
+        d.cpus, d.sample_s, d.counts.fail, d.counts.warn, d.counts.ok, d.counts.unknown
+    ))];
+    if !bad.is_empty() {
+        out.push(table(bad));
+    }
+    if !rest.is_empty() {
+        out.push(Block::Details(format!("{} checks ok or unknown", rest.len()), vec![table(rest)]));
+    }
+    out
+}
+
+/// The answer of a run in a few figures: the worst and the tail, what was missed, the verdict,
+/// the largest explained cause and the doctor's count.
+fn headline(r: &RunResult) -> Block {
+    let us = |ns: i64| crate::units::us(ns as f64);
+    let noise = r.kind == crate::result::Kind::Noise;
+    let s = &r.all.stats;
+    let mut v: Vec<(String, String)> = Vec::new();
+    let worst = r.threads.iter().filter(|t| t.stats.max_ns.is_some()).max_by_key(|t| t.stats.max_ns);
+    if noise {
+        let avail = r.threads.iter().filter_map(|t| t.noise.as_ref()).map(|n| n.available_pct).reduce(f64::min);
+        v.push(("largest noise".into(), s.max_ns.map_or("-".into(), us)));
+        v.push(("CPU available, worst CPU".into(), avail.map_or("-".into(), |a| format!("{a:.3} %"))));
+        if let Some((src, ns)) = top_noise_source(r) {
+            v.push(("top source".into(), format!("{src}, {}", crate::units::duration(ns))));
+        }
+    } else {
+        let max = match (s.max_ns, worst) {
+            (Some(m), Some(t)) if r.threads.len() > 1 => format!("{} (thread {})", us(m), t.thread),
+            (Some(m), _) => us(m),
+            _ => "-".into(),
+        };
+        v.push(("max".into(), max));
+        v.push(("p99.9".into(), percentile_cell(s, "99.9", crate::units::Unit::Micros) + " µs"));
+        v.push(("missed periods".into(), opt(&s.missed)));
+        if let Some(w) = &r.all.work {
+            v.push(("deadline misses".into(), w.deadlines.misses.to_string()));
+        }
+    }
+    v.push((
+        "verdict".into(),
+        match r.verdict.status {
+            VerdictStatus::Pass => "PASS".into(),
+            VerdictStatus::Fail => "FAIL".into(),
+            VerdictStatus::NotChecked => "no threshold given".into(),
         },
-    ]
+    ));
+    if let Some(cause) = top_cause(r) {
+        v.push(("top explained cause".into(), cause));
+    }
+    v.push((
+        "machine setup".into(),
+        r.environment
+            .doctor
+            .as_ref()
+            .map_or("not examined".into(), |d| format!("{} fail, {} warn", d.counts.fail, d.counts.warn)),
+    ));
+    Block::Headline(v)
+}
+
+/// The largest part of the largest explained spike: `timer delay (IRQs disabled) blk:12 89.5 %`.
+fn top_cause(r: &RunResult) -> Option<String> {
+    let e = r.explanations.iter().max_by_key(|e| e.latency_ns)?;
+    let p = e.parts.iter().max_by(|a, b| a.share.total_cmp(&b.share))?;
+    let name = if p.name.is_empty() { String::new() } else { format!(" {}", p.name) };
+    Some(format!("{}{name}, {:.1} % of {}", p.cause.label(), p.share, crate::units::us(e.latency_ns as f64)))
+}
+
+/// The noise source that took the most time over every CPU, and that time (ns).
+fn top_noise_source(r: &RunResult) -> Option<(String, i64)> {
+    use crate::trace::noise::Source;
+    Source::ALL
+        .iter()
+        .map(|s| {
+            let ns: i64 =
+                r.threads.iter().filter_map(|t| t.noise.as_ref()?.sources.as_ref()).map(|src| src.of(*s).ns).sum();
+            (s.label().to_string(), ns)
+        })
+        .filter(|(_, ns)| *ns > 0)
+        .max_by_key(|(_, ns)| *ns)
 }
 
 fn section_of(prefix: &str, r: &RunResult) -> Vec<(String, String)> {
@@ -512,32 +595,58 @@ fn stage_figures(input: &Input, r: &RunResult, index: usize) -> Result<Vec<Block
 }
 
 fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) -> Result<(), String> {
+    // The answer first: the headline and the pictures; the evidence after; the setup folded.
     out.push(Block::Heading(2, input.name.clone()));
     out.push(Block::Text(crate::plot::describe(r)));
+    out.push(headline(r));
     out.push(Block::Verdict(r.verdict.status, r.verdict.message.clone()));
     let noise = r.kind == crate::result::Kind::Noise;
+    out.push(Block::Heading(3, "Pictures".into()));
+    let one = std::slice::from_ref(input);
+    let by = if r.threads.len() > MAX_CURVES {
+        out.push(Block::Text(format!(
+            "{} threads: the pictures draw them together (one curve per thread up to {MAX_CURVES}).",
+            r.threads.len()
+        )));
+        By::Input
+    } else {
+        By::Thread
+    };
     if noise {
-        out.push(Block::Heading(3, "Noise per CPU".into()));
-        out.extend(noise_blocks(r));
-        out.push(Block::Heading(3, "Noise gaps per CPU".into()));
-    } else {
-        out.push(Block::Heading(3, "Per-thread summary".into()));
+        out.push(figure(Kind::Noise, one, None, Of::Latency, format!("noise-{index}"), "Noise over time")?);
     }
-    out.push(summary_table(r));
-    out.push(Block::Heading(3, "Warnings".into()));
-    out.push(if r.warnings.is_empty() {
-        Block::Text("None.".into())
-    } else {
-        Block::List(r.warnings.iter().map(|w| w.message.clone()).collect())
-    });
-    out.push(Block::Heading(3, "Machine setup (rtlab doctor)".into()));
-    out.extend(doctor_blocks(r));
+    let caption = if noise { "Noise gap histogram" } else { "Latency histogram" };
+    out.push(figure(Kind::Histogram, one, Some(by), Of::Latency, format!("histogram-{index}"), caption)?);
+    if !noise {
+        out.push(figure(Kind::Cdf, one, Some(by), Of::Latency, format!("cdf-{index}"), "Latency percentiles (tail)")?);
+        if r.all.work.is_some() {
+            let (h, c) = (format!("response-{index}"), format!("response-cdf-{index}"));
+            out.push(figure(Kind::Histogram, one, Some(by), Of::Response, h, "Response-time histogram")?);
+            out.push(figure(Kind::Cdf, one, Some(by), Of::Both, c, "Latency and response time (tail)")?);
+        }
+    }
+    if input.samples.is_some() {
+        out.push(figure(Kind::Timeseries, one, None, Of::Latency, format!("timeseries-{index}"), "Latency over time")?);
+    }
     if r.explain.is_some() {
         out.push(Block::Heading(
             3,
             if noise { "The largest noises, explained" } else { "Why it was late (--explain)" }.into(),
         ));
         out.extend(explain_blocks(r, index)?);
+    }
+    out.push(Block::Heading(3, "Warnings".into()));
+    out.push(if r.warnings.is_empty() {
+        Block::Text("None.".into())
+    } else {
+        Block::List(r.warnings.iter().map(|w| w.message.clone()).collect())
+    });
+    if noise {
+        out.push(Block::Heading(3, "Noise per CPU".into()));
+        out.extend(noise_blocks(r));
+    } else {
+        out.push(Block::Heading(3, "Per-thread summary".into()));
+        out.push(summary_table(r));
     }
     if !r.loads.is_empty() {
         out.push(Block::Heading(3, "Loads".into()));
@@ -584,46 +693,18 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
         out.push(Block::Table { header, rows, numeric });
         out.extend(stage_figures(input, r, index)?);
     }
-    out.push(Block::Heading(3, "Plots".into()));
-    let one = std::slice::from_ref(input);
-    let by = if r.threads.len() > MAX_CURVES {
-        out.push(Block::Text(format!(
-            "{} threads: the pictures draw them together (one curve per thread up to {MAX_CURVES}).",
-            r.threads.len()
-        )));
-        By::Input
-    } else {
-        By::Thread
-    };
-    if noise {
-        out.push(figure(Kind::Noise, one, None, Of::Latency, format!("noise-{index}"), "Noise over time")?);
-    }
-    let caption = if noise { "Noise gap histogram" } else { "Latency histogram" };
-    out.push(figure(Kind::Histogram, one, Some(by), Of::Latency, format!("histogram-{index}"), caption)?);
-    if !noise {
-        out.push(figure(Kind::Cdf, one, Some(by), Of::Latency, format!("cdf-{index}"), "Latency percentiles (tail)")?);
-        if r.all.work.is_some() {
-            let (h, c) = (format!("response-{index}"), format!("response-cdf-{index}"));
-            out.push(figure(Kind::Histogram, one, Some(by), Of::Response, h, "Response-time histogram")?);
-            out.push(figure(Kind::Cdf, one, Some(by), Of::Both, c, "Latency and response time (tail)")?);
-        }
-    }
-    if input.samples.is_some() {
-        out.push(figure(Kind::Timeseries, one, None, Of::Latency, format!("timeseries-{index}"), "Latency over time")?);
-    }
-    out.push(Block::Heading(3, "Provenance".into()));
-    out.push(pairs(provenance(r)));
-    out.push(Block::Heading(3, "Environment".into()));
-    out.push(pairs(section_of("environment", r)));
-    out.push(Block::Heading(3, "Configuration".into()));
-    let config = section_of("config", r);
-    out.push(if noise {
+    out.push(Block::Heading(3, "Machine setup (rtlab doctor)".into()));
+    out.extend(doctor_blocks(r));
+    let config = if noise {
         pairs(section_of("noise", r).into_iter().filter(|(k, _)| !k.starts_with("cpu")).collect())
     } else if r.config.is_none() {
         Block::Text("Not known (imported data).".into())
     } else {
-        pairs(config)
-    });
+        pairs(section_of("config", r))
+    };
+    out.push(Block::Details("Configuration".into(), vec![config]));
+    out.push(Block::Details("Provenance".into(), vec![pairs(provenance(r))]));
+    out.push(Block::Details("Environment".into(), vec![pairs(section_of("environment", r))]));
     Ok(())
 }
 
@@ -725,6 +806,10 @@ fn fmt_value(m: Metric, c: &Option<compare::Cell>) -> String {
 /// The comparison as tables: one per section, then the differences.
 pub fn comparison_blocks(c: &Comparison, max_sections: usize) -> Vec<Block> {
     let mut out = Vec::new();
+    let lines = compare_headlines(c);
+    if !lines.is_empty() {
+        out.push(Block::Headline(lines));
+    }
     let mut header = vec!["metric".to_string()];
     for (i, n) in c.names.iter().enumerate() {
         header.push(n.clone());
@@ -788,21 +873,72 @@ pub fn comparison_blocks(c: &Comparison, max_sections: usize) -> Vec<Block> {
     out
 }
 
+/// One figure per run against the baseline, from the all-threads table: (`b.json vs a.json`,
+/// `p99 ×5.4, max ×34, missed 563 vs 1`).
+pub fn compare_headlines(c: &Comparison) -> Vec<(String, String)> {
+    let Some(all) = c.sections.first() else { return Vec::new() };
+    let row = |name: &str| all.rows.iter().find(|r| r.metric.name() == name);
+    (1..c.names.len())
+        .map(|i| {
+            let mut parts = Vec::new();
+            for m in ["p99", "p99.9", "max"] {
+                if let Some(x) = row(m).and_then(|r| r.ratios.get(i).copied().flatten()) {
+                    parts.push(format!("{m} ×{}", ratio(x)));
+                }
+            }
+            if let Some(r) = row("missed") {
+                let v = |k: usize| r.cells.get(k).copied().flatten().map_or("-".into(), |c| format!("{:.0}", c.value));
+                parts.push(format!("missed {} vs {}", v(i), v(0)));
+            }
+            (format!("{} vs {}", c.names[i], c.names[0]), parts.join(", "))
+        })
+        .collect()
+}
+
+/// A ratio with the digits that matter: ×34, ×5.4, ×0.92.
+fn ratio(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.0}")
+    } else if x >= 1.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// What the figures of `inputs` are, in a sentence's subject.
+fn what_is_measured(inputs: &[Input]) -> &'static str {
+    let kinds: Vec<crate::result::Kind> = compare::runs(inputs).iter().map(|(_, r)| r.kind).collect();
+    if !kinds.is_empty() && kinds.iter().all(|k| *k == crate::result::Kind::Noise) {
+        "Figures are noises (the time a busy thread lost in one gap)"
+    } else if kinds.contains(&crate::result::Kind::Noise) {
+        "Figures are wakeup latencies, and noises for the noise runs,"
+    } else {
+        "Latencies are wakeup latencies"
+    }
+}
+
 /// The whole report of `inputs`.
 pub fn build(inputs: &[Input]) -> Result<Vec<Block>, String> {
     let mut out = vec![Block::Heading(1, "rtlab latency report".into())];
     let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
     out.push(Block::Text(format!(
-        "Written by rtlab {} at {} from {}. Latencies are wakeup latencies in µs; percentiles are upper bounds at most one histogram bucket above the true value.",
+        "Written by rtlab {} at {} from {}. {} in µs; percentiles are upper bounds at most one histogram bucket above the true value.",
         env!("CARGO_PKG_VERSION"),
         crate::timefmt::rfc3339(std::time::SystemTime::now()),
-        names.join(", ")
+        names.join(", "),
+        what_is_measured(inputs)
     )));
     let runs = compare::runs(inputs);
     if inputs.len() > 1 && runs.len() > 1 {
         out.push(Block::Heading(2, format!("Comparison (baseline: {})", runs[0].0)));
-        out.extend(comparison_blocks(&compare::compare(&runs), 1 + 8));
-        out.push(figure(Kind::Cdf, inputs, Some(By::Input), Of::Latency, "compare-cdf".into(), "Tails side by side")?);
+        // The headline, then the picture, then the tables.
+        let mut blocks = comparison_blocks(&compare::compare(&runs), 1 + 8);
+        let at = blocks.iter().position(|b| !matches!(b, Block::Headline(_))).unwrap_or(blocks.len());
+        let tails =
+            figure(Kind::Cdf, inputs, Some(By::Input), Of::Latency, "compare-cdf".into(), "Tails side by side")?;
+        blocks.insert(at, tails);
+        out.extend(blocks);
     }
     for (i, input) in inputs.iter().enumerate().take(MAX_DETAILED) {
         match &input.content {

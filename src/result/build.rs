@@ -247,14 +247,15 @@ impl RunResult {
                 stats: known(stats_of(&all, at)),
                 work: all_work(&p.probes, layout, at),
             },
-            verdict: verdict(&inputs, p.threshold_ns, at, p.tracemark_written).with_work(
-                &p.probes
-                    .iter()
-                    .filter_map(|t| Some((t.thread, t.name.as_deref(), t.work.as_ref()?)))
-                    .collect::<Vec<_>>(),
-                p.max_response_ns,
-                p.max_misses,
-            ),
+            verdict: verdict(&inputs, p.threshold_ns, at, p.tracemark_written, p.kind == crate::result::Kind::Noise)
+                .with_work(
+                    &p.probes
+                        .iter()
+                        .filter_map(|t| Some((t.thread, t.name.as_deref(), t.work.as_ref()?)))
+                        .collect::<Vec<_>>(),
+                    p.max_response_ns,
+                    p.max_misses,
+                ),
             threads,
             loads: Vec::new(),
             warnings: warnings.into_iter().map(WarningRecord::from).collect(),

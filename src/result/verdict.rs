@@ -235,13 +235,16 @@ impl Verdict {
 /// What the verdict needs of one probe: index, CPU, statistics and a `--breaktrace` hit.
 pub type VerdictInput<'a> = (usize, Option<usize>, &'a Summary, Option<Exceedance>);
 
-/// The verdict of `threads` against `threshold` (ns); `start` dates the samples.
+/// The verdict of `threads` against `threshold` (ns); `start` dates the samples; `noise`
+/// names them as a noise run's (noises in gaps) rather than wakeups' (samples in cycles).
 pub fn verdict(
     threads: &[VerdictInput],
     threshold: Option<i64>,
     start: SystemTime,
     tracemark_written: bool,
+    noise: bool,
 ) -> Verdict {
+    let (one, many, at) = if noise { ("noise", "noises", "gap") } else { ("sample", "samples", "cycle") };
     let Some(limit) = threshold else {
         return Verdict { tracemark_written, ..Verdict::not_checked() };
     };
@@ -269,7 +272,7 @@ pub fn verdict(
             threshold_ns: Some(limit),
             exceeded,
             tracemark_written,
-            message: format!("PASS: no sample exceeded {}", crate::units::us(limit as f64)),
+            message: format!("PASS: no {one} exceeded {}", crate::units::us(limit as f64)),
             ..Verdict::not_checked()
         };
     }
@@ -279,7 +282,7 @@ pub fn verdict(
         .map(|e| {
             let cpu = e.cpu.map(|c| format!(" (CPU {c})")).unwrap_or_default();
             format!(
-                "thread {}{cpu}: {} over, first at cycle {} ({:.3} s into the run, {}) with {}, worst {} at cycle {}, {} over",
+                "thread {}{cpu}: {} over, first at {at} {} ({:.3} s into the run, {}) with {}, worst {} at {at} {}, {} over",
                 e.thread,
                 e.count,
                 e.first_cycle,
@@ -297,7 +300,7 @@ pub fn verdict(
         threshold_ns: Some(limit),
         message: format!(
             "FAIL: {total} {} exceeded {}; {}{}",
-            if total == 1 { "sample" } else { "samples" },
+            if total == 1 { one } else { many },
             crate::units::us(limit as f64),
             parts.join("; "),
             if tracemark_written { "; trace marker written and tracing stopped" } else { "" }
