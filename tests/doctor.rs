@@ -343,14 +343,17 @@ fn the_table_shows_status_evidence_consequence_and_fix() {
     assert!(block.contains("read: /sys/kernel/mm/transparent_hugepage/enabled = [always] madvise never"), "{block}");
     assert!(block.contains("why:"), "{block}");
     assert!(block.contains("fix:  echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"), "{block}");
-    assert!(text.contains("1 warn · 0 fail · 0 unknown"), "{text}");
+    assert!(text.contains("0 fail · 1 warn · ") && text.trim_end().ends_with("· 0 unknown"), "{text}");
+    // What to fix comes first, before the checks.
+    let first = text.find("Fix these first:\n1. warn transparent hugepages").expect(&text);
+    assert!(first < text.find("[kernel]").unwrap(), "{text}");
     // --strict turns the warning into exit 3.
     let (_, code) = doctor(t.root(), &["--cpus", "2-3", "--strict"]);
     assert_eq!(code, 3);
 }
 
-#[test]
-fn an_untuned_desktop_fails_on_preemption_and_warns_on_power_memory_and_irqbalance() {
+/// A desktop kernel and machine: voluntary preemption, nothing isolated, power saving on.
+fn untuned_desktop() -> Tree {
     let t = tuned_rt();
     t.put("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC Debian 6.12\n")
         .put("/sys/kernel/realtime", "0\n")
@@ -382,6 +385,12 @@ fn an_untuned_desktop_fails_on_preemption_and_warns_on_power_memory_and_irqbalan
             .put(&format!("/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_min_freq"), "800000\n")
             .put(&format!("/sys/kernel/debug/sched/fair_server/cpu{c}/runtime"), "50000000\n");
     }
+    t
+}
+
+#[test]
+fn an_untuned_desktop_fails_on_preemption_and_warns_on_power_memory_and_irqbalance() {
+    let t = untuned_desktop();
     let (v, code) = doctor(t.root(), &["--cpus", "2"]);
     assert_eq!(code, 3, "a failing check exits 3");
     let preempt = check(&v, "kernel.preempt");
@@ -728,4 +737,43 @@ fn ctrl_c_ends_the_sample_early_and_every_output_is_written() {
     valid(&v);
     assert!(v["sample_s"].as_f64().unwrap() < 1.0, "the sample ended at Ctrl-C: {}", v["sample_s"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains(" ok · "), "the table is printed too");
+}
+
+#[test]
+fn brief_leads_with_what_to_fix_and_ends_with_one_kernel_command_line_and_one_sysctl_block() {
+    let t = untuned_desktop();
+    let run = |args: &[&str]| {
+        let out = common::rtlab()
+            .arg("doctor")
+            .arg("--sysroot")
+            .arg(t.root())
+            .args(args)
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run(&["--cpus", "2", "--brief"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("rtlab doctor: CPU 2, ") && lines[0].contains(": 1 fail · "), "{text}");
+    assert!(text.contains("\nFix these first:\n1. fail preemption model"), "{text}");
+    assert!(!text.contains("[kernel]") && !text.contains("read: "), "--brief leaves the checks out: {text}");
+    let cmdline = lines[lines.iter().position(|l| l.starts_with("Kernel command line")).expect(&text) + 2];
+    for p in ["preempt=full", "isolcpus=managed_irq,domain,2", "nohz_full=2", "irqaffinity=0-1,3"] {
+        assert!(cmdline.split_whitespace().any(|w| w == p), "{p} in {cmdline}");
+    }
+    let sysctl = &text[text.find("sysctl settings").expect(&text)..];
+    for kv in ["kernel.timer_migration = 0", "kernel.sched_rt_runtime_us = -1", "vm.stat_interval = 10"] {
+        assert!(sysctl.contains(&format!("\n  {kv}\n")), "{kv}: {sysctl}");
+    }
+    // Explanations wrap to the terminal; fixes and the command line stay whole to copy.
+    let full = run(&["--cpus", "2"]);
+    for l in full.lines().filter(|l| !l.trim_start().starts_with("fix:") && !l.starts_with("  ")) {
+        assert!(l.chars().count() <= 80, "wider than the terminal: {l}");
+    }
+    // Without --cpus the housekeeping advice is said once, not in every fix.
+    let all = run(&["--brief"]);
+    assert_eq!(all.matches("name the CPUs your real-time").count(), 1, "{all}");
+    assert!(!all.contains("unmeasured"), "{all}");
 }

@@ -23,6 +23,9 @@ pub struct DoctorArgs {
     /// Exit 3 when a check warns, not only when one fails
     #[arg(long = "strict")]
     pub strict: bool,
+    /// Only the counts, what to fix first and the boot settings, not every check
+    #[arg(long = "brief")]
+    pub brief: bool,
     /// Read /proc, /sys, /dev and /boot under DIR instead of / (tests)
     #[arg(long = "sysroot", value_name = "DIR", hide = true)]
     pub sysroot: Option<PathBuf>,
@@ -72,6 +75,6 @@ impl DoctorOptions {
         if let Some(p) = &a.json {
             crate::export::check_outputs(&[("--json".into(), p.as_path())], &[]).map_err(super::UsageError)?;
         }
-        Ok(DoctorOptions { cpus, json: a.json, strict: a.strict, root })
+        Ok(DoctorOptions { cpus, json: a.json, strict: a.strict, root, brief: a.brief, all_cpus: a.cpus.is_none() })
     }
 }

@@ -20,6 +20,10 @@ pub struct DoctorOptions {
     pub strict: bool,
     /// Where /proc and /sys are read.
     pub root: Sysroot,
+    /// `--brief`: the summary, the fixes and the boot settings only.
+    pub brief: bool,
+    /// The CPUs were not named: every online CPU is examined as measured.
+    pub all_cpus: bool,
 }
 
 /// Examines the machine (sampling counters for one second; Ctrl-C ends the sample early and
@@ -35,7 +39,15 @@ pub fn execute(opts: &DoctorOptions) -> Result<i32, Error> {
     let report = exam.finish();
     let to_stdout = opts.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
     if !to_stdout {
-        crate::export::print(&crate::output::doctor::table(&report));
+        let online = crate::doctor::online_cpus(&opts.root).ok();
+        let view = crate::output::doctor::View {
+            brief: opts.brief,
+            width: crate::rt::term::columns().unwrap_or(100),
+            all_cpus: opts.all_cpus,
+            housekeeping: online.map(|o| o.difference(&opts.cpus)).filter(|h| !h.is_empty()).map(|h| h.to_string()),
+            measured: opts.cpus.to_string(),
+        };
+        crate::export::print(&crate::output::doctor::table(&report, &view));
     }
     if let Some(p) = &opts.json {
         let mut bytes = serde_json::to_vec_pretty(&report).map_err(|e| Error::Runtime(e.to_string()))?;

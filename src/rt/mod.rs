@@ -27,6 +27,7 @@ pub mod privileges;
 pub mod process;
 pub mod sched;
 pub mod signals;
+pub mod term;
 pub mod thread;
 pub mod tracefs;
 pub mod tsc;
