@@ -532,3 +532,36 @@ fn after_ctrl_c_on_a_terminal_the_view_returns_to_the_first_column_before_it_red
     }
     assert!(s.contains("stdev"), "the summary after the interrupt: {s:?}");
 }
+
+#[test]
+fn a_narrow_terminal_gets_a_summary_that_fits_and_a_pipe_every_column_and_the_machine_line() {
+    let cmd = format!("{} run -t 1 -i 10ms -D 2s --json r.json", rtlab_path().display());
+    let dir = tempfile::tempdir().unwrap();
+    let out = Std::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(dir.path())
+        .env("COLUMNS", "80")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let summary = &s[s.rfind("thread  cpu").expect(&s)..];
+    let table: Vec<&str> = summary.lines().take_while(|l| !l.starts_with("max ")).collect();
+    assert!(table.iter().all(|l| l.chars().count() <= 80), "{summary}");
+    assert!(table[0].contains("p99.9") && !table[0].contains("p99.999"), "the rarer percentiles gave way: {summary}");
+    assert!(s.contains("rtlab: 1 s / 2 s"), "the live header shows the progress: {s:?}");
+    // Into a pipe: every column, and the machine line when the doctor found something.
+    let piped = rtlab()
+        .args(["run", "-t", "1", "-i", "10ms", "-l", "50", "-q", "--json"])
+        .arg(dir.path().join("p.json"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&piped.stdout);
+    assert!(text.contains("p99.999"), "{text}");
+    let doctor = &read_json(&dir.path().join("p.json"))["environment"]["doctor"]["counts"];
+    let flagged = doctor["fail"].as_u64().unwrap() + doctor["warn"].as_u64().unwrap();
+    assert_eq!(text.contains("\nmachine: "), flagged > 0, "{text}");
+    if flagged > 0 {
+        assert!(text.contains(&format!("{} fail, {} warn", doctor["fail"], doctor["warn"])), "{text}");
+    }
+}

@@ -33,6 +33,7 @@ pub fn execute(opts: &RunOptions, command_line: Vec<String>) -> Result<i32, Erro
     let draw = !opts.quiet && !to_stdout && std::io::stdout().is_terminal();
     let mut view = LiveView::new(draw, opts.unit);
     view.intro = opts.plan.probe.describe().filter(|_| !opts.quiet);
+    view.total = opts.plan.duration;
     let mut warnings = WarningPrinter::default();
     let provenance = Provenance { command_line, environment: Environment::capture() };
     let (result, failure) = session::measure(

@@ -2,6 +2,7 @@
 //! per check with what was read, what it costs and the fix; at the end the kernel command line
 //! and the sysctl settings the fixes add up to, ready to copy.
 
+use super::wrap;
 use crate::doctor::{Area, Check, DoctorReport, Status};
 
 fn area_name(a: Area) -> &'static str {
@@ -199,13 +200,4 @@ fn boot_settings(r: &DoctorReport, view: &View) -> String {
         }
     }
     out
-}
-
-/// `text` wrapped to `width` columns, continuation lines indented by `indent`, with a final
-/// line end.
-pub fn wrap(text: &str, width: usize, indent: &str) -> String {
-    let opts = textwrap::Options::new(width.max(40)).subsequent_indent(indent).break_words(false);
-    let mut s = textwrap::fill(text, opts);
-    s.push('\n');
-    s
 }

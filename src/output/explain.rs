@@ -29,7 +29,79 @@ pub fn blocks(r: &RunResult) -> String {
         out += "nothing to explain: no sample was above the threshold\n";
     }
     for (i, e) in r.explanations.iter().enumerate() {
-        out += &e.describe(i == 0 && r.all.stats.max_ns == Some(e.latency_ns));
+        out += &aligned(e, i == 0 && r.all.stats.max_ns == Some(e.latency_ns));
     }
     out
+}
+
+/// One explanation for a terminal: its heading, then one aligned row per cause (the parts
+/// under 1 % together), then when the timer fired and the probe ran, and the notes.
+pub fn aligned(e: &crate::trace::explain::Explanation, first: bool) -> String {
+    let rows = e.rows();
+    let width = rows.iter().map(|(w, _, _)| w.chars().count()).max().unwrap_or(0).min(60);
+    let mut out = format!("{}:\n", e.heading(first));
+    for (who, ns, share) in &rows {
+        out += &format!(
+            "  {:<width$}  {:>10}  {:>5.1} %\n",
+            crate::units::clip(who, 60),
+            crate::units::us(*ns as f64),
+            share
+        );
+    }
+    if !e.noise && e.work.is_none() {
+        out += &format!("  {}\n", e.moments());
+    } else if let Some(b) = &e.blocking {
+        out += &format!("  {}:{} ({}) took the CPU\n", b.comm, b.pid, b.policy);
+    }
+    out + &e.notes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::explain::{Cause, Explanation, Part};
+
+    fn part(cause: Cause, name: &str, ns: i64, share: f64) -> Part {
+        Part { cause, name: name.into(), ns, share }
+    }
+
+    #[test]
+    fn each_cause_is_one_aligned_row_and_the_parts_under_one_percent_are_one() {
+        let e = Explanation {
+            thread: 0,
+            cpu: 1,
+            cycle: 7,
+            latency_ns: 100_000,
+            deadline_ns: 0,
+            fired_ns: Some(2_000),
+            switched_ns: None,
+            parts: vec![
+                part(Cause::BlockingTask, "hog:9", 97_000, 97.0),
+                part(Cause::TimerIrq, "", 2_000, 2.0),
+                part(Cause::Softirq, "TIMER", 600, 0.6),
+                part(Cause::Unaccounted, "", 400, 0.4),
+            ],
+            blocking: None,
+            timeline: Vec::new(),
+            events: 0,
+            lost_events: 0,
+            steal_ns: None,
+            smis: None,
+            note: None,
+            noise: false,
+            work: None,
+        };
+        let text = aligned(&e, true);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "max 100.0 µs on thread 0 (CPU 1) cycle 7:");
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(
+            lines[3].contains("2 smaller parts (under 1 % each)") && lines[3].ends_with("1.0 µs    1.0 %"),
+            "{text}"
+        );
+        // The figures line up.
+        let col = |l: &str| l.find(" µs").unwrap();
+        assert!(lines[1..4].iter().all(|l| col(l) == col(lines[1])), "{text}");
+        assert_eq!(lines[4], "  the timer fired at +2.0 µs; no event shows the switch to the probe");
+    }
 }

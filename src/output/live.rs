@@ -17,12 +17,14 @@ pub struct LiveView {
     lines: usize,
     /// Printed to stderr when the probes start (what a runtime probe runs).
     pub intro: Option<String>,
+    /// The run's length, when it has one (`-D`): the header shows the progress.
+    pub total: Option<Duration>,
 }
 
 impl LiveView {
     /// A live view; `draw` is true when stdout is a terminal and `-q` was not given.
     pub fn new(draw: bool, unit: Unit) -> LiveView {
-        LiveView { draw, unit, lines: 0, intro: None }
+        LiveView { draw, unit, lines: 0, intro: None, total: None }
     }
 }
 
@@ -37,7 +39,7 @@ impl Observer for LiveView {
         if !self.draw {
             return;
         }
-        let text = table::live(threads, live, elapsed.as_secs_f64(), self.unit);
+        let text = table::live(threads, live, elapsed.as_secs_f64(), self.total.map(|t| t.as_secs_f64()), self.unit);
         let mut out = std::io::stdout().lock();
         // Back to column 0 first: the terminal may have echoed ^C where the cursor was.
         if self.lines > 0 {
@@ -51,7 +53,10 @@ impl Observer for LiveView {
     }
 
     fn status_requested(&mut self, threads: &[ThreadStatus], live: &[LiveSnapshot], elapsed: Duration) {
-        let _ = std::io::stderr().write_all(table::live(threads, live, elapsed.as_secs_f64(), self.unit).as_bytes());
+        let _ = std::io::stderr().write_all(
+            table::live(threads, live, elapsed.as_secs_f64(), self.total.map(|t| t.as_secs_f64()), self.unit)
+                .as_bytes(),
+        );
     }
 
     fn finished(&mut self, _: &[ThreadStatus], _: &[LiveSnapshot]) {

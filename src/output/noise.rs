@@ -116,7 +116,7 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
         Some(_) if !r.explanations.is_empty() => {
             out += "largest noises:\n";
             for (i, e) in r.explanations.iter().take(3).enumerate() {
-                out += &e.describe(i == 0);
+                out += &super::explain::aligned(e, i == 0);
             }
         }
         _ => {}

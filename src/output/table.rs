@@ -31,6 +31,30 @@ pub fn grid(header: &[String], rows: &[Vec<String>], left: usize) -> String {
     out
 }
 
+/// [`grid`] narrowed to `width` columns: the columns named in `drop` are left out, in that
+/// order, until the table fits (or none is left to drop).
+pub fn fitted(header: &[String], rows: &[Vec<String>], left: usize, width: Option<usize>, drop: &[&str]) -> String {
+    let (mut header, mut rows) = (header.to_vec(), rows.to_vec());
+    let mut text = grid(&header, &rows, left);
+    let wide = |t: &str| t.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let Some(width) = width else { return text };
+    for name in drop {
+        if wide(&text) <= width {
+            break;
+        }
+        if let Some(i) = header.iter().position(|h| h == name) {
+            header.remove(i);
+            rows.iter_mut().for_each(|r| {
+                if i < r.len() {
+                    r.remove(i);
+                }
+            });
+            text = grid(&header, &rows, left);
+        }
+    }
+    text
+}
+
 fn policy_label(policy: Option<Policy>, priority: Option<u32>) -> String {
     match (policy, priority) {
         (Some(p), Some(prio)) if p.is_realtime_priority() => format!("{p}:{prio}"),
@@ -68,6 +92,12 @@ fn row(label: &str, cpu: &str, policy: &str, s: &Stats, u: Unit) -> Vec<String> 
 /// The final summary of a result: one row per thread, an ALL row, then the verdict (warnings go
 /// to stderr: `output::warnings`).
 pub fn summary(r: &RunResult, u: Unit) -> String {
+    summary_within(r, u, None)
+}
+
+/// [`summary`] with its table narrowed to `width` columns (a terminal's): the rarer
+/// percentiles, the standard deviation and the median give way first.
+pub fn summary_within(r: &RunResult, u: Unit, width: Option<usize>) -> String {
     if r.kind == crate::result::Kind::Noise {
         return super::noise::summary(r, u);
     }
@@ -117,7 +147,7 @@ pub fn summary(r: &RunResult, u: Unit) -> String {
         };
         rows.push(row("ALL", "", &pol, &r.all.stats, u));
     }
-    out += &grid(&header, &rows, 0);
+    out += &fitted(&header, &rows, 0, width, &["p99.999", "p99.99", "stdev", "p50", "cycles"]);
     out += &watch(r, u);
     out += &work(r, u);
     if let Some(max) = r.all.stats.max_ns {
@@ -264,8 +294,16 @@ pub fn loads(results: &[LoadResult]) -> String {
 /// The summary table and the loads' table, after `header`: on stderr when the result itself
 /// goes to stdout.
 pub fn print_summary(result: &RunResult, unit: Unit, header: &str, to_stderr: bool) {
-    let mut text = header.to_string() + &summary(result, unit);
+    use std::io::IsTerminal;
+    // A terminal gets a table that fits it; a pipe or a file gets every column.
+    let width = (!to_stderr && std::io::stdout().is_terminal()).then(crate::rt::term::columns).flatten();
+    let mut text = header.to_string() + &summary_within(result, unit, width);
     text += &loads_if_any(&result.loads);
+    let footer = machine_footer(result);
+    text += &match width {
+        Some(w) if !footer.is_empty() => super::wrap(footer.trim_end(), w, "  "),
+        _ => footer,
+    };
     if result.kind != crate::result::Kind::Noise {
         text += &super::explain::blocks(result);
     }
@@ -276,8 +314,39 @@ pub fn print_summary(result: &RunResult, unit: Unit, header: &str, to_stderr: bo
     }
 }
 
-/// The live table: cur, min, avg, max, p99 and missed per thread.
-pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u: Unit) -> String {
+/// One line on what the machine does to the figures, from the doctor's findings: the
+/// preemption model, a hypervisor, and how many checks fail or warn (empty when all is well).
+pub fn machine_footer(r: &RunResult) -> String {
+    use crate::doctor::Status;
+    let Some(d) = &r.environment.doctor else { return String::new() };
+    let mut parts = Vec::new();
+    let find = |id: &str| d.checks.iter().find(|c| c.id == id && c.status != Status::Ok && c.status != Status::Unknown);
+    if let Some(c) = find("kernel.preempt") {
+        let model = ["none", "voluntary"].into_iter().find(|m| c.finding.contains(&format!("preemption {m}")));
+        parts.push(match model {
+            Some(m) => format!("this kernel runs preempt={m}: expect millisecond spikes"),
+            None => format!("{}: expect millisecond spikes", c.finding),
+        });
+    }
+    if find("noise.virtualization").is_some() {
+        parts.push("a hypervisor's guest: steal and host preemption show as spikes".to_string());
+    }
+    if d.counts.fail + d.counts.warn > 0 {
+        parts.push(format!(
+            "the doctor: {} fail, {} warn on CPU {} (rtlab doctor --cpus {} --brief)",
+            d.counts.fail, d.counts.warn, d.cpus, d.cpus
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("machine: {}\n", parts.join("; "))
+    }
+}
+
+/// The live table: cur, min, avg, max, p99 and missed per thread; its header says how far
+/// the run is (`5 s / 10 s` when its length, `total_s`, is known).
+pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, total_s: Option<f64>, u: Unit) -> String {
     let l = u.label();
     let working = snaps.iter().any(|s| s.work.is_some());
     let mut header: Vec<String> = ["thread", "cpu", "policy", "cycles", "cur", "min", "avg", "p99", "max", "missed"]
@@ -329,7 +398,8 @@ pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, u:
             row
         })
         .collect();
-    format!("rtlab: {elapsed_s:.0} s  ({l})\n{}", grid(&header, &rows, 0))
+    let of = total_s.map(|t| format!(" / {}", crate::units::duration((t * 1e9) as i64))).unwrap_or_default();
+    format!("rtlab: {elapsed_s:.0} s{of}  ({l})\n{}", grid(&header, &rows, 0))
 }
 
 #[cfg(test)]
@@ -359,14 +429,15 @@ mod tests {
             work: None,
             stages: None,
         };
-        let plain = live(&[status(0)], &[snap], 1.0, Unit::Micros);
+        let plain = live(&[status(0)], &[snap], 1.0, Some(10.0), Unit::Micros);
         assert!(!plain.contains("resp"), "{plain}");
+        assert!(plain.starts_with("rtlab: 1 s / 10 s "), "the header says how far the run is: {plain}");
         let working = LiveSnapshot {
             work: Some(WorkSnapshot { cur: 305_000, p99: Some(320_000), max: 410_000, misses: 2, irq: None }),
             stages: None,
             ..snap
         };
-        let text = live(&[status(0), status(1)], &[working, snap], 1.0, Unit::Micros);
+        let text = live(&[status(0), status(1)], &[working, snap], 1.0, None, Unit::Micros);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[1].ends_with("resp  resp p99  resp max  misses"), "{text}");
         assert!(lines[2].ends_with("305.0     320.0     410.0       2"), "{text}");
@@ -401,7 +472,7 @@ mod tests {
             }),
             stages: None,
         };
-        let text = live(&[status], &[snap], 1.0, Unit::Micros);
+        let text = live(&[status], &[snap], 1.0, None, Unit::Micros);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[1].contains("missed  IRQ p99  IRQ max   resp"), "{text}");
         assert!(lines[2].starts_with("ctl:4711"), "{text}");

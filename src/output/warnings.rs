@@ -5,7 +5,7 @@
 use crate::result::warning::Warning;
 use crate::result::RunResult;
 use crate::session::Observer;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 /// A run longer than this gets its warnings listed again after the summary (s).
 pub const LONG_RUN_S: f64 = 60.0;
@@ -19,7 +19,13 @@ pub struct WarningPrinter {
 impl WarningPrinter {
     fn print(&mut self, message: &str) {
         if !self.printed.iter().any(|p| p == message) {
-            let _ = writeln!(std::io::stderr(), "rtlab: warning: {}", crate::units::printable(message));
+            let line = format!("rtlab: warning: {}", crate::units::printable(message));
+            // On a terminal a warning wraps to its width (a pipe gets one line per warning).
+            let text = match std::io::stderr().is_terminal().then(crate::rt::term::columns).flatten() {
+                Some(width) => super::wrap(&line, width, "  "),
+                None => line + "\n",
+            };
+            let _ = std::io::stderr().write_all(text.as_bytes());
             self.printed.push(message.to_string());
         }
     }

@@ -325,11 +325,16 @@ fn explain_blocks(r: &RunResult, index: usize) -> Result<Vec<Block>, String> {
     if let Some(why) = &s.unavailable {
         return Ok(vec![Block::Text(format!("Not explained: {why}."))]);
     }
+    let over = match s.threshold_ns {
+        Some(t) => {
+            format!("{} above {}, ", crate::units::count(s.over_threshold, "sample"), crate::units::us(t as f64))
+        }
+        None => String::new(),
+    };
     let mut out = vec![Block::Text(format!(
-        "Events of the measured CPUs were recorded in rtlab's own tracefs instance ({} KiB per CPU, {} lost); {} above the threshold, {} explained.",
+        "Events of the measured CPUs were recorded in rtlab's own tracefs instance ({} KiB per CPU, {} lost); {over}{} explained.",
         s.buffer_kb,
         s.lost_events,
-        crate::units::count(s.over_threshold, "sample"),
         r.explanations.len()
     ))];
     let sub = crate::plot::describe(r);

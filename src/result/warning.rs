@@ -220,7 +220,7 @@ impl Warning {
             ),
             Warning::MissedPeriods { count } => format!(
                 "{} missed: a wakeup came more than one interval late and the deadlines it passed were \
-                 skipped (cyclictest hides these). Fix: find the source of the spikes, or lengthen the period.",
+                 skipped (cyclictest hides these). Fix: run with --explain to see what delayed them, or lengthen the period.",
                 crate::units::count_was(*count, "period")
             ),
             Warning::NoSamples => "the run ended before any sample was recorded, so there are no statistics: either it was \

@@ -228,6 +228,126 @@ pub struct Explanation {
 impl Explanation {
     /// One explanation: `max 1037.0 µs on thread 1 (CPU 1) cycle 2210: blocking task blk:4711
     /// (FIFO 90) 1001.0 µs 96.5 %, …`, then the timer and switch instants and any note.
+    /// When the timer fired and the probe was switched in, in plain words (what no event
+    /// shows is said so), and why the blocking task kept the CPU.
+    pub fn moments(&self) -> String {
+        let fired = match self.fired_ns {
+            Some(v) => format!("the timer fired at +{}", us(v as f64)),
+            None => "no event shows the timer firing".to_string(),
+        };
+        let switched = match self.switched_ns {
+            Some(v) => format!("the probe was switched in at +{}", us(v as f64)),
+            None => "no event shows the switch to the probe".to_string(),
+        };
+        let mut out = format!("{fired}; {switched}");
+        if let Some(b) = &self.blocking {
+            out += &format!("; {}:{} {}", b.comm, b.pid, b.priority.words());
+        }
+        out
+    }
+
+    /// Where the latency went, one row per cause and name, largest first, the parts under 1 %
+    /// together in one row: (what, ns, share).
+    pub fn rows(&self) -> Vec<(String, i64, f64)> {
+        let mut rows = Vec::new();
+        let (mut small_ns, mut small_share, mut small_n) = (0, 0.0, 0);
+        for p in &self.parts {
+            if p.share < 1.0 && self.parts.len() > 1 {
+                small_ns += p.ns;
+                small_share += p.share;
+                small_n += 1;
+                continue;
+            }
+            let mut who = p.cause.label().to_string();
+            if !p.name.is_empty() {
+                who += &format!(" {}", p.name);
+            }
+            if p.cause == Cause::BlockingTask {
+                if let Some(b) = &self.blocking {
+                    who += &format!(" ({})", b.policy);
+                }
+            }
+            rows.push((who, p.ns, p.share));
+        }
+        match small_n {
+            0 => {}
+            1 => {
+                let p = self.parts.iter().find(|p| p.share < 1.0).expect("counted");
+                let who = if p.name.is_empty() {
+                    p.cause.label().to_string()
+                } else {
+                    format!("{} {}", p.cause.label(), p.name)
+                };
+                rows.push((who, small_ns, small_share));
+            }
+            n => rows.push((format!("{n} smaller parts (under 1 % each)"), small_ns, small_share)),
+        }
+        rows
+    }
+
+    /// The first line of [`Explanation::describe`], without the parts.
+    pub fn heading(&self, first: bool) -> String {
+        let e = self;
+        if let Some(deadline) = e.work {
+            let late = e.latency_ns - deadline;
+            let how = if late > 0 { format!("finished {} late", us(late as f64)) } else { "finished in time".into() };
+            format!(
+                "period {} of thread {} (CPU {}) {how} (response {}, deadline {})",
+                e.cycle,
+                e.thread,
+                e.cpu,
+                us(e.latency_ns as f64),
+                us(deadline as f64)
+            )
+        } else if e.noise {
+            format!(
+                "{} {} on CPU {} (gap {})",
+                if first { "max noise" } else { "noise" },
+                us(e.latency_ns as f64),
+                e.cpu,
+                e.cycle
+            )
+        } else {
+            format!(
+                "{} {} on thread {} (CPU {}) cycle {}",
+                if first { "max" } else { "spike" },
+                us(e.latency_ns as f64),
+                e.thread,
+                e.cpu,
+                e.cycle
+            )
+        }
+    }
+
+    /// What the machine did around the window besides the parts (steal, SMIs, lost events, a
+    /// note), one indented line each.
+    pub fn notes(&self) -> String {
+        let e = self;
+        let mut out = String::new();
+        if let Some(st) = e.steal_ns.filter(|s| *s > 0) {
+            out += &format!(
+                "  the host stole {} of CPU {} around this window (/proc/stat, 10 ms ticks)\n",
+                crate::units::duration(st),
+                e.cpu
+            );
+        }
+        if let Some(n) = e.smis.filter(|n| *n > 0) {
+            out += &format!("  {} on CPU {} around this window (MSR 0x34)\n", crate::units::count(n, "SMI"), e.cpu);
+        }
+        if e.lost_events > 0 {
+            out += &format!(
+                "  {} trace events of CPU {} were lost during the run: this window may miss some\n",
+                e.lost_events, e.cpu
+            );
+        }
+        if let Some(n) = &e.note {
+            out += &format!("  note: {n}\n");
+        }
+        out
+    }
+
+    /// The explanation in a paragraph: the heading with its parts inline, when the timer fired
+    /// and the probe ran, and the notes.
     pub fn describe(&self, first: bool) -> String {
         let e = self;
         let parts: Vec<String> = e
@@ -281,32 +401,9 @@ impl Explanation {
                 e.cycle,
                 parts.join(", ")
             );
-            let at = |x: Option<i64>| x.map_or_else(|| "not seen".to_string(), |v| format!("+{}", us(v as f64)));
-            out += &format!("  timer fired {}, switched to the probe {}", at(e.fired_ns), at(e.switched_ns));
-            if let Some(b) = &e.blocking {
-                out += &format!("; {}:{} {}", b.comm, b.pid, b.priority.words());
-            }
-            out.push('\n');
+            out += &format!("  {}\n", e.moments());
         }
-        if let Some(st) = e.steal_ns.filter(|s| *s > 0) {
-            out += &format!(
-                "  the host stole {} of CPU {} around this window (/proc/stat, 10 ms ticks)\n",
-                crate::units::duration(st),
-                e.cpu
-            );
-        }
-        if let Some(n) = e.smis.filter(|n| *n > 0) {
-            out += &format!("  {} on CPU {} around this window (MSR 0x34)\n", crate::units::count(n, "SMI"), e.cpu);
-        }
-        if e.lost_events > 0 {
-            out += &format!(
-                "  {} trace events of CPU {} were lost during the run: this window may miss some\n",
-                e.lost_events, e.cpu
-            );
-        }
-        if let Some(n) = &e.note {
-            out += &format!("  note: {n}\n");
-        }
+        out += &e.notes();
         out
     }
 }
