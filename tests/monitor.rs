@@ -351,6 +351,10 @@ fn a_non_loopback_listen_address_is_warned_about() {
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert!(status.success(), "{err}");
     assert!(err.contains("rtlab: warning: --listen 0.0.0.0:") && err.contains("not a loopback address"), "{err}");
+    // It ends with what it measured while it served.
+    assert!(err.contains("rtlab monitor: stopped after 2"), "{err}");
+    let table = &err[err.find("rtlab monitor: stopped").unwrap()..];
+    assert!(table.contains("thread") && table.contains("p99.9") && table.contains("\nmax "), "{err}");
 }
 
 #[test]

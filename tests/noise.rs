@@ -437,3 +437,16 @@ fn noise_results_plot_report_compare_and_sweep() {
     // On a busy machine the first point already shares the CPU: the hog still takes a share.
     assert!(avail(&rows[2]) < avail(&rows[1]) * 0.9, "a fair CPU hog beside the busy thread takes a share: {csv}");
 }
+
+#[test]
+fn on_a_terminal_noise_says_how_it_goes_each_second_in_one_line() {
+    let cmd = format!("{} noise -c 0 -D 3s", common::rtlab_path().display());
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("\rrtlab noise: 1 s / 3 s · "), "a line each second, redrawn in place: {s:?}");
+    assert!(s.contains("\r\x1b[K"), "the line is cleared before the summary: {s:?}");
+}

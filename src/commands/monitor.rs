@@ -15,6 +15,7 @@ use crate::serve::{Board, Published};
 use crate::session::{self, Fanout, Observer, Output, Provenance, Signals};
 use crate::sysinfo::Environment;
 use std::collections::VecDeque;
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -66,13 +67,28 @@ pub fn execute(opts: &MonitorOptions, command_line: Vec<String>) -> Result<i32, 
         monitor.windows = Some(Windows::new(opts, hup));
     }
     let mut warnings = WarningPrinter::default();
-    let measured =
-        session::measure(&opts.plan, provenance, None, &mut Fanout(vec![&mut monitor, &mut warnings]), &signals);
+    // A heartbeat on stderr: every 10 s on a terminal, every minute into a log.
+    let every = Duration::from_secs(if std::io::stderr().is_terminal() { 10 } else { 60 });
+    let mut beat = crate::output::live::Heartbeat::new("rtlab monitor", "wakeup", false, every);
+    beat.total = opts.plan.duration;
+    let measured = session::measure(
+        &opts.plan,
+        provenance,
+        None,
+        &mut Fanout(vec![&mut monitor, &mut warnings, &mut beat]),
+        &signals,
+    );
     server.stop();
     // The last window, up to the last second published, is written too.
     let windows = monitor.windows.as_mut().map(Windows::finish);
     let (result, failure) = measured.map_err(|e| Error::Runtime(e.to_string()))?;
     warnings.rest(&result);
+    // What it measured while it served, as `rtlab run` prints it.
+    eprint!(
+        "rtlab monitor: stopped after {}\n{}",
+        crate::units::duration(result.duration_s.map_or(0, |d| (d * 1e9) as i64)),
+        crate::output::table::summary(&result, crate::units::Unit::Micros)
+    );
     if let Some(f) = failure {
         return Err(Error::Runtime(f));
     }

@@ -7,7 +7,9 @@ use crate::output::warnings::WarningPrinter;
 use crate::session::{self, Fanout, Provenance, Signals};
 use crate::sysinfo::Environment;
 use crate::units::Unit;
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The output layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -51,7 +53,15 @@ pub fn execute(opts: &NoiseOptions, command_line: Vec<String>) -> Result<i32, Er
     }
     let mut warnings = WarningPrinter::default();
     let provenance = Provenance { command_line, environment: Environment::capture() };
-    let (result, failure) = session::measure(&opts.plan, provenance, None, &mut Fanout(vec![&mut warnings]), &signals)?;
+    // On a terminal a line a second says how it goes.
+    let in_place = !opts.quiet && !to_stdout && std::io::stdout().is_terminal();
+    let mut line = crate::output::live::Heartbeat::new("rtlab noise", "noise", in_place, Duration::from_secs(1));
+    line.total = opts.plan.duration;
+    let mut observers: Vec<&mut dyn session::Observer> = vec![&mut warnings];
+    if in_place {
+        observers.push(&mut line);
+    }
+    let (result, failure) = session::measure(&opts.plan, provenance, None, &mut Fanout(observers), &signals)?;
     warnings.rest(&result);
     let bytes = match (&opts.json, opts.format) {
         (None, _) => None,

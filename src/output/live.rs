@@ -67,3 +67,114 @@ impl Observer for LiveView {
         }
     }
 }
+
+/// A one-line account of a run as it goes: on a terminal redrawn in place each second
+/// (`rtlab noise`), or printed as a line every `every` (`rtlab monitor`'s heartbeat, which logs
+/// read too). It says how long it has run, the samples, the largest and on which CPU.
+#[derive(Debug)]
+pub struct Heartbeat {
+    /// What the line starts with (`rtlab noise`).
+    pub name: &'static str,
+    /// What one sample is (`noise`, `wakeup`).
+    pub noun: &'static str,
+    /// Redraw in place each tick (a terminal), else one line every `every`.
+    pub in_place: bool,
+    /// How often a line is printed when not in place.
+    pub every: Duration,
+    /// The run's length, when it has one.
+    pub total: Option<Duration>,
+    next: Duration,
+    drawn: bool,
+}
+
+impl Heartbeat {
+    /// A heartbeat; nothing is printed before the first `every` (or tick, in place).
+    pub fn new(name: &'static str, noun: &'static str, in_place: bool, every: Duration) -> Heartbeat {
+        Heartbeat { name, noun, in_place, every, total: None, next: every, drawn: false }
+    }
+
+    /// The line for `live` after `elapsed`.
+    pub fn line(&self, threads: &[ThreadStatus], live: &[LiveSnapshot], elapsed: Duration) -> String {
+        let n: u64 = live.iter().map(|l| l.cycles).sum();
+        let missed: u64 = live.iter().map(|l| l.missed).sum();
+        let of = self.total.map(|t| format!(" / {}", crate::units::duration(t.as_nanos() as i64))).unwrap_or_default();
+        let mut s = format!(
+            "{}: {}{of} · {}",
+            self.name,
+            crate::units::duration(elapsed.as_secs() as i64 * 1_000_000_000),
+            crate::units::count(n, self.noun)
+        );
+        let worst = threads.iter().zip(live).filter(|(_, l)| l.cycles > 0).max_by_key(|(_, l)| l.max);
+        if let Some((t, l)) = worst {
+            let cpu = t.cpu.map_or(String::new(), |c| format!(" on CPU {c}"));
+            s += &format!(" · max {}{cpu}", crate::units::us(l.max as f64));
+        }
+        if missed > 0 {
+            s += &format!(" · {} missed", crate::units::count(missed, "period"));
+        }
+        s
+    }
+}
+
+impl Observer for Heartbeat {
+    fn tick(&mut self, threads: &[ThreadStatus], live: &[LiveSnapshot], elapsed: Duration) {
+        if self.in_place {
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "\r{}\x1b[K", self.line(threads, live, elapsed));
+            let _ = out.flush();
+            self.drawn = true;
+        } else if elapsed >= self.next {
+            eprintln!("{}", self.line(threads, live, elapsed));
+            self.next = elapsed + self.every;
+        }
+    }
+
+    fn finished(&mut self, _: &[ThreadStatus], _: &[LiveSnapshot]) {
+        if self.drawn {
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "\r\x1b[K");
+            let _ = out.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rt::sched::SchedParams;
+
+    fn status(index: usize, cpu: usize) -> ThreadStatus {
+        ThreadStatus {
+            index,
+            cpu: Some(cpu),
+            sched: SchedParams::simple(crate::rt::sched::Policy::Fifo, 95),
+            interval_ns: 1_000_000,
+            tid: 1,
+            identity: None,
+        }
+    }
+
+    #[test]
+    fn a_heartbeat_says_how_long_how_many_the_largest_where_and_what_was_missed() {
+        let snap = |cycles, max, missed| LiveSnapshot {
+            cycles,
+            cur: 0,
+            min: 0,
+            max,
+            missed,
+            mean: 0.0,
+            mean_us_truncated: 0.0,
+            p99: None,
+            work: None,
+            stages: None,
+        };
+        let mut h = Heartbeat::new("rtlab monitor", "wakeup", false, Duration::from_secs(60));
+        h.total = Some(Duration::from_secs(600));
+        let line = h.line(
+            &[status(0, 2), status(1, 3)],
+            &[snap(1000, 20_000, 0), snap(999, 4_476_100, 2)],
+            Duration::from_secs(61),
+        );
+        assert_eq!(line, "rtlab monitor: 61 s / 600 s · 1999 wakeups · max 4476.1 µs on CPU 3 · 2 periods missed");
+    }
+}
