@@ -318,7 +318,8 @@ pub fn print_summary(result: &RunResult, unit: Unit, header: &str, to_stderr: bo
 /// preemption model, a hypervisor, and how many checks fail or warn (empty when all is well).
 pub fn machine_footer(r: &RunResult) -> String {
     use crate::doctor::Status;
-    let Some(d) = &r.environment.doctor else { return String::new() };
+    // Simulated samples owe nothing to this machine.
+    let Some(d) = r.environment.doctor.as_ref().filter(|_| !r.simulated) else { return String::new() };
     let mut parts = Vec::new();
     let find = |id: &str| d.checks.iter().find(|c| c.id == id && c.status != Status::Ok && c.status != Status::Unknown);
     if let Some(c) = find("kernel.preempt") {
