@@ -682,7 +682,7 @@ struct Walk {
 
 /// Walks the window's steps with the CPU's state, attributing each stretch between two steps
 /// to what ran; the blocking task is the one running at the deadline (a late-armed timer) or
-/// when the timer fired.
+/// when the timer fired, or (the CPU idle then) the first other task to run before the probe.
 fn walk(ph: &Phases, steps: &[(i64, Step)]) -> Walk {
     let (d, w) = (ph.deadline, ph.wake);
     let mut cpu = CpuState::default();
@@ -714,6 +714,11 @@ fn walk(ph: &Phases, steps: &[(i64, Step)]) -> Walk {
         }
         seen += (*ts >= d) as usize;
         cpu.apply(step, at);
+        // An idle CPU when the timer fired: the first other task given the CPU before the probe
+        // blocks it as one running at the fire would (the same task, the same cause, in every spike).
+        if looked_at_fire && blocking.is_none() && ph.switched.is_none_or(|s| at < s) {
+            blocking = cpu.task.clone().filter(not_probe);
+        }
     }
     let task = cpu.task.clone();
     ph.attribute(t, w, &cpu, &task, &blocking, &mut stretches);
