@@ -521,11 +521,14 @@ fn an_arm_machine_says_unknown_for_what_only_x86_has() {
     std::fs::remove_dir_all(t.root().join("sys/devices/system/cpu/intel_pstate")).unwrap();
     let (v, code) = doctor(t.root(), &["--cpus", "2-3"]);
     assert_eq!(code, 0);
-    for id in ["kernel.tsc", "noise.smi", "noise.mce"] {
-        let c = check(&v, id);
-        assert_eq!(c["status"], "unknown", "{c}");
-        assert!(c["finding"].as_str().unwrap().contains("not an x86 machine"), "{c}");
-    }
+    // What Arm has instead: the generic timer for the TSC, no SMIs to count, no MCE polling.
+    assert!(v["checks"].as_array().unwrap().iter().all(|c| c["id"] != "kernel.tsc"), "no TSC check on Arm");
+    assert_eq!(status(&v, "kernel.arch_timer"), "ok");
+    assert!(check(&v, "kernel.arch_timer")["finding"].as_str().unwrap().contains("generic timer"));
+    assert_eq!(status(&v, "noise.smi"), "unknown");
+    assert!(check(&v, "noise.smi")["finding"].as_str().unwrap().contains("no SMIs on Arm"));
+    assert_eq!(status(&v, "noise.mce"), "ok");
+    assert!(check(&v, "noise.mce")["finding"].as_str().unwrap().contains("no machine-check polling on Arm"));
     assert_eq!(status(&v, "kernel.clocksource"), "ok");
     assert_eq!(status(&v, "noise.virtualization"), "ok");
 }
@@ -776,4 +779,96 @@ fn brief_leads_with_what_to_fix_and_ends_with_one_kernel_command_line_and_one_sy
     let all = run(&["--brief"]);
     assert_eq!(all.matches("name the CPUs your real-time").count(), 1, "{all}");
     assert!(!all.contains("unmeasured"), "{all}");
+}
+
+/// A Raspberry Pi 4 Model B running a PREEMPT_RT kernel, from the public layout of its /proc and
+/// /sys (Raspberry Pi OS 12, a 6.6 -rt kernel): four Cortex-A72 cores, the generic timer as its
+/// clocksource, cpufreq-dt with the ondemand governor, no cpuidle states (WFI only), no MSRs, no
+/// machine-check devices, its kernel command line in `/boot/firmware/cmdline.txt`; CPUs 2-3
+/// isolated, but not tickless.
+fn raspberry_pi_4_rt() -> Tree {
+    let t = tuned_rt();
+    t.put("/proc/sys/kernel/arch", "aarch64\n")
+        .put("/proc/sys/kernel/version", "#1 SMP PREEMPT_RT Thu Oct 10 12:00:00 UTC 2024\n")
+        .put("/proc/sys/kernel/osrelease", "6.6.51-v8-rt+\n")
+        .put(
+            "/boot/config-6.6.51-v8-rt+",
+            "CONFIG_HZ=1000\nCONFIG_NO_HZ_FULL=y\nCONFIG_HIGH_RES_TIMERS=y\nCONFIG_PREEMPT_RT=y\nCONFIG_PREEMPT_RCU=y\nCONFIG_RCU_BOOST=y\nCONFIG_RCU_NOCB_CPU=y\n",
+        )
+        .put(
+            "/proc/cmdline",
+            "coherent_pool=1M 8250.nr_uarts=0 snd_bcm2835.enable_headphones=0 bcm2708_fb.fbwidth=0 bcm2708_fb.fbheight=0 vc_mem.mem_base=0x3ec00000 vc_mem.mem_size=0x40000000  console=tty1 root=PARTUUID=8a4f1e2b-02 rootfstype=ext4 fsck.repair=yes rootwait isolcpus=managed_irq,domain,2-3 rcu_nocbs=2-3 irqaffinity=0-1 workqueue.unbound_cpus=0-1\n",
+        )
+        .put("/boot/firmware/cmdline.txt", "console=tty1 root=PARTUUID=8a4f1e2b-02 rootfstype=ext4 fsck.repair=yes rootwait\n")
+        .put("/boot/firmware/config.txt", "arm_64bit=1\n")
+        .bytes("/proc/device-tree/model", b"Raspberry Pi 4 Model B Rev 1.4\0")
+        .put(
+            "/proc/cpuinfo",
+            &((0..4)
+                .map(|c| format!("processor\t: {c}\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd08\nCPU revision\t: 3\n\n"))
+                .collect::<String>()
+                + "Revision\t: c03114\nSerial\t\t: 10000000abcdef12\nModel\t\t: Raspberry Pi 4 Model B Rev 1.4\n"),
+        )
+        .put("/sys/devices/system/clocksource/clocksource0/current_clocksource", "arch_sys_counter\n")
+        .put("/sys/devices/system/clocksource/clocksource0/available_clocksource", "arch_sys_counter\n")
+        .put("/sys/devices/system/cpu/nohz_full", "(null)\n")
+        .put("/sys/devices/system/cpu/cpuidle/current_driver", "none\n")
+        .put("/sys/devices/system/cpu/cpufreq/boost", "0\n");
+    std::fs::remove_dir_all(t.root().join("sys/devices/system/cpu/intel_pstate")).unwrap();
+    std::fs::remove_dir_all(t.root().join("sys/devices/system/cpu/smt")).unwrap();
+    for c in 0..4 {
+        let cpu = format!("/sys/devices/system/cpu/cpu{c}");
+        t.put(&format!("{cpu}/cpufreq/scaling_governor"), "ondemand\n")
+            .put(&format!("{cpu}/cpufreq/scaling_min_freq"), "600000\n")
+            .put(&format!("{cpu}/cpufreq/scaling_max_freq"), "1500000\n")
+            .put(&format!("{cpu}/cpufreq/cpuinfo_max_freq"), "1500000\n")
+            .put(&format!("{cpu}/cpufreq/scaling_driver"), "cpufreq-dt\n");
+        std::fs::remove_dir_all(t.root().join(format!("sys/devices/system/cpu/cpu{c}/cpuidle"))).unwrap();
+        std::fs::remove_file(t.root().join(format!("dev/cpu/{c}/msr"))).unwrap();
+        std::fs::remove_dir_all(t.root().join(format!("sys/devices/system/machinecheck/machinecheck{c}"))).unwrap();
+    }
+    t
+}
+
+#[test]
+fn a_raspberry_pi_4_on_preempt_rt_is_examined_as_an_arm_board_with_its_own_boot_files() {
+    let t = raspberry_pi_4_rt();
+    let (v, code) = doctor(t.root(), &["--cpus", "2-3"]);
+    valid(&v);
+    assert_eq!(code, 0, "warnings only: {v:#}");
+    assert_eq!(v["model"], "Raspberry Pi 4 Model B Rev 1.4");
+    assert_eq!(v["cmdline_file"], "/boot/firmware/cmdline.txt");
+    assert_eq!(status(&v, "kernel.preempt"), "ok", "{}", check(&v, "kernel.preempt"));
+    assert_eq!(status(&v, "kernel.arch_timer"), "ok");
+    assert_eq!(status(&v, "noise.smi"), "unknown");
+    assert_eq!(status(&v, "noise.mce"), "ok");
+    assert_eq!(status(&v, "power.idle"), "ok", "WFI only: {}", check(&v, "power.idle"));
+    assert!(check(&v, "power.pstate")["finding"].as_str().unwrap().contains("cpufreq-dt"));
+    assert_eq!(status(&v, "power.governor"), "warn");
+    // The fix that adds to the kernel command line names the Pi's file.
+    let nohz = check(&v, "isolation.nohz_full");
+    assert_eq!(nohz["status"], "warn");
+    assert!(
+        nohz["fix"]
+            .as_str()
+            .unwrap()
+            .contains("nohz_full=2-3 to the kernel command line (/boot/firmware/cmdline.txt, one line)"),
+        "{nohz}"
+    );
+    // On the terminal: the board in the first line, the boot block pointing at cmdline.txt.
+    let out = common::rtlab()
+        .arg("doctor")
+        .arg("--sysroot")
+        .arg(t.root())
+        .args(["--cpus", "2-3", "--brief"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("rtlab doctor: CPU 2-3 of Raspberry Pi 4 Model B Rev 1.4, "), "{text}");
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("append to the one line of /boot/firmware/cmdline.txt on the boot partition"), "{text}");
+    assert!(!text.contains("GRUB"), "{text}");
+    let cmdline =
+        text.lines().skip_while(|l| !l.starts_with("Kernel command line")).find(|l| l.starts_with("  ")).expect(&text);
+    assert!(cmdline.split_whitespace().any(|w| w == "nohz_full=2-3"), "{cmdline}");
 }

@@ -19,7 +19,8 @@ pub const LONG_ABOUT: &str = "Measure OS noise: how much of each CPU the system 
 
 One thread per CPU (pinned, its policy applied, memory locked) pre-heats its CPU for --warm-up \
 (1 s, as oslat), calibrating its counter against CLOCK_MONOTONIC and timing its own loop, then \
-reads the counter back to back (the TSC where it is invariant, else clock_gettime). Every gap of \
+reads the counter back to back (the CPU's own — x86's TSC, aarch64's CNTVCT — where it can be \
+trusted, else clock_gettime). Every gap of \
 at least --threshold is noise: its length goes into the histogram that drops nothing, and the \
 table gives per CPU the runtime, the noise, the % of the CPU available, the largest single \
 noise, noises per second and, with --attribute, from the CPU's trace events, how many came from \
@@ -153,9 +154,9 @@ pub struct NoiseArgs {
     #[arg(long = "warm-up", value_name = "TIME", default_value = "1s", allow_negative_numbers = true, value_parser = parse::duration)]
     pub warmup: Duration,
 
-    /// The busy loop's clock: auto (the TSC where it is invariant and the kernel's
-    /// clocksource, else monotonic), tsc, monotonic
-    #[arg(long = "counter", value_name = "COUNTER", default_value = "auto", value_parser = ["auto", "tsc", "monotonic"])]
+    /// The busy loop's clock: auto (the CPU's counter where it can be trusted — the TSC when
+    /// invariant, CNTVCT — and it is the kernel's clocksource, else monotonic), tsc, cntvct, monotonic
+    #[arg(long = "counter", value_name = "COUNTER", default_value = "auto", value_parser = ["auto", "tsc", "cntvct", "monotonic"])]
     pub counter: String,
 
     /// Attribute the noises of at least TIME (default: --threshold) to HW, NMI, IRQ, softirq
@@ -332,13 +333,20 @@ impl NoiseArgs {
         }
         let (counter, counter_why) = match self.counter.as_str() {
             "monotonic" => (CounterKind::Monotonic, Some("--counter monotonic".to_string())),
-            asked => match crate::doctor::tsc_unusable(&crate::doctor::Sysroot::default()) {
-                None => (CounterKind::Tsc, None),
-                Some(why) if asked == "tsc" => {
+            asked => match crate::doctor::counter_unusable(&crate::doctor::Sysroot::default()) {
+                Some(why) if asked != "auto" => {
                     return Err(usage(format!(
-                        "--counter tsc: {why}; use --counter monotonic (or auto, which falls back to it)"
+                        "--counter {asked}: {why}; use --counter monotonic (or auto, which falls back to it)"
                     )))
                 }
+                _ if asked != "auto" && asked != crate::rt::counter::NAME => {
+                    return Err(usage(format!(
+                        "--counter {asked}: this machine's counter is {}; use --counter {} or monotonic",
+                        crate::rt::counter::NAME,
+                        crate::rt::counter::NAME
+                    )))
+                }
+                None => (CounterKind::Hardware, None),
                 Some(why) => (CounterKind::Monotonic, Some(why)),
             },
         };

@@ -251,8 +251,31 @@ fn clocksource(f: &Facts) -> Check {
     }
 }
 
+/// The generic timer on Arm: the counter the kernel, the vDSO and rtlab's noise loop read.
+fn arch_timer(f: &Facts) -> Check {
+    let c = Check::new(Area::Kernel, "kernel.arch_timer", "Arm generic timer (CNTVCT)");
+    let path = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+    let cs = match f.root.read(path) {
+        Ok(v) => v,
+        Err(e) => return c.unreadable(path, &e),
+    };
+    let c = c.evidence(path, &cs);
+    if cs == "arch_sys_counter" {
+        c.ok("the generic timer's virtual counter is the clocksource (no TSC on Arm)").consequence(
+            "Every CPU reads one counter at one fixed rate (CNTFRQ_EL0) from user space: timestamps are comparable across CPUs, and rtlab noise reads it back to back.",
+        )
+    } else {
+        c.warn(format!("the clocksource is {cs}, not the generic timer (arch_sys_counter)"))
+            .consequence("The kernel distrusts or lacks the generic timer: clock reads may enter the kernel, and rtlab noise falls back to clock_gettime.")
+            .fix(format!("echo arch_sys_counter > {path} (and see why it was not chosen: dmesg | grep -i -e arch_timer -e clocksource)"))
+    }
+}
+
 fn tsc(f: &Facts) -> Check {
     let c = Check::new(Area::Kernel, "kernel.tsc", "TSC reliability");
+    if f.arm() {
+        return arch_timer(f);
+    }
     if !f.x86() {
         return c.unknown(format!(
             "not an x86 machine ({}): there is no TSC",
@@ -288,29 +311,50 @@ fn cpu_flags(cpuinfo: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Why the TSC cannot be a busy loop's clock, from `/proc/cpuinfo`'s text and the kernel's
-/// current clocksource, or `None` when it can: an x86 CPU whose counter is invariant
-/// (`constant_tsc`: one rate in every P-state; `nonstop_tsc`: it runs in every C-state) and
-/// that the kernel itself keeps as its clocksource (it found it synchronized across CPUs).
-pub fn tsc_unusable_from(arch_x86_64: bool, cpuinfo: &str, clocksource: &str) -> Option<String> {
-    if !arch_x86_64 {
-        return Some("this is not an x86_64 machine".into());
-    }
-    let flags = cpu_flags(cpuinfo);
-    if let Some(f) = ["constant_tsc", "nonstop_tsc"].into_iter().find(|f| !flags.contains(f)) {
-        return Some(format!("the CPU does not report {f} (its TSC is not invariant)"));
-    }
+/// Why the CPU's counter cannot be a busy loop's clock on a machine of `arch`, from
+/// `/proc/cpuinfo`'s text and the kernel's current clocksource, or `None` when it can. The rule
+/// is the same on every architecture: the counter must run at one rate whatever the CPU does,
+/// and the kernel itself must keep it as its clocksource (it found it synchronized across
+/// CPUs). On x86 the TSC must be invariant (`constant_tsc`: one rate in every P-state;
+/// `nonstop_tsc`: it runs in every C-state) and the clocksource `tsc`; on aarch64 the generic
+/// timer runs at one rate by definition and the clocksource must be `arch_sys_counter`.
+pub fn counter_unusable_from(arch: &str, cpuinfo: &str, clocksource: &str) -> Option<String> {
     let cs = clocksource.trim();
-    (cs != "tsc").then(|| format!("the kernel's clocksource is {cs}, not tsc (it does not trust the TSC)"))
+    match arch {
+        "x86_64" => {
+            let flags = cpu_flags(cpuinfo);
+            if let Some(f) = ["constant_tsc", "nonstop_tsc"].into_iter().find(|f| !flags.contains(f)) {
+                return Some(format!("the CPU does not report {f} (its TSC is not invariant)"));
+            }
+            (cs != "tsc").then(|| format!("the kernel's clocksource is {cs}, not tsc (it does not trust the TSC)"))
+        }
+        "aarch64" => (cs != "arch_sys_counter").then(|| {
+            format!(
+                "the kernel's clocksource is {cs}, not arch_sys_counter (it does not use the generic timer's counter)"
+            )
+        }),
+        other => Some(format!("rtlab reads no counter of its own on {other}")),
+    }
 }
 
-/// [`tsc_unusable_from`] for the machine under `root`, built for this architecture.
-pub fn tsc_unusable(root: &Sysroot) -> Option<String> {
+/// [`counter_unusable_from`] for the machine under `root`, built for this architecture.
+pub fn counter_unusable(root: &Sysroot) -> Option<String> {
     let cpuinfo = root.read("/proc/cpuinfo").unwrap_or_default();
     let cs = root
         .read("/sys/devices/system/clocksource/clocksource0/current_clocksource")
         .unwrap_or_else(|_| "unknown".into());
-    tsc_unusable_from(cfg!(target_arch = "x86_64"), &cpuinfo, &cs)
+    // The counter rtlab reads is its build's: an aarch64 build's CNTVCT, an x86_64 build's TSC.
+    let arch = if cfg!(target_arch = "x86_64") {
+        "x86_64"
+    } else if cfg!(target_arch = "aarch64") {
+        "aarch64"
+    } else {
+        std::env::consts::ARCH
+    };
+    if cfg!(target_arch = "aarch64") && crate::rt::counter::frequency_hz() == Some(0) {
+        return Some("CNTFRQ_EL0 is 0: the firmware did not set the generic timer's frequency".into());
+    }
+    counter_unusable_from(arch, &cpuinfo, &cs)
 }
 
 /// Kernel checks.
@@ -594,15 +638,19 @@ mod tests {
 
     #[test]
     fn an_invariant_tsc_the_kernel_keeps_as_its_clocksource_is_usable() {
-        assert_eq!(super::tsc_unusable_from(true, FLAGS, "tsc\n"), None);
+        assert_eq!(super::counter_unusable_from("x86_64", FLAGS, "tsc\n"), None);
     }
 
     #[test]
     fn a_tsc_that_stops_in_idle_or_that_the_kernel_distrusts_is_not_used_and_says_why() {
         let no_nonstop = FLAGS.replace(" nonstop_tsc", "");
-        assert!(super::tsc_unusable_from(true, &no_nonstop, "tsc").unwrap().contains("nonstop_tsc"));
-        assert!(super::tsc_unusable_from(true, FLAGS, "hpet\n").unwrap().contains("clocksource is hpet"));
-        assert!(super::tsc_unusable_from(false, FLAGS, "tsc").unwrap().contains("not an x86_64"));
+        assert!(super::counter_unusable_from("x86_64", &no_nonstop, "tsc").unwrap().contains("nonstop_tsc"));
+        assert!(super::counter_unusable_from("x86_64", FLAGS, "hpet\n").unwrap().contains("clocksource is hpet"));
+        assert_eq!(super::counter_unusable_from("aarch64", "", "arch_sys_counter\n"), None);
+        assert!(super::counter_unusable_from("aarch64", "", "jiffies").unwrap().contains("not arch_sys_counter"));
+        assert!(super::counter_unusable_from("riscv64", FLAGS, "tsc")
+            .unwrap()
+            .contains("no counter of its own on riscv64"));
     }
 
     use super::*;

@@ -384,6 +384,11 @@ fn steal(f: &Facts) -> Check {
 
 fn smi(f: &Facts) -> Check {
     let c = Check::new(Area::Noise, "noise.smi", "system management interrupts (SMIs)");
+    if f.arm() {
+        return c.unknown(
+            "no SMIs on Arm, and no counter for what stands in for them: firmware runs at EL3 through SMC calls (PSCI, TrustZone) that Linux cannot count; a spike no event explains may be one",
+        );
+    }
     if !f.x86() {
         return c.unknown(format!(
             "not an x86 machine ({}): no SMI counter",
@@ -433,6 +438,11 @@ fn mce(f: &Facts) -> Check {
                 if v != "0" {
                     polling.push((cpu, v));
                 }
+            }
+            Err(e) if e == "does not exist" && f.arm() => {
+                return c.evidence(&p, "does not exist").ok(
+                    "no machine-check polling on Arm: RAS errors arrive as interrupts (APEI/SDEI, EDAC), no timer polls for them",
+                )
             }
             Err(e) if e == "does not exist" => {
                 return c.evidence(&p, "does not exist").unknown(if f.x86() {

@@ -15,7 +15,7 @@ mod rights;
 mod sample;
 mod sysroot;
 
-pub use kernel::{preempt_model, tsc_unusable, tsc_unusable_from};
+pub use kernel::{counter_unusable, counter_unusable_from, preempt_model};
 pub use sample::{parse_stat, steal_ticks, CpuTimes, Snapshot, NS_PER_TICK};
 pub use sysroot::Sysroot;
 
@@ -273,6 +273,13 @@ pub struct DoctorReport {
     pub counts: Counts,
     /// The checks, area by area.
     pub checks: Vec<Check>,
+    /// The board, from the device tree (`Raspberry Pi 4 Model B Rev 1.4`); `null` without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Where the kernel command line is set on this machine when it is not the bootloader's
+    /// configuration (a Raspberry Pi's `cmdline.txt` on its boot partition); `null`: GRUB's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdline_file: Option<String>,
 }
 
 impl DoctorReport {
@@ -307,6 +314,8 @@ pub(crate) struct Facts<'a> {
     pub cpuinfo: String,
     /// The architecture (`x86_64`, `aarch64`, …) when known.
     pub arch: Option<String>,
+    /// The board's model from the device tree, when there is one.
+    pub model: Option<String>,
     /// Counters at the start and at the end of the sample.
     pub before: &'a Snapshot,
     /// Counters at the end of the sample.
@@ -356,6 +365,28 @@ impl Facts<'_> {
         self.arch.as_deref().is_some_and(|a| a == "x86_64" || a == "i686" || a == "i386")
     }
 
+    /// True on Arm (the generic timer's counter, PSCI firmware, no SMIs).
+    pub fn arm(&self) -> bool {
+        self.arch.as_deref().is_some_and(|a| a == "aarch64" || a.starts_with("arm"))
+    }
+
+    /// Where this board takes its kernel command line, when it is not GRUB's: a Raspberry
+    /// Pi's `cmdline.txt` (`/boot/firmware/` since Raspberry Pi OS 12, `/boot/` before).
+    pub fn cmdline_file(&self) -> Option<String> {
+        if !self.model.as_deref().is_some_and(|m| m.starts_with("Raspberry Pi")) {
+            return None;
+        }
+        let old = "/boot/cmdline.txt";
+        Some(
+            if self.root.exists(old) && !self.root.exists("/boot/firmware/cmdline.txt") {
+                old
+            } else {
+                "/boot/firmware/cmdline.txt"
+            }
+            .into(),
+        )
+    }
+
     /// The measured CPUs as a list string.
     pub fn cpu_list(&self) -> String {
         self.cpus.to_string()
@@ -400,6 +431,16 @@ fn architecture(root: &Sysroot, cpuinfo: &str) -> Option<String> {
     }
 }
 
+/// The board's model from the device tree (`/proc/device-tree/model`, or the firmware's copy),
+/// without its terminating NUL.
+fn board_model(root: &Sysroot) -> Option<String> {
+    ["/proc/device-tree/model", "/sys/firmware/devicetree/base/model"]
+        .iter()
+        .find_map(|p| root.read(p).ok())
+        .map(|m| m.trim_end_matches('\0').trim().to_string())
+        .filter(|m| !m.is_empty())
+}
+
 /// The online CPUs of the examined machine.
 pub fn online_cpus(root: &Sysroot) -> Result<CpuSet, String> {
     let text =
@@ -440,6 +481,7 @@ impl Examination {
             cmdline: self.root.read("/proc/cmdline"),
             config: kernel_config(&self.root),
             arch: architecture(&self.root, &cpuinfo),
+            model: board_model(&self.root),
             cpuinfo,
             before: &self.before,
             after: &after,
@@ -453,6 +495,18 @@ impl Examination {
         checks.extend(machine::memory(&facts));
         checks.extend(machine::noise(&facts));
         checks.extend(rights::checks(&facts));
+        // A board whose kernel command line is a file says so in every fix that adds to it.
+        let cmdline_file = facts.cmdline_file();
+        if let Some(file) = &cmdline_file {
+            for c in checks.iter_mut() {
+                if let Some(f) = c.fix.as_mut() {
+                    *f = f.replace(
+                        "to the kernel command line",
+                        &format!("to the kernel command line ({file}, one line)"),
+                    );
+                }
+            }
+        }
         let checks: Vec<Check> = checks.into_iter().map(Check::settle).collect();
         let mut counts = Counts::default();
         for c in &checks {
@@ -463,7 +517,15 @@ impl Examination {
                 Status::Unknown => counts.unknown += 1,
             }
         }
-        DoctorReport { schema: SCHEMA.into(), cpus: self.cpus.to_string(), sample_s: facts.seconds(), counts, checks }
+        DoctorReport {
+            schema: SCHEMA.into(),
+            cpus: self.cpus.to_string(),
+            sample_s: facts.seconds(),
+            counts,
+            checks,
+            model: facts.model.clone(),
+            cmdline_file,
+        }
     }
 }
 
@@ -630,6 +692,8 @@ mod tests {
             sample_s: 1.0,
             counts: Counts::default(),
             checks: vec![],
+            model: None,
+            cmdline_file: None,
         };
         assert_eq!(r.exit_code(true), 0);
         r.counts.warn = 1;

@@ -203,7 +203,12 @@ fn idle(f: &Facts) -> Check {
     c.warn(format!("CPU {} may enter {} (exit latency {} µs)", worst.0, worst.1, worst.2))
         .cpus(CpuSet::from_cpus(deep.iter().map(|d| d.0)).cpus().to_vec())
         .consequence(format!("A wakeup from that state is late by up to {} µs; rtlab run holds /dev/cpu_dma_latency at 0 while it measures (as cyclictest does), other programs do not.", worst.2))
-        .fix("hold /dev/cpu_dma_latency at 0 in the real-time application, or disable the states: cpupower idle-set -D 10 (or processor.max_cstate=1 intel_idle.max_cstate=0 at boot)")
+        .fix(if f.arm() {
+            // Arm SoCs' idle states come from the device tree through PSCI (psci_idle).
+            "hold /dev/cpu_dma_latency at 0 in the real-time application, or disable the states: cpupower idle-set -D 10 (or add cpuidle.off=1 to the kernel command line)"
+        } else {
+            "hold /dev/cpu_dma_latency at 0 in the real-time application, or disable the states: cpupower idle-set -D 10 (or processor.max_cstate=1 intel_idle.max_cstate=0 at boot)"
+        })
 }
 
 fn smt(f: &Facts) -> Check {

@@ -19,13 +19,13 @@ pub trait Counter {
     fn sleep_until(&self, ns: i64);
 }
 
-/// The time-stamp counter (x86 `rdtsc`).
+/// The CPU's own counter (x86's TSC, aarch64's CNTVCT_EL0: `rt::counter`).
 #[derive(Clone, Copy, Debug)]
-pub struct Tsc;
-impl Counter for Tsc {
+pub struct Hardware;
+impl Counter for Hardware {
     #[inline(always)]
     fn ticks(&self) -> u64 {
-        crate::rt::tsc::read()
+        crate::rt::counter::read()
     }
     fn mono_ns(&self) -> i64 {
         clock::now(ClockId::MONOTONIC)

@@ -78,7 +78,8 @@ fn to_fix(r: &DoctorReport) -> Vec<&Check> {
 pub fn table(r: &DoctorReport, view: &View) -> String {
     let counts =
         format!("{} fail · {} warn · {} ok · {} unknown", r.counts.fail, r.counts.warn, r.counts.ok, r.counts.unknown);
-    let mut out = format!("rtlab doctor: CPU {}, sampled {:.2} s: {counts}\n", r.cpus, r.sample_s);
+    let board = r.model.as_deref().map(|m| format!(" of {m}")).unwrap_or_default();
+    let mut out = format!("rtlab doctor: CPU {}{board}, sampled {:.2} s: {counts}\n", r.cpus, r.sample_s);
     if view.all_cpus
         && r.checks.iter().any(|c| c.fix.as_deref().is_some_and(|f| UNMEASURED.iter().any(|p| f.starts_with(p))))
     {
@@ -177,12 +178,11 @@ fn boot_settings(r: &DoctorReport, view: &View) -> String {
     let mut out = String::new();
     if !cmdline.is_empty() {
         out += "\n";
-        out += &wrap(
-            "Kernel command line for what was found (append to GRUB_CMDLINE_LINUX in /etc/default/grub, run \
-             update-grub, reboot):",
-            view.width,
-            "",
-        );
+        let how = match &r.cmdline_file {
+            Some(file) => format!("append to the one line of {file} on the boot partition, reboot"),
+            None => "append to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub, reboot".to_string(),
+        };
+        out += &wrap(&format!("Kernel command line for what was found ({how}):"), view.width, "");
         out += &format!("  {}\n", cmdline.join(" "));
         if !later.is_empty() {
             out += &format!("  and once --cpus leaves CPUs for housekeeping: {}\n", later.join(" "));

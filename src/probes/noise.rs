@@ -7,7 +7,7 @@
 use super::setup::{enter, ready, settle, wake_until_finished, Gate, GateState};
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
 use crate::measure::histogram::Layout;
-use crate::measure::noise::{self, Counter, Monotonic, NoiseParams, Scale, Series, Tsc};
+use crate::measure::noise::{self, Counter, Hardware, Monotonic, NoiseParams, Scale, Series};
 use crate::measure::probe::LoopOutcome;
 use crate::measure::ring::SampleRing;
 use crate::measure::stats::{ExceedLog, Live, Recorder};
@@ -30,8 +30,9 @@ const SETUP_SLACK: Duration = Duration::from_secs(10);
 /// The busy loop's clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum CounterKind {
-    /// The time-stamp counter, calibrated against CLOCK_MONOTONIC (where it is invariant).
-    Tsc,
+    /// The CPU's own counter (x86's TSC, aarch64's CNTVCT_EL0), calibrated against
+    /// CLOCK_MONOTONIC (where it can be trusted).
+    Hardware,
     /// `clock_gettime(CLOCK_MONOTONIC)` through the vDSO.
     Monotonic,
 }
@@ -40,7 +41,7 @@ impl CounterKind {
     /// The name in results.
     pub fn name(self) -> &'static str {
         match self {
-            CounterKind::Tsc => "tsc",
+            CounterKind::Hardware => crate::rt::counter::NAME,
             CounterKind::Monotonic => "monotonic",
         }
     }
@@ -285,7 +286,7 @@ struct BusyThread {
 impl BusyThread {
     fn run(self) -> ThreadOutcome {
         match self.plan.counter {
-            CounterKind::Tsc => self.run_on(&Tsc),
+            CounterKind::Hardware => self.run_on(&Hardware),
             CounterKind::Monotonic => self.run_on(&Monotonic),
         }
     }
@@ -298,7 +299,7 @@ impl BusyThread {
         enter(tp, &self.privileges, &mut warnings);
         ready(&self.stop, &self.live, self.ring.as_deref());
         let hot =
-            [noise::noise_loop::<Tsc> as *const () as usize, noise::noise_loop::<Monotonic> as *const () as usize];
+            [noise::noise_loop::<Hardware> as *const () as usize, noise::noise_loop::<Monotonic> as *const () as usize];
         for addr in hot {
             if let Err(e) = memory::lock_code_at(addr, 16 << 10, 48 << 10) {
                 warnings.push(Warning::MlockFailed { why: format!("locking the busy loop's code: {e}") });
@@ -312,7 +313,7 @@ impl BusyThread {
         // Pre-heat: the CPU leaves its low-power states, the counter is calibrated against
         // CLOCK_MONOTONIC over the whole pre-heat, and the loop times itself.
         let calibrate = || match self.plan.counter {
-            CounterKind::Tsc => crate::rt::tsc::pair(),
+            CounterKind::Hardware => crate::rt::counter::pair(),
             CounterKind::Monotonic => {
                 let m = c.mono_ns();
                 (m as u64, m)
@@ -344,7 +345,7 @@ impl BusyThread {
         let heated = noise::noise_loop(c, &pre, &mut scratch_rec, &mut scratch_series, &self.stop, &self.interrupt);
         let (t1, m1) = calibrate();
         let scale = match self.plan.counter {
-            CounterKind::Tsc => Scale::new(t1.wrapping_sub(t0), (m1 - m0).max(1) as u64),
+            CounterKind::Hardware => Scale::new(t1.wrapping_sub(t0), (m1 - m0).max(1) as u64),
             CounterKind::Monotonic => Scale::NS,
         };
         let busy = scale.ns(coarse.ticks(heated.runtime_ns.max(0) as u64)) as f64

@@ -17,6 +17,7 @@ pub fn busy(e: &std::io::Error) -> bool {
 
 pub mod affinity;
 pub mod clock;
+pub mod counter;
 pub mod cpuidle;
 pub mod fifo;
 pub mod fs;
@@ -30,4 +31,3 @@ pub mod signals;
 pub mod term;
 pub mod thread;
 pub mod tracefs;
-pub mod tsc;
