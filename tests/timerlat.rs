@@ -37,18 +37,23 @@ fn parse_hist(text: &str) -> Hist {
     Hist { columns, rows, summary }
 }
 
+/// `rtlab timerlat ARGS` (in `cwd` when given), within a minute; it must succeed. Its output.
+fn timerlat(args: &[&str], cwd: Option<&std::path::Path>) -> std::process::Output {
+    let mut cmd = rtlab();
+    if let Some(d) = cwd {
+        cmd.current_dir(d);
+    }
+    let out = cmd.arg("timerlat").args(args).timeout(std::time::Duration::from_secs(60)).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
 #[test]
 fn hist_reads_as_rteval_reads_rtlas_and_its_usr_columns_are_the_probes_own_samples() {
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
-    let out = rtlab()
-        .args(["timerlat", "hist", "-d", "3", "-E", "50", "--json"])
-        .arg(&json)
-        .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = timerlat(&["hist", "-d", "3", "-E", "50", "--json", json.to_str().unwrap()], None);
     let text = String::from_utf8(out.stdout).unwrap();
     let h = parse_hist(&text);
     let r = read_json(&json);
@@ -89,14 +94,11 @@ fn a_thread_threshold_stops_the_run_at_the_first_period_above_it_and_analyses_it
     // 1 µs: the first period's thread latency is above it on any machine.
     let dir = tempfile::tempdir().unwrap();
     let (hit, end) = (dir.path().join("hit"), dir.path().join("end"));
-    let out = rtlab()
-        .args(["timerlat", "top", "-c", "0", "-T", "1", "-d", "60"])
-        .arg(format!("--on-threshold=shell,command=touch {}", hit.display()))
-        .arg(format!("--on-end=shell,command=touch {}", end.display()))
-        .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (on_hit, on_end) = (
+        format!("--on-threshold=shell,command=touch {}", hit.display()),
+        format!("--on-end=shell,command=touch {}", end.display()),
+    );
+    let out = timerlat(&["top", "-c", "0", "-T", "1", "-d", "60", &on_hit, &on_end], None);
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "stopped long before -d 60");
     assert!(!dir.path().join("timerlat_trace.txt").exists(), "no trace without -a or the trace action");
     let text = String::from_utf8(out.stdout).unwrap();
@@ -155,6 +157,7 @@ fn a_fifo_90_blocker_shows_in_the_thread_latency_and_not_in_the_irq_latency() {
         .timeout(std::time::Duration::from_secs(60))
         .output()
         .unwrap();
+    // The blocker stops whatever the run did.
     stop_bursts(stress);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let h = parse_hist(&String::from_utf8(out.stdout).unwrap());
@@ -215,16 +218,28 @@ fn continue_keeps_measuring_after_each_hit_runs_the_actions_and_traces_the_event
     let dir = tempfile::tempdir().unwrap();
     let (hits, trace, json) = (dir.path().join("hits"), dir.path().join("trace.txt"), dir.path().join("r.json"));
     // 1 µs: nearly every period's thread latency is above it.
-    let out = rtlab()
-        .args(["timerlat", "hist", "-c", "0", "-T", "1", "-d", "4", "--on-threshold", "continue"])
-        .arg(format!("--on-threshold=trace,file={}", trace.display()))
-        .arg(format!("--on-threshold=shell,command=echo hit >> {}", hits.display()))
-        .arg("--json")
-        .arg(&json)
-        .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (on_trace, on_shell) = (
+        format!("--on-threshold=trace,file={}", trace.display()),
+        format!("--on-threshold=shell,command=echo hit >> {}", hits.display()),
+    );
+    let out = timerlat(
+        &[
+            "hist",
+            "-c",
+            "0",
+            "-T",
+            "1",
+            "-d",
+            "4",
+            "--on-threshold",
+            "continue",
+            &on_trace,
+            &on_shell,
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        None,
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains("hit stop tracing"), "{text}");
     let r = read_json(&json);
@@ -249,13 +264,7 @@ fn continue_keeps_measuring_after_each_hit_runs_the_actions_and_traces_the_event
 fn auto_stops_at_either_stage_writes_timerlat_trace_txt_and_says_what_it_cannot_do() {
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
     let dir = tempfile::tempdir().unwrap();
-    let out = rtlab()
-        .current_dir(dir.path())
-        .args(["timerlat", "top", "-c", "0", "-a", "1", "-d", "60"])
-        .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = timerlat(&["top", "-c", "0", "-a", "1", "-d", "60"], Some(dir.path()));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("hit stop tracing: CPU 0"), "{text}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("rtlab: warning: -a: the stack"));
@@ -268,13 +277,7 @@ fn aa_only_prints_the_analysis_of_the_stop_and_no_table() {
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let out = rtlab()
-        .args(["timerlat", "top", "-c", "0", "--aa-only", "1", "-d", "60", "--json"])
-        .arg(&json)
-        .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = timerlat(&["top", "-c", "0", "--aa-only", "1", "-d", "60", "--json", json.to_str().unwrap()], None);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("## CPU 0 hit stop tracing, analyzing it ##"), "{text}");
     assert!(!text.contains("CPU COUNT") && !text.contains("Timer Latency"), "{text}");

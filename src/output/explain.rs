@@ -68,28 +68,17 @@ mod tests {
     #[test]
     fn each_cause_is_one_aligned_row_and_the_parts_under_one_percent_are_one() {
         let e = Explanation {
-            thread: 0,
             cpu: 1,
             cycle: 7,
             latency_ns: 100_000,
-            deadline_ns: 0,
             fired_ns: Some(2_000),
-            switched_ns: None,
             parts: vec![
                 part(Cause::BlockingTask, "hog:9", 97_000, 97.0),
                 part(Cause::TimerIrq, "", 2_000, 2.0),
                 part(Cause::Softirq, "TIMER", 600, 0.6),
                 part(Cause::Unaccounted, "", 400, 0.4),
             ],
-            blocking: None,
-            timeline: Vec::new(),
-            events: 0,
-            lost_events: 0,
-            steal_ns: None,
-            smis: None,
-            note: None,
-            noise: false,
-            work: None,
+            ..Explanation::blank()
         };
         let text = aligned(&e, true);
         let lines: Vec<&str> = text.lines().collect();

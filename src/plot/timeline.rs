@@ -146,22 +146,10 @@ mod tests {
                 span(Lane::Task, "other:9", 500, 600),
                 span(Lane::Probe, "probe", 600, 650),
             ],
-            thread: 0,
-            cpu: 0,
-            cycle: 0,
             latency_ns: 650,
-            deadline_ns: 0,
             fired_ns: Some(0),
             switched_ns: Some(600),
-            parts: Vec::new(),
-            blocking: None,
-            events: 0,
-            lost_events: 0,
-            steal_ns: None,
-            smis: None,
-            note: None,
-            noise: false,
-            work: None,
+            ..Explanation::blank()
         };
         let b = bars(&e);
         let tasks: Vec<(&str, i64, i64)> =

@@ -408,6 +408,32 @@ impl Explanation {
     }
 }
 
+#[cfg(test)]
+impl Explanation {
+    /// An explanation with nothing in it, for tests to fill in.
+    pub(crate) fn blank() -> Explanation {
+        Explanation {
+            thread: 0,
+            cpu: 0,
+            cycle: 0,
+            latency_ns: 0,
+            deadline_ns: 0,
+            fired_ns: None,
+            switched_ns: None,
+            parts: Vec::new(),
+            blocking: None,
+            timeline: Vec::new(),
+            events: 0,
+            lost_events: 0,
+            steal_ns: None,
+            smis: None,
+            note: None,
+            noise: false,
+            work: None,
+        }
+    }
+}
+
 /// The sample to explain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Spike {
