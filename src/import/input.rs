@@ -206,6 +206,7 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             name: named.iter().find(|n| n.thread == t.thread).and_then(|n| n.name.clone()),
             work: work_recs[t.thread].as_ref().map(|w| w.finish()),
             watch: None,
+            series: None,
         })
         .collect();
     let mut r = RunResult::build(ProbeRun {

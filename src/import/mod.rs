@@ -158,6 +158,7 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Stated, figures: &[Thread
             logs: None,
             noise: None,
             watch: None,
+            series: None,
         })
         .collect();
     let source = Source {

@@ -343,6 +343,7 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
             logs: None,
             noise: None,
             watch: None,
+            series: None,
         });
     }
     let version: BTreeMap<String, String> =

@@ -135,6 +135,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
         name: task_name(path),
         work: Some(wrec.finish()),
         watch: None,
+        series: None,
     };
     let last = rows.last().map_or(t0, |(_, v)| v[start]);
     let mut r = RunResult::build(ProbeRun::imported(

@@ -248,6 +248,11 @@ impl Counts {
         out
     }
 
+    /// The count of every bucket, in the layout's order (see [`Layout::bounds`]).
+    pub fn buckets(&self) -> &[u64] {
+        &self.counts
+    }
+
     /// The counts of the linear buckets (`[i·w, (i+1)·w)` for `i` below range / width).
     pub fn linear(&self) -> &[u64] {
         &self.counts[..self.layout.linear_buckets()]

@@ -5,6 +5,7 @@ pub mod histogram;
 pub mod noise;
 pub mod probe;
 pub mod ring;
+pub mod series;
 pub mod simulate;
 pub mod stats;
 pub mod work;

@@ -62,6 +62,8 @@ pub struct ProbeFigures {
     pub work: Option<WorkSummary>,
     /// A watched thread's own figures.
     pub watch: Option<super::watch::WatchFigures>,
+    /// Latency over time, when it was read while measuring.
+    pub series: Option<crate::measure::series::LatencySeries>,
 }
 
 /// Everything a RunResult is built from.
@@ -185,6 +187,7 @@ impl RunResult {
                     stats: known(stats_of(&t.summary, at)),
                     logs: t.logs.clone(),
                     noise: t.noise.clone(),
+                    series: t.series.clone(),
                     watch: t.watch.as_ref().map(|w| super::watch::WatchThread {
                         irq: (w.irq.cycles > 0).then(|| stats_of(&w.irq, at)),
                         thread: (w.switch.cycles > 0).then(|| stats_of(&w.switch, at)),

@@ -386,6 +386,10 @@ pub struct ThreadResult {
     /// A watched thread's own figures (`rtlab watch`; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<watch::WatchThread>,
+    /// Latency over time: per interval, the samples, missed periods and largest latency (a
+    /// measured run's; absent for simulated runs, noise runs and files of other tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<crate::measure::series::LatencySeries>,
 }
 
 /// The samples cyclictest's outputs list one by one, kept in the result so that its `-h`

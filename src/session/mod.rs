@@ -10,6 +10,7 @@ pub mod signals;
 
 use crate::doctor::{DoctorReport, Examination};
 use crate::measure::ring::{Cursor, Sample, SampleRing};
+use crate::measure::series::{LatencySeries, SeriesRecorder, INTERVAL_NS};
 use crate::measure::stats::{Exceedance, Live, LiveSnapshot, Summary};
 use crate::measure::work::WorkLive;
 use crate::probes::{Finished, ProbeError, ProbeSpec, Sinks, Started, ThreadOutcome, ThreadStatus};
@@ -135,6 +136,9 @@ pub struct Output {
     pub causes: Vec<(String, u64, i64)>,
     /// What a watch run watched (`rtlab watch`).
     pub watch: Option<crate::result::watch::WatchRun>,
+    /// Latency over time per slot (`None` for a simulated or noise run, whose samples are
+    /// not in this clock's time or have a series of their own).
+    pub series: Vec<Option<LatencySeries>>,
 }
 
 impl Output {
@@ -181,6 +185,7 @@ impl Output {
                     name: t.plan.name.clone(),
                     work: t.work.clone(),
                     watch: t.watch.clone(),
+                    series: self.series.get(t.plan.index).cloned().flatten(),
                 })
                 .collect(),
             start: Some(self.start),
@@ -324,6 +329,11 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
     let started = Instant::now();
     let mut next_refresh = started + plan.refresh;
     let mut next_checkpoint = plan.checkpoint.map(|c| started + c);
+    // Latency over time, read from the live cells once a second (a simulated run's samples
+    // are on a virtual clock; a noise run keeps its own series).
+    let keep_series = !plan.probe.simulated() && plan.probe.kind() != crate::result::Kind::Noise;
+    let mut series: Vec<Option<SeriesRecorder>> = (0..n).map(|_| keep_series.then(SeriesRecorder::new)).collect();
+    let mut readings = Readings::default();
     let end_reason = loop {
         let now = Instant::now();
         // A probe whose slots fill while it runs (threads that `rtlab watch` finds) says who they are.
@@ -348,6 +358,9 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         drain_rings(&rings, &mut cursors, observer, explainer.as_mut(), &lives);
         if exam.as_ref().is_some_and(|e| now >= e.started() + crate::doctor::SAMPLE) {
             doctor = exam.take().map(|e| examined(e.finish(), plan.probe.simulated(), observer, &mut warnings));
+        }
+        if keep_series {
+            readings.due(now - started, &lives, &mut series);
         }
         if let (Some(at), Some(every)) = (next_checkpoint, plan.checkpoint) {
             if now >= at {
@@ -380,6 +393,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                         noise_sources: Vec::new(),
                         causes: explainer.as_ref().map(|x| x.causes()).unwrap_or_default(),
                         watch: None,
+                        series: series.iter().map(|r| r.as_ref().map(|r| r.series().clone())).collect(),
                     };
                     observer.checkpoint(&partial);
                 }
@@ -392,6 +406,9 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
             next_refresh = (next_refresh + plan.refresh).max(now);
         }
         let mut wake = (now + POLL).min(next_refresh);
+        if keep_series {
+            wake = wake.min(started + readings.next());
+        }
         if let (Some(d), false) = (plan.duration, own_duration) {
             wake = wake.min(schedule_start + d);
         }
@@ -437,6 +454,17 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         t.samples_lost = c.lost;
     }
     let finals: Vec<LiveSnapshot> = snapshots(&lives, &works, &stages);
+    // The last interval: every sample is in the live cells now. What the run recorded while it
+    // stopped (after the last whole second's reading) belongs to the interval that reading
+    // opened, never to one of its own.
+    let elapsed = i64::try_from(started.elapsed().as_nanos()).unwrap_or(i64::MAX);
+    let last = elapsed.min(readings.next().as_nanos() as i64);
+    for (r, l) in series.iter_mut().zip(&lives) {
+        if let (Some(r), Some(c)) = (r.as_mut(), l.checkpoint()) {
+            r.read(&c, last);
+            r.end_at(elapsed);
+        }
+    }
     observer.finished(&statuses, &finals);
     let end_reason = if failure.is_some() {
         EndReason::Failed
@@ -467,7 +495,39 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         noise_sources,
         causes,
         watch,
+        series: series.into_iter().map(|r| r.map(SeriesRecorder::finish)).collect(),
     })
+}
+
+/// When the series' readings are due: one at the end of each whole second since the start,
+/// none twice; a loop held up for seconds reads once, into the second it reads in.
+#[derive(Debug, Default)]
+struct Readings {
+    /// Whole seconds read so far.
+    done: i64,
+}
+
+impl Readings {
+    /// The time since the start of the next reading.
+    fn next(&self) -> Duration {
+        Duration::from_nanos(((self.done + 1) * INTERVAL_NS) as u64)
+    }
+
+    /// Reads every slot's live cells into `series` if a whole second has passed since the
+    /// last reading (`elapsed` since the start). A slot whose probe is caught mid-sample for
+    /// longer than a checkpoint waits keeps its samples for the next reading.
+    fn due(&mut self, elapsed: Duration, lives: &[Arc<Live>], series: &mut [Option<SeriesRecorder>]) {
+        let whole = i64::try_from(elapsed.as_nanos()).unwrap_or(i64::MAX) / INTERVAL_NS;
+        if whole <= self.done {
+            return;
+        }
+        self.done = whole;
+        for (r, l) in series.iter_mut().zip(lives) {
+            if let (Some(r), Some(c)) = (r.as_mut(), l.checkpoint()) {
+                r.read(&c, whole * INTERVAL_NS);
+            }
+        }
+    }
 }
 
 /// Starts `--explain`'s recording for `plan`, or says (in `warnings` and in the summary) why

@@ -1,0 +1,238 @@
+//! Latency over time without a samples file: once per interval the pipeline reads a thread's
+//! live figures (a checkpoint) and keeps what the interval added — its samples, its missed
+//! periods and its largest latency — so a result can draw latency over time from its JSON
+//! alone, with memory bounded however long the run.
+
+use super::histogram::Counts;
+use super::stats::Summary;
+use serde::{Deserialize, Serialize};
+
+/// The interval a series starts with (ns): 1 s.
+pub const INTERVAL_NS: i64 = 1_000_000_000;
+
+/// The most intervals a series keeps: past it, neighbouring intervals are merged in pairs and
+/// the interval doubles (a day at 1 s becomes 5 400 intervals of 16 s… at most this many).
+pub const MAX_POINTS: usize = 3_600;
+
+/// A thread's latency over time: per interval since measuring began, the samples read in it,
+/// the periods missed and its largest latency.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LatencySeries {
+    /// Interval (ns): 1 s, doubled whenever the run outgrows 3 600 intervals.
+    pub interval_ns: i64,
+    /// Samples per interval (a sample counts in the interval whose reading first saw it).
+    pub samples: Vec<u64>,
+    /// Missed periods per interval.
+    pub missed: Vec<u64>,
+    /// The largest latency of each interval (ns; `null`: no sample). Exact when it is the
+    /// run's largest so far; otherwise the upper edge of the interval's highest histogram
+    /// bucket, capped at the run's largest so far — like the percentiles, at most one bucket
+    /// above the true value.
+    pub max_ns: Vec<Option<i64>>,
+    /// Time the series covers (ns): the last interval ends there. It may be shorter than the
+    /// others, or longer by what was recorded while the run stopped (a few ms).
+    pub span_ns: i64,
+}
+
+impl LatencySeries {
+    /// An empty series of 1 s intervals.
+    pub fn new() -> LatencySeries {
+        LatencySeries { interval_ns: INTERVAL_NS, ..LatencySeries::default() }
+    }
+
+    /// Adds what was read at `at_ns` after the start (the end of the interval it belongs to:
+    /// a reading at exactly 1 s closes the first interval).
+    pub fn add(&mut self, at_ns: i64, samples: u64, missed: u64, max_ns: Option<i64>) {
+        let at_ns = at_ns.max(0);
+        self.span_ns = self.span_ns.max(at_ns);
+        let mut index = self.index_of(at_ns);
+        while index >= MAX_POINTS {
+            self.halve();
+            index = self.index_of(at_ns);
+        }
+        if self.samples.len() <= index {
+            self.samples.resize(index + 1, 0);
+            self.missed.resize(index + 1, 0);
+            self.max_ns.resize(index + 1, None);
+        }
+        self.samples[index] += samples;
+        self.missed[index] += missed;
+        self.max_ns[index] = larger(self.max_ns[index], max_ns);
+    }
+
+    fn index_of(&self, at_ns: i64) -> usize {
+        // Interval k holds readings in (k·w, (k+1)·w]; a reading at 0 belongs to the first.
+        ((at_ns.max(1) - 1) / self.interval_ns.max(1)) as usize
+    }
+
+    /// Merges neighbouring intervals in pairs: the interval doubles, every sum and maximum
+    /// stays exact.
+    fn halve(&mut self) {
+        let pairs = self.samples.len().div_ceil(2);
+        let merge = |i: usize| {
+            let at =
+                |k: usize| (self.samples.get(k).copied(), self.missed.get(k).copied(), self.max_ns.get(k).copied());
+            let ((s0, m0, x0), (s1, m1, x1)) = (at(2 * i), at(2 * i + 1));
+            (s0.unwrap_or(0) + s1.unwrap_or(0), m0.unwrap_or(0) + m1.unwrap_or(0), larger(x0.flatten(), x1.flatten()))
+        };
+        let merged: Vec<(u64, u64, Option<i64>)> = (0..pairs).map(merge).collect();
+        self.samples = merged.iter().map(|m| m.0).collect();
+        self.missed = merged.iter().map(|m| m.1).collect();
+        self.max_ns = merged.iter().map(|m| m.2).collect();
+        self.interval_ns *= 2;
+    }
+}
+
+fn larger(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Builds a thread's series from checkpoints of its live figures: each reading keeps what was
+/// added since the one before. Holds the previous histogram as its non-empty buckets only.
+#[derive(Clone, Debug)]
+pub struct SeriesRecorder {
+    series: LatencySeries,
+    cycles: u64,
+    missed: u64,
+    max_ns: Option<i64>,
+    /// The non-empty buckets at the last reading: `(index, count)`, ascending.
+    buckets: Vec<(usize, u64)>,
+}
+
+impl Default for SeriesRecorder {
+    fn default() -> Self {
+        SeriesRecorder::new()
+    }
+}
+
+impl SeriesRecorder {
+    /// A recorder before the first reading.
+    pub fn new() -> SeriesRecorder {
+        SeriesRecorder { series: LatencySeries::new(), cycles: 0, missed: 0, max_ns: None, buckets: Vec::new() }
+    }
+
+    /// Keeps what `now` (a checkpoint taken `at_ns` after the start) added since the last
+    /// reading.
+    pub fn read(&mut self, now: &Summary, at_ns: i64) {
+        let samples = now.cycles.saturating_sub(self.cycles);
+        let missed = now.missed.saturating_sub(self.missed);
+        let max = if samples == 0 {
+            None
+        } else if now.max_ns > self.max_ns {
+            // The run's maximum rose in this interval: it is this interval's, exactly.
+            now.max_ns
+        } else {
+            top_added(&now.counts, &self.buckets)
+                .map(|hi| i64::try_from(hi).unwrap_or(i64::MAX).min(now.max_ns.unwrap_or(i64::MAX)))
+        };
+        self.series.add(at_ns, samples, missed, max);
+        self.cycles = now.cycles;
+        self.missed = now.missed;
+        self.max_ns = now.max_ns.max(self.max_ns);
+        self.buckets = now.counts.buckets().iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (i, *c)).collect();
+    }
+
+    /// Says the series covers `at_ns` from the start (its last interval ends there).
+    pub fn end_at(&mut self, at_ns: i64) {
+        self.series.span_ns = self.series.span_ns.max(at_ns);
+    }
+
+    /// The series so far.
+    pub fn series(&self) -> &LatencySeries {
+        &self.series
+    }
+
+    /// The series, once measuring is over.
+    pub fn finish(self) -> LatencySeries {
+        self.series
+    }
+}
+
+/// The upper edge of the highest bucket of `now` that holds more than `before` (non-empty
+/// buckets, ascending) did.
+fn top_added(now: &Counts, before: &[(usize, u64)]) -> Option<u64> {
+    let had = |i: usize| before.binary_search_by_key(&i, |b| b.0).map_or(0, |k| before[k].1);
+    let counts = now.buckets();
+    (0..counts.len()).rev().find(|&i| counts[i] > had(i)).map(|i| now.layout().bounds(i).1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::histogram::Layout;
+    use crate::measure::stats::{Live, Recorder};
+
+    /// What the pipeline reads: a checkpoint of the live cells the probe records into.
+    fn summary_of(live: &Live) -> Summary {
+        live.checkpoint().expect("no probe is recording")
+    }
+
+    #[test]
+    fn each_reading_keeps_what_its_interval_added() {
+        let live = Live::new(Layout::DEFAULT);
+        let mut rec = Recorder::new(&live, None);
+        let mut s = SeriesRecorder::new();
+        for v in [5_000, 40_000, 7_000] {
+            rec.record(v, 0, 0);
+        }
+        s.read(&summary_of(&live), INTERVAL_NS);
+        // Nothing in the second second.
+        s.read(&summary_of(&live), 2 * INTERVAL_NS);
+        // The third second's largest is below the run's maximum: its bucket's upper edge.
+        for v in [12_345, 3_000] {
+            rec.record(v, 0, 0);
+        }
+        s.read(&summary_of(&live), 3 * INTERVAL_NS);
+        // The last, partial interval raises the maximum: exact.
+        rec.record(41_234, 0, 2);
+        s.read(&summary_of(&live), 3 * INTERVAL_NS + 400_000_000);
+        let series = s.finish();
+        assert_eq!(series.interval_ns, INTERVAL_NS);
+        assert_eq!(series.samples, vec![3, 0, 2, 1]);
+        assert_eq!(series.missed, vec![0, 0, 0, 2]);
+        assert_eq!(series.max_ns, vec![Some(40_000), None, Some(13_000), Some(41_234)]);
+        assert_eq!(series.span_ns, 3_400_000_000);
+    }
+
+    #[test]
+    fn a_bucket_that_only_grew_below_the_top_gives_the_top_of_what_was_added() {
+        let live = Live::new(Layout::DEFAULT);
+        let mut rec = Recorder::new(&live, None);
+        let mut s = SeriesRecorder::new();
+        rec.record(90_000, 0, 0);
+        rec.record(2_500, 0, 0);
+        s.read(&summary_of(&live), INTERVAL_NS);
+        rec.record(2_900, 0, 0);
+        s.read(&summary_of(&live), 2 * INTERVAL_NS);
+        assert_eq!(s.series().max_ns, vec![Some(90_000), Some(3_000)]);
+    }
+
+    #[test]
+    fn a_long_series_merges_intervals_in_pairs_and_keeps_every_sum_and_maximum() {
+        let mut series = LatencySeries::new();
+        for k in 0..(MAX_POINTS as i64 + 1) {
+            series.add((k + 1) * INTERVAL_NS, 10, (k % 2) as u64, Some(k));
+        }
+        assert_eq!(series.interval_ns, 2 * INTERVAL_NS);
+        assert_eq!(series.samples.len(), MAX_POINTS / 2 + 1);
+        assert_eq!(series.samples.iter().sum::<u64>(), 10 * (MAX_POINTS as u64 + 1));
+        assert_eq!(series.missed.iter().sum::<u64>(), MAX_POINTS as u64 / 2);
+        assert_eq!(series.max_ns[0], Some(1));
+        assert_eq!(series.max_ns.last(), Some(&Some(MAX_POINTS as i64)));
+        assert_eq!(series.samples.last(), Some(&10));
+    }
+
+    #[test]
+    fn readings_between_interval_ends_land_in_the_interval_they_close() {
+        let mut series = LatencySeries::new();
+        series.add(0, 1, 0, Some(1));
+        series.add(1, 1, 0, Some(2));
+        series.add(INTERVAL_NS, 1, 0, Some(3));
+        series.add(INTERVAL_NS + 1, 1, 0, Some(4));
+        assert_eq!(series.samples, vec![3, 1]);
+        assert_eq!(series.max_ns, vec![Some(3), Some(4)]);
+    }
+}
