@@ -438,6 +438,10 @@ fn long_runs_checkpoint_so_a_crash_keeps_the_results_so_far() {
         + h["unbinned"]["count"].as_u64().unwrap_or(0);
     assert!(cycles > 0 && in_hist == cycles, "one instant: {cycles} samples, {in_hist} in the histogram");
     assert!(r["all"]["stdev_ns"].is_number());
+    // The series so far is in the checkpoint too, read at most a second before it.
+    let s = &r["threads"][0]["series"];
+    let in_series: u64 = s["samples"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).sum();
+    assert!(in_series <= cycles, "{s}: {cycles} samples in the checkpoint");
     child.kill().unwrap(); // a crash: no clean end
     let _ = child.wait();
     let r = read_json(&json);
@@ -564,4 +568,42 @@ fn a_narrow_terminal_gets_a_summary_that_fits_and_a_pipe_every_column_and_the_ma
     if flagged > 0 {
         assert!(text.contains(&format!("{} fail, {} warn", doctor["fail"], doctor["warn"])), "{text}");
     }
+}
+
+#[test]
+fn latency_over_time_is_kept_per_second_and_its_intervals_add_up_to_each_threads_totals() {
+    let (r, _) = real_run(&["-t", "2", "-i", "1ms", "-D", "3"]);
+    for t in r["threads"].as_array().unwrap() {
+        let s = &t["series"];
+        assert_eq!(s["interval_ns"], 1_000_000_000, "{s}");
+        let span = s["span_ns"].as_i64().unwrap();
+        let samples: Vec<u64> = s["samples"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let missed: Vec<u64> = s["missed"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let max: Vec<Option<i64>> = s["max_ns"].as_array().unwrap().iter().map(Value::as_i64).collect();
+        // One interval per second it covers; the last one ends at the span (a partial second,
+        // or a whole one and what was recorded while the run stopped).
+        let n = samples.len() as i64;
+        assert!(span / 1_000_000_000 <= n && n <= (span + 999_999_999) / 1_000_000_000, "{s}");
+        assert_eq!((missed.len(), max.len()), (samples.len(), samples.len()));
+        assert_eq!(samples.iter().sum::<u64>(), t["cycles"].as_u64().unwrap(), "{s}");
+        assert_eq!(missed.iter().sum::<u64>(), t["missed"].as_u64().unwrap(), "{s}");
+        assert_eq!(max.iter().flatten().max().copied(), t["max_ns"].as_i64(), "{s}");
+        for (n, m) in samples.iter().zip(&max) {
+            assert_eq!(*n == 0, m.is_none(), "an interval has a largest latency exactly when it has samples: {s}");
+        }
+    }
+    // The JSON alone draws latency over time, and a report of it shows the picture.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    std::fs::write(&json, serde_json::to_vec(&r).unwrap()).unwrap();
+    let svg = dir.path().join("t.svg");
+    rtlab().args(["plot", "--kind", "timeseries", "-o"]).arg(&svg).arg(&json).assert().success();
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    let html = dir.path().join("r.html");
+    rtlab().arg("report").arg(&json).arg("-o").arg(&html).assert().success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("id=\"timeseries-0\""), "the report draws latency over time from the series");
+    // A simulated run's samples are on a virtual clock: no series.
+    let (sim, _) = real_run(&["--simulate", "seed:3", "-l", "500"]);
+    assert!(sim["threads"][0].get("series").is_none(), "{}", sim["threads"][0]);
 }

@@ -13,7 +13,7 @@ pub enum Kind {
     HistogramLinear,
     /// Tail percentiles: latency against p50 … p99.999 on a log "1 − P" axis
     Cdf,
-    /// Latency over time from a samples file (rtlab run --samples), spikes visible
+    /// Latency over time: every sample of a samples file (rtlab run --samples), or the largest latency per second of a run's JSON
     Timeseries,
     /// A sweep directory: p50/p99/p99.9/max against the swept axis, throughput on the right
     Sweep,
@@ -132,13 +132,13 @@ pub fn render(
                     inputs.len()
                 )));
             };
-            let (tracks, end) = timeseries_tracks(one).map_err(unfit)?.ok_or_else(|| {
+            let (tracks, end, resolution) = timeseries_tracks(one).map_err(unfit)?.ok_or_else(|| {
                 unfit(format!(
-                    "{}: --kind timeseries needs a samples file; record one with rtlab run --samples FILE",
+                    "{}: --kind timeseries needs a samples file or a run measured by rtlab (its JSON keeps latency per second); record one with rtlab run --samples FILE or --json FILE",
                     one.path.display()
                 ))
             })?;
-            timeseries::svg(&caption(&title_or("Latency over time"), inputs), &tracks, end, threshold_ns)
+            timeseries::svg(&caption(&title_or("Latency over time"), inputs), &tracks, end, threshold_ns, resolution)
         }
         Kind::Sweep => {
             let [one] = inputs else {
@@ -350,8 +350,10 @@ pub const MAX_TRACKS: usize = 32;
 
 /// The tracks of a samples file, streamed twice (time span, then bins): memory does not grow
 /// with the file.
-pub fn timeseries_tracks(input: &Input) -> Result<Option<(Vec<timeseries::Track>, i64)>, String> {
-    let Some(path) = &input.samples else { return Ok(None) };
+pub fn timeseries_tracks(
+    input: &Input,
+) -> Result<Option<(Vec<timeseries::Track>, i64, timeseries::Resolution)>, String> {
+    let Some(path) = &input.samples else { return Ok(input.run().and_then(series_tracks)) };
     let open = || crate::import::input::open_samples(path).map_err(|e| format!("{}: {e}", path.display()));
     let mut r = open()?;
     let mut t_end = 0i64;
@@ -371,5 +373,45 @@ pub fn timeseries_tracks(input: &Input) -> Result<Option<(Vec<timeseries::Track>
     while let Some(rec) = r.next_record().map_err(|e| format!("{}: {e}", path.display()))? {
         b.add(if together { 0 } else { rec.thread as usize }, rec.wake_ns, rec.latency_ns);
     }
-    Ok(Some(b.finish()))
+    let (tracks, end) = b.finish();
+    Ok(Some((tracks, end, timeseries::Resolution::Samples)))
+}
+
+/// Whether `r` can draw latency over time from its series (a run measured by rtlab).
+pub fn has_series(r: &RunResult) -> bool {
+    r.threads.iter().any(|t| t.series.as_ref().is_some_and(|s| s.max_ns.iter().any(Option::is_some)))
+}
+
+/// Latency over time from the series of a run's threads, each interval's largest latency.
+fn series_tracks(r: &RunResult) -> Option<(Vec<timeseries::Track>, i64, timeseries::Resolution)> {
+    if !has_series(r) {
+        return None;
+    }
+    let with: Vec<&ThreadResult> = r.threads.iter().filter(|t| t.series.is_some()).collect();
+    let together = with.len() > MAX_TRACKS;
+    let labels = if together {
+        vec![format!("all {} threads", with.len())]
+    } else {
+        with.iter().map(|t| thread_label(t)).collect()
+    };
+    let series = || with.iter().filter_map(|t| t.series.as_ref());
+    let end = series().map(|s| s.span_ns).max().unwrap_or(0);
+    let interval = series().map(|s| s.interval_ns).max().unwrap_or(crate::measure::series::INTERVAL_NS);
+    let mut b = timeseries::Binner::new(labels, end);
+    for (i, t) in with.iter().enumerate() {
+        let Some(s) = &t.series else { continue };
+        let track = if together { 0 } else { i };
+        for (k, (max, samples)) in s.max_ns.iter().zip(&s.samples).enumerate() {
+            if let Some(max) = max {
+                let start = k as i64 * s.interval_ns;
+                b.add_interval(track, start, s.interval_ns.min(s.span_ns - start), *samples, *max);
+            }
+        }
+        // The run knows when its largest latency happened, closer than its interval.
+        if let (false, Some(max), Some(at)) = (together, t.stats.max_ns, t.stats.max_at_ns) {
+            b.mark_max(track, max, at);
+        }
+    }
+    let (tracks, end) = b.finish();
+    Some((tracks, end, timeseries::Resolution::Intervals(interval)))
 }

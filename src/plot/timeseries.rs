@@ -1,6 +1,8 @@
-//! Latency over time from a samples file. Samples are streamed into one bin per pixel column,
-//! each keeping its minimum and maximum, so a million samples cost a few kilobytes and no
-//! spike is averaged away: the upper line is the largest sample of each column.
+//! Latency over time, from a samples file or from a run's series. Samples are streamed into
+//! one bin per pixel column, each keeping its minimum and maximum, so a million samples cost a
+//! few kilobytes and no spike is averaged away: the upper line is the largest sample of each
+//! column. A run's series (the largest latency of each interval, see
+//! [`crate::measure::series`]) fills the same bins with its maxima only.
 
 use super::{at_least, color, draw, err, log_bottom, log_label, log_top, Caption, FAMILY};
 use crate::units::clip;
@@ -20,6 +22,15 @@ pub struct Track {
     pub max: Option<(i64, i64)>,
     /// Samples.
     pub count: u64,
+}
+
+/// What a picture's points are made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// Every sample (a samples file): each column's minimum and maximum.
+    Samples,
+    /// A series' intervals of this length (ns): each column's largest latency only.
+    Intervals(i64),
 }
 
 /// Streams samples into per-thread bins over `[0, t_end_ns]`.
@@ -54,6 +65,28 @@ impl Binner {
         });
         if t.max.is_none_or(|(m, _)| latency_ns > m) {
             t.max = Some((latency_ns, wake_ns));
+        }
+    }
+
+    /// Adds one interval of a series to track `track`: `samples` samples whose largest is
+    /// `max_ns`, over `[start_ns, start_ns + len_ns)` (every bin it covers gets the maximum).
+    pub fn add_interval(&mut self, track: usize, start_ns: i64, len_ns: i64, samples: u64, max_ns: i64) {
+        let (first, last) = (self.bin_of(start_ns), self.bin_of(start_ns + len_ns.max(1) - 1));
+        let Some(t) = self.tracks.get_mut(track) else { return };
+        t.count += samples;
+        for b in &mut t.bins[first..=last] {
+            *b = Some(b.map_or((max_ns, max_ns), |(lo, hi)| (lo.max(max_ns), hi.max(max_ns))));
+        }
+        if t.max.is_none_or(|(m, _)| max_ns > m) {
+            t.max = Some((max_ns, start_ns));
+        }
+    }
+
+    /// Sets where track `track`'s largest latency is marked (when known more exactly than
+    /// its interval).
+    pub fn mark_max(&mut self, track: usize, max_ns: i64, at_ns: i64) {
+        if let Some(t) = self.tracks.get_mut(track) {
+            t.max = Some((max_ns, at_ns.clamp(0, self.t_end_ns)));
         }
     }
 
@@ -95,7 +128,13 @@ pub fn lines(t: &Track, t_end_ns: i64, floor: f64) -> Vec<(Line, Line)> {
 }
 
 /// Draws latency over time (SVG text); `threshold_ns` adds a horizontal line.
-pub fn svg(caption: &Caption, tracks: &[Track], t_end_ns: i64, threshold_ns: Option<i64>) -> Result<String, String> {
+pub fn svg(
+    caption: &Caption,
+    tracks: &[Track],
+    t_end_ns: i64,
+    threshold_ns: Option<i64>,
+    resolution: Resolution,
+) -> Result<String, String> {
     let highs = tracks.iter().flat_map(|t| t.bins.iter().flatten().map(|b| b.1 as f64 / 1e3));
     let lows = tracks.iter().flat_map(|t| t.bins.iter().flatten().map(|b| b.0 as f64 / 1e3));
     let y_lo = log_bottom(lows.filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min).min(1e9));
@@ -105,10 +144,17 @@ pub fn svg(caption: &Caption, tracks: &[Track], t_end_ns: i64, threshold_ns: Opt
     draw(caption, |area| {
         let mut chart = super::frame(area).build_cartesian_2d(0f64..x_end, (y_lo..y_top).log_scale()).map_err(err)?;
         super::axes(&mut chart.configure_mesh())
-            .x_desc(format!("Time since start (s) — each column: min and max of {} samples or fewer", {
-                let n = tracks.iter().map(|t| t.count).max().unwrap_or(0);
-                n.div_ceil(BINS as u64).max(1)
-            }))
+            .x_desc(match resolution {
+                Resolution::Samples => {
+                    format!("Time since start (s) — each column: min and max of {} samples or fewer", {
+                        let n = tracks.iter().map(|t| t.count).max().unwrap_or(0);
+                        n.div_ceil(BINS as u64).max(1)
+                    })
+                }
+                Resolution::Intervals(ns) => {
+                    format!("Time since start (s) — each point: the largest latency of {}", crate::units::duration(ns))
+                }
+            })
             .y_desc("Latency (µs)")
             .y_label_formatter(&log_label)
             .draw()
@@ -117,7 +163,10 @@ pub fn svg(caption: &Caption, tracks: &[Track], t_end_ns: i64, threshold_ns: Opt
             let c = color(i);
             let runs = lines(t, t_end_ns, y_lo);
             for (k, (low, high)) in runs.into_iter().enumerate() {
-                chart.draw_series(LineSeries::new(low, c.mix(0.45).stroke_width(1))).map_err(err)?;
+                // A series knows each interval's largest latency, not its smallest.
+                if resolution == Resolution::Samples {
+                    chart.draw_series(LineSeries::new(low, c.mix(0.45).stroke_width(1))).map_err(err)?;
+                }
                 let s = chart.draw_series(LineSeries::new(high, c.stroke_width(1))).map_err(err)?;
                 if k == 0 {
                     s.label(clip(&t.label, 60))
@@ -168,6 +217,22 @@ mod tests {
         assert_eq!(t[0].bins[1], None);
         assert_eq!((t[0].max, t[0].count), (Some((50, 20)), 3));
         assert_eq!(t[1].bins[BINS - 1], Some((-3, -3)));
+    }
+
+    #[test]
+    fn an_interval_fills_every_bin_it_covers_with_its_largest_latency() {
+        // 10 intervals of 100 ns over 1000 ns: each covers 100 bins.
+        let mut b = Binner::new(vec!["a".into()], 999);
+        b.add_interval(0, 0, 100, 7, 5_000);
+        b.add_interval(0, 300, 100, 2, 9_000);
+        b.add_interval(0, 300, 100, 1, 4_000);
+        b.mark_max(0, 9_000, 333);
+        let (t, _) = b.finish();
+        assert_eq!(t[0].bins[..100].iter().flatten().count(), 100);
+        assert!(t[0].bins[..100].iter().all(|x| *x == Some((5_000, 5_000))));
+        assert_eq!(t[0].bins[100..300].iter().flatten().count(), 0);
+        assert!(t[0].bins[300..400].iter().all(|x| *x == Some((9_000, 9_000))));
+        assert_eq!((t[0].count, t[0].max), (10, Some((9_000, 333))));
     }
 
     #[test]

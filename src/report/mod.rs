@@ -630,7 +630,7 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
             out.push(figure(Kind::Cdf, one, Some(by), Of::Both, c, "Latency and response time (tail)")?);
         }
     }
-    if input.samples.is_some() {
+    if input.samples.is_some() || crate::plot::inputs::has_series(r) {
         out.push(figure(Kind::Timeseries, one, None, Of::Latency, format!("timeseries-{index}"), "Latency over time")?);
     }
     if r.explain.is_some() {
