@@ -273,9 +273,6 @@ fn arch_timer(f: &Facts) -> Check {
 
 fn tsc(f: &Facts) -> Check {
     let c = Check::new(Area::Kernel, "kernel.tsc", "TSC reliability");
-    if f.arm() {
-        return arch_timer(f);
-    }
     if !f.x86() {
         return c.unknown(format!(
             "not an x86 machine ({}): there is no TSC",
@@ -343,23 +340,18 @@ pub fn counter_unusable(root: &Sysroot) -> Option<String> {
     let cs = root
         .read("/sys/devices/system/clocksource/clocksource0/current_clocksource")
         .unwrap_or_else(|_| "unknown".into());
-    // The counter rtlab reads is its build's: an aarch64 build's CNTVCT, an x86_64 build's TSC.
-    let arch = if cfg!(target_arch = "x86_64") {
-        "x86_64"
-    } else if cfg!(target_arch = "aarch64") {
-        "aarch64"
-    } else {
-        std::env::consts::ARCH
-    };
-    if cfg!(target_arch = "aarch64") && crate::rt::counter::frequency_hz() == Some(0) {
+    if crate::rt::counter::frequency_hz() == Some(0) {
         return Some("CNTFRQ_EL0 is 0: the firmware did not set the generic timer's frequency".into());
     }
-    counter_unusable_from(arch, &cpuinfo, &cs)
+    // The counter rtlab reads is its build's: an aarch64 build's CNTVCT, an x86_64 build's TSC.
+    counter_unusable_from(std::env::consts::ARCH, &cpuinfo, &cs)
 }
 
 /// Kernel checks.
 pub(super) fn kernel(f: &Facts) -> Vec<Check> {
-    vec![preempt(f), hz(f), nohz(f), hrtimers(f), clocksource(f), tsc(f)]
+    // The CPU's own counter: the generic timer on Arm, the TSC elsewhere.
+    let counter = if f.arm() { arch_timer(f) } else { tsc(f) };
+    vec![preempt(f), hz(f), nohz(f), hrtimers(f), clocksource(f), counter]
 }
 
 fn isolated(f: &Facts) -> Check {

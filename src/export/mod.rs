@@ -39,12 +39,7 @@ pub fn stream_output(path: &Path, produce: impl FnOnce(&mut dyn Write) -> std::i
         return quiet_on_closed_pipe(produce(&mut out).and_then(|()| out.flush()));
     }
     refuse_special(path)?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, temp_beside(path)?);
-    produce(&mut out)?;
-    let tmp = out.into_inner().map_err(|e| e.into_error())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::rt::fs::write_atomically(path, produce)
 }
 
 /// Shifts the generations of `path` for a rotating output: `path.{keep-1}` → `path.{keep}`, …,

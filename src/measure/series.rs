@@ -57,7 +57,8 @@ impl LatencySeries {
         }
         self.samples[index] += samples;
         self.missed[index] += missed;
-        self.max_ns[index] = larger(self.max_ns[index], max_ns);
+        // `None` orders below every latency: the larger of two, or the one there is.
+        self.max_ns[index] = self.max_ns[index].max(max_ns);
     }
 
     fn index_of(&self, at_ns: i64) -> usize {
@@ -68,25 +69,10 @@ impl LatencySeries {
     /// Merges neighbouring intervals in pairs: the interval doubles, every sum and maximum
     /// stays exact.
     fn halve(&mut self) {
-        let pairs = self.samples.len().div_ceil(2);
-        let merge = |i: usize| {
-            let at =
-                |k: usize| (self.samples.get(k).copied(), self.missed.get(k).copied(), self.max_ns.get(k).copied());
-            let ((s0, m0, x0), (s1, m1, x1)) = (at(2 * i), at(2 * i + 1));
-            (s0.unwrap_or(0) + s1.unwrap_or(0), m0.unwrap_or(0) + m1.unwrap_or(0), larger(x0.flatten(), x1.flatten()))
-        };
-        let merged: Vec<(u64, u64, Option<i64>)> = (0..pairs).map(merge).collect();
-        self.samples = merged.iter().map(|m| m.0).collect();
-        self.missed = merged.iter().map(|m| m.1).collect();
-        self.max_ns = merged.iter().map(|m| m.2).collect();
+        self.samples = self.samples.chunks(2).map(|p| p.iter().sum()).collect();
+        self.missed = self.missed.chunks(2).map(|p| p.iter().sum()).collect();
+        self.max_ns = self.max_ns.chunks(2).map(|p| p.iter().flatten().max().copied()).collect();
         self.interval_ns *= 2;
-    }
-}
-
-fn larger(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
     }
 }
 

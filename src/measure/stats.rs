@@ -233,13 +233,26 @@ pub struct StageFigures {
     pub mean: f64,
     /// Largest.
     pub max: i64,
+    /// 99th percentile (the upper edge of its bucket).
+    pub p99: Option<i64>,
 }
 
 impl StageFigures {
     /// A stage cell's figures, `None` before its first sample.
     pub fn of(live: &Live) -> Option<StageFigures> {
-        let s = live.snapshot();
-        (s.cycles > 0).then_some(StageFigures { cycles: s.cycles, cur: s.cur, min: s.min, mean: s.mean, max: s.max })
+        StageFigures::from_snapshot(&live.snapshot())
+    }
+
+    /// The figures of a live snapshot, `None` before its first sample.
+    pub fn from_snapshot(s: &LiveSnapshot) -> Option<StageFigures> {
+        (s.cycles > 0).then_some(StageFigures {
+            cycles: s.cycles,
+            cur: s.cur,
+            min: s.min,
+            mean: s.mean,
+            max: s.max,
+            p99: s.p99,
+        })
     }
 }
 

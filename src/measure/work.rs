@@ -452,13 +452,14 @@ impl WorkLive {
     pub fn decorate(&self, snap: &mut super::stats::LiveSnapshot) {
         let r = self.response.snapshot();
         let d = &self.deadlines;
-        snap.stages = self.stages.as_ref().map(StageCells::snapshot);
+        let stages = self.stages.as_ref().map(StageCells::snapshot);
+        snap.stages = stages;
         snap.work = (r.cycles > 0).then_some(super::stats::WorkSnapshot {
             cur: r.cur,
             p99: r.p99,
             max: r.max,
             misses: d.late.load(Relaxed) + d.skipped.load(Relaxed),
-            irq: self.stages.as_ref().map(|c| c.irq.snapshot()).filter(|s| s.cycles > 0).map(|s| (s.p99, s.max)),
+            irq: stages.and_then(|s| s.irq).map(|f| (f.p99, f.max)),
         });
     }
 

@@ -26,6 +26,10 @@ impl LiveView {
     pub fn new(draw: bool, unit: Unit) -> LiveView {
         LiveView { draw, unit, lines: 0, intro: None, total: None }
     }
+
+    fn table(&self, threads: &[ThreadStatus], live: &[LiveSnapshot], elapsed: Duration) -> String {
+        table::live(threads, live, elapsed.as_secs_f64(), self.total.map(|t| t.as_secs_f64()), self.unit)
+    }
 }
 
 impl Observer for LiveView {
@@ -39,7 +43,7 @@ impl Observer for LiveView {
         if !self.draw {
             return;
         }
-        let text = table::live(threads, live, elapsed.as_secs_f64(), self.total.map(|t| t.as_secs_f64()), self.unit);
+        let text = self.table(threads, live, elapsed);
         let mut out = std::io::stdout().lock();
         // Back to column 0 first: the terminal may have echoed ^C where the cursor was.
         if self.lines > 0 {
@@ -53,10 +57,7 @@ impl Observer for LiveView {
     }
 
     fn status_requested(&mut self, threads: &[ThreadStatus], live: &[LiveSnapshot], elapsed: Duration) {
-        let _ = std::io::stderr().write_all(
-            table::live(threads, live, elapsed.as_secs_f64(), self.total.map(|t| t.as_secs_f64()), self.unit)
-                .as_bytes(),
-        );
+        let _ = std::io::stderr().write_all(self.table(threads, live, elapsed).as_bytes());
     }
 
     fn finished(&mut self, _: &[ThreadStatus], _: &[LiveSnapshot]) {

@@ -195,13 +195,7 @@ pub fn live_rows(threads: &[ThreadStatus], live: &[LiveSnapshot]) -> Vec<TopRow>
                 count: l.cycles,
                 irq: Cells::of_stage(stages.and_then(|s| s.irq)),
                 thread: Cells::of_stage(stages.and_then(|s| s.thread)),
-                user: Cells::of_stage((l.cycles > 0).then_some(StageFigures {
-                    cycles: l.cycles,
-                    cur: l.cur,
-                    min: l.min,
-                    mean: l.mean,
-                    max: l.max,
-                })),
+                user: Cells::of_stage(StageFigures::from_snapshot(l)),
             }
         })
         .collect()

@@ -565,12 +565,12 @@ fn working<W: Waiter>(
 /// The watch probe on the measuring threads `statuses` (`--stages`), started before they are
 /// released so their first periods are traced; its own cells are its own (the run's samples are
 /// the threads' own measurement), and their stage cells are returned for the live view.
-type StageCells = Vec<Option<Arc<crate::measure::work::WorkLive>>>;
+type StageLives = Vec<Option<Arc<crate::measure::work::WorkLive>>>;
 fn watch_stages(
     plan: &Plan,
     statuses: &[ThreadStatus],
     stop: &Arc<AtomicBool>,
-) -> Result<(Box<dyn Probe>, StageCells), String> {
+) -> Result<(Box<dyn Probe>, StageLives), String> {
     use crate::measure::histogram::Layout;
     let tids: Vec<i32> = statuses.iter().map(|s| s.tid).collect();
     let watch = super::watch::Plan {

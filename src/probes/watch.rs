@@ -602,16 +602,10 @@ impl Reader {
     }
 }
 
-/// Writes `events` to `path` as `--events` lines, atomically.
+/// Writes `events` to `path` as `--events` lines, atomically (the path was checked before
+/// measuring).
 fn write_events(path: &std::path::Path, events: &[Event]) -> std::io::Result<()> {
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, crate::rt::fs::temp_beside(path)?);
-    for e in events {
-        writeln!(w, "{e}")?;
-    }
-    let t = w.into_inner().map_err(|e| e.into_error())?;
-    t.as_file().sync_all()?;
-    t.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::rt::fs::write_atomically(path, |w| events.iter().try_for_each(|e| writeln!(w, "{e}")))
 }
 
 /// The reader's state: the tracker and the slots.

@@ -347,14 +347,7 @@ fn explain_blocks(r: &RunResult, index: usize) -> Result<Vec<Block>, String> {
             rows: e
                 .parts
                 .iter()
-                .map(|p| {
-                    let who = if p.name.is_empty() {
-                        p.cause.label().to_string()
-                    } else {
-                        format!("{} {}", p.cause.label(), p.name)
-                    };
-                    vec![who, format!("{:.1}", p.ns as f64 / 1e3), format!("{:.1} %", p.share)]
-                })
+                .map(|p| vec![p.who(), format!("{:.1}", p.ns as f64 / 1e3), format!("{:.1} %", p.share)])
                 .collect(),
             numeric: vec![false, true, true],
         });
@@ -550,8 +543,7 @@ fn headline(r: &RunResult) -> Block {
 fn top_cause(r: &RunResult) -> Option<String> {
     let e = r.explanations.iter().max_by_key(|e| e.latency_ns)?;
     let p = e.parts.iter().max_by(|a, b| a.share.total_cmp(&b.share))?;
-    let name = if p.name.is_empty() { String::new() } else { format!(" {}", p.name) };
-    Some(format!("{}{name}, {:.1} % of {}", p.cause.label(), p.share, crate::units::us(e.latency_ns as f64)))
+    Some(format!("{}, {:.1} % of {}", p.who(), p.share, crate::units::us(e.latency_ns as f64)))
 }
 
 /// The noise source that took the most time over every CPU, and that time (ns).

@@ -1,6 +1,8 @@
-//! What kind of filesystem a path lives on: the kernel's pseudo-filesystems hold files that
-//! look regular but block on read or never end (`trace_pipe`, `/proc/kmsg`).
+//! Files on disk: what kind of filesystem a path lives on (the kernel's pseudo-filesystems hold
+//! files that look regular but block on read or never end: `trace_pipe`, `/proc/kmsg`), and
+//! writing a file atomically beside its target.
 
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -49,6 +51,21 @@ pub fn temp_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
         .rand_bytes(12)
         .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(parent_of(path))
+}
+
+/// Writes what `produce` writes to a [`temp_beside`] file (buffered), syncs it and renames it
+/// over `path`: a reader sees the old file or the whole new one, and if `produce` fails nothing
+/// replaces `path`.
+pub fn write_atomically(
+    path: &Path,
+    produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, temp_beside(path)?);
+    produce(&mut out)?;
+    let tmp = out.into_inner().map_err(|e| e.into_error())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -454,16 +454,8 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         t.samples_lost = c.lost;
     }
     let finals: Vec<LiveSnapshot> = snapshots(&lives, &works, &stages);
-    // The last interval: every sample is in the live cells now. What the run recorded while it
-    // stopped (after the last whole second's reading) belongs to the interval that reading
-    // opened, never to one of its own.
-    let elapsed = i64::try_from(started.elapsed().as_nanos()).unwrap_or(i64::MAX);
-    let last = elapsed.min(readings.next().as_nanos() as i64);
-    for (r, l) in series.iter_mut().zip(&lives) {
-        if let (Some(r), Some(c)) = (r.as_mut(), l.checkpoint()) {
-            r.read(&c, last);
-            r.end_at(elapsed);
-        }
+    if keep_series {
+        readings.last(started.elapsed(), &lives, &mut series);
     }
     observer.finished(&statuses, &finals);
     let end_reason = if failure.is_some() {
@@ -522,10 +514,24 @@ impl Readings {
             return;
         }
         self.done = whole;
-        for (r, l) in series.iter_mut().zip(lives) {
-            if let (Some(r), Some(c)) = (r.as_mut(), l.checkpoint()) {
-                r.read(&c, whole * INTERVAL_NS);
-            }
+        read_series(lives, series, whole * INTERVAL_NS);
+    }
+
+    /// The last reading, once every sample is in the live cells (`elapsed` since the start).
+    /// What the run recorded while it stopped, after the last whole second's reading, belongs
+    /// to the interval that reading opened, never to one of its own.
+    fn last(&self, elapsed: Duration, lives: &[Arc<Live>], series: &mut [Option<SeriesRecorder>]) {
+        let elapsed = i64::try_from(elapsed.as_nanos()).unwrap_or(i64::MAX);
+        read_series(lives, series, elapsed.min(self.next().as_nanos() as i64));
+        series.iter_mut().flatten().for_each(|r| r.end_at(elapsed));
+    }
+}
+
+/// Reads every slot's live cells into its series, as of `at_ns` since the start.
+fn read_series(lives: &[Arc<Live>], series: &mut [Option<SeriesRecorder>], at_ns: i64) {
+    for (r, l) in series.iter_mut().zip(lives) {
+        if let (Some(r), Some(c)) = (r.as_mut(), l.checkpoint()) {
+            r.read(&c, at_ns);
         }
     }
 }

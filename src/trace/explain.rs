@@ -99,6 +99,17 @@ pub struct Part {
     pub share: f64,
 }
 
+impl Part {
+    /// Its cause, and its name when it has one (`blocking task blk:4711`).
+    pub fn who(&self) -> String {
+        if self.name.is_empty() {
+            self.cause.label().to_string()
+        } else {
+            format!("{} {}", self.cause.label(), self.name)
+        }
+    }
+}
+
 /// The task that held the CPU between the timer and the switch to the probe.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Blocker {
@@ -258,31 +269,26 @@ impl Explanation {
                 small_n += 1;
                 continue;
             }
-            let mut who = p.cause.label().to_string();
-            if !p.name.is_empty() {
-                who += &format!(" {}", p.name);
-            }
-            if p.cause == Cause::BlockingTask {
-                if let Some(b) = &self.blocking {
-                    who += &format!(" ({})", b.policy);
-                }
-            }
-            rows.push((who, p.ns, p.share));
+            rows.push((self.label(p), p.ns, p.share));
         }
         match small_n {
             0 => {}
             1 => {
                 let p = self.parts.iter().find(|p| p.share < 1.0).expect("counted");
-                let who = if p.name.is_empty() {
-                    p.cause.label().to_string()
-                } else {
-                    format!("{} {}", p.cause.label(), p.name)
-                };
-                rows.push((who, small_ns, small_share));
+                rows.push((p.who(), small_ns, small_share));
             }
             n => rows.push((format!("{n} smaller parts (under 1 % each)"), small_ns, small_share)),
         }
         rows
+    }
+
+    /// A part as the rows and paragraphs name it: its cause and name, and a blocking task's
+    /// policy.
+    fn label(&self, p: &Part) -> String {
+        match (&self.blocking, p.cause) {
+            (Some(b), Cause::BlockingTask) => format!("{} ({})", p.who(), b.policy),
+            _ => p.who(),
+        }
     }
 
     /// The first line of [`Explanation::describe`], without the parts.
@@ -350,58 +356,15 @@ impl Explanation {
     /// and the probe ran, and the notes.
     pub fn describe(&self, first: bool) -> String {
         let e = self;
-        let parts: Vec<String> = e
-            .parts
-            .iter()
-            .map(|p| {
-                let mut who = p.cause.label().to_string();
-                if !p.name.is_empty() {
-                    who += &format!(" {}", p.name);
-                }
-                if p.cause == Cause::BlockingTask {
-                    if let Some(b) = &e.blocking {
-                        who += &format!(" ({})", b.policy);
-                    }
-                }
-                format!("{who} {} {:.1} %", us(p.ns as f64), p.share)
-            })
-            .collect();
-        let mut out = String::new();
-        if let Some(deadline) = e.work {
-            let late = e.latency_ns - deadline;
-            let how = if late > 0 { format!("finished {} late", us(late as f64)) } else { "finished in time".into() };
-            out += &format!(
-                "period {} of thread {} (CPU {}) {how} (response {}, deadline {}): {}\n",
-                e.cycle,
-                e.thread,
-                e.cpu,
-                us(e.latency_ns as f64),
-                us(deadline as f64),
-                parts.join(", ")
-            );
-        } else if e.noise {
-            let label = if first { "max noise" } else { "noise" };
-            out += &format!(
-                "{label} {} on CPU {} (gap {}): {}\n",
-                us(e.latency_ns as f64),
-                e.cpu,
-                e.cycle,
-                parts.join(", ")
-            );
-            if let Some(b) = &e.blocking {
-                out += &format!("  {}:{} ({}) took the CPU from the busy thread\n", b.comm, b.pid, b.policy);
+        let parts: Vec<String> =
+            e.parts.iter().map(|p| format!("{} {} {:.1} %", e.label(p), us(p.ns as f64), p.share)).collect();
+        let mut out = format!("{}: {}\n", e.heading(first), parts.join(", "));
+        match (e.work, e.noise, &e.blocking) {
+            (None, false, _) => out += &format!("  {}\n", e.moments()),
+            (None, true, Some(b)) => {
+                out += &format!("  {}:{} ({}) took the CPU from the busy thread\n", b.comm, b.pid, b.policy)
             }
-        } else {
-            let label = if first { "max" } else { "spike" };
-            out += &format!(
-                "{label} {} on thread {} (CPU {}) cycle {}: {}\n",
-                us(e.latency_ns as f64),
-                e.thread,
-                e.cpu,
-                e.cycle,
-                parts.join(", ")
-            );
-            out += &format!("  {}\n", e.moments());
+            _ => {}
         }
         out += &e.notes();
         out
