@@ -480,6 +480,8 @@ fn explained_runs_are_reported_with_timelines_compared_by_share_and_cyclictest_b
         assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("why it was late (events of tracefs instance rtlab-"), "{text}");
+        let head = text.lines().find(|l| l.starts_with("why it was late")).unwrap_or_default();
+        assert!(!head.contains(" above "), "no threshold was given, so no count above one: {head}");
         assert!(text.lines().any(|l| l.starts_with("max ") && l.contains(" on thread 0 (CPU ")), "{text}");
     }
     let v = common::read_json(&a);
@@ -494,6 +496,7 @@ fn explained_runs_are_reported_with_timelines_compared_by_share_and_cyclictest_b
         "a timeline per explained spike"
     );
     assert!(page.contains("where the latency went"));
+    assert!(!page.contains("above the threshold"), "no threshold was given: none is counted");
     let out = common::rtlab().arg("compare").args([&a, &b]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.lines().any(|l| l.contains("explained.")), "attribution shares are compared: {text}");

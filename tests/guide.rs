@@ -216,3 +216,30 @@ fn the_matcher_takes_wildcards_and_elisions_and_nothing_else() {
         vec![vec!["rtlab", "run", "-D", "5s", "--json", "r.json"], vec!["rtlab", "report", "r.json"]]
     );
 }
+
+#[test]
+fn the_readme_is_a_front_door_that_links_every_guide_page_and_each_page_opens_with_its_question() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.lines().count() <= 300,
+        "README.md has {} lines: move detail to docs/guide/",
+        readme.lines().count()
+    );
+    // Its first block holds the two set-up commands: build and run the main job, the whole suite.
+    let first = blocks(&readme).into_iter().next().expect("a first fenced block").lines.join("\n");
+    assert!(first.contains("cargo build --release --locked && sudo ./target/release/rtlab run"), "{first}");
+    assert!(first.contains("&& cargo test"), "{first}");
+    for page in pages().iter().skip(1) {
+        let name = page.file_name().unwrap().to_string_lossy();
+        if name != "README.md" {
+            assert!(readme.contains(&format!("(docs/guide/{name})")), "README.md links docs/guide/{name}");
+        }
+        let text = std::fs::read_to_string(page).unwrap();
+        let question = text.lines().filter(|l| !l.trim().is_empty()).nth(1).unwrap_or_default();
+        assert!(
+            question.starts_with('*') && question.contains("?*"),
+            "{name} opens with the question it answers, in italics: {question}"
+        );
+    }
+}
