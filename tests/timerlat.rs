@@ -308,3 +308,32 @@ fn deepest_idle_state_disables_the_deeper_states_while_measuring_and_restores_th
     assert!(during.iter().all(|d| d == "1"), "every state deeper than 0 disabled while measuring: {during:?}");
     assert_eq!(after, before, "restored after");
 }
+
+#[test]
+fn hists_layout_options_leave_out_what_each_names_as_rtlas_do() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let cpu = last_cpu().to_string();
+    let hist = |extra: &[&str]| {
+        let mut args = vec!["hist", "-d", "1", "-c", cpu.as_str(), "-E", "5"];
+        args.extend_from_slice(extra);
+        String::from_utf8(timerlat(&args, None).stdout).unwrap()
+    };
+    let full = hist(&[]);
+    let c = format!("{:03}", last_cpu());
+    assert!(full.contains(&format!("Index   IRQ-{c}  Thr-{c}  Usr-{c}\n")), "{full}");
+    assert!(full.contains("\nover:") && full.contains("\nALL:"), "{full}");
+    // --no-irq drops the IRQ column, --no-index the Index column, --with-zeros keeps the empty
+    // rows (one per bucket: -E 5), --no-summary every summary row and the ALL block.
+    let text = hist(&["--no-irq", "--no-index", "--with-zeros", "--no-summary"]);
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines.iter().position(|l| l.trim_start().starts_with("Thr-")).expect(&text);
+    assert_eq!(lines[head].split_whitespace().collect::<Vec<_>>(), [format!("Thr-{c}"), format!("Usr-{c}")]);
+    let rows = &lines[head + 1..];
+    assert_eq!(rows.len(), 5, "one row per bucket, the empty ones too, and nothing after them: {text}");
+    assert!(rows.iter().all(|r| r.split_whitespace().count() == 2), "no index, two columns: {text}");
+    // --no-header drops the `#` lines and the column names, --no-thread the Thr column.
+    let text = hist(&["--no-header", "--no-thread"]);
+    assert!(!text.contains('#') && !text.contains("Index") && !text.contains("Thr"), "{text}");
+    let all = text.lines().find(|l| l.starts_with("ALL:")).expect(&text);
+    assert_eq!(all.split_whitespace().collect::<Vec<_>>(), ["ALL:", "IRQ", "Usr"]);
+}

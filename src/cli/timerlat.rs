@@ -344,4 +344,34 @@ mod tests {
         assert_eq!(priority("d:100us:1ms").unwrap()[1], "deadline");
         assert!(priority("q:1").is_err());
     }
+
+    fn options(args: &[&str]) -> crate::commands::timerlat::TimerlatOptions {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(["rtlab", "timerlat"].iter().chain(args)).unwrap();
+        let crate::cli::Command::Timerlat(a) = cli.command else { panic!("not timerlat") };
+        TimerlatOptions::from_cli(*a).unwrap()
+    }
+
+    #[test]
+    fn rtlas_run_options_become_the_runs_cpus_period_housekeeping_pm_qos_and_thresholds() {
+        let online = crate::rt::affinity::online_cpus();
+        let cpu = online.cpus().last().expect("a CPU").to_string();
+        let o =
+            options(&["top", "-c", &cpu, "-p", "500", "-H", "0", "--dma-latency", "0", "-u", "-i", "40", "-T", "50"]);
+        let os = o.plan.os().expect("OS probe threads");
+        assert!(os.stages, "the stages are watched");
+        let want: usize = cpu.parse().unwrap();
+        assert!(os.threads.iter().all(|t| t.cpu == Some(want) && t.interval_ns == 500_000), "{:?}", os.threads);
+        assert_eq!(
+            os.main_affinity,
+            Some(crate::rt::affinity::CpuSet::from_cpus([0])),
+            "-H: where rtlab's own threads run"
+        );
+        assert_eq!(os.dma_latency_us, Some(0));
+        assert_eq!((os.stage_stop.irq_ns, os.stage_stop.thread_ns), (Some(40_000), Some(50_000)));
+        // rtla leaves /dev/cpu_dma_latency alone unless asked, and so does rtlab timerlat.
+        let plain = options(&["hist", "-c", &cpu]);
+        assert_eq!(plain.plan.os().unwrap().dma_latency_us, None);
+        assert_eq!(plain.plan.os().unwrap().threads[0].interval_ns, 1_000_000, "rtla's default period: 1 ms");
+    }
 }
