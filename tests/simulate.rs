@@ -62,6 +62,8 @@ fn statistics_of_known_samples_come_out_exactly() {
     assert_eq!(r["verdict"]["status"], "not_checked");
     let kinds: Vec<&str> = r["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, vec!["missed_periods"]);
+    let message = r["warnings"][0]["message"].as_str().unwrap();
+    assert!(message.contains("run with --explain to see what delayed them"), "the fix says where to look: {message}");
 }
 
 #[test]
