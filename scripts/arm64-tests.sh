@@ -30,7 +30,6 @@ export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 skipped=(
     "without_erl_the_error_says_how_to_get_one — it empties PATH, where cargo's runner (qemu-aarch64-static) is found"
     "threads_named_later_are_found_by_their_name — the program it watches is built for this x86_64 host; its syscall numbers are not the aarch64 ones an aarch64 build decodes (on a board both are aarch64)"
-    "continue_keeps_measuring_after_each_hit_runs_the_actions_and_traces_the_events — the emulated trace reader falls seconds behind a 4 s run, so the hits reach the once-a-second actions only at its end"
     "the_measuring_thread_takes_no_page_fault_while_it_measures — /proc counts the faults of qemu's thread, which translates code and maps its own memory as it runs, not those of the emulated program"
     "long_runs_checkpoint_so_a_crash_keeps_the_results_so_far — the emulated histogram copy is slower than the probe's period: the checkpoint takes the documented racing path (the histogram of an instant before), which the test rules out for a native probe"
 )

@@ -247,8 +247,12 @@ fn continue_keeps_measuring_after_each_hit_runs_the_actions_and_traces_the_event
     let w = &r["threads"][0]["watch"];
     assert!(w["stage_hits"].as_u64().unwrap() > 100, "{w}");
     assert!(w.get("stop").is_none(), "{w}");
+    // The actions run at each live tick (once a second) that saw new hits, and at the end for
+    // hits newer than the last run: at least once, at most once a second of the 4 s and once
+    // more at the end. How many ticks see hits depends on how far the trace reader is behind,
+    // which a busy machine (or an emulated one) decides.
     let ran = std::fs::read_to_string(&hits).unwrap().lines().count();
-    assert!(ran >= 2, "the shell action ran at the hits seen while measuring and at the end: {ran}");
+    assert!((1..=6).contains(&ran), "the shell action ran at most once a second and at the end: {ran}");
     // The trace is the events the tracker read, one per line, in time order, the probe's among them.
     let tid = r["threads"][0]["watch"]["tid"].as_i64().unwrap();
     let lines: Vec<String> = std::fs::read_to_string(&trace).unwrap().lines().map(String::from).collect();
