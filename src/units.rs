@@ -145,6 +145,29 @@ pub fn count_was(n: u64, noun: &str) -> String {
     format!("{} {}", count(n, noun), if n == 1 { "was" } else { "were" })
 }
 
+/// Nanoseconds in a microsecond.
+pub const NS_PER_US: i64 = 1_000;
+/// Nanoseconds in a millisecond.
+pub const NS_PER_MS: i64 = 1_000_000;
+/// Nanoseconds in a second.
+pub const NS_PER_S: i64 = 1_000_000_000;
+
+/// THE conversion of a whole number of some unit into nanoseconds (`ns_per_unit`: one of the
+/// `NS_PER_*` constants, or a multiple of one): checked, so that a value past what 64 bits hold
+/// (about 292 years) is a sentence naming `what`, never a wrapped number. Negative values keep
+/// their sign (a log's negative slack).
+pub fn to_ns(value: i64, ns_per_unit: i64, what: &str) -> Result<i64, String> {
+    value.checked_mul(ns_per_unit).ok_or_else(|| {
+        format!("{what} {value} is out of range: at most {} of its unit fit in nanoseconds", i64::MAX / ns_per_unit)
+    })
+}
+
+/// [`to_ns`] of an unsigned count (`-T 9223372036854776` µs): out of range when it does not fit.
+pub fn to_ns_u(value: u64, ns_per_unit: i64, what: &str) -> Result<i64, String> {
+    let v = i64::try_from(value).map_err(|_| format!("{what} {value} is out of range"))?;
+    to_ns(v, ns_per_unit, what)
+}
+
 /// A time unit a value may carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefaultUnit {
@@ -227,6 +250,17 @@ mod tests {
         assert_eq!(us_short(150_000.0), "150");
         assert_eq!(us_short(12_345.0), "12.3");
         assert_eq!(us_short(1_234.0), "1.23");
+    }
+
+    #[test]
+    fn unit_conversion_is_checked_and_never_wraps() {
+        assert_eq!(to_ns(250, NS_PER_US, "-T"), Ok(250_000));
+        assert_eq!(to_ns(-3, NS_PER_MS, "slack"), Ok(-3_000_000));
+        let e = to_ns_u(9_223_372_036_854_776, NS_PER_US, "-T").unwrap_err();
+        assert!(e.contains("-T 9223372036854776") && e.contains("out of range"), "{e}");
+        assert!(to_ns(i64::MAX / 1000 + 1, NS_PER_US, "x").is_err());
+        assert!(to_ns_u(u64::MAX, 1, "x").is_err());
+        assert!(time_ns("213503982334602d", DefaultUnit::Seconds).is_err());
     }
 
     #[test]

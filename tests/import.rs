@@ -237,3 +237,21 @@ fn malformed_input_is_refused_naming_the_file_and_line() {
     malformed("nothread.json", b"{\"file_version\": 1}", "no \"thread\" object");
     malformed("badcount.json", json.replacen("\"cycles\": 1000", "\"cycles\": \"many\"", 1).as_bytes(), "\"cycles\"");
 }
+
+#[test]
+fn real_rt_app_logs_import_and_the_fuzzers_crashing_inputs_are_refused_without_a_panic() {
+    let ctl = import(&fixture("../rt-app/logs/rt-app-ctl-0.log"), &[]);
+    assert_eq!(ctl["threads"][0]["cycles"], 58, "one sample per logged period");
+    assert_eq!(ctl["threads"][0]["name"], "ctl");
+    import(&fixture("../rt-app/logs/rt-app-logger-1.log"), &[]);
+    let corpus: Vec<PathBuf> =
+        std::fs::read_dir(fixture("../rt-app/fuzz")).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(corpus.len() >= 7, "the corpus is in the tests");
+    let dir = tempfile::tempdir().unwrap();
+    for path in corpus {
+        let out = rtlab().arg("import").arg(&path).arg("-o").arg(dir.path().join("x.json")).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {stderr}", path.display());
+        assert!(!stderr.contains("panicked") && stderr.trim().lines().count() == 1, "{}: {stderr}", path.display());
+    }
+}

@@ -218,7 +218,7 @@ pub struct CyclictestArgs {
     pub rtlab_json: Option<PathBuf>,
 
     /// Simulated probe: seed:N or file:PATH (testing only)
-    #[arg(long, value_name = "SPEC", hide = true, value_parser = crate::measure::simulate::Simulation::parse)]
+    #[arg(long, value_name = "SPEC", hide = true, value_parser = super::parse::simulation)]
     pub simulate: Option<crate::measure::simulate::Simulation>,
 }
 

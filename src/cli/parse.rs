@@ -43,6 +43,17 @@ pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_nanos(ns as u64))
 }
 
+/// `--simulate`: `seed:N`, or `file:PATH` read through the one input loader (bounded, special
+/// files refused, nothing of its content echoed).
+pub fn simulation(spec: &str) -> Result<crate::measure::simulate::Simulation, String> {
+    use crate::measure::simulate::Simulation;
+    let Some(path) = spec.strip_prefix("file:") else { return Simulation::parse(spec) };
+    let shown = crate::units::printable(path);
+    let text = crate::import::read_text_input(std::path::Path::new(path))
+        .map_err(|(_, e)| format!("--simulate file:{shown}: {e}"))?;
+    Simulation::from_text(&shown, &text)
+}
+
 /// A count that must be at least 1.
 pub fn positive_count(text: &str) -> Result<u64, String> {
     let t = text.trim();

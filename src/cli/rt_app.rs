@@ -40,9 +40,19 @@ impl Ordered {
         serde_json::from_str(raw.get())
     }
 
-    /// Each key with its value parsed, and its text.
-    fn entries(self) -> Vec<(String, Value, Box<RawValue>)> {
-        self.0.into_iter().map(|(k, raw)| (k, serde_json::from_str(raw.get()).unwrap_or(Value::Null), raw)).collect()
+    /// Each key with its value parsed, and its text; a value serde cannot hold (`1e400`) is an
+    /// error naming its key.
+    fn entries(self) -> Result<Vec<(String, Value, Box<RawValue>)>, String> {
+        self.0
+            .into_iter()
+            .map(|(k, raw)| match serde_json::from_str(raw.get()) {
+                Ok(v) => Ok((k, v, raw)),
+                Err(e) => Err(format!(
+                    "'{k}': {} is not a value rtlab can hold ({e})",
+                    crate::units::printable(&crate::units::clip(raw.get(), 40))
+                )),
+            })
+            .collect()
     }
 }
 
@@ -76,6 +86,9 @@ fn event_kind(key: &str) -> &str {
     key
 }
 
+/// The most threads a task set holds (instances counted).
+const MAX_TASKS: u64 = 4096;
+
 /// Reads an rt-app file: `online` are the CPUs a `cpus` array may name.
 pub fn read(path: &Path, online: &CpuSet) -> Result<RtAppSet, String> {
     let shown = path.display().to_string();
@@ -98,12 +111,13 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
     };
     let mut default_policy = Policy::Other;
     let mut tasks = None;
-    for (k, v, raw) in top.entries() {
+    for (k, raw) in top.0 {
         match k.as_str() {
-            "tasks" => tasks = Some((v, raw)),
+            "tasks" => tasks = Some(raw),
             "global" => {
-                let Value::Object(g) = v else { return Err(err("global is not an object".into())) };
-                for (gk, gv) in g {
+                let g = Ordered::of(&raw).map_err(|_| err("global is not an object".into()))?;
+                let g = g.entries().map_err(|e| err(format!("global.{}", e.trim_start_matches('\''))))?;
+                for (gk, gv, _) in g {
                     match gk.as_str() {
                         "duration" => {
                             let d = gv.as_i64().ok_or_else(|| err("global.duration is not a whole number of seconds".into()))?;
@@ -137,8 +151,8 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
             _ => return Err(err(format!("unknown top-level key '{k}'; an rt-app file has tasks and global"))),
         }
     }
-    let Some((Value::Object(_), raw)) = tasks else { return Err(err("no 'tasks' object".into())) };
-    let tasks = Ordered::of(&raw).map_err(|e| err(e.to_string()))?;
+    let Some(raw) = tasks else { return Err(err("no 'tasks' object".into())) };
+    let tasks = Ordered::of(&raw).map_err(|e| err(format!("'tasks' is not an object ({e})")))?;
     let mut all_bounded = true;
     let mut loops = Vec::new();
     for (name, body) in tasks.0 {
@@ -151,17 +165,18 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
         let mut events: Vec<(String, Value)> = Vec::new();
         let mut thread_loop = -1i64;
         let mut phases = None;
-        for (k, v, raw) in body.entries() {
+        for (k, v, raw) in body.entries().map_err(task)? {
             let int = |what: &str| v.as_i64().ok_or_else(|| task(format!("{what} is not a whole number")));
+            let us_ns = |what: &str| crate::units::to_ns(int(what)?, crate::units::NS_PER_US, what).map_err(task);
             match k.as_str() {
                 "instance" => instance = int("instance")?.max(0) as u64,
                 "policy" => sched.policy = policy_name(v.as_str().unwrap_or("")).map_err(task)?,
                 "priority" => priority = Some(int("priority")?),
-                "dl-runtime" => dl_runtime = Some(int("dl-runtime")? * 1000),
-                "dl-period" => dl_period = Some(int("dl-period")? * 1000),
-                "dl-deadline" => dl_deadline = Some(int("dl-deadline")? * 1000),
+                "dl-runtime" => dl_runtime = Some(us_ns("dl-runtime")?),
+                "dl-period" => dl_period = Some(us_ns("dl-period")?),
+                "dl-deadline" => dl_deadline = Some(us_ns("dl-deadline")?),
                 "nice" => nice = Some(int("nice")?),
-                "delay" => delay = int("delay")? * 1000,
+                "delay" => delay = us_ns("delay")?,
                 "cpus" => cpu = cpus(&v, online).map_err(task)?,
                 "loop" => thread_loop = int("loop")?,
                 "phases" => phases = Some(raw),
@@ -180,7 +195,7 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
             let Some((pname, pbody)) = p.0.into_iter().next() else { return Err(task("phases is empty".into())) };
             let pbody = Ordered::of(&pbody).map_err(|_| task(format!("phase {pname} is not an object")))?;
             let mut phase_loop = -1;
-            for (k, v, _) in pbody.entries() {
+            for (k, v, _) in pbody.entries().map_err(&task)? {
                 match k.as_str() {
                     "loop" => phase_loop = v.as_i64().ok_or_else(|| task("loop is not a whole number".into()))?,
                     "cpus" => cpu = cpus(&v, online).map_err(&task)?,
@@ -235,13 +250,26 @@ fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String>
                     "SCHED_DEADLINE needs runtime <= deadline <= period, got {runtime} ns, {d} ns, {p} ns"
                 )));
             }
+            // A runtime shorter than the work is throttled in every period: the task never ends a job.
+            if let Some((_, w)) = work.filter(|(_, w)| *w > runtime) {
+                return Err(task(format!(
+                    "dl-runtime {} µs is shorter than the work of {} µs: SCHED_DEADLINE would throttle every job; \
+                     give dl-runtime at least the work",
+                    runtime / 1000,
+                    w / 1000
+                )));
+            }
             (sched.runtime_ns, sched.deadline_ns, sched.period_ns) = (runtime as u64, d as u64, p as u64);
         }
         if delay < 0 {
             return Err(task("delay is negative".into()));
         }
-        if instance == 0 || instance > 4096 {
-            return Err(task(format!("instance {instance}: give 1 to 4096")));
+        // The limit holds for the whole set, before anything is multiplied.
+        let room = MAX_TASKS - set.tasks.len() as u64;
+        if instance == 0 || instance > room {
+            return Err(task(format!(
+                "instance {instance}: give 1 to {room} (a task set holds at most {MAX_TASKS} threads in all)"
+            )));
         }
         all_bounded &= periods > 0;
         loops.push(periods);
@@ -291,10 +319,12 @@ fn periodic(events: &[(String, Value)]) -> Result<Periodic, String> {
                     ));
                 }
                 let kind = if kind == "run" { WorkKind::Fixed } else { WorkKind::Time };
-                let ns = us()? * 1000;
+                let ns = crate::units::to_ns(us()?, crate::units::NS_PER_US, k)?;
                 work = match work {
                     None => Some((kind, ns)),
-                    Some((k0, n0)) if k0 == kind => Some((k0, n0 + ns)),
+                    Some((k0, n0)) if k0 == kind => {
+                        Some((k0, n0.checked_add(ns).ok_or_else(|| format!("{k}: the work adds up past 64 bits"))?))
+                    }
                     Some(_) => return Err("mixes run and runtime: use one kind of work per task".to_string()),
                 };
             }
@@ -313,13 +343,14 @@ fn periodic(events: &[(String, Value)]) -> Result<Periodic, String> {
                     return Err(format!("{k}.mode '{m}': use absolute or relative"));
                 }
                 let p = t.get("period").and_then(Value::as_i64).filter(|p| *p > 0);
-                period = Some(p.ok_or_else(|| format!("{k}.period is not a positive number of µs"))? * 1000);
+                let p = p.ok_or_else(|| format!("{k}.period is not a positive number of µs"))?;
+                period = Some(crate::units::to_ns(p, crate::units::NS_PER_US, &format!("{k}.period"))?);
             }
             "sleep" => {
                 if period.is_some() {
                     return Err(format!("{k}: a second timer/sleep; rtlab runs one periodic wait per task"));
                 }
-                period = Some(us()? * 1000);
+                period = Some(crate::units::to_ns(us()?, crate::units::NS_PER_US, k)?);
                 relative = true;
             }
             _ => {

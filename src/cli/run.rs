@@ -315,7 +315,7 @@ pub struct RunArgs {
     pub rt_app: Option<PathBuf>,
 
     /// Simulated probe: seed:N or file:PATH (testing only)
-    #[arg(long, value_name = "SPEC", hide = true, value_parser = Simulation::parse)]
+    #[arg(long, value_name = "SPEC", hide = true, value_parser = parse::simulation)]
     pub simulate: Option<Simulation>,
 }
 
@@ -506,6 +506,14 @@ impl RunArgs {
                 }
                 if runtime < 1024 {
                     return Err(usage(format!("SCHED_DEADLINE runtime {runtime} ns is below the kernel's minimum of 1024 ns; raise --dl-runtime")));
+                }
+                if let Some(work) = self.work.filter(|w| *w as u64 > runtime) {
+                    return Err(usage(format!(
+                        "--dl-runtime {} is shorter than --work {}: SCHED_DEADLINE would throttle every job; give \
+                         --dl-runtime at least the work",
+                        crate::units::duration(runtime as i64),
+                        crate::units::duration(work)
+                    )));
                 }
                 deadline_cfg.get_or_insert(DeadlineParams {
                     runtime_ns: runtime,

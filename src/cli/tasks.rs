@@ -129,6 +129,14 @@ impl TaskSpec {
                     "task {name}: SCHED_DEADLINE needs 1024 ns <= runtime <= deadline <= period, got {runtime} ns, {dl_deadline} ns, {dl_period} ns"
                 ));
             }
+            if let Some(w) = work.filter(|w| *w > runtime) {
+                return Err(format!(
+                    "task {name}: dl-runtime {} is shorter than work {}: SCHED_DEADLINE would throttle every job; give \
+                     dl-runtime at least the work",
+                    crate::units::duration(runtime),
+                    crate::units::duration(w)
+                ));
+            }
             sched.runtime_ns = runtime as u64;
             sched.deadline_ns = dl_deadline as u64;
             sched.period_ns = dl_period as u64;

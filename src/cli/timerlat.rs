@@ -143,7 +143,15 @@ fn duration(text: &str) -> Result<u64, UsageError> {
         _ => (t, 1),
     };
     match num.parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n * mult),
+        Ok(n) if n > 0 => n
+            .checked_mul(mult)
+            .filter(|s| crate::units::to_ns_u(*s, crate::units::NS_PER_S, "").is_ok())
+            .ok_or_else(|| {
+                usage(format!(
+                    "-d '{text}' is out of range: at most {} days (e.g. -d 10m)",
+                    i64::MAX / crate::units::NS_PER_S / 86_400
+                ))
+            }),
         _ => Err(usage(format!("-d '{text}': give a whole number of seconds, or N with s, m, h or d (e.g. -d 10m)"))),
     }
 }
@@ -178,8 +186,12 @@ impl TimerlatOptions {
     /// Validates rtla's options and maps them onto an `rtlab run --stages` plan.
     pub fn from_cli(a: TimerlatArgs) -> Result<TimerlatOptions, UsageError> {
         a.refuse()?;
-        if a.bucket_size == 0 || a.entries == 0 || a.entries > 1_000_000 {
-            return Err(usage("-b and -E: a bucket size of at least 1 µs and 1 to 1000000 entries (e.g. -b 1 -E 256)"));
+        // rtla's bounds: 1 ≤ -b < 1000000.
+        if a.bucket_size == 0 || a.bucket_size >= 1_000_000 {
+            return Err(usage(format!("-b {}: bucket size needs to be > 0 and < 1000000 (e.g. -b 1)", a.bucket_size)));
+        }
+        if a.entries == 0 || a.entries > 1_000_000 {
+            return Err(usage(format!("-E {}: give 1 to 1000000 entries (e.g. -E 256)", a.entries)));
         }
         let mut argv: Vec<String> = vec!["rtlab".into(), "run".into(), "--stages".into(), "-q".into()];
         argv.extend(["-i".into(), format!("{}us", a.period)]);
@@ -206,8 +218,14 @@ impl TimerlatOptions {
         }
         // A stop is analysed from its explanation: every wakeup above the lowest threshold is
         // explained (an IRQ or thread latency above it makes the wakeup above it too).
-        let preset = a.auto.or(a.aa_only);
-        let (irq, thread) = (a.irq.or(preset), a.thread.or(preset));
+        // As in rtla, a threshold of 0 is no threshold.
+        let given = |v: Option<u64>| v.filter(|us| *us > 0);
+        let preset = given(a.auto).or(given(a.aa_only));
+        let (irq, thread) = (given(a.irq).or(preset), given(a.thread).or(preset));
+        let ns = |v: Option<u64>, flag: &str| {
+            v.map(|us| crate::units::to_ns_u(us, crate::units::NS_PER_US, flag)).transpose().map_err(usage)
+        };
+        let (irq_ns, thread_ns) = (ns(irq, "-i")?, ns(thread, "-T")?);
         if let (Some(t), false) = ([irq, thread].into_iter().flatten().min(), a.no_aa) {
             argv.push(format!("--explain={t}us"));
         }
@@ -270,8 +288,8 @@ impl TimerlatOptions {
         let mut run = crate::commands::run::RunOptions::from_cli(run)?;
         if let crate::probes::ProbeSpec::Os(os) = &mut run.plan.probe {
             os.stage_stop = crate::probes::watch::StageLimits {
-                irq_ns: irq.map(|u| u as i64 * 1000),
-                thread_ns: thread.map(|u| u as i64 * 1000),
+                irq_ns,
+                thread_ns,
                 continues: on_threshold.contains(&Action::Continue),
             };
             os.stage_trace = trace;

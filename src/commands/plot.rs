@@ -33,6 +33,14 @@ pub struct PlotOptions {
 /// `rtlab plot`.
 pub fn execute(opts: &PlotOptions) -> Result<i32, Error> {
     let inputs = input::load_all(&opts.inputs, opts.unit).map_err(|e| Error::Usage(e.to_string()))?;
+    if opts.of == crate::plot::inputs::Of::Stages && !crate::plot::inputs::has_stages(&inputs) {
+        let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+        return Err(Error::Usage(format!(
+            "--of stages: {} holds no IRQ or thread latencies; record them with rtlab run --stages, rtlab timerlat or \
+             rtlab watch",
+            names.join(", ")
+        )));
+    }
     let kind = opts.kind.unwrap_or(match inputs.as_slice() {
         [one] if matches!(one.content, Content::Sweep(..)) => Kind::Sweep,
         _ => Kind::Histogram,

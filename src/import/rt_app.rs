@@ -37,89 +37,152 @@ fn task_name(path: &Path) -> Option<String> {
     (!name.is_empty()).then(|| crate::units::printable(name).chars().take(64).collect())
 }
 
-/// Parses an rt-app log.
+/// What a log's lines before its first period say: the policy, the columns and that period.
+struct Head {
+    sched: Option<SchedParams>,
+    columns: Vec<String>,
+    /// The first period's values and line number.
+    first: (usize, Vec<i64>),
+}
+
+/// The columns rtlab reads, by their index in a line.
+struct Columns {
+    run: usize,
+    start: usize,
+    slack: usize,
+    c_duration: usize,
+    c_period: usize,
+    wu_lat: usize,
+}
+
+/// One data line's values: whole numbers, as many as the header has columns.
+fn values(line: &str, columns: usize) -> Result<Vec<i64>, String> {
+    let v: Vec<i64> = line.split_whitespace().map(|v| v.parse::<i64>()).collect::<Result<_, _>>().map_err(|_| {
+        format!("'{}' is not a line of whole numbers", crate::units::printable(&crate::units::clip(line, 80)))
+    })?;
+    if v.len() != columns {
+        return Err(format!("{} values for {} columns", v.len(), columns));
+    }
+    Ok(v)
+}
+
+/// The policy line (`SCHED_FIFO priority : 80`, after `# Policy :`).
+fn policy_line(p: &str) -> Result<SchedParams, String> {
+    let mut words = p.split_whitespace();
+    let name = words.next().unwrap_or("");
+    let policy: Policy = name.strip_prefix("SCHED_").unwrap_or(name).parse()?;
+    let prio = p.rsplit(':').next().and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(0);
+    Ok(SchedParams::simple(policy, if policy.is_realtime_priority() { prio.min(99) } else { 0 }))
+}
+
+impl Head {
+    /// Reads the lines up to the first period (one pass that stops there).
+    fn read(text: &str) -> Result<Head, (Option<usize>, String)> {
+        let (mut sched, mut columns) = (None, None);
+        for (no, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(p) = line.strip_prefix("# Policy :") {
+                sched = Some(policy_line(p).map_err(|e| (Some(no), e))?);
+            } else if let Some(h) = line.strip_prefix('#') {
+                columns = Some(h.split_whitespace().map(String::from).collect::<Vec<_>>());
+            } else {
+                let Some(columns) = columns else {
+                    return Err((Some(no), "a data line before the column header (#idx perf run …)".into()));
+                };
+                let first = values(line, columns.len()).map_err(|e| (Some(no), e))?;
+                return Ok(Head { sched, columns, first: (no, first) });
+            }
+        }
+        Err((
+            None,
+            if columns.is_some() { "the log holds no period" } else { "no column header (#idx perf run period …)" }
+                .into(),
+        ))
+    }
+
+    fn columns(&self) -> Result<Columns, String> {
+        let col = |name: &str| {
+            self.columns.iter().position(|c| c == name).ok_or_else(|| format!("the log has no '{name}' column"))
+        };
+        Ok(Columns {
+            run: col("run")?,
+            start: col("start")?,
+            slack: col("slack")?,
+            c_duration: col("c_duration")?,
+            c_period: col("c_period")?,
+            wu_lat: col("wu_lat")?,
+        })
+    }
+}
+
+/// Parses an rt-app log, line by line: it holds the log's histograms, never its lines.
 pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
     let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
-    let mut sched = None;
-    let mut columns: Option<Vec<String>> = None;
-    let mut rows: Vec<(usize, Vec<i64>)> = Vec::new();
-    for (no, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(p) = line.strip_prefix("# Policy :") {
-            // "SCHED_FIFO priority : 80"
-            let mut words = p.split_whitespace();
-            let name = words.next().unwrap_or("");
-            let policy: Policy =
-                name.strip_prefix("SCHED_").unwrap_or(name).parse().map_err(|e| err(Some(no + 1), e))?;
-            let prio = p.rsplit(':').next().and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(0);
-            sched = Some(SchedParams::simple(policy, if policy.is_realtime_priority() { prio } else { 0 }));
-            continue;
-        }
-        if let Some(h) = line.strip_prefix('#') {
-            columns = Some(h.split_whitespace().map(String::from).collect());
-            continue;
-        }
-        let Some(cols) = &columns else {
-            return Err(err(Some(no + 1), "a data line before the column header (#idx perf run …)".into()));
-        };
-        let values: Vec<i64> =
-            line.split_whitespace().map(|v| v.parse::<i64>()).collect::<Result<_, _>>().map_err(|_| {
-                err(Some(no + 1), format!("'{}' is not a line of whole numbers", crate::units::clip(line, 80)))
-            })?;
-        if values.len() != cols.len() {
-            return Err(err(Some(no + 1), format!("{} values for {} columns", values.len(), cols.len())));
-        }
-        if rows.len() >= 100_000_000 {
-            return Err(err(Some(no + 1), "more than 100 million periods; split the log".into()));
-        }
-        rows.push((no + 1, values));
-    }
-    let cols = columns.ok_or_else(|| err(None, "no column header (#idx perf run period …)".into()))?;
-    let col = |name: &str| {
-        cols.iter().position(|c| c == name).ok_or_else(|| err(None, format!("the log has no '{name}' column")))
-    };
-    let (run, start, slack, c_duration, c_period, wu_lat) =
-        (col("run")?, col("start")?, col("slack")?, col("c_duration")?, col("c_period")?, col("wu_lat")?);
-    let Some((_, first)) = rows.first() else { return Err(err(None, "the log holds no period".into())) };
-    let (period_us, work_us, t0) = (first[c_period], first[c_duration], first[start]);
+    let head = Head::read(text).map_err(|(line, m)| err(line, m))?;
+    let c = head.columns().map_err(|m| err(None, m))?;
+    let (first_no, first) = &head.first;
+    let (period_us, work_us, t0) = (first[c.c_period], first[c.c_duration], first[c.start]);
     if period_us <= 0 {
-        return Err(err(Some(rows[0].0), format!("c_period {period_us}: not a periodic task")));
+        return Err(err(Some(*first_no), format!("c_period {period_us}: not a periodic task")));
     }
+    let ns = |no: usize, v: Option<i64>, what: &str| {
+        v.ok_or_else(|| format!("{what} is out of range"))
+            .and_then(|v| crate::units::to_ns(v, crate::units::NS_PER_US, what))
+            .map_err(|m| err(Some(no), m))
+    };
     let layout = Layout::DEFAULT;
     let spec = WorkSpec {
         kind: WorkKind::Fixed,
-        amount_ns: work_us * 1000,
-        deadline_ns: period_us * 1000,
+        amount_ns: ns(*first_no, Some(work_us.max(0)), "c_duration")?,
+        deadline_ns: ns(*first_no, Some(period_us), "c_period")?,
         miss_window: DEFAULT_MISS_WINDOW,
     };
     let live = Live::new(layout);
     let work = WorkLive::new(spec, layout, &[]);
     let mut rec = Recorder::new(&live, None);
     let mut wrec = WorkRecorder::new(&work, None, None);
-    for (no, v) in &rows {
-        if v[c_period] != period_us {
+    let mut last = t0;
+    let mut periods = 0u64;
+    for (no, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).skip(first_no - 1) {
+        if line.is_empty() || line.starts_with("# Policy :") {
+            continue;
+        }
+        if let Some(h) = line.strip_prefix('#') {
+            // rt-app writes its header once; a log glued to another must say the same columns.
+            if !h.split_whitespace().eq(head.columns.iter().map(String::as_str)) {
+                return Err(err(Some(no), "a second, different column header: one log per file".into()));
+            }
+            continue;
+        }
+        let v = values(line, head.columns.len()).map_err(|m| err(Some(no), m))?;
+        if v[c.c_period] != period_us {
             return Err(err(
-                Some(*no),
+                Some(no),
                 format!(
                     "c_period changes from {period_us} to {} µs: rtlab imports one periodic phase per log",
-                    v[c_period]
+                    v[c.c_period]
                 ),
             ));
         }
-        let at = (v[start] - t0) * 1000;
-        let latency = v[wu_lat] * 1000;
-        let response = (v[c_period] - v[slack]) * 1000;
+        periods += 1;
+        if periods > 100_000_000 {
+            return Err(err(Some(no), "more than 100 million periods; split the log".into()));
+        }
+        let at = ns(no, v[c.start].checked_sub(t0), "start")?;
+        let latency = ns(no, Some(v[c.wu_lat]), "wu_lat")?;
+        let response = ns(no, v[c.c_period].checked_sub(v[c.slack]), "c_period − slack")?;
         rec.record(latency, at, 0);
-        wrec.record(latency, response, v[run] * 1000, at, 0);
+        wrec.record(latency, response, ns(no, Some(v[c.run]), "run")?, at, 0);
+        last = v[c.start];
     }
+    let sched = head.sched;
     let summary = rec.finish();
     let figures = ProbeFigures {
         thread: 0,
         cpu: None,
-        interval_ns: period_us * 1000,
+        interval_ns: spec.deadline_ns,
         summary,
         drift_ns: None,
         samples_lost: None,
@@ -137,7 +200,6 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
         watch: None,
         series: None,
     };
-    let last = rows.last().map_or(t0, |(_, v)| v[start]);
     let mut r = RunResult::build(ProbeRun::imported(
         vec![figures],
         Source {
@@ -147,7 +209,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
             command_line: None,
             unit: "us".into(),
         },
-        Some((last - t0) as f64 / 1e6),
+        Some((last as f64 - t0 as f64) / 1e6),
     ));
     // The log says neither the CPUs nor whether the work was run or runtime.
     for t in &mut r.threads {
@@ -199,5 +261,67 @@ mod tests {
         let changing = LOG.to_string() + "   0    15000      322      956       167669271       167666227            7441        610        300       2000         21\n";
         assert!(parse(Path::new("l.log"), &changing).unwrap_err().message.contains("c_period changes"));
         assert_eq!(task_name(Path::new("rt-app-my-task-3.log")).as_deref(), Some("my-task"));
+    }
+
+    #[test]
+    fn a_header_after_data_lines_is_refused_not_a_panic() {
+        let glued = LOG.to_string() + "#idx run start\n0 1 2\n";
+        let e = parse(Path::new("l.log"), &glued).unwrap_err();
+        assert_eq!(e.line, Some(6));
+        assert!(e.message.contains("second, different column header"), "{}", e.message);
+        // The same header again (two logs of one task glued) reads on.
+        let twice = LOG.to_string() + &LOG[LOG.find("#idx").unwrap()..];
+        assert_eq!(parse(Path::new("l.log"), &twice).unwrap().threads[0].stats.cycles, 6);
+    }
+
+    #[test]
+    fn values_past_what_nanoseconds_hold_are_refused_never_wrapped() {
+        let huge = LOG.replace("         21\n", " 9223372036854776\n");
+        let e = parse(Path::new("l.log"), &huge).unwrap_err();
+        assert!(e.message.contains("wu_lat 9223372036854776 is out of range"), "{}", e.message);
+        let start = LOG.replace("167666232", "-9223372036854775808");
+        assert!(parse(Path::new("l.log"), &start).unwrap_err().message.contains("start"));
+    }
+
+    /// A log the real rt-app 1.0 wrote here.
+    const REAL: &str = include_str!("../../tests/fixtures/rt-app/logs/rt-app-ctl-0.log");
+
+    fn line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let num = prop_oneof![any::<i64>(), -2000i64..2000, Just(i64::MAX), Just(i64::MIN)];
+        prop_oneof![
+            proptest::collection::vec(num, 0..13).prop_map(|v| v
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")),
+            Just("#idx perf run period start end rel_st slack c_duration c_period wu_lat".to_string()),
+            Just("#idx run start slack".to_string()),
+            Just("# Policy : SCHED_FIFO priority : 4294967295".to_string()),
+            Just("# Policy : SCHED_WARP priority : 1".to_string()),
+            "[ -~]{0,40}",
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Real logs (this file's, and the lines rt-app writes) cut, reordered and mixed with
+        /// extreme values: every input is a result or an error, never a panic.
+        #[test]
+        fn no_rt_app_log_makes_the_importer_panic(
+            real in proptest::prelude::any::<bool>(),
+            keep in 0usize..8,
+            extra in proptest::collection::vec(line(), 0..12),
+            at in 0usize..12,
+        ) {
+            let base = if real { REAL } else { LOG };
+            let mut lines: Vec<String> = base.lines().take(keep).map(String::from).collect();
+            let at = at.min(lines.len());
+            lines.splice(at..at, extra);
+            let text = lines.join("\n");
+            if let Ok(r) = parse(Path::new("f.log"), &text) {
+                proptest::prop_assert!(r.threads.len() == 1);
+            }
+        }
     }
 }

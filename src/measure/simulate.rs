@@ -3,7 +3,6 @@
 //! command, its files and its verdicts deterministic.
 
 use super::probe::Waiter;
-use std::path::Path;
 
 /// Where simulated latencies come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,8 +14,8 @@ pub enum Simulation {
 }
 
 impl Simulation {
-    /// Parses `seed:N` or `file:PATH`. A samples file holds one latency in ns per line, either
-    /// `VALUE` (thread 0) or `THREAD VALUE`; `#` starts a comment.
+    /// Parses `seed:N`; `file:PATH` is read by the one input loader (`cli::parse::simulation`)
+    /// and given to [`Simulation::from_text`].
     pub fn parse(spec: &str) -> Result<Simulation, String> {
         if let Some(n) = spec.strip_prefix("seed:") {
             return n
@@ -24,15 +23,13 @@ impl Simulation {
                 .map(Simulation::Seed)
                 .map_err(|_| format!("invalid simulation seed '{n}': use --simulate seed:42"));
         }
-        if let Some(path) = spec.strip_prefix("file:") {
-            return Simulation::read_samples(Path::new(path));
-        }
-        Err(format!("invalid simulation '{spec}': use seed:N or file:PATH"))
+        Err(format!("invalid simulation '{}': use seed:N or file:PATH", crate::units::printable(spec)))
     }
 
-    fn read_samples(path: &Path) -> Result<Simulation, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read simulation samples '{}': {e}", path.display()))?;
+    /// The samples of a samples file's text (`name` says where it came from): one latency in ns
+    /// per line, either `VALUE` (thread 0) or `THREAD VALUE`; `#` starts a comment. An error
+    /// names the line, never its content (the file may be anything).
+    pub fn from_text(name: &str, text: &str) -> Result<Simulation, String> {
         let mut threads: Vec<Vec<i64>> = Vec::new();
         for (no, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();
@@ -40,8 +37,7 @@ impl Simulation {
                 continue;
             }
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let bad =
-                || format!("{}:{}: expected 'VALUE' or 'THREAD VALUE' in ns, got '{line}'", path.display(), no + 1);
+            let bad = || format!("{name}:{}: expected 'VALUE' or 'THREAD VALUE' in ns", no + 1);
             let (t, v) = match fields.as_slice() {
                 [v] => (0usize, v.parse::<i64>().map_err(|_| bad())?),
                 [t, v] => (t.parse::<usize>().map_err(|_| bad())?, v.parse::<i64>().map_err(|_| bad())?),
@@ -56,7 +52,7 @@ impl Simulation {
             threads[t].push(v);
         }
         if threads.is_empty() {
-            return Err(format!("simulation samples '{}' hold no sample", path.display()));
+            return Err(format!("simulation samples '{name}' hold no sample"));
         }
         Ok(Simulation::Samples(threads))
     }
@@ -219,14 +215,10 @@ mod tests {
 
     #[test]
     fn samples_files_accept_one_or_two_columns_and_reject_garbage() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.txt");
-        std::fs::write(&p, "# comment\n5\n1 7\n\n0 6 # trailing\n").unwrap();
-        let sim = Simulation::parse(&format!("file:{}", p.display())).unwrap();
+        let sim = Simulation::from_text("s.txt", "# comment\n5\n1 7\n\n0 6 # trailing\n").unwrap();
         assert_eq!(sim, Simulation::Samples(vec![vec![5, 6], vec![7]]));
-        std::fs::write(&p, "1 2 3\n").unwrap();
-        let e = Simulation::parse(&format!("file:{}", p.display())).unwrap_err();
-        assert!(e.contains(":1:"), "{e}");
+        let e = Simulation::from_text("s.txt", "root:secret:1 2 3\n").unwrap_err();
+        assert!(e.contains("s.txt:1:") && !e.contains("secret"), "{e}");
         assert!(Simulation::parse("seed:x").is_err());
         assert_eq!(Simulation::parse("seed:7"), Ok(Simulation::Seed(7)));
     }

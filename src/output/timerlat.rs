@@ -69,6 +69,7 @@ impl Action {
             // The command is everything after `command=` (it may hold commas).
             "shell" => rest
                 .strip_prefix("command=")
+                .filter(|c| !c.trim().is_empty())
                 .map(|c| Action::Shell(c.to_string()))
                 .ok_or_else(|| format!("'{text}': give shell,command=CMD")),
             "signal" => {
@@ -80,6 +81,16 @@ impl Action {
                     Some(p) => Some(p.parse().map_err(|_| format!("'{text}': pid is a number or parent"))?),
                     None => return Err(format!("'{text}': give signal,num=N,pid=PID|parent")),
                 };
+                // rtla's checks: a signal number kill(2) takes, and a pid that names one process.
+                if !(1..=64).contains(&num) {
+                    return Err(format!("'{text}': num={num} is not a signal; give 1 to 64 (e.g. num=2)"));
+                }
+                if pid.is_some_and(|p: i32| p <= 0) {
+                    return Err(format!(
+                        "'{text}': pid={} would signal a process group or every process; give a process id or parent",
+                        pid.unwrap_or(0)
+                    ));
+                }
                 Ok(Action::Signal { num, pid })
             }
             "trace" => match rest {

@@ -220,6 +220,19 @@ fn of_stats<'a>(
     }
 }
 
+/// True when some run of `inputs` has IRQ or thread latencies to draw (`--of stages`).
+pub fn has_stages(inputs: &[Input]) -> bool {
+    inputs.iter().any(|input| {
+        let runs: Vec<&RunResult> = match &input.content {
+            Content::Run(r) => vec![r.as_ref()],
+            Content::Sweep(_, points) => points.iter().map(|p| &p.result).collect(),
+        };
+        runs.iter()
+            .flat_map(|r| &r.threads)
+            .any(|t| t.watch.as_ref().is_some_and(|w| w.irq.is_some() || w.thread.is_some()))
+    })
+}
+
 /// Every `(label, stats)` to draw, in order.
 pub fn curves(inputs: &[Input], by: By, of: Of) -> Vec<(String, &Stats)> {
     let several = inputs.len() > 1;
