@@ -30,6 +30,11 @@ fn main() {
             }
         }
     };
+    if args.get(1).is_none_or(|a| a != "load-worker") {
+        for repaired in rtlab::rt::repair_left_behind() {
+            eprintln!("rtlab: warning: {}", rtlab::units::printable(&repaired));
+        }
+    }
     let code = match run(args, &signals) {
         Ok(code) => code,
         // The one place an error becomes an exit code.

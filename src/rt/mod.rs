@@ -15,6 +15,22 @@ pub fn busy(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(libc::EBUSY)
 }
 
+/// Repairs what dead rtlab processes left on the machine (a SIGKILL, a crash, a power cut of
+/// the terminal): tracefs instances still recording, CPU idle states still disabled. Cheap when
+/// nothing was left; every rtlab start runs it as root. What it repaired, in words.
+pub fn repair_left_behind() -> Vec<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Vec::new();
+    }
+    let mut said: Vec<String> = tracefs::remove_stale()
+        .into_iter()
+        .map(|name| format!("the tracefs instance {name} of a dead rtlab was still recording; it is removed"))
+        .collect();
+    said.extend(cpuidle::repair());
+    said
+}
+
 pub mod affinity;
 pub mod clock;
 pub mod counter;

@@ -203,7 +203,8 @@ pub fn stop_signal_pending() -> bool {
 }
 
 /// Makes `signal` end the run: the first one sets `stop`; one that comes while `stop` is set
-/// already exits at once with 130 — after switching off and removing rtlab's tracefs instance
+/// already exits at once with 130 — after giving back the idle states only it disabled, and
+/// switching off and removing rtlab's tracefs instance
 /// (only async-signal-safe calls: close, open, write, rmdir, `_exit`), so that an emergency exit
 /// never leaves the kernel recording. Returns the handler's id (to remove it again).
 pub fn on_stop_signal(
@@ -212,6 +213,7 @@ pub fn on_stop_signal(
 ) -> io::Result<signal_hook::SigId> {
     let action = move || {
         if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            super::cpuidle::emergency_restore();
             super::tracefs::emergency_teardown();
             // SAFETY: _exit is async-signal-safe and ends the process at once.
             unsafe { libc::_exit(130) };

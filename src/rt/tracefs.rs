@@ -89,21 +89,32 @@ impl Instance {
         pids: Option<(&[i32], bool)>,
     ) -> Result<Instance, String> {
         let root = mount_point()?;
-        remove_stale(&root.join("instances"), prefix);
+        let instances = root.join("instances");
         let name = format!("{prefix}-{}-{:08x}", std::process::id(), random_u32());
-        let dir = root.join("instances").join(name);
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot create the tracefs instance {} ({e})", dir.display()))?;
-        let lock = match lock_dir(&dir) {
-            Ok(Some(f)) => f,
-            Ok(None) => return Err(format!("the tracefs instance {} is locked by another process", dir.display())),
-            Err(e) => {
-                let _ = std::fs::remove_dir(&dir);
-                return Err(format!("cannot lock the tracefs instance {} ({e})", dir.display()));
-            }
-        };
+        let dir = instances.join(name);
+        // Registered before it exists: a second Ctrl-C at any moment from here removes it.
         let emergency = register_emergency(&dir);
+        let created = {
+            // Creating and locking under the guard: a cleaner never sees it unlocked.
+            let _guard = guard(&instances);
+            remove_stale_under(&instances);
+            std::fs::create_dir(&dir)
+                .map_err(|e| format!("cannot create the tracefs instance {} ({e})", dir.display()))
+                .and_then(|()| match lock_dir(&dir) {
+                    Ok(Some(f)) => Ok(f),
+                    Ok(None) => Err(format!("the tracefs instance {} is locked by another process", dir.display())),
+                    Err(e) => {
+                        let _ = std::fs::remove_dir(&dir);
+                        Err(format!("cannot lock the tracefs instance {} ({e})", dir.display()))
+                    }
+                })
+        };
+        let lock = created.inspect_err(|_| unregister_emergency(emergency))?;
         let mut inst = Instance { dir, _lock: lock, enabled: Vec::new(), missing: Vec::new(), emergency };
-        inst.write("trace_clock", "mono").map_err(|e| format!("the mono trace clock is not available ({e})"))?;
+        inst.write("trace_clock", "mono").map_err(|e| match e.raw_os_error() {
+            Some(libc::EINVAL) | Some(libc::ENOENT) => format!("the mono trace clock is not available ({e})"),
+            _ => format!("cannot set the instance's trace clock ({e})"),
+        })?;
         inst.write("buffer_size_kb", &buffer_kb.to_string()).map_err(|e| format!("buffer_size_kb: {e}"))?;
         let mut mask = vec![0u32; cpus.cpus().iter().max().map_or(1, |m| m / 32 + 1)];
         for &c in cpus.cpus() {
@@ -197,10 +208,11 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        unregister_emergency(self.emergency);
         self.stop();
         // rmdir fails while a pipe is open: the readers are joined before the instance drops.
         let _ = std::fs::remove_dir(&self.dir);
+        // Only now: a second Ctrl-C before this line still finds the instance to remove.
+        unregister_emergency(self.emergency);
     }
 }
 
@@ -209,7 +221,7 @@ fn join(pids: &[i32]) -> String {
 }
 
 /// A random number from the kernel (`getrandom`), for names no other process can predict.
-fn random_u32() -> u32 {
+pub(crate) fn random_u32() -> u32 {
     let mut b = [0u8; 4];
     // SAFETY: `b` is writable for its length.
     let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
@@ -239,27 +251,83 @@ fn lock_dir(dir: &Path) -> io::Result<Option<std::fs::File>> {
     }
 }
 
-/// Removes instances left by dead rtlab processes: `PREFIX-PID-XXXXXXXX` ones whose lock nobody
-/// holds (its owner died; this works across PID namespaces and whatever the PID became), and
-/// `PREFIX-PID` ones of older rtlab versions whose process is gone. A live one is never touched.
-fn remove_stale(instances: &Path, prefix: &str) {
-    let Ok(entries) = std::fs::read_dir(instances) else { return };
+/// Takes the exclusive `flock` every rtlab holds on `instances` while it creates and locks an
+/// instance or removes stale ones (held for microseconds; after 2 s of trying, `None`: go on
+/// unguarded rather than hang on a stranger's lock).
+fn guard(instances: &Path) -> Option<std::fs::File> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        match lock_dir(instances) {
+            Ok(Some(f)) => return Some(f),
+            Ok(None) if std::time::Instant::now() < until => std::thread::sleep(std::time::Duration::from_millis(1)),
+            _ => return None,
+        }
+    }
+}
+
+/// Who owns an instance of rtlab's, by its name.
+#[derive(Debug, PartialEq, Eq)]
+enum Owner {
+    /// `rtlab[-KIND]-PID-XXXXXXXX`: whoever holds its lock (staleness is the lock alone: a PID
+    /// may have been reused, or belong to another PID namespace).
+    Lock,
+    /// `rtlab[-KIND]-PID` of older rtlab versions, which took no lock: that process.
+    Pid(u32),
+}
+
+/// The owner of instance `name` when it is one of rtlab's (any prefix: `rtlab`, `rtlab-watch`).
+fn owner_of(name: &str) -> Option<Owner> {
+    let rest = name.strip_prefix("rtlab-")?;
+    let parts: Vec<&str> = rest.split('-').collect();
+    let kind_ok = |kind: &[&str]| kind.iter().all(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase()));
+    match parts.as_slice() {
+        [kind @ .., pid, suffix]
+            if pid.parse::<u32>().is_ok()
+                && suffix.len() == 8
+                && suffix.bytes().all(|b| b.is_ascii_hexdigit())
+                && kind_ok(kind) =>
+        {
+            Some(Owner::Lock)
+        }
+        [kind @ .., pid] if kind_ok(kind) => pid.parse().ok().map(Owner::Pid),
+        _ => None,
+    }
+}
+
+/// Removes every instance a dead rtlab left (any prefix), under the guard; the names removed.
+pub fn remove_stale() -> Vec<String> {
+    let Some(root) = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .map(Path::new)
+        .find(|p| p.join("instances").is_dir())
+    else {
+        return Vec::new();
+    };
+    let instances = root.join("instances");
+    let _guard = guard(&instances);
+    remove_stale_under(&instances)
+}
+
+/// [`remove_stale`] in `instances`, the guard held by the caller: instances whose lock nobody
+/// holds, and lockless ones of older versions whose process is gone. A live one is never touched.
+fn remove_stale_under(instances: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(instances) else { return Vec::new() };
+    let mut removed = Vec::new();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(prefix).and_then(|r| r.strip_prefix('-')) else { continue };
-        let stale = match rest.split_once('-') {
-            // Its owner locks it just after creating it: an owner alive here is never raced.
-            Some((pid, suffix)) if pid.parse::<u32>().is_ok() && suffix.len() == 8 => {
-                !Path::new(&format!("/proc/{pid}")).exists() && matches!(lock_dir(&e.path()), Ok(Some(_)))
-            }
-            None => rest.parse::<u32>().is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()),
-            _ => false,
+        let stale = match owner_of(&name) {
+            Some(Owner::Lock) => matches!(lock_dir(&e.path()), Ok(Some(_))),
+            Some(Owner::Pid(pid)) => !Path::new(&format!("/proc/{pid}")).exists(),
+            None => false,
         };
         if stale {
             let _ = std::fs::write(e.path().join("tracing_on"), b"0");
-            let _ = std::fs::remove_dir(e.path());
+            if std::fs::remove_dir(e.path()).is_ok() {
+                removed.push(name);
+            }
         }
     }
+    removed
 }
 
 /// What an emergency exit needs to tear the live instance down with async-signal-safe calls
@@ -326,13 +394,36 @@ fn teardown(e: &Emergency) {
             unsafe { libc::close(fd) };
         }
     }
-    // SAFETY: NUL-terminated paths; plain system calls.
-    unsafe {
-        let fd = libc::open(e.tracing_on.as_ptr(), libc::O_WRONLY);
-        if fd >= 0 {
-            libc::write(fd, b"0".as_ptr().cast(), 1);
-            libc::close(fd);
+    // Another thread may be opening a pipe of this instance right now (rmdir fails while one
+    // is open): the process exits right after, so every descriptor past stderr may go.
+    for _ in 0..3 {
+        // SAFETY: NUL-terminated paths; plain system calls; the process `_exit`s right after.
+        unsafe {
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+            let fd = libc::open(e.tracing_on.as_ptr(), libc::O_WRONLY);
+            if fd >= 0 {
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+            }
+            if libc::rmdir(e.dir.as_ptr()) == 0 || *libc::__errno_location() == libc::ENOENT {
+                return;
+            }
         }
-        libc::rmdir(e.dir.as_ptr());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rtlab_prefix_is_recognised_and_a_locked_name_is_judged_by_its_lock_alone() {
+        assert_eq!(owner_of("rtlab-123-0a1b2c3d"), Some(Owner::Lock));
+        assert_eq!(owner_of("rtlab-watch-123-deadbeef"), Some(Owner::Lock));
+        assert_eq!(owner_of("rtlab-watch-123"), Some(Owner::Pid(123)));
+        assert_eq!(owner_of("rtlab-77"), Some(Owner::Pid(77)));
+        for other in ["rtlab", "rtla-1-0a1b2c3d", "trace-cmd-1", "rtlab-Watch-1-0a1b2c3d", "rtlab--1", "rtlab-x-1-zz"] {
+            assert_eq!(owner_of(other), None, "{other}");
+        }
     }
 }

@@ -1,0 +1,177 @@
+//! What rtlab changes on the machine is never left behind: tracefs instances still recording
+//! after a SIGKILL (whatever process took the dead run's PID), CPU idle states disabled by
+//! overlapping, killed or doubly interrupted runs. These tests need root and the real tracefs
+//! and sysfs of this machine.
+
+mod common;
+use common::*;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One test at a time: each judges the whole machine's instances and idle states, and a
+/// concurrent rtlab's clean-up would hide what another left.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn need_root() -> std::sync::MutexGuard<'static, ()> {
+    assert!(is_root(), "these tests change tracefs and CPU idle states: run the suite as root");
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// This run's instances (`rtlab-…-PID-XXXXXXXX`) present in tracefs now.
+fn instances_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("rtlab") && n.contains(&format!("-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(15);
+    while !ok() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A process that takes PID `pid` (through `ns_last_pid`, which root may set), or `None`
+/// after a few tries when another process took it first.
+fn squat(pid: u32) -> Option<Child> {
+    for _ in 0..50 {
+        std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).ok()?;
+        let c = Command::new("sleep").arg("30").spawn().ok()?;
+        if c.id() == pid {
+            return Some(c);
+        }
+        let mut c = c;
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    None
+}
+
+#[test]
+fn a_killed_watchs_instances_are_removed_by_the_next_rtlab_even_when_its_pid_was_taken() {
+    let _one = need_root();
+    let mut watch = Command::new(rtlab_path())
+        .args(["watch", "-q", "-D", "30s", "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = watch.id();
+    wait_for("the watch's two instances", || instances_of(pid).len() == 2);
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    let mut squatter = squat(pid).expect("no process could take the dead watch's PID");
+    assert_eq!(instances_of(pid).len(), 2, "the dead run's instances are still there, its PID alive");
+    // Any rtlab that uses tracefs: a short run explaining its spikes.
+    let next = rtlab().args(["run", "-l", "50", "-q", "--explain", "-t", "1"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&next.stderr);
+    squatter.kill().unwrap();
+    squatter.wait().unwrap();
+    assert!(next.status.success(), "{stderr}");
+    assert_eq!(instances_of(pid), Vec::<String>::new(), "the dead watch's instances remain");
+    assert!(stderr.contains("was still recording; it is removed"), "the repair is said: {stderr}");
+}
+
+#[test]
+fn a_double_ctrl_c_in_a_watchs_first_moments_leaves_no_instance() {
+    let _one = need_root();
+    let mut left = Vec::new();
+    for trial in 0..12u64 {
+        let mut watch = Command::new(rtlab_path())
+            .args(["watch", "-q", "-D", "10s", "--", "sleep", "10"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = watch.id();
+        // Between 0 and ~110 ms after the start: the instances are being created and opened.
+        std::thread::sleep(Duration::from_millis(trial * 10));
+        for _ in 0..2 {
+            let _ = Command::new("kill").args(["-INT", &pid.to_string()]).status();
+        }
+        watch.wait().unwrap();
+        left.extend(instances_of(pid));
+    }
+    assert_eq!(left, Vec::<String>::new(), "a doubly interrupted watch left instances behind");
+}
+
+/// The `disable` value of every idle state of every CPU, in order.
+fn idle_states() -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for cpu in std::fs::read_dir("/sys/devices/system/cpu").unwrap().flatten() {
+        let dir = cpu.path().join("cpuidle");
+        for state in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let f = state.path().join("disable");
+            if let Ok(value) = std::fs::read_to_string(&f) {
+                v.push((f.display().to_string(), value.trim().to_string()));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+fn deepest_state_run(args: &[&str]) -> Child {
+    Command::new(rtlab_path()).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+fn some_state_disabled() -> bool {
+    idle_states().iter().any(|(_, v)| v == "1")
+}
+
+fn idle_states_exist() -> bool {
+    let exist = idle_states().len() > 1;
+    if !exist {
+        eprintln!("NOT CHECKED: this machine has no CPU idle state deeper than state0 to disable");
+    }
+    exist
+}
+
+#[test]
+fn overlapping_and_killed_idle_state_limits_leave_every_state_as_it_was() {
+    let _one = need_root();
+    if !idle_states_exist() {
+        return;
+    }
+    let before = idle_states();
+    // Overlapping, both ending normally: timerlat first, a run a second later.
+    let a = deepest_state_run(&["timerlat", "hist", "-d", "3", "-q", "--deepest-idle-state", "0"]);
+    std::thread::sleep(Duration::from_secs(1));
+    let b = deepest_state_run(&["run", "-D", "3s", "-q", "-t", "1", "--deepest-idle-state", "0"]);
+    wait_for("the limit", some_state_disabled);
+    for c in [a, b] {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(idle_states(), before, "overlapping runs left idle states changed");
+
+    // SIGKILL: nothing of rtlab runs, the next rtlab repairs and says so.
+    let mut killed = deepest_state_run(&["run", "-D", "30s", "-q", "-t", "1", "--deepest-idle-state", "0"]);
+    wait_for("the limit", some_state_disabled);
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert_ne!(idle_states(), before, "a SIGKILL leaves them disabled until the next rtlab");
+    let next = rtlab().args(["run", "--simulate", "seed:1", "-l", "10", "-q"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&next.stderr);
+    assert_eq!(idle_states(), before, "the next rtlab did not repair the idle states: {stderr}");
+    assert!(stderr.contains("CPU idle states left disabled by a dead rtlab"), "{stderr}");
+
+    // A fast double Ctrl-C: the emergency exit gives them back itself.
+    for _ in 0..3 {
+        let c = deepest_state_run(&["run", "-D", "30s", "-q", "-t", "1", "--deepest-idle-state", "0"]);
+        wait_for("the limit", some_state_disabled);
+        for _ in 0..2 {
+            let _ = Command::new("kill").args(["-INT", &c.id().to_string()]).status();
+        }
+        let o = c.wait_with_output().unwrap();
+        // 130: the second Ctrl-C's emergency exit; 0 when the first had already ended the run.
+        assert!(matches!(o.status.code(), Some(130) | Some(0)), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(idle_states(), before, "a double Ctrl-C left idle states disabled");
+    }
+}
