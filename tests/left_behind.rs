@@ -40,9 +40,14 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
 /// A process that takes PID `pid` (through `ns_last_pid`, which root may set), or `None`
 /// after a few tries when another process took it first.
 fn squat(pid: u32) -> Option<Child> {
+    squat_with(pid, &["sleep", "30"])
+}
+
+/// [`squat`] with a command of one's choice.
+fn squat_with(pid: u32, argv: &[&str]) -> Option<Child> {
     for _ in 0..50 {
         std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).ok()?;
-        let c = Command::new("sleep").arg("30").spawn().ok()?;
+        let c = Command::new(argv[0]).args(&argv[1..]).spawn().ok()?;
         if c.id() == pid {
             return Some(c);
         }
@@ -174,4 +179,61 @@ fn overlapping_and_killed_idle_state_limits_leave_every_state_as_it_was() {
         assert!(matches!(o.status.code(), Some(130) | Some(0)), "{}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(idle_states(), before, "a double Ctrl-C left idle states disabled");
     }
+}
+
+#[test]
+fn a_watched_process_that_exits_is_not_replaced_by_the_stranger_that_takes_its_pid() {
+    let _one = need_root();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w.json");
+    let mut target = Command::new("python3").args(["-c", "import time; time.sleep(1.5)"]).spawn().unwrap();
+    let pid = target.id();
+    let started = Instant::now();
+    let watch = Command::new(rtlab_path())
+        .args(["watch", "-q", "-D", "20s", "-p", &pid.to_string(), "--json"])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    target.wait().unwrap();
+    // The stranger forks at once: a process that adopted it would watch its children too.
+    let mut stranger = squat_with(pid, &["sh", "-c", "sleep 20 & exec tail -f /dev/null"])
+        .expect("no process could take the watched process's PID");
+    let out = watch.wait_with_output().unwrap();
+    let took = started.elapsed();
+    let _ = Command::new("pkill").args(["-KILL", "-P", &pid.to_string()]).status();
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(took < Duration::from_secs(10), "the watch went on with the stranger for {took:?}");
+    let r = read_json(&json);
+    assert_eq!(r["end_reason"], "exited");
+    let names: Vec<&str> = r["threads"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["python3"], "only the watched process's thread");
+}
+
+#[test]
+fn explaining_a_fast_loops_late_responses_does_not_stretch_the_watch() {
+    let _one = need_root();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w.json");
+    let cpu = last_cpu().to_string();
+    let started = Instant::now();
+    // A loop every 200 µs whose work takes 150 µs: with a 50 µs deadline every response is late.
+    let out = Command::new(rtlab_path())
+        .args(["watch", "-q", "-D", "4s", "--deadline", "50us", "--explain", "--mainaffinity", "0", "--json"])
+        .arg(&json)
+        .args(["--", "taskset", "-c", &cpu])
+        .arg(watched())
+        .args(["busy", "150", "200", "100000", "0", "/dev/null"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(out.status.success() || out.status.code() == Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(took < Duration::from_secs(12), "a 4 s watch took {took:?}");
+    let r = read_json(&json);
+    let s = &r["explain"];
+    assert!(s["skipped_for_time"].as_u64().unwrap_or(0) > 0, "late periods past the budget are counted: {s}");
+    assert!(s["explained"].as_u64().unwrap() > 0, "{s}");
 }

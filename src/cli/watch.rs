@@ -224,6 +224,7 @@ impl WatchArgs {
         }
         if let Some(pid) = self.pid {
             check_task(pid, "-p")?;
+            not_rtlab_itself(pid, "-p")?;
             if process::process_of(pid).is_some_and(|tgid| tgid != pid) {
                 return Err(usage(format!(
                     "-p {pid} is a thread of process {}; use --tid {pid} to watch it alone",
@@ -235,6 +236,7 @@ impl WatchArgs {
         if !self.tids.is_empty() {
             for &t in &self.tids {
                 check_task(t, "--tid")?;
+                not_rtlab_itself(t, "--tid")?;
             }
             let mut tids = self.tids.clone();
             tids.sort_unstable();
@@ -247,6 +249,12 @@ impl WatchArgs {
                     "--comm '{}': a thread name has 1 to 15 bytes (the kernel cuts longer ones); give the name as \
                      /proc/TID/comm shows it",
                     crate::units::printable(name)
+                )));
+            }
+            if name == "rtlab" || name.starts_with("rtlab-") {
+                return Err(usage(format!(
+                    "--comm {name}: rtlab's own threads cannot be watched (watching its own reads feeds back on \
+                     itself); watch another program"
                 )));
             }
             return Ok(Target::Comm(name.clone()));
@@ -288,6 +296,16 @@ fn check_task(tid: i32, flag: &str) -> Result<(), UsageError> {
     if process::is_kernel_thread(tid) {
         return Err(usage(format!(
             "{flag} {tid}: {comm} is a kernel thread; rtlab watch measures user-space threads (their return to user space is the wakeup)"
+        )));
+    }
+    Ok(())
+}
+
+/// This very rtlab cannot watch itself: every event it reads would make more.
+fn not_rtlab_itself(tid: i32, flag: &str) -> Result<(), UsageError> {
+    if process::process_of(tid) == Some(std::process::id() as i32) {
+        return Err(usage(format!(
+            "{flag} {tid}: that is this rtlab (watching its own reads feeds back on itself); watch another program"
         )));
     }
     Ok(())

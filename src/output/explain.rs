@@ -25,6 +25,12 @@ pub fn blocks(r: &RunResult) -> String {
         s.lost_events,
         r.explanations.len()
     );
+    if s.skipped_for_time > 0 {
+        out += &format!(
+            "{} left unexplained: explaining costs the event reader time, and it may spend a tenth of the run\n",
+            crate::units::count_was(s.skipped_for_time, "late period")
+        );
+    }
     if r.explanations.is_empty() {
         out += "nothing to explain: no sample was above the threshold\n";
     }

@@ -292,11 +292,16 @@ impl Probe for WatchProbe {
             let child = h.release().map_err(|e| ProbeError::Start(format!("cannot release the command ({e})")))?;
             self.child = Some(Arc::new(Mutex::new(child)));
         }
+        let identity = match self.plan.target {
+            Target::Process(pid) => process::start_time(pid),
+            _ => None,
+        };
         let reader = Reader {
             plan: self.plan.clone(),
             sinks: sinks.clone(),
             shared: Arc::clone(&self.shared),
             child: self.child.clone(),
+            identity,
             start_ns,
             realtime_offset_ns: clock::now(ClockId::REALTIME) - clock::now(ClockId::MONOTONIC),
         };
@@ -387,6 +392,8 @@ struct Reader {
     sinks: Sinks,
     shared: Arc<Shared>,
     child: Option<Arc<Mutex<process::Running>>>,
+    /// `-p PID`: when that process started (a later process given its PID is not it).
+    identity: Option<u64>,
     start_ns: i64,
     realtime_offset_ns: i64,
 }
@@ -424,7 +431,8 @@ struct Streams {
     queues: Vec<VecDeque<Event>>,
     comms: HashMap<i32, String>,
     events: u64,
-    lost: u64,
+    /// Per pipe: events the pages said were lost before them.
+    lost: Vec<u64>,
     undecoded: u64,
 }
 
@@ -432,6 +440,7 @@ impl Streams {
     /// Reads every page the CPUs' buffers hold.
     fn read(&mut self, pipes: &mut [Pipe], formats: &Formats) {
         self.queues.resize_with(pipes.len(), VecDeque::new);
+        self.lost.resize(pipes.len(), 0);
         let mut page = vec![0u8; 1 << 16];
         for (i, Pipe { cpu, file: f, .. }) in pipes.iter_mut().enumerate() {
             loop {
@@ -440,7 +449,7 @@ impl Streams {
                     Ok(n) => {
                         let got = decode_page(&page[..n], *cpu, formats, &mut self.comms);
                         self.events += got.events.len() as u64;
-                        self.lost += got.lost;
+                        self.lost[i] += got.lost;
                         self.undecoded += got.undecoded;
                         self.queues[i].extend(got.events);
                     }
@@ -501,6 +510,7 @@ impl Reader {
             slots: Vec::new(),
             by_tid: HashMap::new(),
             untraced: Vec::new(),
+            exited: Default::default(),
             explaining: self.plan.explain.map(Explaining::new),
         };
         for tid in initial {
@@ -543,7 +553,7 @@ impl Reader {
             if Instant::now() >= next_look {
                 next_look = Instant::now() + LOOK_EVERY;
                 self.resched(&mut state);
-                for tid in threads_now(&self.plan.target) {
+                for tid in self.target_threads() {
                     if !state.by_tid.contains_key(&tid) {
                         self.add(&mut state, tid, None);
                         state.untraced.push(tid);
@@ -576,9 +586,13 @@ impl Reader {
                 .collect::<Vec<_>>()
                 .join(", "),
             events: streams.events,
-            lost_events: streams.lost
-                // The kernel's own per-CPU counts of events its buffers dropped or overwrote.
-                + pipes.iter().map(|p| instances[p.instance].lost(p.cpu)).sum::<u64>(),
+            // Once per CPU and instance: the pages' flags and the kernel's own counts of events
+            // its buffers dropped or overwrote tell of the same events.
+            lost_events: pipes
+                .iter()
+                .enumerate()
+                .map(|(i, p)| streams.lost.get(i).copied().unwrap_or(0).max(instances[p.instance].lost(p.cpu)))
+                .sum(),
             undecoded: streams.undecoded,
             threads: state.slots.len(),
             reader_cpu_ns: clock::now(ClockId::THREAD_CPUTIME) - cpu0,
@@ -615,6 +629,8 @@ struct State {
     by_tid: HashMap<i32, usize>,
     /// Threads found by their name or in `/proc` whose events the kernel does not trace yet.
     untraced: Vec<i32>,
+    /// Watched threads that exited: their ids may be given to strangers, never adopted.
+    exited: std::collections::HashSet<i32>,
     /// `--explain`: the recent events and the explanations so far.
     explaining: Option<Explaining>,
 }
@@ -634,11 +650,26 @@ struct Explaining {
     /// Responses past their deadline (or `--max-response`).
     late_responses: u64,
     done: Vec<crate::trace::Explanation>,
+    /// When the watch began, and the time spent explaining: a tenth of the run (plus 50 ms) is
+    /// what explanations may cost; past it late periods are counted, not explained.
+    began: Instant,
+    spent: Duration,
+    skipped: u64,
 }
 
 impl Explaining {
     fn new(ask: Explain) -> Explaining {
-        Explaining { ask, recent: Default::default(), top: Vec::new(), over: 0, late_responses: 0, done: Vec::new() }
+        Explaining {
+            ask,
+            recent: Default::default(),
+            top: Vec::new(),
+            over: 0,
+            late_responses: 0,
+            done: Vec::new(),
+            began: Instant::now(),
+            spent: Duration::ZERO,
+            skipped: 0,
+        }
     }
 
     /// Explains period `p` of `slot` (recorded as its last period) when it was late: a wakeup
@@ -675,12 +706,18 @@ impl Explaining {
             response_ns: p.response_ns.filter(|_| late_response),
             deadline_ns: deadline.or(max_response),
         };
+        if self.spent > self.began.elapsed() / 10 + Duration::from_millis(50) {
+            self.skipped += 1;
+            return;
+        }
+        let took = Instant::now();
         let policy_of = crate::trace::explain::policy_of;
         let e = if late_response {
             crate::trace::period::explain_response(&late, &self.recent, &policy_of)
         } else {
             crate::trace::period::explain_wakeup(&late, &self.recent, &policy_of)
         };
+        self.spent += took.elapsed();
         self.done.push(e);
         if self.done.len() > 2 * MAX_EXPLAINED {
             self.trim();
@@ -715,6 +752,7 @@ impl Explaining {
             lost_events: run.lost_events,
             over_threshold: self.over + self.late_responses,
             explained: self.done.len(),
+            skipped_for_time: self.skipped,
         };
         (self.done, summary)
     }
@@ -734,7 +772,9 @@ impl Reader {
     /// Watches `tid` in the next free slot (once; kernel threads never; beyond the capacity,
     /// counted as dropped).
     fn add(&self, state: &mut State, tid: i32, comm: Option<&str>) {
-        if state.by_tid.contains_key(&tid) || process::is_kernel_thread(tid) {
+        // rtlab's own threads never: watching its own reads feeds back on itself.
+        let own = process::process_of(tid) == Some(std::process::id() as i32);
+        if state.by_tid.contains_key(&tid) || state.exited.contains(&tid) || own || process::is_kernel_thread(tid) {
             return;
         }
         if state.slots.len() >= self.plan.capacity {
@@ -787,10 +827,20 @@ impl Reader {
         }
     }
 
+    /// The threads the target names now; none once `-p PID`'s process is gone (its PID may
+    /// be a stranger's).
+    fn target_threads(&self) -> Vec<i32> {
+        match (&self.plan.target, self.identity) {
+            (Target::Process(pid), Some(started)) if process::start_time(*pid) != Some(started) => Vec::new(),
+            (target, _) => threads_now(target),
+        }
+    }
+
     /// Tells the pipeline when nothing is left to watch: every thread exited (and the command).
     fn check_gone(&self, state: &State) {
         let child_alive = self.child.as_ref().is_some_and(|c| c.lock().is_ok_and(|c| !c.exited()));
-        let watching = state.slots.iter().any(|s| !s.figures.exited && process::comm(s.tid).is_some());
+        // A zombie has ended: only its parent's wait is missing.
+        let watching = state.slots.iter().any(|s| !s.figures.exited && process::alive(s.tid));
         let waits = matches!(self.plan.target, Target::Comm(_)) && state.slots.is_empty();
         if !child_alive && !watching && !waits && (self.child.is_some() || !state.slots.is_empty()) {
             self.shared.gone.store(true, Relaxed);
@@ -813,7 +863,9 @@ impl Reader {
                 }
                 Note::Forked { parent, child, comm } => {
                     let ours = match &self.plan.target {
-                        Target::Process(_) | Target::Command(_) => state.by_tid.contains_key(&parent),
+                        Target::Process(_) | Target::Command(_) => {
+                            state.by_tid.contains_key(&parent) && !state.exited.contains(&parent)
+                        }
                         Target::Comm(name) => *name == comm,
                         Target::Threads(_) => false,
                     };
@@ -827,6 +879,9 @@ impl Reader {
                     }
                 }
                 Note::Renamed { tid, comm } => {
+                    if state.exited.contains(&tid) {
+                        continue;
+                    }
                     if let Some(&i) = state.by_tid.get(&tid).filter(|i| **i != usize::MAX) {
                         state.slots[i].figures.comm = comm.clone();
                         self.rename(i, &comm, tid);
@@ -836,6 +891,7 @@ impl Reader {
                     }
                 }
                 Note::Exited(tid) => {
+                    state.exited.insert(tid);
                     if let Some(&i) = state.by_tid.get(&tid).filter(|i| **i != usize::MAX) {
                         state.slots[i].figures.exited = true;
                     }

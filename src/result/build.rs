@@ -210,6 +210,10 @@ impl RunResult {
         if all.sum_sq_overflow.is_some() {
             warnings.push(Warning::StdevInexact);
         }
+        let lost_events = p.watch.as_ref().map_or(0, |w| w.lost_events);
+        if lost_events > 0 {
+            warnings.push(Warning::EventsLost { count: lost_events });
+        }
         let config = p.config.map(|mut c| {
             c.degraded = warnings.iter().any(Warning::is_downgrade);
             c
@@ -258,7 +262,8 @@ impl RunResult {
                         .collect::<Vec<_>>(),
                     p.max_response_ns,
                     p.max_misses,
-                ),
+                )
+                .with_lost_events(lost_events),
             threads,
             loads: Vec::new(),
             warnings: warnings.into_iter().map(WarningRecord::from).collect(),

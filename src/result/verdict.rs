@@ -232,6 +232,23 @@ impl Verdict {
     }
 }
 
+impl Verdict {
+    /// A verdict over data the kernel dropped events of cannot pass: the missing periods may
+    /// hold the worst ones. A pass becomes a failure that says so; other verdicts are kept.
+    pub fn with_lost_events(mut self, lost: u64) -> Verdict {
+        if lost > 0 && self.status == VerdictStatus::Pass {
+            self.status = VerdictStatus::Fail;
+            self.message = format!(
+                "FAIL: {} of the watched threads were lost, so periods are missing: the limits cannot be shown \
+                 to hold ({})",
+                crate::units::count(lost, "trace event"),
+                self.message.trim_start_matches("PASS: ")
+            );
+        }
+        self
+    }
+}
+
 /// What the verdict needs of one probe: index, CPU, statistics and a `--breaktrace` hit.
 pub type VerdictInput<'a> = (usize, Option<usize>, &'a Summary, Option<Exceedance>);
 
@@ -396,4 +413,30 @@ pub fn judge_stored(r: &mut super::RunResult, threshold_ns: i64, name: &str, sco
             ..Verdict::not_checked()
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passed() -> Verdict {
+        Verdict {
+            status: VerdictStatus::Pass,
+            message: "PASS: no sample above 100.0 µs".into(),
+            ..Verdict::not_checked()
+        }
+    }
+
+    #[test]
+    fn a_pass_over_data_with_lost_events_is_a_failure_that_says_why() {
+        let v = passed().with_lost_events(12);
+        assert_eq!(v.status, VerdictStatus::Fail);
+        assert!(
+            v.message.contains("12 trace events") && v.message.contains("no sample above 100.0 µs"),
+            "{}",
+            v.message
+        );
+        assert_eq!(passed().with_lost_events(0), passed());
+        assert_eq!(Verdict::not_checked().with_lost_events(5).status, VerdictStatus::NotChecked);
+    }
 }

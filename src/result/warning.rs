@@ -160,6 +160,12 @@ pub enum Warning {
         /// The smallest latency: the constant offset the start-up adds (ns).
         min_ns: i64,
     },
+    /// The kernel dropped trace events of a watch before rtlab read them: periods are missing
+    /// and the figures may understate (the verdict cannot pass).
+    EventsLost {
+        /// Events the kernel's buffers overwrote or dropped.
+        count: u64,
+    },
 }
 
 impl Warning {
@@ -263,6 +269,12 @@ impl Warning {
                  not scheduling latency. Fix: --beam-method abs-timer (--method abs-timer with rtlab beam) measures \
                  each wakeup against its own deadline.",
                 crate::units::us(*min_ns as f64)
+            ),
+            Warning::EventsLost { count } => format!(
+                "the kernel dropped {} of the watched threads before rtlab read them: periods are missing and the \
+                 figures may understate the latency (a verdict over them cannot pass). Fix: give the reader its own \
+                 CPU (--mainaffinity) or watch fewer threads.",
+                crate::units::count(*count, "trace event")
             ),
         }
     }

@@ -130,9 +130,31 @@ pub fn process_ids() -> Vec<i32> {
     v
 }
 
-/// Thread `tid`'s command name, if it exists.
+/// Thread `tid`'s command name, if it exists (bytes that are not UTF-8 shown as `�`: a name
+/// is any 15 bytes a program chose).
 pub fn comm(tid: i32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{tid}/comm")).ok().map(|s| s.trim_end_matches('\n').to_string())
+    let bytes = std::fs::read(format!("/proc/{tid}/comm")).ok()?;
+    Some(String::from_utf8_lossy(&bytes).trim_end_matches('\n').to_string())
+}
+
+/// The fields of `/proc/TID/stat` after the command name (which may hold spaces and
+/// parentheses, and bytes that are not UTF-8): the state is the first.
+fn stat_fields(tid: i32) -> Option<Vec<String>> {
+    let bytes = std::fs::read(format!("/proc/{tid}/stat")).ok()?;
+    let end = bytes.iter().rposition(|b| *b == b')')?;
+    let rest = String::from_utf8_lossy(&bytes[end + 1..]).into_owned();
+    Some(rest.split_whitespace().map(String::from).collect())
+}
+
+/// When task `tid` started (clock ticks since boot, `/proc/TID/stat`'s 22nd field): with its
+/// id, what tells it from a later task that was given the same id.
+pub fn start_time(tid: i32) -> Option<u64> {
+    stat_fields(tid)?.get(19)?.parse().ok()
+}
+
+/// True while task `tid` runs: it exists and is neither a zombie nor dead.
+pub fn alive(tid: i32) -> bool {
+    stat_fields(tid).and_then(|f| f.first().cloned()).is_some_and(|state| state != "Z" && state != "X")
 }
 
 /// The process thread `tid` belongs to (its thread group id), if it exists.

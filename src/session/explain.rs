@@ -322,6 +322,7 @@ impl Explainer {
             Vec::new()
         };
         let summary = ExplainSummary {
+            skipped_for_time: 0,
             threshold_ns: threshold,
             worst: self.plan.worst,
             unavailable: None,
@@ -339,6 +340,7 @@ impl Explainer {
 /// The summary of a run that could not explain: why.
 pub fn unavailable(plan: ExplainPlan, why: String) -> ExplainSummary {
     ExplainSummary {
+        skipped_for_time: 0,
         threshold_ns: plan.threshold_ns,
         worst: plan.worst,
         unavailable: Some(why),

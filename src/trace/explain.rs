@@ -28,6 +28,14 @@ pub struct ExplainSummary {
     pub over_threshold: u64,
     /// Of those, explained (the largest 100 are kept).
     pub explained: usize,
+    /// Late periods left unexplained because explaining them would have cost the reader more
+    /// than a tenth of the run's time (`rtlab watch --explain`: the run's length holds).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped_for_time: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where a part of the latency went.

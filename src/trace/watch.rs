@@ -202,7 +202,7 @@ impl Tracker {
 
     fn armed(&mut self, tid: i32, timer: &str, (soft, hard, relative): (i64, i64, bool), now: i64) {
         let offset = self.realtime_offset_ns;
-        let Some(t) = self.threads.get_mut(&tid) else { return };
+        let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
         // A realtime timer's expiry is far beyond the monotonic clock (decades since boot).
         let shift = if soft > now + 1_000_000_000_000_000 { offset } else { 0 };
         let armed = Armed { soft_ns: soft - shift, hard_ns: hard - shift, relative };
@@ -216,7 +216,7 @@ impl Tracker {
     }
 
     fn woken(&mut self, tid: i32, e: &Event) {
-        let Some(t) = self.threads.get_mut(&tid) else { return };
+        let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
         let Some(since) = t.asleep.take() else { return };
         // Woken by the latest timer callback on the CPU the waking is on, of a timer it armed,
         // started while it slept: its own timer released it, at the expiry it asked for. (No
@@ -246,7 +246,7 @@ impl Tracker {
     }
 
     fn switched_out(&mut self, tid: i32, state: &str, next: &str, ts: i64, out: &mut Vec<Note>) {
-        let Some(t) = self.threads.get_mut(&tid) else { return };
+        let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
         if state.starts_with('R') {
             t.runnable = Some((ts, next.to_string()));
             return;
@@ -264,7 +264,7 @@ impl Tracker {
     }
 
     fn switched_in(&mut self, tid: i32, e: &Event) {
-        let Some(t) = self.threads.get_mut(&tid) else { return };
+        let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
         let Some(p) = t.open.as_mut() else {
             t.runnable = None;
             return;
@@ -294,7 +294,8 @@ impl Tracker {
     }
 
     fn exited(&mut self, tid: i32, out: &mut Vec<Note>) {
-        let Some(t) = self.threads.get_mut(&tid) else { return };
+        // Once gone, a thread's id may be a stranger's: nothing of it is the watched thread's.
+        let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
         if let Some(p) = t.open.take() {
             out.push(Note::Period(p));
         }
