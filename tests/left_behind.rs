@@ -237,3 +237,65 @@ fn explaining_a_fast_loops_late_responses_does_not_stretch_the_watch() {
     assert!(s["skipped_for_time"].as_u64().unwrap_or(0) > 0, "late periods past the budget are counted: {s}");
     assert!(s["explained"].as_u64().unwrap() > 0, "{s}");
 }
+
+/// Processes whose command line holds `marker` now.
+fn running(marker: &str) -> usize {
+    let out = Command::new("pgrep").args(["-f", marker]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// `rtlab watch -- sh -c '…'` whose command starts a daemonising descendant (setsid) and a
+/// plain child, both `sleep SECONDS` (the marker).
+fn watch_tree(seconds: &str, duration: &str) -> Child {
+    let script = format!("setsid sleep {seconds} & sleep {seconds} & wait");
+    let c = Command::new(rtlab_path())
+        .args(["watch", "-q", "-D", duration, "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the command's two descendants", || running(&format!("^sleep {seconds}$")) == 2);
+    c
+}
+
+#[test]
+fn everything_a_watched_command_started_ends_with_rtlab_however_rtlab_ends() {
+    let _one = need_root();
+    // A normal end: the daemonised descendant too.
+    let c = watch_tree("61.25", "1s");
+    let o = c.wait_with_output().unwrap();
+    assert!(o.status.success());
+    wait_for("the normal end's descendants to end", || running("^sleep 61.25$") == 0);
+    // SIGKILL: rtlab cannot act; its guardian does.
+    let mut c = watch_tree("62.25", "30s");
+    c.kill().unwrap();
+    c.wait().unwrap();
+    wait_for("a SIGKILLed watch's descendants to end", || running("^sleep 62.25$") == 0);
+    // A double Ctrl-C's emergency exit.
+    let mut c = watch_tree("63.25", "30s");
+    for _ in 0..2 {
+        let _ = Command::new("kill").args(["-INT", &c.id().to_string()]).status();
+    }
+    c.wait().unwrap();
+    wait_for("a doubly interrupted watch's descendants to end", || running("^sleep 63.25$") == 0);
+}
+
+#[test]
+fn a_watched_command_that_reads_the_terminal_gets_it() {
+    let _one = need_root();
+    let cmd = format!("{} watch -q -D 20s -- sh -c 'read x; echo got:$x'", rtlab_path().display());
+    let mut child = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    use std::io::Write;
+    child.stdin.as_mut().unwrap().write_all(b"hello\n").unwrap();
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("got:hello"), "the command read the terminal: {s:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "the watch ended with its command");
+}

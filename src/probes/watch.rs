@@ -253,7 +253,8 @@ impl Probe for WatchProbe {
             Target::Command(argv) => {
                 let mut cmd = std::process::Command::new(&argv[0]);
                 cmd.args(&argv[1..]);
-                let h = process::spawn_held(cmd, process::SpawnOptions::default())
+                let opts = process::SpawnOptions { contain: true, ..Default::default() };
+                let h = process::spawn_held(cmd, opts)
                     .map_err(|e| ProbeError::Usage(format!("cannot run {} ({e}); check the command", argv[0])))?;
                 let pid = h.pid;
                 held = Some(h);

@@ -28,11 +28,17 @@ pub fn repair_left_behind() -> Vec<String> {
         .map(|name| format!("the tracefs instance {name} of a dead rtlab was still recording; it is removed"))
         .collect();
     said.extend(cpuidle::repair());
+    said.extend(
+        container::remove_stale().into_iter().map(|name| {
+            format!("the programs a dead rtlab started were still running (cgroup {name}); they are ended")
+        }),
+    );
     said
 }
 
 pub mod affinity;
 pub mod clock;
+pub mod container;
 pub mod counter;
 pub mod cpuidle;
 pub mod fifo;

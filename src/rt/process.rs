@@ -20,6 +20,11 @@ pub struct SpawnOptions {
     /// Signal the child gets when rtlab dies (SIGKILL when `None`); rtlab's own workers ask
     /// for SIGTERM so they can stop their process group first.
     pub death_signal: Option<i32>,
+    /// ([`spawn_held`] only) hold the child and everything it starts in a cgroup of their own
+    /// that ends with rtlab however rtlab ends ([`super::container`]); the child then stays in
+    /// rtlab's process group (the terminal's foreground: it may read the terminal, and a Ctrl-C
+    /// reaches it as it reaches rtlab). Without cgroup v2 here: its own process group.
+    pub contain: bool,
 }
 
 fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
@@ -40,6 +45,7 @@ pub struct Held {
     pub pid: i32,
     go: std::fs::File,
     waiter: std::thread::JoinHandle<io::Result<std::process::ExitStatus>>,
+    container: Option<super::container::Container>,
 }
 
 impl Held {
@@ -47,7 +53,12 @@ impl Held {
     pub fn release(mut self) -> io::Result<Running> {
         use std::io::Write;
         self.go.write_all(b"g")?;
-        Ok(Running { pid: self.pid, waiter: Some(self.waiter) })
+        Ok(Running { pid: self.pid, waiter: Some(self.waiter), container: self.container })
+    }
+
+    /// True when the child and what it starts are held in a cgroup of their own.
+    pub fn contained(&self) -> bool {
+        self.container.is_some()
     }
 }
 
@@ -59,6 +70,8 @@ pub struct Running {
     /// Its process id (and process group).
     pub pid: i32,
     waiter: Option<std::thread::JoinHandle<io::Result<std::process::ExitStatus>>>,
+    /// Its cgroup, when it has one: everything it started ends with it.
+    container: Option<super::container::Container>,
 }
 
 impl Running {
@@ -71,17 +84,28 @@ impl Running {
     /// SIGKILL after `grace`. `Err`: it could not start (the `exec` failed).
     pub fn end(&mut self, grace: std::time::Duration) -> io::Result<std::process::ExitStatus> {
         let Some(w) = self.waiter.take() else { return Err(io::Error::other("already ended")) };
-        if !w.is_finished() {
-            let _ = kill_group(self.pid as u32, libc::SIGTERM);
+        let c = self.container.as_ref();
+        // Done when the child has exited and, held in a group, nothing it started runs on.
+        let done = |w: &std::thread::JoinHandle<_>| w.is_finished() && !c.is_some_and(|c| c.populated());
+        if !done(&w) {
+            match c {
+                Some(c) => c.signal_all(libc::SIGTERM),
+                None => drop(kill_group(self.pid as u32, libc::SIGTERM)),
+            }
             let until = std::time::Instant::now() + grace;
-            while !w.is_finished() && std::time::Instant::now() < until {
+            while !done(&w) && std::time::Instant::now() < until {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            if !w.is_finished() {
-                let _ = kill_group(self.pid as u32, libc::SIGKILL);
+            match c {
+                Some(c) => c.kill_all(),
+                None if !w.is_finished() => drop(kill_group(self.pid as u32, libc::SIGKILL)),
+                None => {}
             }
         }
-        w.join().map_err(|_| io::Error::other("the waiting thread panicked"))?
+        let status = w.join().map_err(|_| io::Error::other("the waiting thread panicked"))?;
+        // The group goes with its last process.
+        drop(self.container.take());
+        status
     }
 }
 
@@ -91,12 +115,15 @@ impl Running {
 pub fn spawn_held(mut cmd: Command, opts: SpawnOptions) -> io::Result<Held> {
     use std::io::Read;
     use std::os::fd::AsRawFd;
+    // First of all: the guardian forks before anything else of the run is open.
+    let container = opts.contain.then(super::container::Container::create).and_then(Result::ok);
+    let join = container.as_ref().map(|c| c.procs_fd());
     let (ready_r, ready_w) = pipe()?;
     let (go_r, go_w) = pipe()?;
     let gate = Some((ready_w.as_raw_fd(), go_r.as_raw_fd()));
     // `spawn` returns only once the child has exec'd: it runs on a thread of its own.
     let waiter = std::thread::Builder::new().name("rtlab-child".into()).spawn(move || {
-        let child = spawn_gated(&mut cmd, &opts, gate);
+        let child = spawn_gated(&mut cmd, &opts, gate, join);
         // The child's copies are its own; these go, so a child that never started ends the read.
         drop((ready_w, go_r));
         child?.wait()
@@ -109,7 +136,7 @@ pub fn spawn_held(mut cmd: Command, opts: SpawnOptions) -> io::Result<Held> {
             _ => Err(io::Error::other("the child ended before it could start")),
         };
     }
-    Ok(Held { pid: i32::from_ne_bytes(buf), go: std::fs::File::from(go_w), waiter })
+    Ok(Held { pid: i32::from_ne_bytes(buf), go: std::fs::File::from(go_w), waiter, container })
 }
 
 /// The threads of process `pid` (`/proc/PID/task`), ascending; empty when it is gone.
@@ -187,12 +214,18 @@ pub fn last_cpu_of(tid: i32) -> Option<usize> {
 /// parent-death signal reaches only this child, not processes it forks: a child that runs
 /// other programs must stop its own group when it gets the signal.
 pub fn spawn(cmd: &mut Command, opts: &SpawnOptions) -> io::Result<Child> {
-    spawn_gated(cmd, opts, None)
+    spawn_gated(cmd, opts, None, None)
 }
 
 /// [`spawn`], the child first writing its pid into `gate.0` (a pipe's write end) and waiting
-/// for a byte on `gate.1` (a read end) when given.
-fn spawn_gated(cmd: &mut Command, opts: &SpawnOptions, gate: Option<(i32, i32)>) -> io::Result<Child> {
+/// for a byte on `gate.1` (a read end) when given; with `join` (a cgroup's `cgroup.procs`), the
+/// child joins that group and stays in its parent's process group.
+fn spawn_gated(
+    cmd: &mut Command,
+    opts: &SpawnOptions,
+    gate: Option<(i32, i32)>,
+    join: Option<i32>,
+) -> io::Result<Child> {
     let attr = opts.sched.as_ref().map(super::sched::raw_attr);
     let nice = opts.nice;
     let death = opts.death_signal.unwrap_or(libc::SIGKILL);
@@ -210,8 +243,14 @@ fn spawn_gated(cmd: &mut Command, opts: &SpawnOptions, gate: Option<(i32, i32)>)
     // async-signal-safe system calls on values prepared before the fork.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setpgid(0, 0) != 0 {
-                return Err(io::Error::last_os_error());
+            match join {
+                // "0": the writing process itself.
+                Some(procs) if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 => {
+                    return Err(io::Error::last_os_error());
+                }
+                Some(_) => {}
+                None if libc::setpgid(0, 0) != 0 => return Err(io::Error::last_os_error()),
+                None => {}
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, death as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(io::Error::last_os_error());
