@@ -69,15 +69,20 @@ struct Screen<'a> {
     continues: bool,
     hits: u64,
     last: Vec<LiveSnapshot>,
+    /// The `continue` actions under way: they run beside the reporting loop (a slow `shell`
+    /// command must not stall the table or the run's end), one round at a time.
+    acting: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Observer for Screen<'_> {
     fn tick(&mut self, threads: &[ThreadStatus], live: &[LiveSnapshot], elapsed: Duration) {
         self.last = live.to_vec();
         let hits: u64 = live.iter().filter_map(|l| l.stages).map(|s| s.hits).sum();
-        if self.continues && hits > self.hits {
+        let idle = self.acting.as_ref().is_none_or(|a| a.is_finished());
+        if self.continues && hits > self.hits && idle {
             self.hits = hits;
-            act(&self.opts.on_threshold);
+            let actions = self.opts.on_threshold.clone();
+            self.acting = std::thread::Builder::new().name("rtlab-action".into()).spawn(move || act(&actions)).ok();
         }
         if self.refresh {
             let rows = crate::output::timerlat::live_rows(threads, live);
@@ -113,6 +118,7 @@ pub fn execute(opts: &TimerlatOptions, command_line: Vec<String>) -> Result<i32,
         continues,
         hits: 0,
         last: Vec::new(),
+        acting: None,
     };
     let (result, failure) = session::measure(
         &opts.plan,
@@ -139,6 +145,9 @@ pub fn execute(opts: &TimerlatOptions, command_line: Vec<String>) -> Result<i32,
         let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
         write_output(path, &bytes)
             .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", path.display())))?;
+    }
+    if let Some(a) = screen.acting.take() {
+        let _ = a.join();
     }
     let hits: u64 = result.threads.iter().filter_map(|t| t.watch.as_ref()).map(|w| w.stage_hits).sum();
     // With `continue` the actions ran at each tick that saw a new hit; the last ones may be newer.

@@ -304,6 +304,11 @@ pub fn import_text(path: &Path, text: &str, unit: Option<Unit>) -> Result<RunRes
                     ),
                 ));
             }
+            for t in &r.threads {
+                if let Some(Err(why)) = t.series.as_ref().map(|s| s.check()) {
+                    return Err(err(None, format!("thread {}'s series is not one rtlab writes: {why}", t.thread)));
+                }
+            }
             return Ok(r);
         }
         return cyclictest_json::parse(path, text);

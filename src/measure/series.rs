@@ -35,6 +35,34 @@ pub struct LatencySeries {
 }
 
 impl LatencySeries {
+    /// What a series read from a file must be to be drawn: a positive interval, at most
+    /// [`MAX_POINTS`] intervals (what a run keeps), its three lists of one length, sums that
+    /// fit 64 bits, and a span that is not negative; the error says which rule it breaks.
+    pub fn check(&self) -> Result<(), String> {
+        let n = self.samples.len();
+        if self.interval_ns <= 0 {
+            return Err(format!("interval_ns {} is not positive", self.interval_ns));
+        }
+        if n > MAX_POINTS {
+            return Err(format!("{n} intervals: a run keeps at most {MAX_POINTS}"));
+        }
+        if self.missed.len() != n || self.max_ns.len() != n {
+            return Err(format!(
+                "samples, missed and max_ns differ in length ({n}, {}, {})",
+                self.missed.len(),
+                self.max_ns.len()
+            ));
+        }
+        let fits = |v: &[u64]| v.iter().try_fold(0u64, |a, b| a.checked_add(*b)).is_some();
+        if !fits(&self.samples) || !fits(&self.missed) {
+            return Err("its counts add up past 64 bits".into());
+        }
+        if self.span_ns < 0 {
+            return Err(format!("span_ns {} is negative", self.span_ns));
+        }
+        Ok(())
+    }
+
     /// An empty series of 1 s intervals.
     pub fn new() -> LatencySeries {
         LatencySeries { interval_ns: INTERVAL_NS, ..LatencySeries::default() }
