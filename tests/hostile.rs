@@ -149,3 +149,23 @@ fn zero_thresholds_mean_none_as_in_rtla() {
         assert!(out.status.success(), "{err}");
     }
 }
+
+#[test]
+fn a_thread_whose_name_is_not_utf8_is_watched_until_it_exits() {
+    assert!(is_root(), "rtlab watch needs root: run the suite as root");
+    let script = "import ctypes, time\nctypes.CDLL(None).prctl(15, b'\\xff\\xfebad', 0, 0, 0)\ntime.sleep(2)\n";
+    let mut target = std::process::Command::new("python3").args(["-c", script]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w.json");
+    let out = rtlab()
+        .args(["watch", "-q", "-D", "15s", "-p", &target.id().to_string(), "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    target.wait().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = read_json(&json);
+    assert_eq!(r["end_reason"], "exited", "it ended when the program did");
+    assert_eq!(r["threads"][0]["name"], "\u{fffd}\u{fffd}bad");
+}

@@ -773,8 +773,10 @@ impl Reader {
     /// Watches `tid` in the next free slot (once; kernel threads never; beyond the capacity,
     /// counted as dropped).
     fn add(&self, state: &mut State, tid: i32, comm: Option<&str>) {
-        // rtlab's own threads never: watching its own reads feeds back on itself.
-        let own = process::process_of(tid) == Some(std::process::id() as i32);
+        // rtlab's own threads are never found by a process, a name or a command: watching its
+        // own reads feeds back on itself. (`--stages` names its probe threads: Target::Threads.)
+        let own = !matches!(self.plan.target, Target::Threads(_))
+            && process::process_of(tid) == Some(std::process::id() as i32);
         if state.by_tid.contains_key(&tid) || state.exited.contains(&tid) || own || process::is_kernel_thread(tid) {
             return;
         }
