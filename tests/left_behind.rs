@@ -80,7 +80,6 @@ fn a_killed_watchs_instances_are_removed_by_the_next_rtlab_even_when_its_pid_was
     squatter.wait().unwrap();
     assert!(next.status.success(), "{stderr}");
     assert_eq!(instances_of(pid), Vec::<String>::new(), "the dead watch's instances remain");
-    assert!(stderr.contains("was still recording; it is removed"), "the repair is said: {stderr}");
 }
 
 #[test]
@@ -274,7 +273,7 @@ fn everything_a_watched_command_started_ends_with_rtlab_however_rtlab_ends() {
     // Its tracefs instances are left for the next rtlab: that is this one (the tests after
     // these expect a machine with nothing to repair).
     let next = rtlab().args(["run", "--simulate", "seed:1", "-l", "10", "-q"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&next.stderr).contains("was still recording; it is removed"));
+    assert!(next.status.success());
     // A double Ctrl-C's emergency exit.
     let mut c = watch_tree("63.25", "30s");
     for _ in 0..2 {

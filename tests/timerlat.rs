@@ -117,7 +117,7 @@ fn options_that_need_the_kernels_tracer_are_refused_with_the_reason() {
         (&["timerlat", "top", "--trigger", "hist:key=cpu"][..], "--trigger needs"),
         (&["timerlat", "top", "-P", "x:1"][..], "-P 'x:1'"),
         (&["timerlat", "top", "-d", "ten"][..], "-d 'ten'"),
-        (&["timerlat", "hist", "-E", "0"][..], "-b and -E"),
+        (&["timerlat", "hist", "-E", "0"][..], "-E 0"),
         (&["timerlat", "top", "-t"][..], "-t saves the timerlat tracer's buffer"),
         (&["timerlat", "top", "--on-end", "signal,num=x"][..], "signal,num=N"),
         (&["timerlat", "top", "-T", "50", "--on-end", "continue"][..], "--on-end continue"),

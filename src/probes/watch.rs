@@ -857,8 +857,12 @@ impl Reader {
                 Note::Period(p) => {
                     if let Some(&i) = state.by_tid.get(&p.tid).filter(|i| **i != usize::MAX) {
                         let slot = &mut state.slots[i];
-                        if p.timer && p.wakeup_ns.is_some() {
-                            slot.cadence.observe(p.release_ns);
+                        // The program's own schedule (consecutive armed expiries) when known:
+                        // under overload a release is not a sleep of every period.
+                        match (p.timer && p.wakeup_ns.is_some(), p.previous_armed_ns) {
+                            (true, Some(prev)) if !p.relative => slot.cadence.observe_interval(p.release_ns - prev),
+                            (true, _) => slot.cadence.observe(p.release_ns),
+                            _ => {}
                         }
                         slot.pending.push(p);
                         self.flush(slot, i, recs, false, state.explaining.as_mut());
@@ -957,7 +961,9 @@ impl Reader {
         };
         let at = p.release_ns - self.start_ns;
         // A relative sleeper's release is its last wakeup plus the period: it never skips one.
-        let skipped = match (p.timer && !p.relative, slot.last_release) {
+        // Skipped: the expiries the program's schedule passed over (its armed expiries jump),
+        // not the periods it ran through without sleeping.
+        let skipped = match (p.timer && !p.relative, p.previous_armed_ns.or(slot.last_release)) {
             (true, Some(prev)) => slot.cadence.skipped(p.release_ns - prev),
             _ => 0,
         };

@@ -16,18 +16,18 @@ pub fn busy(e: &std::io::Error) -> bool {
 }
 
 /// Repairs what dead rtlab processes left on the machine (a SIGKILL, a crash, a power cut of
-/// the terminal): tracefs instances still recording, CPU idle states still disabled. Cheap when
-/// nothing was left; every rtlab start runs it as root. What it repaired, in words.
+/// the terminal): tracefs instances still recording, CPU idle states still disabled, programs
+/// a dead watch started. Cheap when nothing was left; every rtlab start runs it as root. What it
+/// gave back to the machine, in words (the instances are removed silently).
 pub fn repair_left_behind() -> Vec<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Vec::new();
     }
-    let mut said: Vec<String> = tracefs::remove_stale()
-        .into_iter()
-        .map(|name| format!("the tracefs instance {name} of a dead rtlab was still recording; it is removed"))
-        .collect();
-    said.extend(cpuidle::repair());
+    // A dead run's instances go without a word: rtlab runs ended by SIGKILL leave them all
+    // the time (a test harness, a supervisor), and nothing of the machine's is changed back.
+    tracefs::remove_stale();
+    let mut said = cpuidle::repair();
     said.extend(
         container::remove_stale().into_iter().map(|name| {
             format!("the programs a dead rtlab started were still running (cgroup {name}); they are ended")

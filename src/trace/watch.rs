@@ -43,6 +43,10 @@ pub struct Period {
     /// Its timer was armed with a relative expiry (`nanosleep`): its releases drift by each
     /// period's latency, and it never skips one.
     pub relative: bool,
+    /// The expiry the same timer was armed for before this release's (ns): the program's own
+    /// schedule, seen even in periods it did not sleep (overloaded, it arms an expiry already
+    /// past and runs on), so the gap to it is the period, or the periods the program skipped.
+    pub previous_armed_ns: Option<i64>,
 }
 
 impl Period {
@@ -60,6 +64,8 @@ struct Armed {
     soft_ns: i64,
     hard_ns: i64,
     relative: bool,
+    /// The expiry this timer was armed for before (ns).
+    previous_soft_ns: Option<i64>,
 }
 
 /// Where a watched thread is.
@@ -205,7 +211,8 @@ impl Tracker {
         let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
         // A realtime timer's expiry is far beyond the monotonic clock (decades since boot).
         let shift = if soft > now + 1_000_000_000_000_000 { offset } else { 0 };
-        let armed = Armed { soft_ns: soft - shift, hard_ns: hard - shift, relative };
+        let previous_soft_ns = t.armed.iter().find(|(a, _)| a == timer).map(|(_, a)| a.soft_ns);
+        let armed = Armed { soft_ns: soft - shift, hard_ns: hard - shift, relative, previous_soft_ns };
         t.armed.retain(|(a, _)| a != timer);
         t.armed.push((timer.to_string(), armed));
         if t.armed.len() > ARMED_KEPT {
@@ -238,6 +245,7 @@ impl Tracker {
             p.irq_ns = Some(now - armed.soft_ns);
             p.slack_ns = Some(armed.hard_ns - armed.soft_ns);
             p.relative = armed.relative;
+            p.previous_armed_ns = armed.previous_soft_ns;
         }
         p.waking_ns = e.ts_ns - p.release_ns;
         t.open = Some(p);
@@ -333,9 +341,16 @@ impl Cadence {
     /// A timer release at `release_ns` while the period is being learnt: the interval from
     /// the previous one is kept; the period is fixed once [`Cadence::LEARN`] are.
     pub fn observe(&mut self, release_ns: i64) {
-        let prev = self.last.replace(release_ns);
-        if let (Some(prev), None) = (prev, self.period_ns) {
-            self.intervals.push(release_ns - prev);
+        if let Some(prev) = self.last.replace(release_ns) {
+            self.observe_interval(release_ns - prev);
+        }
+    }
+
+    /// An interval of the thread's schedule while the period is being learnt (between two
+    /// expiries its timer was armed for: exact even when overload made it skip sleeps).
+    pub fn observe_interval(&mut self, gap_ns: i64) {
+        if self.period_ns.is_none() {
+            self.intervals.push(gap_ns);
             if self.intervals.len() >= Self::LEARN {
                 self.settle();
             }
@@ -448,8 +463,41 @@ mod tests {
             cpu: 1,
             slack_ns: Some(50),
             relative: false,
+            previous_armed_ns: None,
         };
         assert_eq!(notes, vec![Note::Period(want)]);
+    }
+
+    #[test]
+    fn under_overload_the_schedule_is_learnt_from_the_armed_expiries_not_from_the_sleeps() {
+        // A 1 ms loop whose work takes 1.5 ms: it arms every expiry (1, 2, 3 … ms) but sleeps
+        // only when the expiry is still ahead — here at 2 ms and 4 ms, not at 3 ms.
+        let mut events = vec![ev(500, 1, 7, start(1_000_000, 0))];
+        for (armed_at, expiry, sleeps) in
+            [(600, 2_000_000, true), (3_100_000, 3_000_000, false), (3_200_000, 4_000_000, true)]
+        {
+            events.push(ev(armed_at, 1, 7, start(expiry, 0)));
+            if sleeps {
+                events.push(ev(armed_at + 10, 1, 7, switch(7, "S", 0)));
+                events.push(ev(expiry + 5, 1, 0, entry(expiry + 5)));
+                events.push(ev(expiry + 8, 1, 0, waking(7)));
+                events.push(ev(expiry + 9, 1, 0, Kind::HrtimerExit));
+                events.push(ev(expiry + 12, 1, 7, Kind::SysExit { nr: 230 }));
+            }
+        }
+        events.sort_by_key(|e| e.ts_ns);
+        let periods: Vec<Period> =
+            run(&events).into_iter().filter_map(|n| if let Note::Period(p) = n { Some(p) } else { None }).collect();
+        let gaps: Vec<(i64, Option<i64>)> = periods.iter().map(|p| (p.release_ns, p.previous_armed_ns)).collect();
+        // The release at 4 ms follows the armed 3 ms: one period, nothing skipped.
+        assert_eq!(gaps, [(2_000_000, Some(1_000_000)), (4_000_000, Some(3_000_000))]);
+        let mut learnt = Cadence::new(None);
+        for p in &periods {
+            learnt.observe_interval(p.release_ns - p.previous_armed_ns.unwrap());
+        }
+        learnt.settle();
+        assert_eq!(learnt.period_ns(), Some(1_000_000), "the releases alone are 2 ms apart");
+        assert_eq!(learnt.skipped(4_000_000 - 3_000_000), 0);
     }
 
     #[test]
