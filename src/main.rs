@@ -35,6 +35,7 @@ fn main() {
             eprintln!("rtlab: warning: {}", rtlab::units::printable(&repaired));
         }
     }
+    let as_rtla = rtlab::cli::timerlat::invoked_as_rtla(&args);
     let code = match run(args, &signals) {
         Ok(code) => code,
         // The one place an error becomes an exit code.
@@ -44,5 +45,7 @@ fn main() {
             e.exit_code()
         }
     };
+    // Under a stand-in's name, that tool's statuses.
+    let code = if as_rtla { rtlab::cli::timerlat::rtla_status(code) } else { code };
     std::process::exit(code);
 }

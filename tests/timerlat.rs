@@ -39,17 +39,22 @@ fn parse_hist(text: &str) -> Hist {
 
 /// `rtlab timerlat ARGS` (in `cwd` when given), within a minute; it must succeed. Its output.
 fn timerlat(args: &[&str], cwd: Option<&std::path::Path>) -> std::process::Output {
+    timerlat_ending(0, args, cwd)
+}
+
+/// [`timerlat`] that must end with `code` (3: a threshold stopped it).
+fn timerlat_ending(code: i32, args: &[&str], cwd: Option<&std::path::Path>) -> std::process::Output {
     let mut cmd = rtlab();
     if let Some(d) = cwd {
         cmd.current_dir(d);
     }
     let out = cmd.arg("timerlat").args(args).timeout(std::time::Duration::from_secs(60)).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     out
 }
 
 #[test]
-fn hist_reads_as_rteval_reads_rtlas_and_its_usr_columns_are_the_probes_own_samples() {
+fn hist_reads_as_rteval_reads_rtlas_with_every_samples_three_stages_counted_alike() {
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
@@ -68,15 +73,25 @@ fn hist_reads_as_rteval_reads_rtlas_and_its_usr_columns_are_the_probes_own_sampl
         assert_eq!(in_rows + over, count, "{name}");
         let cpu: u64 = name[4..].parse().unwrap();
         let t = threads.iter().find(|t| t["cpu"].as_u64() == Some(cpu)).unwrap();
-        if name.starts_with("Usr") {
-            // The user latency printed is the probe's own measurement: same count, min, max.
-            assert_eq!(count, t["cycles"].as_u64().unwrap());
-            assert_eq!(h.summary["min:"][c], (t["min_ns"].as_i64().unwrap() / 1000).to_string());
-            assert_eq!(h.summary["max:"][c], (t["max_ns"].as_i64().unwrap() / 1000).to_string());
-        }
-        if name.starts_with("IRQ") {
-            assert_eq!(count, t["watch"]["irq"]["cycles"].as_u64().unwrap());
-        }
+        // Each column is its stage of the same periods: the result's figures, in rtla's µs.
+        let stage = &t["watch"][match &name[..3] {
+            "IRQ" => "irq",
+            "Thr" => "thread",
+            _ => "user",
+        }];
+        assert_eq!(count, stage["cycles"].as_u64().unwrap(), "{name}");
+        assert_eq!(h.summary["min:"][c], (stage["min_ns"].as_i64().unwrap() / 1000).to_string(), "{name}");
+        assert_eq!(h.summary["max:"][c], (stage["max_ns"].as_i64().unwrap() / 1000).to_string(), "{name}");
+        let avg = stage["mean_us_truncated"].as_f64().unwrap().floor() as i64;
+        assert_eq!(h.summary["avg:"][c], avg.to_string(), "{name}: Σ⌊µs⌋ / count");
+        // IRQ, Thr and Usr are counted alike on every CPU: each sample has all three.
+        let irq: u64 = h.summary["count:"][c - c % 3].parse().unwrap();
+        assert_eq!(count, irq, "{name}: as many as IRQ-{cpu:03}");
+    }
+    for t in threads {
+        let sources = &t["watch"]["stage_sources"];
+        let dated = sources["thread_by_switch"].as_u64().unwrap() + sources["thread_by_first_event"].as_u64().unwrap();
+        assert_eq!(dated, t["watch"]["thread"]["cycles"].as_u64().unwrap(), "every Thr says what dated it: {sources}");
     }
     assert!(h.rows.windows(2).all(|w| w[0].0 < w[1].0));
     for t in threads {
@@ -98,11 +113,11 @@ fn a_thread_threshold_stops_the_run_at_the_first_period_above_it_and_analyses_it
         format!("--on-threshold=shell,command=touch {}", hit.display()),
         format!("--on-end=shell,command=touch {}", end.display()),
     );
-    let out = timerlat(&["top", "-c", "0", "-T", "1", "-d", "60", &on_hit, &on_end], None);
+    let out = timerlat_ending(3, &["top", "-c", "0", "-T", "1", "-d", "60", &on_hit, &on_end], None);
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "stopped long before -d 60");
     assert!(!dir.path().join("timerlat_trace.txt").exists(), "no trace without -a or the trace action");
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("hit stop tracing: CPU 0 thread latency"), "{text}");
+    assert!(text.contains("\nrtla timerlat hit stop tracing\n"), "{text}");
     assert!(text.contains("## CPU 0 hit stop tracing, analyzing it ##"), "{text}");
     assert!(text.contains("CPU COUNT"), "{text}");
     assert!(hit.exists() && end.exists(), "--on-threshold and --on-end ran their commands");
@@ -141,7 +156,7 @@ fn run_as_rtla_it_answers_rtla_timerlat_and_names_what_it_has_for_the_rest() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("# RTLA timerlat histogram"));
     let out = std::process::Command::new(&rtla).args(["osnoise", "top"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1), "rtla's status for what it cannot do");
     assert!(String::from_utf8_lossy(&out.stderr).contains("rtlab noise"));
 }
 
@@ -268,9 +283,9 @@ fn continue_keeps_measuring_after_each_hit_runs_the_actions_and_traces_the_event
 fn auto_stops_at_either_stage_writes_timerlat_trace_txt_and_says_what_it_cannot_do() {
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
     let dir = tempfile::tempdir().unwrap();
-    let out = timerlat(&["top", "-c", "0", "-a", "1", "-d", "60"], Some(dir.path()));
+    let out = timerlat_ending(3, &["top", "-c", "0", "-a", "1", "-d", "60"], Some(dir.path()));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("hit stop tracing: CPU 0"), "{text}");
+    assert!(text.contains("rtla timerlat hit stop tracing\n## CPU 0 hit stop tracing"), "{text}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("rtlab: warning: -a: the stack"));
     let trace = std::fs::read_to_string(dir.path().join("timerlat_trace.txt")).unwrap();
     assert!(trace.lines().count() > 10, "{trace}");
@@ -281,7 +296,8 @@ fn aa_only_prints_the_analysis_of_the_stop_and_no_table() {
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let out = timerlat(&["top", "-c", "0", "--aa-only", "1", "-d", "60", "--json", json.to_str().unwrap()], None);
+    let out =
+        timerlat_ending(3, &["top", "-c", "0", "--aa-only", "1", "-d", "60", "--json", json.to_str().unwrap()], None);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("## CPU 0 hit stop tracing, analyzing it ##"), "{text}");
     assert!(!text.contains("CPU COUNT") && !text.contains("Timer Latency"), "{text}");
@@ -318,22 +334,23 @@ fn hists_layout_options_leave_out_what_each_names_as_rtlas_do() {
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
     let cpu = last_cpu().to_string();
     let hist = |extra: &[&str]| {
-        let mut args = vec!["hist", "-d", "1", "-c", cpu.as_str(), "-E", "5"];
+        let mut args = vec!["hist", "-d", "1", "-c", cpu.as_str(), "-E", "10"];
         args.extend_from_slice(extra);
         String::from_utf8(timerlat(&args, None).stdout).unwrap()
     };
     let full = hist(&[]);
     let c = format!("{:03}", last_cpu());
-    assert!(full.contains(&format!("Index   IRQ-{c}  Thr-{c}  Usr-{c}\n")), "{full}");
-    assert!(full.contains("\nover:") && full.contains("\nALL:"), "{full}");
+    assert!(full.contains(&format!("Index   IRQ-{c}   Thr-{c}   Usr-{c}\n")), "{full}");
+    assert!(full.contains("\nover: ") && full.contains("\nALL:        IRQ       Thr       Usr\n"), "{full}");
     // --no-irq drops the IRQ column, --no-index the Index column, --with-zeros keeps the empty
-    // rows (one per bucket: -E 5), --no-summary every summary row and the ALL block.
+    // rows (one per bucket: -E 10), --no-summary every summary row and the ALL block.
     let text = hist(&["--no-irq", "--no-index", "--with-zeros", "--no-summary"]);
     let lines: Vec<&str> = text.lines().collect();
     let head = lines.iter().position(|l| l.trim_start().starts_with("Thr-")).expect(&text);
     assert_eq!(lines[head].split_whitespace().collect::<Vec<_>>(), [format!("Thr-{c}"), format!("Usr-{c}")]);
+    // One row per bucket, the empty ones too, then over: (without its label).
     let rows = &lines[head + 1..];
-    assert_eq!(rows.len(), 5, "one row per bucket, the empty ones too, and nothing after them: {text}");
+    assert_eq!(rows.len(), 11, "one row per bucket, the empty ones too, and over: {text}");
     assert!(rows.iter().all(|r| r.split_whitespace().count() == 2), "no index, two columns: {text}");
     // --no-header drops the `#` lines and the column names, --no-thread the Thr column.
     let text = hist(&["--no-header", "--no-thread"]);

@@ -186,15 +186,14 @@ impl TimerlatOptions {
     /// Validates rtla's options and maps them onto an `rtlab run --stages` plan.
     pub fn from_cli(a: TimerlatArgs) -> Result<TimerlatOptions, UsageError> {
         a.refuse()?;
-        // rtla's bounds: 1 ≤ -b < 1000000.
-        if a.bucket_size == 0 || a.bucket_size >= 1_000_000 {
-            return Err(usage(format!("-b {}: bucket size needs to be > 0 and < 1000000 (e.g. -b 1)", a.bucket_size)));
-        }
-        if a.entries == 0 || a.entries > 1_000_000 {
-            return Err(usage(format!("-E {}: give 1 to 1000000 entries (e.g. -E 256)", a.entries)));
-        }
+        a.refuse_as_rtla()?;
         let mut argv: Vec<String> = vec!["rtlab".into(), "run".into(), "--stages".into(), "-q".into()];
         argv.extend(["-i".into(), format!("{}us", a.period)]);
+        // The histograms' buckets are rtla's (-b µs) over the whole table (-E of them) and at
+        // least 10 ms: every sample below the table's end lands in exactly rtla's bucket.
+        let b = a.bucket_size;
+        let range = (a.entries * b).max(10_000).div_ceil(b) * b;
+        argv.extend(["--bucket-size".into(), format!("{b}us"), "--range".into(), format!("{range}us")]);
         match &a.cpus {
             Some(c) => argv.extend(["-a".into(), c.clone(), "-t".into()]),
             None => argv.push("-t".into()),
@@ -310,6 +309,38 @@ impl TimerlatOptions {
 }
 
 impl TimerlatArgs {
+    /// rtla's own refusals of values and combinations, in its words.
+    fn refuse_as_rtla(&self) -> Result<(), UsageError> {
+        let refusals = [
+            (
+                self.bucket_size == 0 || self.bucket_size >= 1_000_000,
+                format!("-b {}: Bucket size needs to be > 0 and <= 1000000", self.bucket_size),
+            ),
+            (
+                !(10..=9_999_999).contains(&self.entries),
+                format!("-E {}: Entries must be > 10 and < 9999999", self.entries),
+            ),
+            (self.period > 1_000_000, format!("-p {}: Period longer than 1 s", self.period)),
+            (self.period == 0, "-p 0: the period must be at least 1 us".to_string()),
+            (
+                self.dma_latency.is_some_and(|d| !(0..=10_000).contains(&d)),
+                format!("--dma-latency {}: --dma-latency needs to be >= 0 and < 10000", self.dma_latency.unwrap_or(0)),
+            ),
+            (
+                self.no_irq && self.no_thread,
+                "--no-irq --no-thread: no-irq and no-thread set, there is nothing to do here".to_string(),
+            ),
+            (
+                self.no_index && !self.with_zeros,
+                "--no-index: no-index set with with-zeros is not set - it does not make sense".to_string(),
+            ),
+        ];
+        match refusals.into_iter().find(|(bad, _)| *bad) {
+            Some((_, why)) => Err(usage(why)),
+            None => Ok(()),
+        }
+    }
+
     /// The options only the kernel's tracer can do: exit 2 with the reason.
     fn refuse(&self) -> Result<(), UsageError> {
         let tracer =
@@ -328,6 +359,23 @@ impl TimerlatArgs {
             }
         }
         Ok(())
+    }
+}
+
+/// True when rtlab runs under rtla's name (a link named `rtla`): its exit statuses are then
+/// rtla's ([`rtla_status`]).
+pub fn invoked_as_rtla(args: &[String]) -> bool {
+    args.first().and_then(|a| std::path::Path::new(a).file_name()).is_some_and(|n| n == "rtla")
+}
+
+/// rtla's exit status for rtlab's (its man pages, EXIT STATUS): 0 when no stop condition was
+/// hit, 1 for an error or an invalid argument, 2 when the run hit its stop condition.
+pub fn rtla_status(rtlab: i32) -> i32 {
+    match rtlab {
+        0 => 0,
+        3 => 2,
+        130 => 130,
+        _ => 1,
     }
 }
 

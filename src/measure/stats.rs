@@ -261,8 +261,10 @@ impl StageFigures {
 pub struct StagesSnapshot {
     /// Expiry → the timer's interrupt callback.
     pub irq: Option<StageFigures>,
-    /// Expiry → the switch to the thread.
+    /// Expiry → the switch to the thread (or its first event).
     pub thread: Option<StageFigures>,
+    /// Expiry → its return to user space, in the same periods.
+    pub user: Option<StageFigures>,
     /// Stage thresholds crossed so far (`rtlab timerlat --on-threshold continue`).
     pub hits: u64,
 }

@@ -13,7 +13,7 @@ use super::histogram::Layout;
 use super::stats::{Live, Recorder, Summary};
 use crate::rt::clock::{self, ClockId};
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 
 /// What the task's work is fixed in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema)]
@@ -108,25 +108,27 @@ pub const CALIBRATION_WARMUP_NS: i64 = 100_000_000;
 /// Sizes `target_ns` of fixed work on the calling thread: finds the fastest rate of [`spin`]
 /// over several trials of about 1 ms (an interrupt lengthens a trial, never shortens it), sizes
 /// the work, then times the sized work itself and corrects once for what short trials miss.
-pub fn calibrate(clock: ClockId, target_ns: i64, cpu: Option<usize>) -> Calibration {
+pub fn calibrate(clock: ClockId, target_ns: i64, cpu: Option<usize>, stop: &AtomicBool) -> Calibration {
+    let stopping = || stop.load(Relaxed);
     let timed = |units: u64| {
         let t0 = clock::now(clock);
         spin(units);
         (clock::now(clock) - t0).max(1)
     };
     let mut units = 1_000u64;
-    while timed(units) < 1_000_000 && units < 1 << 40 {
+    while timed(units) < 1_000_000 && units < 1 << 40 && !stopping() {
         units *= 2;
     }
     // Busy for a while first: a CPU that was idle runs slower until its clock ramps up, and
     // the work must be sized at the speed a busy task gets.
     let warm_until = clock::now(clock) + CALIBRATION_WARMUP_NS;
-    while clock::now(clock) < warm_until {
+    while clock::now(clock) < warm_until && !stopping() {
         spin(units);
     }
-    let fastest = (0..15).map(|_| timed(units)).min().unwrap_or(1);
+    // A stop during set-up is honoured between timings (each at most the work's length).
+    let fastest = (0..15).take_while(|_| !stopping()).map(|_| timed(units)).min().unwrap_or(1);
     let ps_per_unit = ((fastest as u128 * 1000) / units as u128).max(1) as u64;
-    let fastest_of = |units: u64| (0..5).map(|_| timed(units)).min().unwrap_or(1);
+    let fastest_of = |units: u64| (0..5).take_while(|_| !stopping()).map(|_| timed(units)).min().unwrap_or(1);
     let sized = scaled(target_ns as u128 * 1000, ps_per_unit as u128);
     let sized = scaled(sized as u128 * target_ns as u128, fastest_of(sized) as u128);
     Calibration { units: sized, ps_per_unit, measured_ns: fastest_of(sized), cpu }
@@ -400,8 +402,10 @@ pub struct WorkLive {
 pub struct StageCells {
     /// Timer interrupt latencies (expiry → its callback).
     pub irq: Live,
-    /// Switch-in latencies (expiry → the switch to the thread).
+    /// Switch-in latencies (expiry → the switch to the thread, or its first event).
     pub thread: Live,
+    /// Return-to-user latencies of the same periods (expiry → its `sys_exit`).
+    pub user: Live,
     /// Stage thresholds crossed (each period above counts once).
     pub hits: AtomicU64,
 }
@@ -409,7 +413,12 @@ pub struct StageCells {
 impl StageCells {
     /// Empty cells with histograms of `layout`.
     pub fn new(layout: Layout) -> StageCells {
-        StageCells { irq: Live::new(layout), thread: Live::new(layout), hits: AtomicU64::new(0) }
+        StageCells {
+            irq: Live::new(layout),
+            thread: Live::new(layout),
+            user: Live::new(layout),
+            hits: AtomicU64::new(0),
+        }
     }
 
     /// The figures as of now.
@@ -417,6 +426,7 @@ impl StageCells {
         super::stats::StagesSnapshot {
             irq: super::stats::StageFigures::of(&self.irq),
             thread: super::stats::StageFigures::of(&self.thread),
+            user: super::stats::StageFigures::of(&self.user),
             hits: self.hits.load(Relaxed),
         }
     }
@@ -645,7 +655,7 @@ mod tests {
         assert_eq!(scaled(200_000 * 300_000, 330_000), 181_818);
         assert_eq!(scaled(5, 0), 5);
         assert_eq!(scaled(0, 7), 1);
-        let c = calibrate(ClockId::MONOTONIC, 50_000, Some(3));
+        let c = calibrate(ClockId::MONOTONIC, 50_000, Some(3), &AtomicBool::new(false));
         assert!(c.units > 0 && c.ps_per_unit > 0 && c.measured_ns > 0, "{c:?}");
         assert_eq!(c.cpu, Some(3));
     }

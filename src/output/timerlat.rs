@@ -124,17 +124,15 @@ fn cpus(r: &RunResult) -> Vec<Cpu<'_>> {
             cpu: t.cpu.unwrap_or(t.thread),
             irq: t.watch.as_ref().and_then(|w| w.irq.as_ref()),
             thread: t.watch.as_ref().and_then(|w| w.thread.as_ref()),
-            user: &t.stats,
+            // The tracker's Usr (the same periods as IRQ and Thr) where the stages were
+            // watched; the probe's own samples otherwise.
+            user: t.watch.as_ref().and_then(|w| w.user.as_ref()).unwrap_or(&t.stats),
         })
         .collect()
 }
 
 fn us(ns: Option<i64>) -> String {
     ns.map_or("-".into(), |v| (v / 1000).to_string())
-}
-
-fn avg(s: Option<&Stats>) -> String {
-    s.and_then(|s| s.mean_ns).map_or("-".into(), |m| ((m / 1000.0) as i64).to_string())
 }
 
 /// One stage's columns in `top` (ns; `None` prints `-`).
@@ -280,12 +278,14 @@ pub fn top(elapsed_s: u64, rows: &[TopRow]) -> String {
 }
 
 /// One column's counts in `layout`'s buckets (µs of width `bucket_us`, `entries` of them) and
-/// the count beyond them.
+/// the count beyond them. rtla bins a sample by its latency truncated to µs over the bucket
+/// size; the run's histogram has buckets of that size over the whole table (the stand-in sets
+/// its layout so), so every bucket below the table's end is exactly one of rtla's.
 fn binned(s: Option<&Stats>, layout: &HistLayout) -> (Vec<u64>, u64) {
     let mut bins = vec![0u64; layout.entries as usize];
     let mut over = 0;
     for b in s.and_then(|s| s.histogram.as_ref()).map_or(&[][..], |h| &h.buckets[..]) {
-        let i = (b.lo_ns / 1000) / layout.bucket_us;
+        let i = (b.lo_ns.max(0) / 1000) / layout.bucket_us;
         match bins.get_mut(i as usize) {
             Some(n) => *n += b.count,
             None => over += b.count,
@@ -294,28 +294,64 @@ fn binned(s: Option<&Stats>, layout: &HistLayout) -> (Vec<u64>, u64) {
     (bins, over)
 }
 
-/// `rtla timerlat hist`'s histogram: `# RTLA timerlat histogram`, the `Index IRQ-NNN Thr-NNN
-/// Usr-NNN` rows, the `over:`/`count:`/`min:`/`avg:`/`max:` rows and the ALL columns.
+/// rtla's summary figures of one column: count, and min, avg, max in µs (each sample truncated
+/// to µs: the average is Σ⌊latency⌋ / count, integer), `-` without samples.
+fn figures(s: Option<&Stats>) -> [String; 4] {
+    let s = s.map(|s| Column { count: s.cycles, min_ns: s.min_ns, mean_us: s.mean_us_truncated, max_ns: s.max_ns });
+    figures_of(s.unwrap_or_default())
+}
+
+/// What rtla prints of a column: its count, extremes (ns) and Σ⌊µs⌋ / count.
+#[derive(Clone, Copy, Debug, Default)]
+struct Column {
+    count: u64,
+    min_ns: Option<i64>,
+    mean_us: Option<f64>,
+    max_ns: Option<i64>,
+}
+
+fn figures_of(c: Column) -> [String; 4] {
+    let count = c.count;
+    let cell = |v: Option<i64>| match (count, v) {
+        (0, _) | (_, None) => format!("{:>9} ", '-'),
+        (_, Some(v)) => format!("{v:>9} "),
+    };
+    let floor_us = |ns: Option<i64>| ns.map(|v| v.div_euclid(1000));
+    [
+        format!("{count:>9} "),
+        cell(floor_us(c.min_ns)),
+        cell(c.mean_us.map(|m| m.floor() as i64)),
+        cell(floor_us(c.max_ns)),
+    ]
+}
+
+/// `rtla timerlat hist`'s output, byte for byte (`timerlat_hist.c`): the `#` header, `Index`
+/// and `   IRQ-NNN   Thr-NNN   Usr-NNN` columns of CPUs that have samples, one `%-6d` index and
+/// `%9d ` cell per bucket (rows of zeros left out unless `--with-zeros`), `over:`, then the
+/// `count:`/`min:`/`avg:`/`max:` rows and the ALL block.
 pub fn hist(r: &RunResult, layout: &HistLayout) -> String {
-    let cpus = cpus(r);
+    let cpus: Vec<Cpu<'_>> = cpus(r)
+        .into_iter()
+        .filter(|c| c.irq.is_some_and(|s| s.cycles > 0) || c.thread.is_some_and(|s| s.cycles > 0))
+        .collect();
     let mut cols: Vec<(String, Option<&Stats>)> = Vec::new();
     for c in &cpus {
         if layout.irq {
-            cols.push((format!("IRQ-{:03}", c.cpu), c.irq));
+            cols.push((format!("   IRQ-{:03}", c.cpu), c.irq));
         }
         if layout.thread {
-            cols.push((format!("Thr-{:03}", c.cpu), c.thread));
+            cols.push((format!("   Thr-{:03}", c.cpu), c.thread));
         }
-        cols.push((format!("Usr-{:03}", c.cpu), Some(c.user)));
+        cols.push((format!("   Usr-{:03}", c.cpu), Some(c.user)));
     }
+    let label = |l: &str| if layout.index { l.to_string() } else { String::new() };
     let mut out = String::new();
     if layout.header {
         let dur = r.duration_s.unwrap_or(0.0) as u64;
         out += "# RTLA timerlat histogram\n# Time unit is microseconds (us)\n";
         out +=
             &format!("# Duration: {:>3} {:02}:{:02}:{:02}\n", dur / 86_400, dur / 3600 % 24, dur / 60 % 60, dur % 60);
-        let index = if layout.index { format!("{:<6}", "Index") } else { String::new() };
-        out += &format!("{index}{}\n", cols.iter().map(|(n, _)| format!("{n:>9}")).collect::<String>());
+        out += &format!("{}{}\n", label("Index"), cols.iter().map(|(n, _)| n.as_str()).collect::<String>());
     }
     let data: Vec<(Vec<u64>, u64)> = cols.iter().map(|(_, s)| binned(*s, layout)).collect();
     for i in 0..layout.entries as usize {
@@ -324,112 +360,145 @@ pub fn hist(r: &RunResult, layout: &HistLayout) -> String {
             continue;
         }
         let index = if layout.index { format!("{:<6}", i as u64 * layout.bucket_us) } else { String::new() };
-        out += &format!("{index}{}\n", row.iter().map(|n| format!("{n:>9}")).collect::<String>());
+        out += &format!("{index}{}\n", row.iter().map(|n| format!("{n:>9} ")).collect::<String>());
     }
+    out += &format!("{}{}\n", label("over: "), data.iter().map(|(_, o)| format!("{o:>9} ")).collect::<String>());
     if layout.summary {
-        let row = |label: &str, f: &dyn Fn(Option<&Stats>, u64) -> String| {
-            let cells: String =
-                cols.iter().zip(&data).map(|((_, s), (_, over))| format!("{:>9}", f(*s, *over))).collect();
-            format!("{label:<6}{cells}\n")
-        };
-        out += &row("over:", &|_, over| over.to_string());
-        out += &row("count:", &|s, _| s.map_or(0, |s| s.cycles).to_string());
-        out += &row("min:", &|s, _| us(s.and_then(|s| s.min_ns)));
-        out += &row("avg:", &|s, _| avg(s));
-        out += &row("max:", &|s, _| us(s.and_then(|s| s.max_ns)));
+        let per_col: Vec<[String; 4]> = cols.iter().map(|(_, s)| figures(*s)).collect();
+        for (k, name) in ["count:", "min:  ", "avg:  ", "max:  "].iter().enumerate() {
+            out += &format!("{}{}\n", label(name), per_col.iter().map(|f| f[k].as_str()).collect::<String>());
+        }
         out += &all(&cpus, layout);
     }
     out
 }
 
-/// One summary figure of several distributions.
-type Summarise = dyn Fn(&[&Stats]) -> String;
-
-/// The ALL columns: every CPU together, per stage.
+/// The ALL block: every CPU together, per stage (`ALL:  ` then `      IRQ       Thr       Usr`),
+/// with rtla's arithmetic over the CPUs' sums.
 fn all(cpus: &[Cpu<'_>], layout: &HistLayout) -> String {
-    let stages: Vec<(&str, Vec<&Stats>)> = [
-        ("IRQ", cpus.iter().filter_map(|c| c.irq).collect::<Vec<_>>(), layout.irq),
-        ("Thr", cpus.iter().filter_map(|c| c.thread).collect(), layout.thread),
-        ("Usr", cpus.iter().map(|c| c.user).collect(), true),
+    let label = |l: &str| if layout.index { l.to_string() } else { String::new() };
+    let stages: Vec<Vec<&Stats>> = [
+        (layout.irq, cpus.iter().filter_map(|c| c.irq).collect::<Vec<_>>()),
+        (layout.thread, cpus.iter().filter_map(|c| c.thread).collect()),
+        (true, cpus.iter().map(|c| c.user).collect()),
     ]
     .into_iter()
-    .filter(|s| s.2)
-    .map(|(n, v, _)| (n, v))
+    .filter_map(|(shown, v)| shown.then_some(v))
     .collect();
-    let mut out = format!("\n{:<6}{}\n", "ALL:", stages.iter().map(|(n, _)| format!("{n:>9}")).collect::<String>());
-    let cell = |v: &Vec<&Stats>, f: &dyn Fn(&[&Stats]) -> String| format!("{:>9}", f(v));
-    let rows: [(&str, &Summarise); 4] = [
-        ("count:", &|v| v.iter().map(|s| s.cycles).sum::<u64>().to_string()),
-        ("min:", &|v| us(v.iter().filter_map(|s| s.min_ns).min())),
-        ("avg:", &|v| {
-            let n: u64 = v.iter().map(|s| s.cycles).sum();
-            let sum: f64 = v.iter().map(|s| s.mean_ns.unwrap_or(0.0) * s.cycles as f64).sum();
-            if n == 0 {
-                "-".into()
-            } else {
-                ((sum / n as f64 / 1000.0) as i64).to_string()
-            }
-        }),
-        ("max:", &|v| us(v.iter().filter_map(|s| s.max_ns).max())),
-    ];
-    for (label, f) in rows {
-        out += &format!("{label:<6}{}\n", stages.iter().map(|(_, v)| cell(v, f)).collect::<String>());
+    let mut out = label("ALL:  ");
+    if layout.irq {
+        out += "      IRQ";
+    }
+    if layout.thread {
+        out += "       Thr";
+    }
+    out += "       Usr\n";
+    let merged: Vec<[String; 4]> = stages
+        .iter()
+        .map(|v| {
+            let count: u64 = v.iter().map(|s| s.cycles).sum();
+            let sum: f64 = v.iter().map(|s| s.mean_us_truncated.unwrap_or(0.0) * s.cycles as f64).sum();
+            figures_of(Column {
+                count,
+                min_ns: v.iter().filter_map(|s| s.min_ns).min(),
+                max_ns: v.iter().filter_map(|s| s.max_ns).max(),
+                // The sums are whole µs: rounding the float back gives them exactly.
+                mean_us: (count > 0).then(|| sum.round() / count as f64),
+            })
+        })
+        .collect();
+    for (k, name) in ["count:", "min:  ", "avg:  ", "max:  "].iter().enumerate() {
+        out += &format!("{}{}\n", label(name), merged.iter().map(|f| f[k].as_str()).collect::<String>());
     }
     out
 }
 
-/// The stop, when a threshold stopped the run, in rtla's words, with the analysis of the
-/// sample that crossed it (its explanation) unless `aa` is off.
+/// The stop, when a threshold stopped the run, in rtla's words (`rtla timerlat hit stop
+/// tracing`, whatever name rtlab runs under: rtla's readers look for it), with rtla's
+/// auto-analysis of the sample that crossed it (its explanation) unless `aa` is off.
 pub fn stop(r: &RunResult, aa: bool) -> String {
     let Some((t, hit)) = r.threads.iter().find_map(|t| Some((t, t.watch.as_ref()?.stop.as_ref()?))) else {
         return String::new();
     };
-    let cpu = t.cpu.unwrap_or(t.thread);
-    let mut out =
-        format!("rtlab timerlat hit stop tracing: CPU {cpu} {} latency {} us\n", hit.stage, hit.latency_ns / 1000);
+    let mut out = "rtla timerlat hit stop tracing\n".to_string();
     if !aa {
         return out;
     }
+    let cpu = t.cpu.unwrap_or(t.thread);
     out += &format!("## CPU {cpu} hit stop tracing, analyzing it ##\n");
     // The explained wakeup of the period that crossed (its cycle is its release over the period).
     let period = t.interval_ns.unwrap_or(1).max(1);
-    let Some(e) = r
+    match r
         .explanations
         .iter()
         .filter(|e| e.thread == t.thread)
         .min_by_key(|e| (e.cycle as i64 * period - hit.at_ns).abs())
-    else {
-        out += "  no explanation: the events of that period were not recorded (--no-aa, or no tracefs)\n";
-        return out;
-    };
-    let total = e.latency_ns.max(1) as f64;
-    let line = |what: &str, ns: i64| {
-        format!("  {what:<38}{:>9.2} us ({:>6.2} %)\n", ns as f64 / 1000.0, ns as f64 * 100.0 / total)
-    };
+    {
+        Some(e) => out += &analysis(e, hit.stage == "IRQ"),
+        None => {
+            out += "------------------------------------------------------------------------\n";
+            out += &format!(
+                "  {} latency:\t\t\t\t\t{:9.2} us (100%)\n",
+                if hit.stage == "IRQ" { "IRQ" } else { "Thread" },
+                hit.latency_ns as f64 / 1000.0
+            );
+        }
+    }
+    out
+}
+
+/// rtla's auto-analysis lines (`timerlat_aa.c`'s format strings, tabs and widths) from an
+/// explanation: the IRQ handler delay and latency, the timer IRQ's duration, the blocking
+/// thread (its name on the next line), the interference blocks with one line per source, the
+/// dashed line and the total (100 %). The stack rtla prints needs the kernel's tracer: there
+/// is none here, and none is invented.
+fn analysis(e: &crate::trace::Explanation, irq: bool) -> String {
     use crate::trace::Cause;
-    let sum = |f: &dyn Fn(Cause) -> bool| e.parts.iter().filter(|p| f(p.cause)).map(|p| p.ns).sum::<i64>();
-    out += &line("IRQ handler delay:", sum(&|c| matches!(c, Cause::ExitFromIdle | Cause::IrqsDisabled)));
-    if let Some(f) = e.fired_ns {
-        out += &format!("  {:<38}{:>9.2} us\n", "IRQ latency:", f as f64 / 1000.0);
+    let total = if irq { e.fired_ns.unwrap_or(e.latency_ns) } else { e.latency_ns };
+    let us = |ns: i64| ns as f64 / 1000.0;
+    let per = |ns: i64| if total > 0 { ns as f64 * 100.0 / total as f64 } else { 0.0 };
+    let sum = |causes: &[Cause]| e.parts.iter().filter(|p| causes.contains(&p.cause)).map(|p| p.ns).sum::<i64>();
+    let idle = sum(&[Cause::ExitFromIdle]);
+    let delay = idle + sum(&[Cause::IrqsDisabled]);
+    let mut out = format!(
+        "  IRQ handler delay:\t\t{:>16}\t{:9.2} us ({:.2} %)\n",
+        if us(idle) > 10.0 { "(exit from idle)" } else { "" },
+        us(delay),
+        per(delay)
+    );
+    out += &format!("  IRQ latency:\t\t\t\t\t\t{:9.2} us\n", us(e.fired_ns.unwrap_or(delay)));
+    let (comm, pid) = e.blocking.as_ref().map_or(("<...>".to_string(), 0), |b| (b.comm.clone(), b.pid));
+    if irq {
+        out += &format!("  Blocking thread:\n\t{comm:>24}:{pid:<9}\n");
+    } else {
+        let timer = sum(&[Cause::TimerIrq]);
+        out += &format!("  Timerlat IRQ duration:\t\t\t\t{:9.2} us ({:.2} %)\n", us(timer), per(timer));
+        let blocking = sum(&[Cause::BlockingTask]);
+        out += &format!("  Blocking thread:\t\t\t\t\t{:9.2} us ({:.2} %)\n", us(blocking), per(blocking));
+        out += &format!("\t{comm:>24}:{pid:<9}\t\t{:9.2} us\n", us(blocking));
     }
-    if let Some(b) = &e.blocking {
-        out +=
-            &line(&format!("Blocking thread: {}:{} ({})", b.comm, b.pid, b.policy), sum(&|c| c == Cause::BlockingTask));
+    let nmi = sum(&[Cause::Nmi]);
+    if nmi > 0 {
+        out += &format!("  NMI interference\t\t\t\t\t{:9.2} us ({:.2} %)\n", us(nmi), per(nmi));
     }
-    for (what, cause) in [
-        ("IRQ interference:", &[Cause::Irq, Cause::Vector, Cause::TimerIrq, Cause::Nmi][..]),
-        ("Softirq interference:", &[Cause::Softirq][..]),
-        ("Thread interference:", &[Cause::OtherTask][..]),
-    ] {
-        let ns = sum(&|c| cause.contains(&c));
-        if ns > 0 {
-            out += &line(what, ns);
-            for p in e.parts.iter().filter(|p| cause.contains(&p.cause) && !p.name.is_empty()) {
-                out += &format!("  {:>38}{:>9.2} us\n", p.name, p.ns as f64 / 1000.0);
+    if !irq {
+        for (what, causes, gap) in [
+            ("IRQ interference", &[Cause::Irq, Cause::Vector][..], "\t\t\t"),
+            ("Softirq interference", &[Cause::Softirq][..], "\t\t\t"),
+            ("Thread interference", &[Cause::OtherTask][..], "\t\t\t"),
+        ] {
+            let ns = sum(causes);
+            if ns > 0 {
+                out += &format!("  {what}\t\t\t\t\t{:9.2} us ({:.2} %)\n", us(ns), per(ns));
+                for p in e.parts.iter().filter(|p| causes.contains(&p.cause)) {
+                    let (name, id) = p.name.rsplit_once(':').unwrap_or((p.name.as_str(), ""));
+                    out += &format!("\t{name:>24}:{id:<3}{gap}{:9.2} us\n", us(p.ns));
+                }
             }
         }
     }
-    out += &line("Thread latency (to the clock read):", e.latency_ns);
+    out += "------------------------------------------------------------------------\n";
+    out += &format!("  {} latency:\t\t\t\t\t{:9.2} us (100%)\n", if irq { "IRQ" } else { "Thread" }, us(total));
     out
 }
 

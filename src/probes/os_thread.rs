@@ -402,7 +402,8 @@ impl ThreadCtx {
         // Fixed work is sized here, on this thread's CPU at its policy, before the schedule.
         if let (Some(w), None) = (&self.work, &sim) {
             if w.spec.kind == WorkKind::Fixed {
-                let _ = w.calibration.set(calibrate(self.clock.id(), w.spec.amount_ns, affinity::current_cpu()));
+                let cpu = affinity::current_cpu();
+                let _ = w.calibration.set(calibrate(self.clock.id(), w.spec.amount_ns, cpu, &self.shared.stop));
             }
         }
         let mut work_rec =

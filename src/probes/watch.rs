@@ -123,6 +123,19 @@ pub struct Plan {
 /// How much of the latest events `trace_out` keeps (the rest is dropped as the run goes).
 pub const TRACE_KEEP_NS: i64 = crate::trace::period::KEEP_NS;
 
+impl StageLimits {
+    /// The stage of `p` above its limit, and its latency: the IRQ latency against `irq_ns`;
+    /// the thread latency or the return-to-user latency against `thread_ns` (rtla's
+    /// user-thread mode stops on either).
+    pub fn hit(&self, p: &Period) -> Option<(&'static str, i64)> {
+        let over = |v: Option<i64>, limit: Option<i64>| v.filter(|v| limit.is_some_and(|l| *v > l));
+        over(p.irq_ns, self.irq_ns)
+            .map(|v| ("IRQ", v))
+            .or_else(|| over(p.thread_ns, self.thread_ns).map(|v| ("thread", v)))
+            .or_else(|| over(p.wakeup_ns, self.thread_ns).map(|v| ("user", v)))
+    }
+}
+
 /// Stage thresholds: a period whose IRQ or thread latency is above its limit is a hit; the
 /// first ends the run (through the pipeline's `stop`) unless `continues`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -415,6 +428,8 @@ struct Slot {
     preemptors: HashMap<String, (i64, u64)>,
     /// Its scheduling as last read (`None`: never readable).
     sched: Option<SchedParams>,
+    /// When it started (its identity beside its id).
+    started: Option<u64>,
 }
 
 /// One CPU's binary stream of one of the two instances.
@@ -479,6 +494,7 @@ struct Recorders<'a> {
     work: Vec<WorkRecorder<'a>>,
     irq: Vec<Recorder<'a>>,
     switch: Vec<Recorder<'a>>,
+    user: Vec<Recorder<'a>>,
     hits: Vec<&'a AtomicU64>,
 }
 
@@ -502,6 +518,7 @@ impl Reader {
                 .collect(),
             irq: stages.iter().map(|c| Recorder::new(&c.irq, None)).collect(),
             switch: stages.iter().map(|c| Recorder::new(&c.thread, None)).collect(),
+            user: stages.iter().map(|c| Recorder::new(&c.user, None)).collect(),
             hits: stages.iter().map(|c| &c.hits).collect(),
         };
         recs.wakeup.iter_mut().for_each(|r| r.started(self.start_ns));
@@ -554,6 +571,10 @@ impl Reader {
             if Instant::now() >= next_look {
                 next_look = Instant::now() + LOOK_EVERY;
                 self.resched(&mut state);
+                let watched: Vec<i32> = state.slots.iter().map(|s| s.tid).collect();
+                for tid in watched {
+                    self.forget_replaced(&mut state, tid);
+                }
                 for tid in self.target_threads() {
                     if !state.by_tid.contains_key(&tid) {
                         self.add(&mut state, tid, None);
@@ -815,6 +836,7 @@ impl Reader {
             cpus: Vec::new(),
             preemptors: HashMap::new(),
             sched: crate::rt::sched::of_thread(tid).ok(),
+            started: process::start_time(tid),
         });
     }
 
@@ -827,6 +849,18 @@ impl Reader {
                 slot.sched = Some(s);
                 status.sched = s;
             }
+        }
+    }
+
+    /// Marks watched thread `tid` exited when another task has its id now (a different start
+    /// time): its exit event was lost, and nothing of the stranger is the watched thread's.
+    fn forget_replaced(&self, state: &mut State, tid: i32) {
+        let Some(&i) = state.by_tid.get(&tid).filter(|i| **i != usize::MAX) else { return };
+        let slot = &mut state.slots[i];
+        let now = process::start_time(tid);
+        if !slot.figures.exited && now.is_some() && now != slot.started {
+            slot.figures.exited = true;
+            state.exited.insert(tid);
         }
     }
 
@@ -855,6 +889,9 @@ impl Reader {
         for note in notes.drain(..) {
             match note {
                 Note::Period(p) => {
+                    if state.exited.contains(&p.tid) {
+                        continue;
+                    }
                     if let Some(&i) = state.by_tid.get(&p.tid).filter(|i| **i != usize::MAX) {
                         let slot = &mut state.slots[i];
                         // The program's own schedule (consecutive armed expiries) when known:
@@ -869,6 +906,8 @@ impl Reader {
                     }
                 }
                 Note::Forked { parent, child, comm } => {
+                    // A lost exit event must not let a stranger with the parent's id in.
+                    self.forget_replaced(state, parent);
                     let ours = match &self.plan.target {
                         Target::Process(_) | Target::Command(_) => {
                             state.by_tid.contains_key(&parent) && !state.exited.contains(&parent)
@@ -985,18 +1024,22 @@ impl Reader {
                 }
             }
         }
-        if let Some(irq) = p.irq_ns {
-            recs.irq[i].record(irq, at, 0);
-        }
-        if let Some(t) = p.thread_ns {
-            recs.switch[i].record(t, at, 0);
+        // A timer release's three stages, from one period: equal counts by construction.
+        if let (true, Some(irq), Some(thr)) = (p.timer, p.irq_ns, p.thread_ns) {
+            for (r, v) in [(&mut recs.irq[i], irq), (&mut recs.switch[i], thr), (&mut recs.user[i], wakeup)] {
+                r.record(v, at, 0);
+                // rtla's arithmetic: each sample truncated to whole µs before it is summed.
+                r.record_cyclictest_us(v.div_euclid(1000));
+            }
+            let sources = &mut f.stage_sources;
+            *if p.thread_by_first_event {
+                &mut sources.thread_by_first_event
+            } else {
+                &mut sources.thread_by_switch
+            } += 1;
         }
         let limits = self.plan.stop_at;
-        let hit = match (limits.irq_ns, limits.thread_ns) {
-            (Some(limit), _) if p.irq_ns.is_some_and(|v| v > limit) => Some(("IRQ", p.irq_ns.unwrap_or(0))),
-            (_, Some(limit)) if p.thread_ns.is_some_and(|v| v > limit) => Some(("thread", p.thread_ns.unwrap_or(0))),
-            _ => None,
-        };
+        let hit = limits.hit(p);
         if !p.stages_in_order() {
             f.stages_out_of_order += 1;
         }
@@ -1042,7 +1085,7 @@ impl Reader {
         who.truncate(10);
         f.preemptors = who;
         let sched = crate::rt::sched::of_thread(slot.tid).ok().or(slot.sched);
-        // cyclictest's truncated-µs mean belongs to its own clock reads, not to traced ones.
+        // cyclictest's truncated-µs mean belongs to its own clock reads, not to the wakeups.
         let exact = |mut s: crate::measure::stats::Summary| {
             s.sum_us_truncated = None;
             s
@@ -1067,8 +1110,10 @@ impl Reader {
             noise: None,
             work: Some(recs.work[i].finish()),
             watch: Some(WatchFigures {
-                irq: exact(recs.irq[i].finish()),
-                switch: exact(recs.switch[i].finish()),
+                // The stages keep rtla's sums (each sample truncated to µs).
+                irq: recs.irq[i].finish(),
+                switch: recs.switch[i].finish(),
+                user: recs.user[i].finish(),
                 thread: f,
             }),
         }

@@ -191,6 +191,7 @@ impl RunResult {
                     watch: t.watch.as_ref().map(|w| super::watch::WatchThread {
                         irq: (w.irq.cycles > 0).then(|| stats_of(&w.irq, at)),
                         thread: (w.switch.cycles > 0).then(|| stats_of(&w.switch, at)),
+                        user: (w.user.cycles > 0).then(|| stats_of(&w.user, at)),
                         ..w.thread.clone()
                     }),
                 }

@@ -68,6 +68,26 @@ pub struct WatchThread {
     /// thread, or the switch after its return to user space (0 when the events are consistent).
     #[serde(default)]
     pub stages_out_of_order: u64,
+    /// Its return-to-user latencies (Usr) of the periods whose three stages were dated (the
+    /// same periods as `irq` and `thread`: equal counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<Stats>,
+    /// What dated each stage, in samples.
+    #[serde(default)]
+    pub stage_sources: StageSources,
+}
+
+/// How many samples each source dated, per stage: the IRQ always by the timer's callback
+/// (`hrtimer_expire_entry`), the Usr by the return to user space (`sys_exit`); the Thr by the
+/// traced switch to the thread where the kernel traced one, else by the thread's first event
+/// after its release (an upper bound, a few hundred ns late: a switch out of idle often is not
+/// traced).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StageSources {
+    /// Thr dated by the traced `sched_switch` to the thread.
+    pub thread_by_switch: u64,
+    /// Thr dated by the thread's first traced event after its release.
+    pub thread_by_first_event: u64,
 }
 
 /// A latency above a stop threshold (`rtlab timerlat -i US` or `-T US`).
@@ -101,6 +121,8 @@ pub struct WatchFigures {
     pub irq: Summary,
     /// Switch latencies.
     pub switch: Summary,
+    /// Return-to-user latencies of the same periods.
+    pub user: Summary,
 }
 
 /// What a watch run watched and what tracing cost.
