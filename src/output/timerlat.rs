@@ -285,7 +285,7 @@ fn binned(s: Option<&Stats>, layout: &HistLayout) -> (Vec<u64>, u64) {
     let mut bins = vec![0u64; layout.entries as usize];
     let mut over = 0;
     for b in s.and_then(|s| s.histogram.as_ref()).map_or(&[][..], |h| &h.buckets[..]) {
-        let i = (b.lo_ns.max(0) / 1000) / layout.bucket_us;
+        let i = (b.lo_ns / 1000) / layout.bucket_us;
         match bins.get_mut(i as usize) {
             Some(n) => *n += b.count,
             None => over += b.count,
