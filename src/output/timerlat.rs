@@ -506,6 +506,94 @@ fn analysis(e: &crate::trace::Explanation, irq: bool) -> String {
 mod tests {
     use super::*;
 
+    /// The stage statistics the watch records for `samples` (ns), in a run layout of buckets of
+    /// `bucket_us` over `range_us` — as `rtlab timerlat` sets it.
+    fn stage(samples: &[i64], bucket_us: u64, range_us: u64) -> Stats {
+        let layout = crate::measure::histogram::Layout::new(bucket_us * 1000, range_us * 1000).unwrap();
+        let live = crate::measure::stats::Live::new(layout);
+        let mut rec = crate::measure::stats::Recorder::new(&live, None);
+        rec.started(0);
+        for (i, v) in samples.iter().enumerate() {
+            rec.record(*v, i as i64 * 1_000_000, 0);
+            rec.record_cyclictest_us(v.div_euclid(1000));
+        }
+        crate::result::build::stats_of(&rec.finish(), std::time::UNIX_EPOCH)
+    }
+
+    /// rtla's arithmetic, transcribed from `timerlat_hist.c` (`timerlat_hist_update`,
+    /// `format_summary_value`): the latency in µs is the ns value divided by 1000 (integers),
+    /// its bucket that over the bucket size (beyond the entries: the overflow cell), the sum of
+    /// those µs over the count is the average, and a column prints `%9llu ` (or `%9c ` '-').
+    fn rtla_column(samples: &[i64], bucket: u64, entries: usize) -> (Vec<u64>, u64, [String; 4]) {
+        let mut hist = vec![0u64; entries + 1];
+        let (mut min, mut max, mut sum) = (u64::MAX, 0u64, 0u64);
+        for ns in samples {
+            let latency = *ns as u64 / 1000;
+            let b = (latency / bucket) as usize;
+            hist[b.min(entries)] += 1;
+            min = min.min(latency);
+            max = max.max(latency);
+            sum += latency;
+        }
+        let n = samples.len() as u64;
+        let over = hist.pop().unwrap();
+        (hist, over, [format!("{n:9} "), format!("{min:9} "), format!("{:9} ", sum / n), format!("{max:9} ")])
+    }
+
+    #[test]
+    fn hist_prints_what_rtlas_own_arithmetic_computes_from_the_same_samples() {
+        // Whole and fractional µs, a bucket's edges, samples beyond 10 ms and beyond the table.
+        let irq: Vec<i64> = vec![999, 1_000, 1_999, 4_999, 5_000, 99_999, 100_000, 12_345_678, 15_000_000, 19_999_999];
+        let thr: Vec<i64> = irq.iter().map(|v| v + 777).collect();
+        let usr: Vec<i64> = thr.iter().map(|v| v + 1_501).chain([25_000_000]).collect();
+        let (bucket, entries) = (100u64, 200usize);
+        // rtlab timerlat's layout for -b 100 -E 200: buckets of 100 µs over 20 ms.
+        let range = (entries as u64 * bucket).max(10_000).div_ceil(bucket) * bucket;
+        let mut r: RunResult = serde_json::from_str(include_str!("../../tests/fixtures/minimal-run.json")).unwrap();
+        r.threads.truncate(1);
+        r.threads[0].cpu = Some(3);
+        r.threads[0].watch = Some(crate::result::watch::WatchThread {
+            irq: Some(stage(&irq, bucket, range)),
+            thread: Some(stage(&thr, bucket, range)),
+            user: Some(stage(&usr, bucket, range)),
+            ..Default::default()
+        });
+        let layout = HistLayout {
+            bucket_us: bucket,
+            entries: entries as u64,
+            irq: true,
+            thread: true,
+            header: false,
+            summary: true,
+            index: true,
+            zeros: false,
+        };
+        let printed = hist(&r, &layout);
+        let cols = [
+            rtla_column(&irq, bucket, entries),
+            rtla_column(&thr, bucket, entries),
+            rtla_column(&usr, bucket, entries),
+        ];
+        let mut want = String::new();
+        for b in 0..entries {
+            if cols.iter().all(|c| c.0[b] == 0) {
+                continue;
+            }
+            want += &format!("{:<6}", b as u64 * bucket);
+            want += &cols.iter().map(|c| format!("{:9} ", c.0[b])).collect::<String>();
+            want += "\n";
+        }
+        want += &format!("over: {}\n", cols.iter().map(|c| format!("{:9} ", c.1)).collect::<String>());
+        for (k, label) in ["count:", "min:  ", "avg:  ", "max:  "].iter().enumerate() {
+            want += &format!("{label}{}\n", cols.iter().map(|c| c.2[k].as_str()).collect::<String>());
+        }
+        want += "ALL:        IRQ       Thr       Usr\n";
+        for (k, label) in ["count:", "min:  ", "avg:  ", "max:  "].iter().enumerate() {
+            want += &format!("{label}{}\n", cols.iter().map(|c| c.2[k].as_str()).collect::<String>());
+        }
+        assert_eq!(printed, want);
+    }
+
     fn cells(count: u64, cur: i64, min: i64, avg: f64, max: i64) -> Cells {
         Cells { count, cur: Some(cur), min: Some(min), avg: Some(avg), max: Some(max) }
     }

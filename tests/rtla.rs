@@ -1,0 +1,205 @@
+//! rtlab installed as `rtla`, read the way its main client reads rtla: rteval's timerlat module
+//! runs `rtla timerlat hist -p100 -P f:95 -u -cCPUS -E3500 --no-summary --no-aa
+//! --dma-latency=0 [-T N]`, stops it with SIGINT, takes every row as the bucket index then IRQ,
+//! Thr, Usr per CPU, and on a stop reads rtla's analysis line by line. The parser below does
+//! what that module does, field by field.
+
+mod common;
+use common::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// A directory holding `rtla`, a link to rtlab.
+fn rtla() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let rtla = dir.path().join("rtla");
+    std::os::unix::fs::symlink(rtlab_path(), &rtla).unwrap();
+    (dir, rtla)
+}
+
+/// What rteval takes from the output.
+#[derive(Debug, Default)]
+struct Rteval {
+    /// Per row: the bucket index and its cells (IRQ, Thr, Usr per CPU, in -c order).
+    rows: Vec<(u64, Vec<u64>)>,
+    /// The `over:` cells (rteval skips the line; the test reads it for the counts).
+    over: Vec<u64>,
+    stop: Option<Stop>,
+}
+
+/// rteval's reading of a stop's analysis.
+#[derive(Debug, Default)]
+struct Stop {
+    cpu: Option<u64>,
+    /// `Thread latency:`'s `fields[-3]` and `fields[-1]` stripped of `()%`.
+    thread_latency: Option<(f64, f64)>,
+    /// `IRQ handler delay`, `Blocking thread`, `… interference`, `Timerlat IRQ duration`:
+    /// `fields[-4]` and `fields[-2]` stripped of `(`.
+    parts: HashMap<String, (f64, f64)>,
+    /// The line after `Blocking thread:`, all fields but the last two.
+    blocking_thread: Option<String>,
+}
+
+fn rteval_parse(text: &str) -> Rteval {
+    let mut r = Rteval::default();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if line.starts_with("rtla timerlat hit stop tracing") {
+            r.stop = Some(Stop::default());
+            continue;
+        }
+        if let Some(stop) = r.stop.as_mut() {
+            let num = |s: &str| s.parse::<f64>().unwrap_or_else(|_| panic!("not a number: {s:?} in {line:?}"));
+            if line.starts_with("## CPU") {
+                stop.cpu = fields.get(2).and_then(|c| c.parse().ok());
+            } else if line.contains("Thread latency:") {
+                let n = fields.len();
+                stop.thread_latency = Some((num(fields[n - 3]), num(fields[n - 1].trim_matches(['(', ')', '%']))));
+            }
+            for key in [
+                "IRQ handler delay",
+                "Blocking thread",
+                "IRQ interference",
+                "Softirq interference",
+                "Timerlat IRQ duration",
+            ] {
+                if line.trim_start().starts_with(key) && fields.len() >= 5 {
+                    let n = fields.len();
+                    stop.parts.insert(key.into(), (num(fields[n - 4]), num(fields[n - 2].trim_start_matches('('))));
+                    if key == "Blocking thread" {
+                        let next: Vec<&str> = lines.peek().map(|l| l.split_whitespace().collect()).unwrap_or_default();
+                        stop.blocking_thread = Some(next[..next.len().saturating_sub(2)].join(" "));
+                    }
+                }
+            }
+            continue;
+        }
+        if line.starts_with('#') || fields.is_empty() {
+            continue;
+        }
+        if fields[0] == "over:" {
+            r.over = fields[1..].iter().map(|v| v.parse().unwrap()).collect();
+            continue;
+        }
+        if let Ok(index) = fields[0].parse::<u64>() {
+            r.rows.push((index, fields[1..].iter().map(|v| v.parse().unwrap()).collect()));
+        }
+    }
+    r
+}
+
+/// Runs `rtla ARGS` (through the link), sends SIGINT after `after` as rteval does, and returns
+/// its exit status and output.
+fn interrupted(args: &[&str], after: Duration) -> (Option<i32>, String, String) {
+    let (_dir, rtla) = rtla();
+    let child = Command::new(&rtla).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id().to_string();
+    let (done, ended) = std::sync::mpsc::channel::<()>();
+    let killer = std::thread::spawn(move || {
+        if ended.recv_timeout(after).is_err() {
+            let _ = Command::new("kill").args(["-INT", &pid]).status();
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    killer.join().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn rtevals_invocation_reads_three_stages_per_cpu_counted_alike_and_in_stage_order() {
+    assert!(is_root(), "rtla timerlat needs root (SCHED_FIFO, tracefs)");
+    let args = [
+        "timerlat",
+        "hist",
+        "-p100",
+        "-P",
+        "f:95",
+        "-u",
+        "-c0,1",
+        "-E3500",
+        "--no-summary",
+        "--no-aa",
+        "--dma-latency=0",
+    ];
+    let (code, out, err) = interrupted(&args, Duration::from_secs(5));
+    assert_eq!(code, Some(0), "a run ended by SIGINT without a stop: {err}");
+    let r = rteval_parse(&out);
+    assert!(r.stop.is_none(), "{out}");
+    assert!(!r.rows.is_empty() && r.rows.iter().all(|(_, v)| v.len() == 6), "IRQ, Thr, Usr for CPUs 0 and 1:\n{out}");
+    assert_eq!(r.over.len(), 6, "{out}");
+    for cpu in 0..2 {
+        let col = |stage: usize| cpu * 3 + stage;
+        let count = |c: usize| r.rows.iter().map(|(_, v)| v[c]).sum::<u64>() + r.over[c];
+        let counts = [count(col(0)), count(col(1)), count(col(2))];
+        assert!(counts[0] > 1000, "CPU {cpu}: {counts:?}");
+        assert!(counts.iter().all(|c| *c == counts[0]), "CPU {cpu}: IRQ, Thr and Usr counted alike: {counts:?}");
+        // The largest non-empty bucket (over: beyond the table) of each stage, in stage order.
+        let largest = |c: usize| {
+            if r.over[c] > 0 {
+                u64::MAX
+            } else {
+                r.rows.iter().filter(|(_, v)| v[c] > 0).map(|(i, _)| *i).max().unwrap()
+            }
+        };
+        let l = [largest(col(0)), largest(col(1)), largest(col(2))];
+        assert!(l[0] <= l[1] && l[1] <= l[2], "CPU {cpu}: IRQ ≤ Thr ≤ Usr in every sample, so in the largest: {l:?}");
+    }
+}
+
+#[test]
+fn a_fifo_96_blocker_stops_minus_t_50_with_an_analysis_rteval_reads_and_exit_2() {
+    assert!(is_root(), "rtla timerlat needs root (SCHED_FIFO, tracefs)");
+    // 1 ms busy every 20 ms at SCHED_FIFO 96 on CPU 1, above rtla's FIFO 95 thread.
+    let blocker = Command::new("stress-ng")
+        .args(["--cpu", "1", "--cpu-load", "5", "--cpu-load-slice", "1", "--taskset", "1"])
+        .args(["--sched", "fifo", "--sched-prio", "96", "--timeout", "30s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("stress-ng (apt install stress-ng)");
+    std::thread::sleep(Duration::from_millis(700));
+    let (code, out, err) =
+        interrupted(&["timerlat", "hist", "-c", "1", "-T", "50", "-d", "25"], Duration::from_secs(27));
+    stop_bursts(blocker);
+    assert_eq!(code, Some(2), "rtla's status for a run that hit its stop condition: {err}");
+    let r = rteval_parse(&out);
+    let stop = r.stop.unwrap_or_else(|| panic!("no `rtla timerlat hit stop tracing` line:\n{out}"));
+    assert_eq!(stop.cpu, Some(1), "{out}");
+    let (latency, share) = stop.thread_latency.unwrap_or_else(|| panic!("no Thread latency line:\n{out}"));
+    assert!(latency >= 50.0 && share == 100.0, "{latency} us ({share} %):\n{out}");
+    let (blocked, blocked_share) = stop.parts["Blocking thread"];
+    assert!(blocked >= 0.0 && (0.0..=100.0).contains(&blocked_share), "{out}");
+    let name = stop.blocking_thread.unwrap_or_default();
+    assert!(name.contains(':') && name.len() > 2, "the blocking thread's comm:pid on the line after: {name:?}\n{out}");
+    assert!(stop.parts.contains_key("IRQ handler delay") && stop.parts.contains_key("Timerlat IRQ duration"), "{out}");
+}
+
+#[test]
+fn bad_options_are_refused_with_rtlas_status_and_one_line() {
+    let (_dir, rtla) = rtla();
+    for (args, says) in [
+        (&["timerlat", "hist", "-b", "0"][..], "Bucket size needs to be > 0 and <= 1000000"),
+        (&["timerlat", "hist", "-E", "5"][..], "Entries must be > 10 and < 9999999"),
+        (&["timerlat", "top", "-p", "2000000"][..], "Period longer than 1 s"),
+        (&["timerlat", "hist", "--no-irq", "--no-thread"][..], "nothing to do here"),
+        (&["timerlat", "hist", "--no-index"][..], "it does not make sense"),
+        (&["timerlat", "top", "--dma-latency", "20000"][..], "--dma-latency needs to be >= 0 and < 10000"),
+        (&["timerlat", "top", "-k"][..], "-k needs the kernel's timerlat tracer"),
+        (&["timerlat", "top", "--bogus"][..], "--bogus"),
+        (&["timerlat", "top", "-T", "9223372036854776"][..], "out of range"),
+    ] {
+        let out = Command::new(&rtla).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: rtla's status for an invalid argument: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says) && !err.contains("panicked"), "{args:?}: {err}");
+    }
+}
