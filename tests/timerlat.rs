@@ -198,7 +198,7 @@ fn top_on_a_terminal_refreshes_its_table_and_ends_with_every_stages_latest_sampl
     let out = std::process::Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
-    let screens: Vec<&str> = text.split("\x1b[2J\x1b[1;1H").filter(|s| s.contains("Timer Latency")).collect();
+    let screens: Vec<&str> = text.split("\x1bc").filter(|s| s.contains("Timer Latency")).collect();
     assert!(screens.len() >= 3, "a table each second, then the last: {} screens\n{text}", screens.len());
     let last = screens.last().unwrap();
     let row = last.lines().find(|l| l.trim_start().starts_with("0 #")).expect("CPU 0's row");

@@ -96,11 +96,11 @@ impl Observer for Screen<'_> {
     }
 }
 
-/// Clears the terminal and moves home, as rtla's top does before each table.
+/// Resets the terminal (`ESC c`), as rtla's top does before each table.
 fn clear_screen() {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(b"\x1b[2J\x1b[1;1H").and_then(|()| out.flush());
+    let _ = out.write_all(b"\x1bc").and_then(|()| out.flush());
 }
 
 /// Measures, then prints rtla's table or histogram; exit 0, 1 when an output failed.

@@ -131,24 +131,23 @@ fn cpus(r: &RunResult) -> Vec<Cpu<'_>> {
         .collect()
 }
 
-fn us(ns: Option<i64>) -> String {
-    ns.map_or("-".into(), |v| (v / 1000).to_string())
-}
-
-/// One stage's columns in `top` (ns; `None` prints `-`).
+/// One stage's columns in `top` (ns, and the mean in µs as rtla computes it; `None`: none).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Cells {
     /// Samples.
     pub count: u64,
-    /// The latest sample.
+    /// The latest sample (ns).
     pub cur: Option<i64>,
-    /// Smallest.
+    /// Smallest (ns).
     pub min: Option<i64>,
-    /// Mean.
-    pub avg: Option<f64>,
-    /// Largest.
+    /// Σ⌊µs⌋ / count (at the end; while the run goes on, the exact mean in µs).
+    pub avg_us: Option<f64>,
+    /// Largest (ns).
     pub max: Option<i64>,
 }
+
+/// rtla's empty cell.
+const NO_VALUE: &str = "        -";
 
 impl Cells {
     fn of_stats(s: Option<&Stats>, cur: Option<i64>) -> Cells {
@@ -156,7 +155,7 @@ impl Cells {
             count: s.map_or(0, |s| s.cycles),
             cur,
             min: s.and_then(|s| s.min_ns),
-            avg: s.and_then(|s| s.mean_ns),
+            avg_us: s.and_then(|s| s.mean_us_truncated.or(s.mean_ns.map(|m| m / 1000.0))),
             max: s.and_then(|s| s.max_ns),
         }
     }
@@ -166,14 +165,46 @@ impl Cells {
             count: f.cycles,
             cur: Some(f.cur),
             min: Some(f.min),
-            avg: Some(f.mean),
+            avg_us: Some(f.mean / 1000.0),
             max: Some(f.max),
         })
     }
 
+    /// `%9llu` of a value in ns as rtla prints it (µs, truncated).
+    fn us(ns: Option<i64>) -> String {
+        ns.map_or_else(|| NO_VALUE.into(), |v| format!("{:9}", v.div_euclid(1000)))
+    }
+
+    /// cur, min, avg and max (`%9llu ` each, the last without its space); four `-` without samples.
     fn text(&self) -> String {
-        let avg = self.avg.map_or("-".into(), |m| ((m / 1000.0) as i64).to_string());
-        format!("{:>9} {:>9} {:>9} {:>9}", us(self.cur), us(self.min), avg, us(self.max))
+        if self.count == 0 {
+            return [NO_VALUE; 4].join(" ");
+        }
+        let avg = self.avg_us.map_or_else(|| NO_VALUE.into(), |m| format!("{:9}", m.floor() as i64));
+        format!("{} {} {avg} {}", Cells::us(self.cur), Cells::us(self.min), Cells::us(self.max))
+    }
+
+    /// The ALL row's cells: ten spaces where `cur` would be, then min, avg and max.
+    fn all_text(&self) -> String {
+        if self.count == 0 {
+            return format!("          {}", [NO_VALUE; 3].join(" "));
+        }
+        let avg = self.avg_us.map_or_else(|| NO_VALUE.into(), |m| format!("{:9}", m.floor() as i64));
+        format!("          {} {avg} {}", Cells::us(self.min), Cells::us(self.max))
+    }
+
+    /// Every CPU's cells of one stage together: counts and sums added (each sum is whole µs at
+    /// the end), extremes of extremes.
+    fn merged(cells: &[Cells]) -> Cells {
+        let count: u64 = cells.iter().map(|c| c.count).sum();
+        let sum: f64 = cells.iter().filter_map(|c| c.avg_us.map(|a| a * c.count as f64)).sum();
+        Cells {
+            count,
+            cur: None,
+            min: cells.iter().filter_map(|c| c.min).min(),
+            avg_us: (count > 0).then(|| sum.round() / count as f64),
+            max: cells.iter().filter_map(|c| c.max).max(),
+        }
     }
 }
 
@@ -188,7 +219,7 @@ pub struct TopRow {
     pub irq: Cells,
     /// Expiry → switch to the thread.
     pub thread: Cells,
-    /// Expiry → the thread's clock read (its own measurement).
+    /// Expiry → its return to user space.
     pub user: Cells,
 }
 
@@ -199,12 +230,13 @@ pub fn live_rows(threads: &[ThreadStatus], live: &[LiveSnapshot]) -> Vec<TopRow>
         .zip(live)
         .map(|(t, l)| {
             let stages = l.stages;
+            let user = stages.and_then(|s| s.user).or_else(|| StageFigures::from_snapshot(l));
             TopRow {
                 cpu: t.cpu.unwrap_or(t.index),
                 count: l.cycles,
                 irq: Cells::of_stage(stages.and_then(|s| s.irq)),
                 thread: Cells::of_stage(stages.and_then(|s| s.thread)),
-                user: Cells::of_stage(StageFigures::from_snapshot(l)),
+                user: Cells::of_stage(user),
             }
         })
         .collect()
@@ -221,59 +253,48 @@ pub fn final_rows(r: &RunResult, last: &[LiveSnapshot]) -> Vec<TopRow> {
             let stage = |f: fn(&crate::measure::stats::StagesSnapshot) -> Option<StageFigures>| {
                 l.and_then(|l| l.stages.as_ref()).and_then(f).map(|f| f.cur)
             };
+            let own_cur = l.filter(|l| l.cycles > 0).map(|l| l.cur);
             TopRow {
                 cpu: c.cpu,
                 count: c.user.cycles,
                 irq: Cells::of_stats(c.irq, stage(|s| s.irq)),
                 thread: Cells::of_stats(c.thread, stage(|s| s.thread)),
-                user: Cells::of_stats(Some(c.user), l.filter(|l| l.cycles > 0).map(|l| l.cur)),
+                user: Cells::of_stats(Some(c.user), stage(|s| s.user).or(own_cur)),
             }
         })
         .collect()
 }
 
-/// `rtla timerlat top`'s table after `elapsed_s` seconds: the header, a row per CPU, and the
-/// ALL row (every CPU together; its `cur` is `-`).
+/// `rtla timerlat top`'s table after `elapsed_s` seconds, byte for byte (`timerlat_top.c`, with
+/// the Ret user columns): the header, a row per CPU that has samples (`%3d #%-9llu |` and the
+/// IRQ count, as rtla's), the dashed line and the ALL row (`ALL #%-6llu e%d |`: the IRQ count
+/// over 10^e so that it fits, blank `cur` cells).
 pub fn top(elapsed_s: u64, rows: &[TopRow]) -> String {
-    let dur = elapsed_s;
-    let mut out = format!("{:>53}\n", "Timer Latency");
+    let d = elapsed_s;
+    let mut out = format!("{:37}Timer Latency{:46}{:41}\n", "", "", "");
+    let duration = format!("{:3} {:02}:{:02}:{:02}", d / 86_400, d / 3600 % 24, d / 60 % 60, d % 60);
     out += &format!(
-        "{:>2} {:02}:{:02}:{:02}    |{:>40} |{:>40} |{:>40}\n",
-        dur / 86_400,
-        dur / 3600 % 24,
-        dur / 60 % 60,
-        dur % 60,
-        "IRQ Timer Latency (us)",
-        "Thread Timer Latency (us)",
-        "Ret user Timer Latency (us)"
+        "{duration:<6}   |          IRQ Timer Latency (us)        |         Thread Timer Latency (us)      |    Ret user Timer Latency (us)\n"
     );
-    let cols = format!("{:>9} {:>9} {:>9} {:>9}", "cur", "min", "avg", "max");
+    let cols = "     cur       min       avg       max";
     out += &format!("CPU COUNT      | {cols} | {cols} | {cols}\n");
-    for c in rows {
-        out += &format!("{:>3} #{:<9} | {} | {} | {}\n", c.cpu, c.count, c.irq.text(), c.thread.text(), c.user.text());
+    let shown: Vec<&TopRow> = rows.iter().filter(|r| r.irq.count > 0 || r.thread.count > 0).collect();
+    for c in &shown {
+        out += &format!("{:3} #{:<9} |{} |{} |{}\n", c.cpu, c.irq.count, c.irq.text(), c.thread.text(), c.user.text());
     }
-    let bar = "-".repeat(41);
-    out += &format!("{}|{bar}|{bar}|{bar}\n", "-".repeat(15));
-    let all = |f: fn(&TopRow) -> Cells| {
-        let cells: Vec<Cells> = rows.iter().map(f).collect();
-        let n: u64 = cells.iter().filter(|c| c.avg.is_some()).map(|c| c.count).sum();
-        let sum: f64 = cells.iter().filter_map(|c| c.avg.map(|a| a * c.count as f64)).sum();
-        Cells {
-            count: n,
-            cur: None,
-            min: cells.iter().filter_map(|c| c.min).min(),
-            avg: (n > 0).then(|| sum / n as f64),
-            max: cells.iter().filter_map(|c| c.max).max(),
-        }
-        .text()
-    };
-    out += &format!(
-        "ALL #{:<9} | {} | {} | {}\n",
-        rows.iter().map(|r| r.count).sum::<u64>(),
-        all(|r| r.irq),
-        all(|r| r.thread),
-        all(|r| r.user)
-    );
+    let all = |f: fn(&TopRow) -> Cells| Cells::merged(&shown.iter().map(|r| f(r)).collect::<Vec<_>>());
+    let (irq, thread, user) = (all(|r| r.irq), all(|r| r.thread), all(|r| r.user));
+    if irq.count == 0 && thread.count == 0 {
+        return out;
+    }
+    let split = "-".repeat(40);
+    out += &format!("{}|{}|{}-|{}\n", &split[..15], split, &split[..39], &split[..39]);
+    let (mut count, mut e) = (irq.count, 0);
+    while count > 999_999 {
+        e += 1;
+        count /= 10;
+    }
+    out += &format!("ALL #{count:<6} e{e} |{} |{} |{}\n", irq.all_text(), thread.all_text(), user.all_text());
     out
 }
 
@@ -594,39 +615,46 @@ mod tests {
         assert_eq!(printed, want);
     }
 
-    fn cells(count: u64, cur: i64, min: i64, avg: f64, max: i64) -> Cells {
-        Cells { count, cur: Some(cur), min: Some(min), avg: Some(avg), max: Some(max) }
+    fn cells(count: u64, cur: i64, min: i64, avg_us: f64, max: i64) -> Cells {
+        Cells { count, cur: Some(cur), min: Some(min), avg_us: Some(avg_us), max: Some(max) }
     }
 
     #[test]
-    fn tops_all_row_weighs_each_cpus_mean_by_its_own_count_and_has_no_current_value() {
+    fn top_is_rtlas_table_byte_for_byte_with_the_all_row_over_every_cpu() {
         let rows = [
             TopRow {
                 cpu: 0,
                 count: 1000,
-                irq: cells(1000, 3_000, 1_000, 2_000.0, 9_000),
-                thread: cells(1000, 5_000, 2_000, 4_000.0, 20_000),
-                user: cells(1000, 6_000, 3_000, 5_000.0, 21_000),
+                irq: cells(1000, 3_400, 1_999, 2.0, 9_000),
+                thread: cells(1000, 5_000, 2_000, 4.0, 20_000),
+                user: cells(1000, 6_000, 3_000, 5.0, 21_000),
             },
             TopRow {
                 cpu: 1,
                 count: 3000,
-                irq: cells(3000, 4_000, 2_000, 6_000.0, 7_000),
-                // Fewer switches traced than wakeups: the mean is weighed by the stage's own count.
-                thread: cells(1000, 8_000, 3_000, 8_000.0, 30_000),
-                user: cells(3000, 9_000, 4_000, 9_000.0, 31_000),
+                irq: cells(3000, 4_000, 2_000, 6.0, 7_000),
+                thread: cells(3000, 8_000, 3_000, 8.0, 30_000),
+                user: cells(3000, 9_000, 4_000, 9.0, 31_000),
             },
+            // A CPU without samples is left out, as rtla leaves it out.
+            TopRow { cpu: 2, ..Default::default() },
         ];
-        let text = top(75, &rows);
-        let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[1].starts_with(" 0 00:01:15"), "{text}");
-        assert_eq!(lines[3].split_whitespace().collect::<Vec<_>>()[..6], ["0", "#1000", "|", "3", "1", "2"]);
-        let all: Vec<&str> = lines[6].split('|').map(str::trim).collect();
-        assert_eq!(all[0], "ALL #4000");
-        // IRQ: (1000·2 + 3000·6) / 4000 = 5 µs; thread: (1000·4 + 1000·8) / 2000 = 6 µs.
-        assert_eq!(all[1].split_whitespace().collect::<Vec<_>>(), ["-", "1", "5", "9"]);
-        assert_eq!(all[2].split_whitespace().collect::<Vec<_>>(), ["-", "2", "6", "30"]);
-        assert_eq!(all[3].split_whitespace().collect::<Vec<_>>(), ["-", "3", "8", "31"]);
+        let want = [
+            "                                     Timer Latency                                                                                       ",
+            "  0 00:01:15   |          IRQ Timer Latency (us)        |         Thread Timer Latency (us)      |    Ret user Timer Latency (us)",
+            "CPU COUNT      |      cur       min       avg       max |      cur       min       avg       max |      cur       min       avg       max",
+            "  0 #1000      |        3         1         2         9 |        5         2         4        20 |        6         3         5        21",
+            "  1 #3000      |        4         2         6         7 |        8         3         8        30 |        9         4         9        31",
+            // rtla's "%.*s|%.*s|%.*s" (15, 40, 39) then "-|%.*s" (39).
+            "---------------|----------------------------------------|----------------------------------------|---------------------------------------",
+            // IRQ: (1000·2 + 3000·6) / 4000 = 5 µs; thread: (1000·4 + 3000·8) / 4000 = 7 µs.
+            "ALL #4000   e0 |                  1         5         9 |                  2         7        30 |                  3         8        31",
+        ];
+        assert_eq!(top(75, &rows), want.join("\n") + "\n");
+        // Past 999 999 wakeups the count is scaled by tens, as rtla's `e` says.
+        let many = TopRow { cpu: 0, count: 12_345_678, irq: cells(12_345_678, 1_000, 1_000, 1.0, 1_000), ..rows[0] };
+        let all = top(1, &[many]).lines().last().unwrap().to_string();
+        assert!(all.starts_with("ALL #123456 e2 |"), "{all}");
     }
 
     #[test]
