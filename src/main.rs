@@ -35,7 +35,7 @@ fn main() {
             eprintln!("rtlab: warning: {}", rtlab::units::printable(&repaired));
         }
     }
-    let as_rtla = rtlab::cli::timerlat::invoked_as_rtla(&args);
+    let stand_in = rtlab::cli::dispatch::StandIn::of(&args);
     let code = match run(args, &signals) {
         Ok(code) => code,
         // The one place an error becomes an exit code.
@@ -46,6 +46,6 @@ fn main() {
         }
     };
     // Under a stand-in's name, that tool's statuses.
-    let code = if as_rtla { rtlab::cli::timerlat::rtla_status(code) } else { code };
+    let code = stand_in.exit_status(code);
     std::process::exit(code);
 }

@@ -1,4 +1,4 @@
-//! rtlab installed as `rtla`, read the way its main client reads rtla: rteval's timerlat module
+//! rtlab installed as `rtla` (and as `oslat`), read the way their clients read them. rteval: rteval's timerlat module
 //! runs `rtla timerlat hist -p100 -P f:95 -u -cCPUS -E3500 --no-summary --no-aa
 //! --dma-latency=0 [-T N]`, stops it with SIGINT, takes every row as the bucket index then IRQ,
 //! Thr, Usr per CPU, and on a stop reads rtla's analysis line by line. The parser below does
@@ -202,4 +202,51 @@ fn bad_options_are_refused_with_rtlas_status_and_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(says) && !err.contains("panicked"), "{args:?}: {err}");
     }
+}
+
+/// The keys of a JSON object, sorted.
+fn keys(v: &serde_json::Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    k.sort();
+    k
+}
+
+/// The labels of oslat's text lines (what comes before the first tab or number).
+fn labels(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split(['\t', ':']).next().unwrap_or("").trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn run_as_oslat_it_writes_oslats_text_and_json_as_the_real_oslat_does() {
+    assert!(is_root(), "oslat's busy threads need root here as oslat's do");
+    let dir = tempfile::tempdir().unwrap();
+    let oslat = dir.path().join("oslat");
+    std::os::unix::fs::symlink(rtlab_path(), &oslat).unwrap();
+    let (ours, real) = (dir.path().join("ours.json"), dir.path().join("real.json"));
+    let out = Command::new(&oslat).args(["-c", "1", "-D", "5", "--json"]).arg(&ours).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let reference = Command::new("oslat")
+        .args(["-c", "1", "-D", "1", "--json"])
+        .arg(&real)
+        .output()
+        .expect("the real oslat (apt install rt-tests; .ci/run does)");
+    assert!(reference.status.success());
+    let (a, b) = (read_json(&ours), read_json(&real));
+    assert_eq!(keys(&a), keys(&b), "oslat 2.x's top-level keys");
+    assert_eq!(keys(&a["thread"]["0"]), keys(&b["thread"]["0"]), "a thread's keys");
+    assert_eq!(keys(&a["sysinfo"]), keys(&b["sysinfo"]));
+    assert_eq!((a["num_threads"].as_u64(), a["thread"]["0"]["cpu"].as_u64()), (Some(1), Some(1)));
+    let hist = a["thread"]["0"]["histogram"].as_object().unwrap();
+    assert!(hist.keys().all(|k| k.parse::<u32>().is_ok_and(|b| (1..=32).contains(&b))), "{hist:?}");
+    // The text: oslat's lines, in oslat's order.
+    let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(labels(&text(&out)), labels(&text(&reference)), "{}\n---\n{}", text(&out), text(&reference));
+    // -v and a bad option, with oslat's statuses.
+    let v = Command::new(&oslat).arg("-v").output().unwrap();
+    assert_eq!((v.status.code(), String::from_utf8_lossy(&v.stdout).trim()), (Some(0), "oslat V 2.40"));
+    let bad = Command::new(&oslat).args(["-b", "2"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(1), "{}", String::from_utf8_lossy(&bad.stderr));
 }

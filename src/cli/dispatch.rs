@@ -12,6 +12,40 @@ use crate::commands::{report::CompareOptions, report::ReportOptions, samples::Sa
 use crate::error::Error;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
+/// The tool rtlab stands in for, by the name it runs under (a link), whose exit statuses it
+/// then keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StandIn {
+    /// rtlab itself (and `cyclictest`, whose statuses are rtlab's).
+    Rtlab,
+    /// `rtla`.
+    Rtla,
+    /// `oslat`.
+    Oslat,
+}
+
+impl StandIn {
+    /// The stand-in `args[0]` names.
+    pub fn of(args: &[String]) -> StandIn {
+        if super::timerlat::invoked_as_rtla(args) {
+            StandIn::Rtla
+        } else if super::oslat::invoked_as_oslat(args) {
+            StandIn::Oslat
+        } else {
+            StandIn::Rtlab
+        }
+    }
+
+    /// That tool's exit status for rtlab's.
+    pub fn exit_status(self, rtlab: i32) -> i32 {
+        match self {
+            StandIn::Rtlab => rtlab,
+            StandIn::Rtla => super::timerlat::rtla_status(rtlab),
+            StandIn::Oslat => super::oslat::oslat_status(rtlab),
+        }
+    }
+}
+
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Parsed {
@@ -29,6 +63,13 @@ impl Parsed {
         // Run as `rtla`: `rtla timerlat …` is `rtlab timerlat …`.
         if let Some(rtla) = super::timerlat::rtla_args(args) {
             return Parsed::from_args(&rtla?);
+        }
+        // Run as `oslat`: its options are `rtlab noise --format oslat`'s.
+        if super::oslat::asks_version(args) {
+            return Ok(Parsed::Help(format!("{}\n", super::oslat::VERSION)));
+        }
+        if let Some(oslat) = super::oslat::oslat_args(args) {
+            return Parsed::from_args(&oslat?);
         }
         if let Some(habit) = cyclictest_habit(args) {
             return Err(habit.into());

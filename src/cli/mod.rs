@@ -10,6 +10,7 @@ pub mod import;
 pub mod load;
 pub mod monitor;
 pub mod noise;
+pub mod oslat;
 pub mod parse;
 pub mod plot;
 pub mod report;

@@ -185,6 +185,9 @@ pub struct NoiseArgs {
     /// With --format oslat: histogram buckets of 1 µs (the last holds the overflows), as oslat -b
     #[arg(long = "oslat-buckets", value_name = "N", default_value = "32", value_parser = clap::value_parser!(u32).range(4..=1024))]
     pub oslat_buckets: u32,
+    /// With --format oslat: leave out the buckets that are zero on every core, as oslat -z
+    #[arg(long = "oslat-omit-zeros")]
+    pub oslat_omit_zeros: bool,
 
     /// Write the RunResult (kind noise) to FILE, atomically; - for stdout
     #[arg(long = "json", value_name = "FILE")]
@@ -426,6 +429,7 @@ impl NoiseArgs {
             json: self.json,
             format: self.format,
             oslat_buckets: self.oslat_buckets,
+            oslat_omit_zeros: self.oslat_omit_zeros,
             unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
             quiet: self.quiet,
         })

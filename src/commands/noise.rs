@@ -31,6 +31,8 @@ pub struct NoiseOptions {
     pub format: Format,
     /// oslat's bucket count.
     pub oslat_buckets: u32,
+    /// oslat's `-z` (its rows of zeros left out).
+    pub oslat_omit_zeros: bool,
     /// Display unit.
     pub unit: Unit,
     /// `-q`.
@@ -78,7 +80,14 @@ pub fn execute(opts: &NoiseOptions, command_line: Vec<String>) -> Result<i32, Er
     };
     let text = match opts.format {
         Format::Table => crate::output::noise::summary(&result, opts.unit),
-        Format::Oslat => crate::export::oslat::text(&result, opts.oslat_buckets as usize).unwrap_or_else(|e| e + "\n"),
+        Format::Oslat => {
+            let layout = crate::export::oslat::TextLayout {
+                buckets: opts.oslat_buckets as usize,
+                omit_zeros: opts.oslat_omit_zeros,
+                main_cpu: opts.plan.noise_main_affinity().map_or_else(|| "0".into(), |c| c.to_string()),
+            };
+            crate::export::oslat::text(&result, &layout).unwrap_or_else(|e| e + "\n")
+        }
     };
     let text = text + &crate::output::table::loads_if_any(&result.loads);
     if to_stdout {

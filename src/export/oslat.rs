@@ -70,12 +70,24 @@ fn core(t: &ThreadResult, buckets: usize) -> Result<Core, String> {
     })
 }
 
-/// oslat's text: its header, then one column per core.
-pub fn text(r: &RunResult, buckets: usize) -> Result<String, String> {
-    let cores = cores(r, buckets)?;
+/// How oslat's text is laid out: its `-b` buckets, `-z` (rows of zeros left out) and the CPU its
+/// main thread runs on (`-C`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextLayout {
+    /// Histogram buckets of 1 µs (the last holds the overflows).
+    pub buckets: usize,
+    /// `-z`: leave out the buckets that are zero on every core.
+    pub omit_zeros: bool,
+    /// Where the main thread runs (oslat's default: 0).
+    pub main_cpu: String,
+}
+
+/// oslat's text, as oslat 2.40 prints it: its header, then one column per core.
+pub fn text(r: &RunResult, layout: &TextLayout) -> Result<String, String> {
+    let cores = cores(r, layout.buckets)?;
     let cfg = r.noise.as_ref().ok_or("not a noise run")?;
     let row = |f: &dyn Fn(&Core) -> String| cores.iter().map(f).collect::<Vec<_>>().join(" ");
-    let mut out = format!("oslat V 2.40 layout (rtlab {})\n", r.tool.version);
+    let mut out = "oslat V 2.40\n".to_string();
     out += &format!("Total runtime: \t\t{} seconds\n", r.duration_s.unwrap_or(0.0).round() as u64);
     out += &format!(
         "Thread priority: \t{}\n",
@@ -86,21 +98,17 @@ pub fn text(r: &RunResult, buckets: usize) -> Result<String, String> {
         }
     );
     out += &format!("CPU list: \t\t{}\n", cfg.cpus);
-    out += &format!("Counter: \t\t{}\n", cfg.counter);
-    out += &format!(
-        "Workload: \t\t{}\n",
-        if r.loads.is_empty() {
-            "no".to_string()
-        } else {
-            r.loads.iter().map(|l| l.spec.clone()).collect::<Vec<_>>().join(", ")
-        }
-    );
+    out += &format!("CPU for main thread: \t{}\n", layout.main_cpu);
+    out += "Workload: \t\tno\nWorkload mem: \t\t0 (KiB)\n";
     out += &format!("Preheat cores: \t\t{}\n\n", cores.len());
     out += &format!("Pre-heat for {} seconds...\nTest starts...\nTest completed.\n\n", cfg.warmup_ns as f64 / 1e9);
     out += &format!("        Core:\t {}\n", row(&|c| c.cpu.to_string()));
     out += &format!("Counter Freq:\t {} (Mhz)\n", row(&|c| c.freq_mhz.to_string()));
-    for k in 0..buckets {
-        let tail = if k + 1 == buckets { " (including overflows)" } else { "" };
+    for k in 0..layout.buckets {
+        if layout.omit_zeros && cores.iter().all(|c| c.buckets[k] == 0) {
+            continue;
+        }
+        let tail = if k + 1 == layout.buckets { " (including overflows)" } else { "" };
         out += &format!("    {:03} (us):\t {}{tail}\n", k + 1, row(&|c| c.buckets[k].to_string()));
     }
     out += &format!("     Minimum:\t {} (us)\n", row(&|c| c.min_us.to_string()));

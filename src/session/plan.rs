@@ -100,6 +100,12 @@ impl Plan {
         crate::doctor::online_cpus(root).unwrap_or_else(|_| crate::rt::affinity::online_cpus())
     }
 
+    /// Where a noise run's own threads run (`--mainaffinity`; `None`: anywhere, or not a noise run).
+    pub fn noise_main_affinity(&self) -> Option<&crate::rt::affinity::CpuSet> {
+        let ProbeSpec::Noise(n) = &self.probe else { return None };
+        n.main_affinity.as_ref()
+    }
+
     /// A noise run's settings as the result records them (`None` for other probes).
     pub fn noise_config(&self) -> Option<crate::result::NoiseConfig> {
         let ProbeSpec::Noise(n) = &self.probe else { return None };
