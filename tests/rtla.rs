@@ -250,3 +250,68 @@ fn run_as_oslat_it_writes_oslats_text_and_json_as_the_real_oslat_does() {
     let bad = Command::new(&oslat).args(["-b", "2"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(1), "{}", String::from_utf8_lossy(&bad.stderr));
 }
+
+/// stress-ng busy 1 ms every 50 ms at SCHED_FIFO 90 on CPU 1: a blocker of known size.
+fn blocker() -> std::process::Child {
+    let c = Command::new("stress-ng")
+        .args(["--cpu", "1", "--cpu-load", "2", "--cpu-load-slice", "1", "--taskset", "1"])
+        .args(["--sched", "fifo", "--sched-prio", "90", "--timeout", "20s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("stress-ng (apt install stress-ng)");
+    std::thread::sleep(Duration::from_millis(700));
+    c
+}
+
+/// rtla osnoise top's CPU row as numbers: cpu, #periods, runtime, noise, % available, max
+/// noise, max single, then the counts.
+fn osnoise_row(text: &str) -> Vec<f64> {
+    let row =
+        text.lines().find(|l| l.trim_start().starts_with("1 #")).unwrap_or_else(|| panic!("no CPU 1 row:\n{text}"));
+    row.split_whitespace().map(|f| f.trim_start_matches('#').parse().unwrap()).collect()
+}
+
+#[test]
+fn rtla_osnoise_and_hwnoise_put_a_fifo_blockers_noise_in_the_right_columns() {
+    assert!(is_root(), "rtla osnoise needs root (tracefs for the attribution)");
+    let (_dir, rtla) = rtla();
+    let stress = blocker();
+    let os = Command::new(&rtla).args(["osnoise", "top", "-c", "1", "-d", "5"]).output().unwrap();
+    let hw = Command::new(&rtla).args(["hwnoise", "-c", "1", "-d", "5"]).output().unwrap();
+    stop_bursts(stress);
+    let (os_text, hw_text) = (String::from_utf8_lossy(&os.stdout), String::from_utf8_lossy(&hw.stdout));
+    assert_eq!(os.status.code(), Some(0), "{}", String::from_utf8_lossy(&os.stderr));
+    assert_eq!(hw.status.code(), Some(0), "{}", String::from_utf8_lossy(&hw.stderr));
+    let head = "CPU Period       Runtime        Noise  % CPU Aval   Max Noise   Max Single          HW          NMI";
+    assert!(os_text.contains(&format!("{head}          IRQ      Softirq       Thread\n")), "{os_text}");
+    assert!(os_text.starts_with(&format!("{}Operating System Noise", " ".repeat(42))), "{os_text}");
+    assert!(hw_text.contains(&format!("{head}\n")) && hw_text.contains("Hardware-related Noise"), "{hw_text}");
+    let o = osnoise_row(&os_text);
+    assert_eq!(o.len(), 12, "{os_text}");
+    // About 100 bursts of 1 ms in 5 s preempt the busy thread: thread noise, each a long single.
+    assert!(o[11] >= 50.0, "the blocker is counted in Thread: {os_text}");
+    assert!(o[6] >= 500.0, "Max Single is a burst: {os_text}");
+    assert!(o[3] >= 50_000.0 && (o[4] - (o[2] - o[3]) * 100.0 / o[2]).abs() < 0.001, "{os_text}");
+    // hwnoise counts only hardware and NMI noise: the blocker's time is not in its Noise.
+    let h = osnoise_row(&hw_text);
+    assert_eq!(h.len(), 9, "no IRQ, Softirq or Thread column: {hw_text}");
+    assert!(h[3] * 2.0 < o[3], "hwnoise leaves the thread noise out: {hw_text}\n{os_text}");
+}
+
+#[test]
+fn rtla_osnoise_stops_at_the_first_single_noise_above_s_with_exit_2() {
+    assert!(is_root(), "rtla osnoise needs root (tracefs for the attribution)");
+    let (_dir, rtla) = rtla();
+    let stress = blocker();
+    let started = std::time::Instant::now();
+    let out = Command::new(&rtla).args(["osnoise", "top", "-c", "1", "-s", "500", "-d", "15"]).output().unwrap();
+    stop_bursts(stress);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "rtla's status for a stop: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.ends_with("rtla osnoise hit stop tracing\n"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(12), "stopped before -d 15");
+    let bad = Command::new(&rtla).args(["osnoise", "top", "-r", "50"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("Runtime shorter than 100 us"));
+}

@@ -155,9 +155,9 @@ fn run_as_rtla_it_answers_rtla_timerlat_and_names_what_it_has_for_the_rest() {
     let out = std::process::Command::new(&rtla).args(["timerlat", "hist", "-c", "0", "-d", "1"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("# RTLA timerlat histogram"));
-    let out = std::process::Command::new(&rtla).args(["osnoise", "top"]).output().unwrap();
+    let out = std::process::Command::new(&rtla).args(["hwlat"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "rtla's status for what it cannot do");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("rtlab noise"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`rtla timerlat`, `rtla osnoise` and `rtla hwnoise`"));
 }
 
 #[test]

@@ -111,6 +111,7 @@ impl Parsed {
                     | Command::Noise(_)
                     | Command::Watch(_)
                     | Command::Timerlat(_)
+                    | Command::Osnoise(_)
                     | Command::Monitor(_)
             ),
         }
@@ -158,6 +159,9 @@ impl Parsed {
                 Command::Watch(a) => commands::run::execute(&RunOptions::from_watch(*a)?, cl),
                 Command::Timerlat(a) => {
                     commands::timerlat::execute(&crate::commands::timerlat::TimerlatOptions::from_cli(*a)?, cl)
+                }
+                Command::Osnoise(a) => {
+                    commands::osnoise::execute(&crate::commands::osnoise::OsnoiseOptions::from_cli(*a)?, cl)
                 }
                 Command::LoadWorker { spec } => commands::load::worker(&spec),
                 Command::Completions(a) => {

@@ -11,6 +11,7 @@ pub mod load;
 pub mod monitor;
 pub mod noise;
 pub mod oslat;
+pub mod osnoise;
 pub mod parse;
 pub mod plot;
 pub mod report;
@@ -100,6 +101,10 @@ pub enum Command {
     /// return-to-user latency of rtlab's probe threads (also when rtlab runs as `rtla`).
     #[command(long_about = timerlat::LONG_ABOUT)]
     Timerlat(Box<timerlat::TimerlatArgs>),
+    /// rtla osnoise's top and hist on kernels without its tracer: per CPU the noise of rtlab's
+    /// busy threads with rtla's HW, NMI, IRQ, Softirq and Thread columns (also as `rtla`).
+    #[command(long_about = osnoise::LONG_ABOUT)]
+    Osnoise(Box<osnoise::OsnoiseArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(docs::CompletionsArgs),
     /// Print a man page (roff) of rtlab or of one of its commands.

@@ -156,6 +156,11 @@ fn duration(text: &str) -> Result<u64, UsageError> {
     }
 }
 
+/// rtla's duration (`-d`) as rtlab's: `10m` → `600s`.
+pub fn duration_seconds(text: &str) -> Result<String, UsageError> {
+    duration(text).map(|s| format!("{s}s"))
+}
+
 /// rtla's `-P`: `o:NICE`, `r:PRIO`, `f:PRIO`, `d:RUNTIME:PERIOD` as `rtlab run` flags.
 fn priority(text: &str) -> Result<Vec<String>, UsageError> {
     let bad = || usage(format!("-P '{text}': give o:NICE, r:PRIO, f:PRIO or d:RUNTIME:PERIOD (e.g. -P f:95)"));
@@ -210,7 +215,7 @@ impl TimerlatOptions {
             None => argv.push("--no-dma-latency".into()),
         }
         if let Some(d) = &a.duration {
-            argv.extend(["-D".into(), format!("{}s", duration(d)?)]);
+            argv.extend(["-D".into(), duration_seconds(d)?]);
         }
         if let Some(h) = &a.house_keeping {
             argv.extend(["--mainaffinity".into(), h.clone()]);
@@ -388,10 +393,16 @@ pub fn rtla_args(args: &[String]) -> Option<Result<Vec<String>, UsageError>> {
     }
     Some(match args.get(1).map(String::as_str) {
         Some("timerlat") => Ok(std::iter::once("rtlab".to_string()).chain(args[1..].iter().cloned()).collect()),
-        Some("osnoise") | Some("hwnoise") => {
-            Err(usage("rtla osnoise/hwnoise: rtlab's OS noise tool is `rtlab noise` (attribution with --attribute)"))
-        }
-        Some(other) => Err(usage(format!("rtla {other}: rtlab answers as rtla for `rtla timerlat top|hist` only"))),
+        Some("osnoise") => Ok(["rtlab"].iter().map(|s| s.to_string()).chain(args[1..].iter().cloned()).collect()),
+        // hwnoise is osnoise's top with only hardware and NMI noise counted.
+        Some("hwnoise") => Ok(["rtlab", "osnoise", "top", "--hwnoise"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(args[2..].iter().cloned())
+            .collect()),
+        Some(other) => Err(usage(format!(
+            "rtla {other}: rtlab answers as rtla for `rtla timerlat`, `rtla osnoise` and `rtla hwnoise` only"
+        ))),
         None => Err(usage("rtla: give a tool, e.g. rtla timerlat hist")),
     })
 }

@@ -7,6 +7,7 @@ pub mod import;
 pub mod load;
 pub mod monitor;
 pub mod noise;
+pub mod osnoise;
 pub mod plot;
 pub mod report;
 pub mod run;

@@ -4,6 +4,7 @@
 use crate::error::Error;
 use crate::export::{json::Json, write_output, Exporter};
 use crate::measure::stats::LiveSnapshot;
+use crate::output::timerlat::perform;
 pub use crate::output::timerlat::{Action, HistLayout, Mode};
 use crate::output::warnings::WarningPrinter;
 use crate::probes::ThreadStatus;
@@ -38,29 +39,6 @@ pub struct TimerlatOptions {
     pub notes: Vec<String>,
 }
 
-/// Does `actions`, each in turn; a failure is a warning (the results are written). `trace`
-/// was done by the probe (it keeps the events) and `continue` by the thresholds.
-fn act(actions: &[Action]) {
-    for a in actions {
-        let done = match a {
-            Action::Shell(cmd) => std::process::Command::new("sh")
-                .arg("-c")
-                .arg(cmd)
-                .status()
-                .map_err(|e| e.to_string())
-                .and_then(|s| if s.success() { Ok(()) } else { Err(format!("it ended with {s}")) }),
-            Action::Signal { num, pid } => {
-                let pid = pid.unwrap_or_else(crate::rt::process::parent_id);
-                crate::rt::process::signal_process(pid, *num).map_err(|e| e.to_string())
-            }
-            Action::Trace(_) | Action::Continue => Ok(()),
-        };
-        if let Err(why) = done {
-            eprintln!("rtlab: warning: the action {a:?} failed: {why}");
-        }
-    }
-}
-
 /// rtla's screen while the run goes on: `top`'s table refreshed on a terminal, the
 /// `--on-threshold` actions at each new hit with `continue`, and the last live figures.
 struct Screen<'a> {
@@ -82,7 +60,7 @@ impl Observer for Screen<'_> {
         if self.continues && hits > self.hits && idle {
             self.hits = hits;
             let actions = self.opts.on_threshold.clone();
-            self.acting = std::thread::Builder::new().name("rtlab-action".into()).spawn(move || act(&actions)).ok();
+            self.acting = std::thread::Builder::new().name("rtlab-action".into()).spawn(move || perform(&actions)).ok();
         }
         if self.refresh {
             let rows = crate::output::timerlat::live_rows(threads, live);
@@ -152,9 +130,9 @@ pub fn execute(opts: &TimerlatOptions, command_line: Vec<String>) -> Result<i32,
     let hits: u64 = result.threads.iter().filter_map(|t| t.watch.as_ref()).map(|w| w.stage_hits).sum();
     // With `continue` the actions ran at each tick that saw a new hit; the last ones may be newer.
     if (!continues && hits > 0) || (continues && hits > screen.hits) {
-        act(&opts.on_threshold);
+        perform(&opts.on_threshold);
     }
-    act(&opts.on_end);
+    perform(&opts.on_end);
     if let Some(f) = failure {
         return Err(Error::Runtime(f));
     }

@@ -165,6 +165,18 @@ pub struct NoiseParams {
     /// Every ~1 ms, look for a pending SIGINT/SIGTERM (when every CPU is busy at an RT
     /// priority the thread that handles signals may not run for a second).
     pub watch_signals: bool,
+    /// Stop at the first noise above this (ns; rtla osnoise's `-s`), and at the first period
+    /// whose noise adds up above the second (`-S`): `stop` is set for every thread.
+    pub stop_above: StopAbove,
+}
+
+/// rtla osnoise's stop thresholds (ns; `None`: none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StopAbove {
+    /// A single noise above this stops the run.
+    pub single_ns: Option<u64>,
+    /// A period whose noises add up above this stops the run.
+    pub total_ns: Option<u64>,
 }
 
 /// What the loop saw besides the gaps it recorded.
@@ -186,6 +198,9 @@ pub struct NoiseOutcome {
     pub elapsed_ns: i64,
     /// It stopped because of a SIGINT/SIGTERM it saw pending.
     pub signalled: bool,
+    /// The noise that crossed a stop threshold, if one did: where and how large (for a
+    /// period's total: the total).
+    pub stopped_at: Option<crate::measure::stats::Exceedance>,
 }
 
 /// Runs the busy loop until `until_ns`, `stop` or `interrupt` (checked every 1024 reads), or
@@ -213,7 +228,10 @@ pub fn noise_loop<C: Counter>(
         start_ns: start,
         elapsed_ns: 0,
         signalled: false,
+        stopped_at: None,
     };
+    // The period the latest noise fell in and what its noises add up to (for -S).
+    let (mut period_index, mut period_noise, mut gaps) = (0i64, 0u64, 0u64);
     let mut window_start = start;
     // Signals are looked for about once a millisecond: 2^15 reads of a loop of 20-40 ns.
     let signal_mask: u64 = if p.watch_signals { (1 << 15) - 1 } else { u64::MAX };
@@ -246,6 +264,23 @@ pub fn noise_loop<C: Counter>(
                 series.add(at, ns);
                 out.noise_ns += ns;
                 out.noise_us_floor += ns / 1000;
+                gaps += 1;
+                if at / p.period_ns.max(1) != period_index {
+                    (period_index, period_noise) = (at / p.period_ns.max(1), 0);
+                }
+                period_noise += ns;
+                let crossed = match p.stop_above {
+                    StopAbove { single_ns: Some(s), .. } if ns > s => Some(ns),
+                    StopAbove { total_ns: Some(t), .. } if period_noise > t => Some(period_noise),
+                    _ => None,
+                };
+                if let Some(v) = crossed {
+                    out.stopped_at =
+                        Some(crate::measure::stats::Exceedance { cycle: gaps - 1, at_ns: at, latency_ns: v as i64 });
+                    stop.store(true, Relaxed);
+                    ended = true;
+                    break;
+                }
                 // The next gap is measured from here: recording one must not read as another.
                 last = c.ticks();
                 own += last.wrapping_sub(t);
@@ -328,7 +363,32 @@ mod tests {
             period_ns,
             until_ns: Some(until_ns),
             watch_signals: false,
+            stop_above: StopAbove::default(),
         }
+    }
+
+    #[test]
+    fn a_single_noise_or_a_periods_total_above_its_limit_stops_every_thread() {
+        let script = || Script {
+            t: Cell::new(0),
+            reads: Cell::new(0),
+            step: 40,
+            // 3 µs, 2 µs, then 6 µs of noise in the first period of 1 ms.
+            gaps: vec![(10, 6_000), (20, 4_000), (30, 12_000)],
+            mono_cost: 0,
+        };
+        let run = |stop_above: StopAbove| {
+            let live = Live::new(Layout::DEFAULT);
+            let (mut rec, mut series, stop) = (Recorder::new(&live, None), Series::new(), AtomicBool::new(false));
+            let p = NoiseParams { stop_above, ..params(1_000, 1_000_000, 1_000_000, 900_000) };
+            let out = noise_loop(&script(), &p, &mut rec, &mut series, &stop, &stop);
+            (out.stopped_at.map(|e| (e.cycle, e.latency_ns)), stop.load(Relaxed))
+        };
+        // -s 5 µs: the third noise (6 µs plus its 20 ns read) is the first above.
+        assert_eq!(run(StopAbove { single_ns: Some(5_000), total_ns: None }), (Some((2, 6_020)), true));
+        // -S 5 µs: the second noise brings the period's total to 5040 ns.
+        assert_eq!(run(StopAbove { single_ns: None, total_ns: Some(5_000) }), (Some((1, 5_040)), true));
+        assert_eq!(run(StopAbove::default()), (None, false));
     }
 
     #[test]

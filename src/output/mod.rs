@@ -5,6 +5,7 @@ pub mod doctor;
 pub mod explain;
 pub mod live;
 pub mod noise;
+pub mod osnoise;
 pub mod table;
 pub mod timerlat;
 pub mod warnings;

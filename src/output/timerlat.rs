@@ -109,6 +109,29 @@ impl Action {
     }
 }
 
+/// Does `actions`, each in turn; a failure is a warning (the results are written). `trace`
+/// was done by the probe (it keeps the events) and `continue` by the thresholds.
+pub fn perform(actions: &[Action]) {
+    for a in actions {
+        let done = match a {
+            Action::Shell(cmd) => std::process::Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .status()
+                .map_err(|e| e.to_string())
+                .and_then(|s| if s.success() { Ok(()) } else { Err(format!("it ended with {s}")) }),
+            Action::Signal { num, pid } => {
+                let pid = pid.unwrap_or_else(crate::rt::process::parent_id);
+                crate::rt::process::signal_process(pid, *num).map_err(|e| e.to_string())
+            }
+            Action::Trace(_) | Action::Continue => Ok(()),
+        };
+        if let Err(why) = done {
+            eprintln!("rtlab: warning: the action {a:?} failed: {why}");
+        }
+    }
+}
+
 /// One CPU's three distributions: IRQ, thread, return to user.
 struct Cpu<'a> {
     cpu: usize,

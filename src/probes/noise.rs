@@ -71,6 +71,9 @@ pub struct Plan {
     /// Every online CPU runs a busy thread at an RT priority: the thread that handles Ctrl-C
     /// may not get a CPU for up to a second, so the busy threads look for it themselves.
     pub watch_signals: bool,
+    /// rtla osnoise's stop thresholds (`rtlab osnoise -s/-S/-a`): the first crossing ends the
+    /// run (`breaktrace`).
+    pub stop_above: crate::measure::noise::StopAbove,
 }
 
 struct Shared {
@@ -255,6 +258,12 @@ impl Probe for NoiseProbe {
                     .zip(self.steal_at_start.get(&cpu))
                     .map(|(e, s)| e.saturating_sub(*s) as i64 * crate::doctor::NS_PER_TICK);
             }
+            // The first thread to cross a stop threshold (-s/-S) ended the run: a breaktrace.
+            if let Some(b) = t.outcome.break_hit {
+                if fin.break_hit.is_none_or(|(_, old)| b.at_ns < old.at_ns) {
+                    fin.break_hit = Some((t.plan.index, b));
+                }
+            }
             fin.warnings.extend(t.warnings.iter().cloned());
             fin.slots.push(t);
         }
@@ -341,6 +350,7 @@ impl BusyThread {
             period_ns: i64::MAX,
             until_ns: Some(m0 + warm_ns),
             watch_signals: self.plan.watch_signals,
+            stop_above: Default::default(),
         };
         let heated = noise::noise_loop(c, &pre, &mut scratch_rec, &mut scratch_series, &self.stop, &self.interrupt);
         let (t1, m1) = calibrate();
@@ -381,6 +391,7 @@ impl BusyThread {
                 period_ns: self.plan.period_ns,
                 until_ns: (until != i64::MAX).then_some(until),
                 watch_signals: self.plan.watch_signals,
+                stop_above: self.plan.stop_above,
             };
             Some(noise::noise_loop(c, &p, &mut rec, &mut series, &self.stop, &self.interrupt))
         };
@@ -424,7 +435,7 @@ impl BusyThread {
             outcome: LoopOutcome {
                 iterations: outcome.as_ref().map_or(0, |o| o.iterations),
                 drift_ns: 0,
-                break_hit: None,
+                break_hit: outcome.as_ref().and_then(|o| o.stopped_at),
                 start_ns: outcome.as_ref().map_or(0, |o| o.start_ns),
             },
             drift_ns: None,

@@ -1,0 +1,67 @@
+//! `rtlab osnoise top|hist` (and `rtla osnoise`/`rtla hwnoise`): the noise pipeline with
+//! attribution, then rtla's table or histogram, the stop line and rtla's actions.
+
+use crate::error::Error;
+use crate::export::{json::Json, write_output, Exporter};
+pub use crate::output::timerlat::{Action, HistLayout, Mode};
+use crate::output::warnings::WarningPrinter;
+use crate::session::{self, Fanout, Provenance, Signals};
+use crate::sysinfo::Environment;
+
+/// A validated `rtlab osnoise`.
+#[derive(Debug, Clone)]
+pub struct OsnoiseOptions {
+    /// The noise run (busy threads, attribution, stop thresholds).
+    pub plan: session::Plan,
+    /// `--json` target.
+    pub json: Option<std::path::PathBuf>,
+    /// top or hist.
+    pub mode: Mode,
+    /// `rtla hwnoise`: only hardware and NMI noise is noise, and its table has no IRQ,
+    /// Softirq or Thread column.
+    pub hwnoise: bool,
+    /// `-q`.
+    pub quiet: bool,
+    /// hist's layout.
+    pub hist: HistLayout,
+    /// `--on-threshold`: done when a stop threshold ended the run.
+    pub on_threshold: Vec<Action>,
+    /// `--on-end`: done at the end.
+    pub on_end: Vec<Action>,
+}
+
+/// Measures, then prints rtla's table (or histogram) and, after a stop, `rtla osnoise hit stop
+/// tracing`; exit 3 after a stop (rtla's 2 under its name), 0 otherwise.
+pub fn execute(opts: &OsnoiseOptions, command_line: Vec<String>) -> Result<i32, Error> {
+    let signals = Signals::install().map_err(|e| Error::Runtime(format!("cannot install signal handlers: {e}")))?;
+    let mut warnings = WarningPrinter::default();
+    let provenance = Provenance { command_line, environment: Environment::capture() };
+    let plan = &opts.plan;
+    let (result, failure) = session::measure(plan, provenance, None, &mut Fanout(vec![&mut warnings]), &signals)?;
+    warnings.rest(&result);
+    let elapsed = result.duration_s.unwrap_or(0.0) as u64;
+    let mut text = match opts.mode {
+        Mode::Top => {
+            crate::output::osnoise::top(&crate::output::osnoise::cpus(&result, opts.hwnoise), opts.hwnoise, elapsed)
+        }
+        Mode::Hist => crate::output::osnoise::hist(&result, &opts.hist),
+    };
+    let stopped = result.end_reason == crate::result::EndReason::Breaktrace;
+    if stopped {
+        text += if opts.hwnoise { "rtla hwnoise hit stop tracing\n" } else { "rtla osnoise hit stop tracing\n" };
+    }
+    crate::export::print(&text);
+    if let Some(path) = &opts.json {
+        let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
+        write_output(path, &bytes)
+            .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", path.display())))?;
+    }
+    if stopped {
+        crate::output::timerlat::perform(&opts.on_threshold);
+    }
+    crate::output::timerlat::perform(&opts.on_end);
+    if let Some(f) = failure {
+        return Err(Error::Runtime(f));
+    }
+    Ok(if stopped { 3 } else { 0 })
+}
