@@ -144,7 +144,8 @@ fn zero_thresholds_mean_none_as_in_rtla() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("--explain"), "{err}");
+    // (An earlier rtlab turned -T 0 into `--explain=0us` and refused it.)
+    assert!(!err.contains("invalid value"), "{err}");
     if is_root() {
         assert!(out.status.success(), "{err}");
     }

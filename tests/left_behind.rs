@@ -185,7 +185,8 @@ fn a_watched_process_that_exits_is_not_replaced_by_the_stranger_that_takes_its_p
     let _one = need_root();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("w.json");
-    let mut target = Command::new("python3").args(["-c", "import time; time.sleep(1.5)"]).spawn().unwrap();
+    // A program that starts nothing itself (`python3` may be a shell shim that forks).
+    let mut target = Command::new("sleep").arg("1.5").spawn().unwrap();
     let pid = target.id();
     let started = Instant::now();
     let watch = Command::new(rtlab_path())
@@ -197,7 +198,7 @@ fn a_watched_process_that_exits_is_not_replaced_by_the_stranger_that_takes_its_p
         .unwrap();
     target.wait().unwrap();
     // The stranger forks at once: a process that adopted it would watch its children too.
-    let mut stranger = squat_with(pid, &["sh", "-c", "sleep 20 & exec tail -f /dev/null"])
+    let mut stranger = squat_with(pid, &["sh", "-c", "tail -f /dev/null & exec tail -f /dev/null"])
         .expect("no process could take the watched process's PID");
     let out = watch.wait_with_output().unwrap();
     let took = started.elapsed();
@@ -209,7 +210,7 @@ fn a_watched_process_that_exits_is_not_replaced_by_the_stranger_that_takes_its_p
     let r = read_json(&json);
     assert_eq!(r["end_reason"], "exited");
     let names: Vec<&str> = r["threads"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["python3"], "only the watched process's thread");
+    assert_eq!(names, ["sleep"], "only the watched process's thread");
 }
 
 #[test]

@@ -270,6 +270,24 @@ impl NoiseOptions {
     }
 }
 
+/// One busy thread per CPU of `cpus`, pinned, with `sched` and a duty-cycle period of `period_ns`.
+fn busy_threads(cpus: &CpuSet, sched: SchedParams, period_ns: i64) -> Vec<ThreadPlan> {
+    cpus.cpus()
+        .iter()
+        .enumerate()
+        .map(|(index, &cpu)| ThreadPlan {
+            index,
+            cpu: Some(cpu),
+            sched,
+            interval_ns: period_ns,
+            warmup_cycles: 0,
+            name: None,
+            work: None,
+            offset_ns: 0,
+        })
+        .collect()
+}
+
 impl NoiseArgs {
     fn validate(self) -> Result<NoiseOptions, UsageError> {
         let online = affinity::online_cpus();
@@ -300,104 +318,13 @@ impl NoiseArgs {
             return Err(usage(why));
         }
         crate::load::check_safety(&self.loads, self.duration.is_some(), self.force, &privileges).map_err(usage)?;
-        let period = self.period;
-        let runtime = self.runtime.unwrap_or(period);
-        if period > 3_600_000_000_000 {
-            return Err(usage(format!("--period {period} ns is longer than an hour; use e.g. --period 1s")));
-        }
-        if runtime > period {
-            return Err(usage(format!(
-                "--runtime {} is longer than --period {}: the busy part cannot exceed the period; e.g. --runtime 900ms --period 1s",
-                crate::units::duration(runtime),
-                crate::units::duration(period)
-            )));
-        }
-        if runtime < 100_000 {
-            return Err(usage(format!(
-                "--runtime {} is too short to measure in; use 100us or more",
-                crate::units::duration(runtime)
-            )));
-        }
-        if self.threshold >= runtime {
-            return Err(usage(format!(
-                "--threshold {} is not below --runtime {}: no gap could be seen; lower --threshold",
-                crate::units::duration(self.threshold),
-                crate::units::duration(runtime)
-            )));
-        }
-        if self.warmup < Duration::from_millis(100) {
-            return Err(usage(format!(
-                "--warm-up {} ms is too short to calibrate the counter and time the loop; use 100ms or more",
-                self.warmup.as_millis()
-            )));
-        }
-        if self.warmup > Duration::from_secs(60) {
-            return Err(usage("--warm-up longer than a minute pre-heats nothing more; use e.g. --warm-up 1s"));
-        }
-        let (counter, counter_why) = match self.counter.as_str() {
-            "monotonic" => (CounterKind::Monotonic, Some("--counter monotonic".to_string())),
-            asked => match crate::doctor::counter_unusable(&crate::doctor::Sysroot::default()) {
-                Some(why) if asked != "auto" => {
-                    return Err(usage(format!(
-                        "--counter {asked}: {why}; use --counter monotonic (or auto, which falls back to it)"
-                    )))
-                }
-                _ if asked != "auto" && asked != crate::rt::counter::NAME => {
-                    return Err(usage(format!(
-                        "--counter {asked}: this machine's counter is {}; use --counter {} or monotonic",
-                        crate::rt::counter::NAME,
-                        crate::rt::counter::NAME
-                    )))
-                }
-                None => (CounterKind::Hardware, None),
-                Some(why) => (CounterKind::Monotonic, Some(why)),
-            },
-        };
-        if self.format == Format::Oslat {
-            if self.threshold > 1_000 {
-                return Err(usage(format!(
-                    "--format oslat counts every gap in 1 µs buckets, but --threshold {} leaves gaps below it uncounted; \
-                     use --threshold 1us or less",
-                    crate::units::duration(self.threshold)
-                )));
-            }
-            if 1_000 % self.bucket_size != 0 || self.range < i64::from(self.oslat_buckets) * 1_000 {
-                return Err(usage(format!(
-                    "--format oslat needs 1 µs buckets up to {} µs: use a --bucket-size that divides 1us and --range {}us or more",
-                    self.oslat_buckets, self.oslat_buckets
-                )));
-            }
-        }
-        let mut outputs: Vec<(String, &std::path::Path)> = Vec::new();
-        if let Some(p) = &self.json {
-            outputs.push(("--json".into(), p));
-        }
-        if let Some(p) = &self.samples {
-            if p.as_os_str() == "-" {
-                return Err(usage("--samples -: a samples file is binary; give a file name, e.g. --samples noise.smp"));
-            }
-            outputs.push(("--samples".into(), p));
-        }
-        crate::export::check_outputs(&outputs, &[]).map_err(usage)?;
+        let (period, runtime) = self.timing()?;
+        let (counter, counter_why) = self.counter()?;
+        self.check_oslat_and_outputs()?;
         let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
         layout.check_memory(cpus.len()).map_err(usage)?;
-        let threads: Vec<ThreadPlan> = cpus
-            .cpus()
-            .iter()
-            .enumerate()
-            .map(|(index, &cpu)| ThreadPlan {
-                index,
-                cpu: Some(cpu),
-                sched: SchedParams::simple(policy, priority),
-                interval_ns: period,
-                warmup_cycles: 0,
-                name: None,
-                work: None,
-                offset_ns: 0,
-            })
-            .collect();
         let probe = NoisePlan {
-            threads,
+            threads: busy_threads(&cpus, SchedParams::simple(policy, priority), period),
             counter,
             counter_why,
             threshold_ns: self.threshold,
@@ -434,6 +361,100 @@ impl NoiseArgs {
             unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
             quiet: self.quiet,
         })
+    }
+
+    /// The period and the busy part of it (ns), checked against each other, the threshold and
+    /// the warm-up.
+    fn timing(&self) -> Result<(i64, i64), UsageError> {
+        let period = self.period;
+        let runtime = self.runtime.unwrap_or(period);
+        if period > 3_600_000_000_000 {
+            return Err(usage(format!("--period {period} ns is longer than an hour; use e.g. --period 1s")));
+        }
+        if runtime > period {
+            return Err(usage(format!(
+                "--runtime {} is longer than --period {}: the busy part cannot exceed the period; e.g. --runtime 900ms --period 1s",
+                crate::units::duration(runtime),
+                crate::units::duration(period)
+            )));
+        }
+        if runtime < 100_000 {
+            return Err(usage(format!(
+                "--runtime {} is too short to measure in; use 100us or more",
+                crate::units::duration(runtime)
+            )));
+        }
+        if self.threshold >= runtime {
+            return Err(usage(format!(
+                "--threshold {} is not below --runtime {}: no gap could be seen; lower --threshold",
+                crate::units::duration(self.threshold),
+                crate::units::duration(runtime)
+            )));
+        }
+        if self.warmup < Duration::from_millis(100) {
+            return Err(usage(format!(
+                "--warm-up {} ms is too short to calibrate the counter and time the loop; use 100ms or more",
+                self.warmup.as_millis()
+            )));
+        }
+        if self.warmup > Duration::from_secs(60) {
+            return Err(usage("--warm-up longer than a minute pre-heats nothing more; use e.g. --warm-up 1s"));
+        }
+        Ok((period, runtime))
+    }
+
+    /// The counter the busy loop reads, and why it is not the CPU's own when it is not.
+    fn counter(&self) -> Result<(CounterKind, Option<String>), UsageError> {
+        Ok(match self.counter.as_str() {
+            "monotonic" => (CounterKind::Monotonic, Some("--counter monotonic".to_string())),
+            asked => match crate::doctor::counter_unusable(&crate::doctor::Sysroot::default()) {
+                Some(why) if asked != "auto" => {
+                    return Err(usage(format!(
+                        "--counter {asked}: {why}; use --counter monotonic (or auto, which falls back to it)"
+                    )))
+                }
+                _ if asked != "auto" && asked != crate::rt::counter::NAME => {
+                    return Err(usage(format!(
+                        "--counter {asked}: this machine's counter is {}; use --counter {} or monotonic",
+                        crate::rt::counter::NAME,
+                        crate::rt::counter::NAME
+                    )))
+                }
+                None => (CounterKind::Hardware, None),
+                Some(why) => (CounterKind::Monotonic, Some(why)),
+            },
+        })
+    }
+
+    /// oslat's layout needs every gap counted in 1 µs buckets; the outputs must be writable.
+    fn check_oslat_and_outputs(&self) -> Result<(), UsageError> {
+        if self.format == Format::Oslat {
+            if self.threshold > 1_000 {
+                return Err(usage(format!(
+                    "--format oslat counts every gap in 1 µs buckets, but --threshold {} leaves gaps below it uncounted; \
+                     use --threshold 1us or less",
+                    crate::units::duration(self.threshold)
+                )));
+            }
+            if 1_000 % self.bucket_size != 0 || self.range < i64::from(self.oslat_buckets) * 1_000 {
+                return Err(usage(format!(
+                    "--format oslat needs 1 µs buckets up to {} µs: use a --bucket-size that divides 1us and --range {}us or more",
+                    self.oslat_buckets, self.oslat_buckets
+                )));
+            }
+        }
+        let mut outputs: Vec<(String, &std::path::Path)> = Vec::new();
+        if let Some(p) = &self.json {
+            outputs.push(("--json".into(), p));
+        }
+        if let Some(p) = &self.samples {
+            if p.as_os_str() == "-" {
+                return Err(usage("--samples -: a samples file is binary; give a file name, e.g. --samples noise.smp"));
+            }
+            outputs.push(("--samples".into(), p));
+        }
+        crate::export::check_outputs(&outputs, &[]).map_err(usage)?;
+        Ok(())
     }
 }
 

@@ -192,95 +192,17 @@ impl TimerlatOptions {
     pub fn from_cli(a: TimerlatArgs) -> Result<TimerlatOptions, UsageError> {
         a.refuse()?;
         a.refuse_as_rtla()?;
-        let mut argv: Vec<String> = vec!["rtlab".into(), "run".into(), "--stages".into(), "-q".into()];
-        argv.extend(["-i".into(), format!("{}us", a.period)]);
-        // The histograms' buckets are rtla's (-b µs) over the whole table (-E of them) and at
-        // least 10 ms: every sample below the table's end lands in exactly rtla's bucket.
-        let b = a.bucket_size;
-        let range = (a.entries * b).max(10_000).div_ceil(b) * b;
-        argv.extend(["--bucket-size".into(), format!("{b}us"), "--range".into(), format!("{range}us")]);
-        match &a.cpus {
-            Some(c) => argv.extend(["-a".into(), c.clone(), "-t".into()]),
-            None => argv.push("-t".into()),
-        }
-        argv.extend(
-            a.priority
-                .as_deref()
-                .map(priority)
-                .transpose()?
-                .unwrap_or_else(|| vec!["--policy".into(), "fifo".into(), "-p".into(), "95".into()]),
-        );
-        match a.dma_latency {
-            Some(us) => argv.extend(["--latency".into(), us.to_string()]),
-            None => argv.push("--no-dma-latency".into()),
-        }
-        if let Some(d) = &a.duration {
-            argv.extend(["-D".into(), duration_seconds(d)?]);
-        }
-        if let Some(h) = &a.house_keeping {
-            argv.extend(["--mainaffinity".into(), h.clone()]);
-        }
-        // A stop is analysed from its explanation: every wakeup above the lowest threshold is
-        // explained (an IRQ or thread latency above it makes the wakeup above it too).
-        // As in rtla, a threshold of 0 is no threshold.
-        let given = |v: Option<u64>| v.filter(|us| *us > 0);
-        let preset = given(a.auto).or(given(a.aa_only));
-        let (irq, thread) = (given(a.irq).or(preset), given(a.thread).or(preset));
+        let (irq, thread) = a.thresholds();
         let ns = |v: Option<u64>, flag: &str| {
             v.map(|us| crate::units::to_ns_u(us, crate::units::NS_PER_US, flag)).transpose().map_err(usage)
         };
         let (irq_ns, thread_ns) = (ns(irq, "-i")?, ns(thread, "-T")?);
-        if let (Some(t), false) = ([irq, thread].into_iter().flatten().min(), a.no_aa) {
-            argv.push(format!("--explain={t}us"));
-        }
-        if let Some(n) = a.deepest_idle_state {
-            argv.extend(["--deepest-idle-state".into(), n.to_string()]);
-        }
-        if let Some(j) = &a.json {
-            argv.extend(["--json".into(), j.display().to_string(), "--no-checkpoint".into()]);
-        }
-        let run = match super::Cli::try_parse_from(&argv) {
+        let run = match super::Cli::try_parse_from(a.run_argv(irq, thread)?) {
             Ok(super::Cli { command: super::Command::Run(r) }) => *r,
             Ok(_) => unreachable!("the argv names `run`"),
             Err(e) => return Err(usage(format!("{}", e.render()).lines().next().unwrap_or("bad option").to_string())),
         };
-        let hist = HistLayout {
-            bucket_us: a.bucket_size,
-            entries: a.entries,
-            irq: !a.no_irq,
-            thread: !a.no_thread,
-            header: !a.no_header,
-            summary: !a.no_summary,
-            index: !a.no_index,
-            zeros: a.with_zeros,
-        };
-        let actions = |flag: &str, v: &[String]| -> Result<Vec<Action>, UsageError> {
-            v.iter().map(|t| Action::parse(t).map_err(|e| usage(format!("{flag} {e}")))).collect()
-        };
-        let mut on_threshold = actions("--on-threshold", &a.on_threshold)?;
-        let on_end = actions("--on-end", &a.on_end)?;
-        if on_end.contains(&Action::Continue) {
-            return Err(usage("--on-end continue: the run has ended; continue is an --on-threshold action"));
-        }
-        if on_end.iter().any(|x| matches!(x, Action::Trace(_))) {
-            return Err(usage(
-                "--on-end trace: rtlab keeps the events of a threshold hit only; use --on-threshold trace",
-            ));
-        }
-        // rtla's -a saves the trace at the stop.
-        if a.auto.is_some() && !on_threshold.iter().any(|x| matches!(x, Action::Trace(_))) {
-            on_threshold.push(Action::Trace(crate::output::timerlat::TRACE_FILE.into()));
-        }
-        if irq.is_none() && thread.is_none() && !on_threshold.is_empty() {
-            return Err(usage("--on-threshold: give a threshold to act on (-i US, -T US or -a US)"));
-        }
-        let trace = on_threshold.iter().rev().find_map(|x| match x {
-            Action::Trace(f) => Some(f.clone()),
-            _ => None,
-        });
-        if let Some(f) = &trace {
-            crate::export::check_output(f).map_err(|e| usage(format!("--on-threshold trace: {e}")))?;
-        }
+        let (on_threshold, on_end, trace) = a.actions(irq.is_some() || thread.is_some())?;
         let mut notes = Vec::new();
         if a.auto.is_some() {
             notes.push(
@@ -303,13 +225,117 @@ impl TimerlatOptions {
             json: run.json,
             mode: a.mode,
             quiet: a.quiet,
-            hist,
+            hist: a.hist_layout(),
             aa: !a.no_aa,
             aa_only: a.aa_only.is_some(),
             on_threshold,
             on_end,
             notes,
         })
+    }
+}
+
+/// The `--on-threshold` actions, the `--on-end` ones, and where the `trace` action writes.
+type Actions = (Vec<Action>, Vec<Action>, Option<PathBuf>);
+
+impl TimerlatArgs {
+    /// The IRQ and thread thresholds (µs) the options set (-i, -T, -a, --aa-only); as in rtla,
+    /// 0 is none.
+    fn thresholds(&self) -> (Option<u64>, Option<u64>) {
+        let given = |v: Option<u64>| v.filter(|us| *us > 0);
+        let preset = given(self.auto).or(given(self.aa_only));
+        (given(self.irq).or(preset), given(self.thread).or(preset))
+    }
+
+    /// The `rtlab run --stages` command line rtla's options are.
+    fn run_argv(&self, irq: Option<u64>, thread: Option<u64>) -> Result<Vec<String>, UsageError> {
+        let mut argv: Vec<String> = vec!["rtlab".into(), "run".into(), "--stages".into(), "-q".into()];
+        argv.extend(["-i".into(), format!("{}us", self.period)]);
+        // The histograms' buckets are rtla's (-b µs) over the whole table (-E of them) and at
+        // least 10 ms: every sample below the table's end lands in exactly rtla's bucket.
+        let b = self.bucket_size;
+        let range = (self.entries * b).max(10_000).div_ceil(b) * b;
+        argv.extend(["--bucket-size".into(), format!("{b}us"), "--range".into(), format!("{range}us")]);
+        match &self.cpus {
+            Some(c) => argv.extend(["-a".into(), c.clone(), "-t".into()]),
+            None => argv.push("-t".into()),
+        }
+        argv.extend(
+            self.priority
+                .as_deref()
+                .map(priority)
+                .transpose()?
+                .unwrap_or_else(|| vec!["--policy".into(), "fifo".into(), "-p".into(), "95".into()]),
+        );
+        match self.dma_latency {
+            Some(us) => argv.extend(["--latency".into(), us.to_string()]),
+            None => argv.push("--no-dma-latency".into()),
+        }
+        if let Some(d) = &self.duration {
+            argv.extend(["-D".into(), duration_seconds(d)?]);
+        }
+        if let Some(h) = &self.house_keeping {
+            argv.extend(["--mainaffinity".into(), h.clone()]);
+        }
+        // A stop is analysed from its explanation: every wakeup above the lowest threshold is
+        // explained (an IRQ or thread latency above it makes the wakeup above it too).
+        if let (Some(t), false) = ([irq, thread].into_iter().flatten().min(), self.no_aa) {
+            argv.push(format!("--explain={t}us"));
+        }
+        if let Some(n) = self.deepest_idle_state {
+            argv.extend(["--deepest-idle-state".into(), n.to_string()]);
+        }
+        if let Some(j) = &self.json {
+            argv.extend(["--json".into(), j.display().to_string(), "--no-checkpoint".into()]);
+        }
+        Ok(argv)
+    }
+
+    /// The `--on-threshold` and `--on-end` actions, checked, and where the `trace` action
+    /// writes (`-a` adds it); `thresholds`: a threshold was given to act on.
+    fn actions(&self, thresholds: bool) -> Result<Actions, UsageError> {
+        let actions = |flag: &str, v: &[String]| -> Result<Vec<Action>, UsageError> {
+            v.iter().map(|t| Action::parse(t).map_err(|e| usage(format!("{flag} {e}")))).collect()
+        };
+        let mut on_threshold = actions("--on-threshold", &self.on_threshold)?;
+        let on_end = actions("--on-end", &self.on_end)?;
+        if on_end.contains(&Action::Continue) {
+            return Err(usage("--on-end continue: the run has ended; continue is an --on-threshold action"));
+        }
+        if on_end.iter().any(|x| matches!(x, Action::Trace(_))) {
+            return Err(usage(
+                "--on-end trace: rtlab keeps the events of a threshold hit only; use --on-threshold trace",
+            ));
+        }
+        // rtla's -a saves the trace at the stop.
+        if self.auto.is_some() && !on_threshold.iter().any(|x| matches!(x, Action::Trace(_))) {
+            on_threshold.push(Action::Trace(crate::output::timerlat::TRACE_FILE.into()));
+        }
+        if !thresholds && !on_threshold.is_empty() {
+            return Err(usage("--on-threshold: give a threshold to act on (-i US, -T US or -a US)"));
+        }
+        let trace = on_threshold.iter().rev().find_map(|x| match x {
+            Action::Trace(f) => Some(f.clone()),
+            _ => None,
+        });
+        if let Some(f) = &trace {
+            crate::export::check_output(f).map_err(|e| usage(format!("--on-threshold trace: {e}")))?;
+        }
+        Ok((on_threshold, on_end, trace))
+    }
+
+    /// hist's layout from its options.
+    fn hist_layout(&self) -> HistLayout {
+        HistLayout {
+            bucket_us: self.bucket_size,
+            entries: self.entries,
+            irq: !self.no_irq,
+            thread: !self.no_thread,
+            header: !self.no_header,
+            summary: !self.no_summary,
+            index: !self.no_index,
+            zeros: self.with_zeros,
+        }
     }
 }
 

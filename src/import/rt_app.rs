@@ -75,6 +75,29 @@ fn policy_line(p: &str) -> Result<SchedParams, String> {
     Ok(SchedParams::simple(policy, if policy.is_realtime_priority() { prio.min(99) } else { 0 }))
 }
 
+impl Columns {
+    /// One data line's period in ns, checked: its release after the first (`start`), its
+    /// wakeup latency, response (`c_period − slack`) and run time.
+    fn period(&self, v: &[i64], t0: i64, period_us: i64) -> Result<(i64, i64, i64, i64), String> {
+        if v[self.c_period] != period_us {
+            return Err(format!(
+                "c_period changes from {period_us} to {} µs: rtlab imports one periodic phase per log",
+                v[self.c_period]
+            ));
+        }
+        let ns = |v: Option<i64>, what: &str| {
+            v.ok_or_else(|| format!("{what} is out of range"))
+                .and_then(|v| crate::units::to_ns(v, crate::units::NS_PER_US, what))
+        };
+        Ok((
+            ns(v[self.start].checked_sub(t0), "start")?,
+            ns(Some(v[self.wu_lat]), "wu_lat")?,
+            ns(v[self.c_period].checked_sub(v[self.slack]), "c_period − slack")?,
+            ns(Some(v[self.run]), "run")?,
+        ))
+    }
+}
+
 impl Head {
     /// Reads the lines up to the first period (one pass that stops there).
     fn read(text: &str) -> Result<Head, (Option<usize>, String)> {
@@ -156,33 +179,32 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
             }
             continue;
         }
-        let v = values(line, head.columns.len()).map_err(|m| err(Some(no), m))?;
-        if v[c.c_period] != period_us {
-            return Err(err(
-                Some(no),
-                format!(
-                    "c_period changes from {period_us} to {} µs: rtlab imports one periodic phase per log",
-                    v[c.c_period]
-                ),
-            ));
-        }
         periods += 1;
         if periods > 100_000_000 {
             return Err(err(Some(no), "more than 100 million periods; split the log".into()));
         }
-        let at = ns(no, v[c.start].checked_sub(t0), "start")?;
-        let latency = ns(no, Some(v[c.wu_lat]), "wu_lat")?;
-        let response = ns(no, v[c.c_period].checked_sub(v[c.slack]), "c_period − slack")?;
+        let v = values(line, head.columns.len()).map_err(|m| err(Some(no), m))?;
+        let (at, latency, response, run) = c.period(&v, t0, period_us).map_err(|m| err(Some(no), m))?;
         rec.record(latency, at, 0);
-        wrec.record(latency, response, ns(no, Some(v[c.run]), "run")?, at, 0);
+        wrec.record(latency, response, run, at, 0);
         last = v[c.start];
     }
-    let sched = head.sched;
-    let summary = rec.finish();
+    Ok(result(path, head.sched, rec.finish(), wrec.finish(), spec.deadline_ns, (last as f64 - t0 as f64) / 1e6))
+}
+
+/// The RunResult of one rt-app task's log: its wakeups, work, policy and name.
+fn result(
+    path: &Path,
+    sched: Option<SchedParams>,
+    summary: crate::measure::stats::Summary,
+    work: crate::measure::work::WorkSummary,
+    period_ns: i64,
+    duration_s: f64,
+) -> RunResult {
     let figures = ProbeFigures {
         thread: 0,
         cpu: None,
-        interval_ns: spec.deadline_ns,
+        interval_ns: period_ns,
         summary,
         drift_ns: None,
         samples_lost: None,
@@ -196,7 +218,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
         logs: None,
         noise: None,
         name: task_name(path),
-        work: Some(wrec.finish()),
+        work: Some(work),
         watch: None,
         series: None,
     };
@@ -209,7 +231,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
             command_line: None,
             unit: "us".into(),
         },
-        Some((last as f64 - t0 as f64) / 1e6),
+        Some(duration_s),
     ));
     // The log says neither the CPUs nor whether the work was run or runtime.
     for t in &mut r.threads {
@@ -218,7 +240,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
     for w in r.threads.iter_mut().filter_map(|t| t.work.as_mut()).chain(r.all.work.as_mut()) {
         w.kind = None;
     }
-    Ok(r)
+    r
 }
 
 #[cfg(test)]

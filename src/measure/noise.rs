@@ -203,6 +203,69 @@ pub struct NoiseOutcome {
     pub stopped_at: Option<crate::measure::stats::Exceedance>,
 }
 
+impl NoiseOutcome {
+    /// Nothing seen yet, the loop starting at `start_ns`.
+    fn starting(start_ns: i64) -> NoiseOutcome {
+        NoiseOutcome {
+            iterations: 0,
+            runtime_ns: 0,
+            noise_ns: 0,
+            noise_us_floor: 0,
+            own_ns: 0,
+            start_ns,
+            elapsed_ns: 0,
+            signalled: false,
+            stopped_at: None,
+        }
+    }
+}
+
+/// The noises so far, for the stop thresholds: how many, and the period the latest fell in
+/// with what its noises add up to.
+#[derive(Debug, Default)]
+struct Gaps {
+    count: u64,
+    period: i64,
+    period_noise: u64,
+}
+
+impl Gaps {
+    /// Counts a noise of `ns` at `at` (ns since the start); the exceedance when it crosses one
+    /// of the stop thresholds (a single noise above `-s`, its period's total above `-S`).
+    #[inline(always)]
+    fn crossed(&mut self, p: &NoiseParams, at: i64, ns: u64) -> Option<crate::measure::stats::Exceedance> {
+        self.count += 1;
+        let period = at / p.period_ns.max(1);
+        if period != self.period {
+            (self.period, self.period_noise) = (period, 0);
+        }
+        self.period_noise += ns;
+        let v = match p.stop_above {
+            StopAbove { single_ns: Some(s), .. } if ns > s => ns,
+            StopAbove { total_ns: Some(t), .. } if self.period_noise > t => self.period_noise,
+            _ => return None,
+        };
+        Some(crate::measure::stats::Exceedance { cycle: self.count - 1, at_ns: at, latency_ns: v as i64 })
+    }
+}
+
+/// The counter now and the count at which the busy part of the window beginning at
+/// `window_start` ends (`u64::MAX`: never, a loop without a duty cycle or an end).
+fn window_end<C: Counter>(c: &C, p: &NoiseParams, duty: bool, window_start: i64) -> (u64, u64) {
+    let now_mono = c.mono_ns();
+    let mut end_mono = if duty { window_start + p.runtime_ns } else { i64::MAX };
+    if let Some(u) = p.until_ns {
+        end_mono = end_mono.min(u);
+    }
+    let first = c.ticks();
+    let end_ticks = if end_mono == i64::MAX {
+        u64::MAX
+    } else {
+        first.saturating_add(p.scale.ticks((end_mono - now_mono).max(0) as u64))
+    };
+    (first, end_ticks)
+}
+
 /// Runs the busy loop until `until_ns`, `stop` or `interrupt` (checked every 1024 reads), or
 /// a pending stop signal with `watch_signals`. Per read: one counter read, a subtraction, two
 /// compares; a gap adds a clock read and the recorder's stores.
@@ -219,34 +282,13 @@ pub fn noise_loop<C: Counter>(
     rec.started(start);
     let threshold = p.threshold_ticks;
     let duty = p.runtime_ns < p.period_ns;
-    let mut out = NoiseOutcome {
-        iterations: 0,
-        runtime_ns: 0,
-        noise_ns: 0,
-        noise_us_floor: 0,
-        own_ns: 0,
-        start_ns: start,
-        elapsed_ns: 0,
-        signalled: false,
-        stopped_at: None,
-    };
-    // The period the latest noise fell in and what its noises add up to (for -S).
-    let (mut period_index, mut period_noise, mut gaps) = (0i64, 0u64, 0u64);
+    let mut out = NoiseOutcome::starting(start);
+    let mut gaps = Gaps::default();
     let mut window_start = start;
     // Signals are looked for about once a millisecond: 2^15 reads of a loop of 20-40 ns.
     let signal_mask: u64 = if p.watch_signals { (1 << 15) - 1 } else { u64::MAX };
     'run: loop {
-        let now_mono = c.mono_ns();
-        let mut end_mono = if duty { window_start + p.runtime_ns } else { i64::MAX };
-        if let Some(u) = p.until_ns {
-            end_mono = end_mono.min(u);
-        }
-        let first = c.ticks();
-        let end_ticks = if end_mono == i64::MAX {
-            u64::MAX
-        } else {
-            first.saturating_add(p.scale.ticks((end_mono - now_mono).max(0) as u64))
-        };
+        let (first, end_ticks) = window_end(c, p, duty, window_start);
         let mut last = first;
         let mut ended = false;
         // Ticks spent recording gaps in this window: the loop's own time, neither noise nor
@@ -264,19 +306,8 @@ pub fn noise_loop<C: Counter>(
                 series.add(at, ns);
                 out.noise_ns += ns;
                 out.noise_us_floor += ns / 1000;
-                gaps += 1;
-                if at / p.period_ns.max(1) != period_index {
-                    (period_index, period_noise) = (at / p.period_ns.max(1), 0);
-                }
-                period_noise += ns;
-                let crossed = match p.stop_above {
-                    StopAbove { single_ns: Some(s), .. } if ns > s => Some(ns),
-                    StopAbove { total_ns: Some(t), .. } if period_noise > t => Some(period_noise),
-                    _ => None,
-                };
-                if let Some(v) = crossed {
-                    out.stopped_at =
-                        Some(crate::measure::stats::Exceedance { cycle: gaps - 1, at_ns: at, latency_ns: v as i64 });
+                if let Some(e) = gaps.crossed(p, at, ns) {
+                    out.stopped_at = Some(e);
                     stop.store(true, Relaxed);
                     ended = true;
                     break;

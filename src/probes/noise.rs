@@ -307,20 +307,57 @@ impl BusyThread {
         // a duty cycle's sleep ends early when the run stops.
         enter(tp, &self.privileges, &mut warnings);
         ready(&self.stop, &self.live, self.ring.as_deref());
-        let hot =
-            [noise::noise_loop::<Hardware> as *const () as usize, noise::noise_loop::<Monotonic> as *const () as usize];
-        for addr in hot {
-            if let Err(e) = memory::lock_code_at(addr, 16 << 10, 48 << 10) {
-                warnings.push(Warning::MlockFailed { why: format!("locking the busy loop's code: {e}") });
-                break;
-            }
-        }
-        let _ = memory::lock_sleep_calls();
+        lock_busy_loop(&mut warnings);
         let sched_now = sched::current_thread().unwrap_or(tp.sched);
         let tid = rtthread::tid();
 
-        // Pre-heat: the CPU leaves its low-power states, the counter is calibrated against
-        // CLOCK_MONOTONIC over the whole pre-heat, and the loop times itself.
+        let (scale, loop_ns) = self.preheat(c);
+
+        let mut rec = Recorder::with_logs(
+            &self.live,
+            ExceedLog::new(self.max_latency_ns, 1),
+            ExceedLog::off(),
+            self.ring.as_deref(),
+        );
+        rec.prefault();
+        let mut series = Series::new();
+        let status = ThreadStatus {
+            index: tp.index,
+            cpu: tp.cpu,
+            sched: sched_now,
+            interval_ns: tp.interval_ns,
+            tid,
+            identity: None,
+        };
+        let _ = self.tx.send(Setup { status, warnings, loop_ns });
+
+        let outcome = if self.shared.gate.wait() == GateState::Abort {
+            None
+        } else {
+            let until = self.shared.until_ns.load(Relaxed);
+            let p = NoiseParams {
+                threshold_ticks: scale.ticks(self.plan.threshold_ns as u64),
+                scale,
+                runtime_ns: self.plan.runtime_ns,
+                period_ns: self.plan.period_ns,
+                until_ns: (until != i64::MAX).then_some(until),
+                watch_signals: self.plan.watch_signals,
+                stop_above: self.plan.stop_above,
+            };
+            Some(noise::noise_loop(c, &p, &mut rec, &mut series, &self.stop, &self.interrupt))
+        };
+        if outcome.as_ref().is_some_and(|o| o.signalled) {
+            self.shared.signalled.store(true, Relaxed);
+        }
+        signals::interrupt_sleeps_on(None);
+        self.shared.finished[tp.index].store(true, Relaxed);
+        finished(tp, sched_now, tid, rec.finish(), outcome, &series, scale, loop_ns)
+    }
+
+    /// Pre-heats the CPU (it leaves its low-power states), calibrates the counter against
+    /// CLOCK_MONOTONIC over the whole pre-heat, and times the loop: the counter's scale and
+    /// the loop's time per read (ns).
+    fn preheat<C: Counter>(&self, c: &C) -> (Scale, f64) {
         let calibrate = || match self.plan.counter {
             CounterKind::Hardware => crate::rt::counter::pair(),
             CounterKind::Monotonic => {
@@ -362,88 +399,77 @@ impl BusyThread {
             - scale.ns(coarse.ticks(heated.noise_ns)) as f64;
         let loop_ns = if heated.iterations > 0 { busy.max(0.0) / heated.iterations as f64 } else { f64::MAX };
 
-        let mut rec = Recorder::with_logs(
-            &self.live,
-            ExceedLog::new(self.max_latency_ns, 1),
-            ExceedLog::off(),
-            self.ring.as_deref(),
-        );
-        rec.prefault();
-        let mut series = Series::new();
-        let status = ThreadStatus {
-            index: tp.index,
-            cpu: tp.cpu,
-            sched: sched_now,
-            interval_ns: tp.interval_ns,
-            tid,
-            identity: None,
-        };
-        let _ = self.tx.send(Setup { status, warnings, loop_ns });
+        (scale, loop_ns)
+    }
+}
 
-        let outcome = if self.shared.gate.wait() == GateState::Abort {
-            None
-        } else {
-            let until = self.shared.until_ns.load(Relaxed);
-            let p = NoiseParams {
-                threshold_ticks: scale.ticks(self.plan.threshold_ns as u64),
-                scale,
-                runtime_ns: self.plan.runtime_ns,
-                period_ns: self.plan.period_ns,
-                until_ns: (until != i64::MAX).then_some(until),
-                watch_signals: self.plan.watch_signals,
-                stop_above: self.plan.stop_above,
-            };
-            Some(noise::noise_loop(c, &p, &mut rec, &mut series, &self.stop, &self.interrupt))
-        };
-        if outcome.as_ref().is_some_and(|o| o.signalled) {
-            self.shared.signalled.store(true, Relaxed);
+/// Locks the busy loop's code (both counters') and the sleep calls in memory.
+fn lock_busy_loop(warnings: &mut Vec<Warning>) {
+    let hot =
+        [noise::noise_loop::<Hardware> as *const () as usize, noise::noise_loop::<Monotonic> as *const () as usize];
+    for addr in hot {
+        if let Err(e) = memory::lock_code_at(addr, 16 << 10, 48 << 10) {
+            warnings.push(Warning::MlockFailed { why: format!("locking the busy loop's code: {e}") });
+            break;
         }
-        signals::interrupt_sleeps_on(None);
-        self.shared.finished[tp.index].store(true, Relaxed);
-        let summary = rec.finish();
-        let noise = outcome.as_ref().map(|o| {
-            let n = series.len.min(series.points.len());
-            NoiseFigures {
-                counter_mhz: scale.mhz(),
-                loop_ns,
-                iterations: o.iterations,
-                runtime_ns: o.runtime_ns,
-                noise_ns: o.noise_ns,
-                available_pct: 0.0,
-                noise_per_s_ns: 0.0,
-                noises_per_s: 0.0,
-                noise_us_floor: o.noise_us_floor,
-                steal_ns: None,
-                sources: None,
-                series: NoiseSeries {
-                    interval_ns: series.interval_ns,
-                    noise_ns: series.points[..n].iter().map(|p| p.0).collect(),
-                    count: series.points[..n].iter().map(|p| p.1).collect(),
-                    span_ns: o.elapsed_ns,
-                },
-            }
-            .derive(summary.cycles)
-        });
-        ThreadOutcome {
-            watch: None,
-            plan: tp.clone(),
-            sched: Some(sched_now),
-            cpus_allowed: Some(affinity::current_thread().unwrap_or_default()),
-            last_cpu: affinity::current_cpu(),
-            timer_slack_ns: None,
-            summary,
-            outcome: LoopOutcome {
-                iterations: outcome.as_ref().map_or(0, |o| o.iterations),
-                drift_ns: 0,
-                break_hit: outcome.as_ref().and_then(|o| o.stopped_at),
-                start_ns: outcome.as_ref().map_or(0, |o| o.start_ns),
+    }
+    let _ = memory::lock_sleep_calls();
+}
+
+/// A busy thread's outcome for the pipeline: its noises, figures and series.
+#[allow(clippy::too_many_arguments)]
+fn finished(
+    tp: &ThreadPlan,
+    sched_now: crate::rt::sched::SchedParams,
+    tid: i32,
+    summary: crate::measure::stats::Summary,
+    outcome: Option<noise::NoiseOutcome>,
+    series: &Series,
+    scale: Scale,
+    loop_ns: f64,
+) -> ThreadOutcome {
+    let noise = outcome.as_ref().map(|o| {
+        let n = series.len.min(series.points.len());
+        NoiseFigures {
+            counter_mhz: scale.mhz(),
+            loop_ns,
+            iterations: o.iterations,
+            runtime_ns: o.runtime_ns,
+            noise_ns: o.noise_ns,
+            available_pct: 0.0,
+            noise_per_s_ns: 0.0,
+            noises_per_s: 0.0,
+            noise_us_floor: o.noise_us_floor,
+            steal_ns: None,
+            sources: None,
+            series: NoiseSeries {
+                interval_ns: series.interval_ns,
+                noise_ns: series.points[..n].iter().map(|p| p.0).collect(),
+                count: series.points[..n].iter().map(|p| p.1).collect(),
+                span_ns: o.elapsed_ns,
             },
-            drift_ns: None,
-            tid,
-            samples_lost: 0,
-            warnings: Vec::new(),
-            noise,
-            work: None,
         }
+        .derive(summary.cycles)
+    });
+    ThreadOutcome {
+        watch: None,
+        plan: tp.clone(),
+        sched: Some(sched_now),
+        cpus_allowed: Some(affinity::current_thread().unwrap_or_default()),
+        last_cpu: affinity::current_cpu(),
+        timer_slack_ns: None,
+        summary,
+        outcome: LoopOutcome {
+            iterations: outcome.as_ref().map_or(0, |o| o.iterations),
+            drift_ns: 0,
+            break_hit: outcome.as_ref().and_then(|o| o.stopped_at),
+            start_ns: outcome.as_ref().map_or(0, |o| o.start_ns),
+        },
+        drift_ns: None,
+        tid,
+        samples_lost: 0,
+        warnings: Vec::new(),
+        noise,
+        work: None,
     }
 }

@@ -243,6 +243,35 @@ impl WatchProbe {
     pub fn new(plan: Plan) -> WatchProbe {
         WatchProbe { plan, missing: Vec::new(), shared: Arc::default(), reader: None, child: None }
     }
+
+    /// The two tracefs instances (the system's first: a watched thread's first timer release
+    /// needs its callback), the formats of their events and every CPU's pipe of each.
+    fn trace(&mut self, tids: &[i32], follow: bool) -> Result<(Instance, Instance, Formats, Vec<Pipe>), ProbeError> {
+        let online = crate::rt::affinity::online_cpus();
+        let cannot = |e: String| ProbeError::Usage(format!("cannot trace the watched threads: {e}"));
+        let (thread_events, system_events) = instance_events(self.plan.explain.is_some());
+        let system_kb = if self.plan.explain.is_some() { BUFFER_KB } else { BUFFER_KB / 4 };
+        let system = Instance::create("rtlab-watch", &online, system_kb, &system_events, None).map_err(cannot)?;
+        // Before a thread of that name exists, the list names rtlab's own main thread (an empty
+        // list would trace every task): a few events a second, ignored.
+        let traced = if tids.is_empty() { vec![std::process::id() as i32] } else { tids.to_vec() };
+        let threads = Instance::create("rtlab-watch", &online, BUFFER_KB, &thread_events, Some((&traced, follow)))
+            .map_err(cannot)?;
+        let mut formats = Formats::load(threads.dir(), &thread_events);
+        formats.extend(Formats::load(system.dir(), &system_events));
+        formats.name_functions(TIMER_FUNCTIONS);
+        self.missing = [&threads, &system].iter().flat_map(|i| i.missing.clone()).collect();
+        let mut pipes = Vec::new();
+        for (instance, inst) in [&threads, &system].into_iter().enumerate() {
+            for &cpu in online.cpus() {
+                let file = inst
+                    .pipe_raw(cpu)
+                    .map_err(|e| ProbeError::Start(format!("cannot read CPU {cpu}'s events ({e})")))?;
+                pipes.push(Pipe { cpu, instance, file });
+            }
+        }
+        Ok((threads, system, formats, pipes))
+    }
 }
 
 /// What the reader thread hands back.
@@ -260,7 +289,6 @@ impl Probe for WatchProbe {
     }
 
     fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
-        let online = crate::rt::affinity::online_cpus();
         let mut held = None;
         let tids = match &self.plan.target {
             Target::Command(argv) => {
@@ -276,29 +304,7 @@ impl Probe for WatchProbe {
             t => threads_now(t),
         };
         let follow = matches!(self.plan.target, Target::Process(_) | Target::Command(_));
-        let cannot = |e: String| ProbeError::Usage(format!("cannot trace the watched threads: {e}"));
-        // The system's events first: a watched thread's first timer release needs its callback.
-        let (thread_events, system_events) = instance_events(self.plan.explain.is_some());
-        let system_kb = if self.plan.explain.is_some() { BUFFER_KB } else { BUFFER_KB / 4 };
-        let system = Instance::create("rtlab-watch", &online, system_kb, &system_events, None).map_err(cannot)?;
-        // Before a thread of that name exists, the list names rtlab's own main thread (an empty
-        // list would trace every task): a few events a second, ignored.
-        let traced = if tids.is_empty() { vec![std::process::id() as i32] } else { tids.clone() };
-        let threads = Instance::create("rtlab-watch", &online, BUFFER_KB, &thread_events, Some((&traced, follow)))
-            .map_err(cannot)?;
-        let mut formats = Formats::load(threads.dir(), &thread_events);
-        formats.extend(Formats::load(system.dir(), &system_events));
-        formats.name_functions(TIMER_FUNCTIONS);
-        self.missing = [&threads, &system].iter().flat_map(|i| i.missing.clone()).collect();
-        let mut pipes = Vec::new();
-        for (instance, inst) in [&threads, &system].into_iter().enumerate() {
-            for &cpu in online.cpus() {
-                let file = inst
-                    .pipe_raw(cpu)
-                    .map_err(|e| ProbeError::Start(format!("cannot read CPU {cpu}'s events ({e})")))?;
-                pipes.push(Pipe { cpu, instance, file });
-            }
-        }
+        let (threads, system, formats, pipes) = self.trace(&tids, follow)?;
         let start_ns = clock::now(ClockId::MONOTONIC);
         let wall = SystemTime::now();
         let now = Instant::now();
@@ -498,6 +504,33 @@ struct Recorders<'a> {
     hits: Vec<&'a AtomicU64>,
 }
 
+impl<'a> Recorders<'a> {
+    /// The recorders of every slot over the pipeline's cells (`works`: the slots' work cells,
+    /// `stages`: their stage cells), started at `start_ns`.
+    fn new(
+        sinks: &'a Sinks,
+        works: &'a [Arc<WorkLive>],
+        stages: &[&'a crate::measure::work::StageCells],
+        start_ns: i64,
+    ) -> Recorders<'a> {
+        let mut recs = Recorders {
+            wakeup: sinks.lives.iter().map(|l| Recorder::new(l, sinks.max_latency_ns)).collect(),
+            work: works
+                .iter()
+                .zip(&sinks.rings)
+                .map(|(w, r)| WorkRecorder::new(w, sinks.max_response_ns, r.as_deref()))
+                .collect(),
+            irq: stages.iter().map(|c| Recorder::new(&c.irq, None)).collect(),
+            switch: stages.iter().map(|c| Recorder::new(&c.thread, None)).collect(),
+            user: stages.iter().map(|c| Recorder::new(&c.user, None)).collect(),
+            hits: stages.iter().map(|c| &c.hits).collect(),
+        };
+        recs.wakeup.iter_mut().for_each(|r| r.started(start_ns));
+        recs.work.iter_mut().for_each(|r| r.started(start_ns));
+        recs
+    }
+}
+
 impl Reader {
     fn run(self, instances: [Instance; 2], formats: Formats, mut pipes: Vec<Pipe>, initial: Vec<i32>) -> Harvest {
         if let Some(cpus) = &self.plan.reader_cpus {
@@ -509,20 +542,7 @@ impl Reader {
         let spare = crate::measure::work::StageCells::new(self.plan.layout);
         let stages: Vec<&crate::measure::work::StageCells> =
             works.iter().map(|w| w.stages.as_ref().unwrap_or(&spare)).collect();
-        let mut recs = Recorders {
-            wakeup: self.sinks.lives.iter().map(|l| Recorder::new(l, self.sinks.max_latency_ns)).collect(),
-            work: works
-                .iter()
-                .zip(&self.sinks.rings)
-                .map(|(w, r)| WorkRecorder::new(w, self.sinks.max_response_ns, r.as_deref()))
-                .collect(),
-            irq: stages.iter().map(|c| Recorder::new(&c.irq, None)).collect(),
-            switch: stages.iter().map(|c| Recorder::new(&c.thread, None)).collect(),
-            user: stages.iter().map(|c| Recorder::new(&c.user, None)).collect(),
-            hits: stages.iter().map(|c| &c.hits).collect(),
-        };
-        recs.wakeup.iter_mut().for_each(|r| r.started(self.start_ns));
-        recs.work.iter_mut().for_each(|r| r.started(self.start_ns));
+        let mut recs = Recorders::new(&self.sinks, &works, &stages, self.start_ns);
         let mut state = State {
             tracker: Tracker::new(self.realtime_offset_ns),
             slots: Vec::new(),
@@ -570,18 +590,7 @@ impl Reader {
             }
             if Instant::now() >= next_look {
                 next_look = Instant::now() + LOOK_EVERY;
-                self.resched(&mut state);
-                let watched: Vec<i32> = state.slots.iter().map(|s| s.tid).collect();
-                for tid in watched {
-                    self.forget_replaced(&mut state, tid);
-                }
-                for tid in self.target_threads() {
-                    if !state.by_tid.contains_key(&tid) {
-                        self.add(&mut state, tid, None);
-                        state.untraced.push(tid);
-                    }
-                }
-                self.check_gone(&state);
+                self.look(&mut state);
             }
             if stopping {
                 break;
@@ -595,7 +604,25 @@ impl Reader {
             self.flush(slot, i, &mut recs, true, state.explaining.as_mut());
             slots.push(self.outcome(slot, i, &recs));
         }
-        let run = WatchRun {
+        let run = self.watch_run(&instances, &pipes, &streams, state.slots.len(), cpu0);
+        drop(pipes);
+        let hit = recs.hits.iter().any(|h| h.load(Relaxed) > 0);
+        error = error.or(self.write_outputs(kept.filter(|_| hit), recording));
+        Harvest { slots, run, error, explained: state.explaining.take() }
+    }
+
+    /// What the watch watched and what reading cost: the target, the instances, the events
+    /// read and lost (once per CPU and instance: the pages' flags and the kernel's own counts
+    /// tell of the same events), the reader's CPU time since `cpu0`.
+    fn watch_run(
+        &self,
+        instances: &[Instance; 2],
+        pipes: &[Pipe],
+        streams: &Streams,
+        threads: usize,
+        cpu0: i64,
+    ) -> WatchRun {
+        WatchRun {
             target: self.plan.target.describe(),
             command: match &self.plan.target {
                 Target::Command(argv) => Some(argv.clone()),
@@ -608,23 +635,29 @@ impl Reader {
                 .collect::<Vec<_>>()
                 .join(", "),
             events: streams.events,
-            // Once per CPU and instance: the pages' flags and the kernel's own counts of events
-            // its buffers dropped or overwrote tell of the same events.
             lost_events: pipes
                 .iter()
                 .enumerate()
                 .map(|(i, p)| streams.lost.get(i).copied().unwrap_or(0).max(instances[p.instance].lost(p.cpu)))
                 .sum(),
             undecoded: streams.undecoded,
-            threads: state.slots.len(),
+            threads,
             reader_cpu_ns: clock::now(ClockId::THREAD_CPUTIME) - cpu0,
             ..Default::default()
-        };
-        drop(pipes);
-        let hit = recs.hits.iter().any(|h| h.load(Relaxed) > 0);
-        if let (Some(k), Some(path), true) = (kept, &self.plan.trace_out, hit) {
+        }
+    }
+
+    /// Writes the `trace` action's events (`kept`, when a threshold was crossed) and the
+    /// `--events` recording; what could not be written.
+    fn write_outputs(
+        &self,
+        kept: Option<crate::trace::period::Recent>,
+        recording: Option<std::io::BufWriter<tempfile::NamedTempFile>>,
+    ) -> Option<String> {
+        let mut error = None;
+        if let (Some(k), Some(path)) = (kept, &self.plan.trace_out) {
             if let Err(e) = write_events(path, &k.between(i64::MIN, i64::MAX, None)) {
-                error = error.or(Some(format!("cannot write the trace {}: {e}", path.display())));
+                error = Some(format!("cannot write the trace {}: {e}", path.display()));
             }
         }
         if let (Some(w), Some(path)) = (recording, &self.plan.events_out) {
@@ -634,7 +667,24 @@ impl Reader {
                 error = error.or(Some(format!("cannot write --events {}: {e}", path.display())));
             }
         }
-        Harvest { slots, run, error, explained: state.explaining.take() }
+        error
+    }
+
+    /// The periodic look: the threads' scheduling read again, ids taken by strangers
+    /// forgotten, new threads of the target added, and whether anything is left to watch.
+    fn look(&self, state: &mut State) {
+        self.resched(state);
+        let watched: Vec<i32> = state.slots.iter().map(|s| s.tid).collect();
+        for tid in watched {
+            self.forget_replaced(state, tid);
+        }
+        for tid in self.target_threads() {
+            if !state.by_tid.contains_key(&tid) {
+                self.add(state, tid, None);
+                state.untraced.push(tid);
+            }
+        }
+        self.check_gone(state);
     }
 }
 

@@ -156,47 +156,8 @@ impl RunResult {
         for t in &p.probes {
             all.merge(&t.summary, t.thread);
         }
-        let known = |mut st: Stats| {
-            if !p.missed_known {
-                st.missed = None;
-            }
-            if p.start.is_none() {
-                st.max_at_time = None;
-            }
-            st
-        };
-        let threads: Vec<ThreadResult> = p
-            .probes
-            .iter()
-            .map(|t| {
-                let o = t.obtained.as_ref();
-                ThreadResult {
-                    thread: t.thread,
-                    name: t.name.clone(),
-                    work: t.work.as_ref().map(|w| work_of(w, at)),
-                    cpu: t.cpu,
-                    cpus_allowed: o.map(|o| o.cpus_allowed.to_string()),
-                    last_cpu: o.and_then(|o| o.last_cpu),
-                    policy: o.map(|o| o.sched.policy),
-                    priority: o.map(|o| o.sched.priority),
-                    deadline: o.and_then(|o| deadline_of(&o.sched)),
-                    interval_ns: Some(t.interval_ns),
-                    timer_slack_ns: o.and_then(|o| o.timer_slack_ns),
-                    drift_ns: t.drift_ns,
-                    samples_lost: t.samples_lost,
-                    stats: known(stats_of(&t.summary, at)),
-                    logs: t.logs.clone(),
-                    noise: t.noise.clone(),
-                    series: t.series.clone(),
-                    watch: t.watch.as_ref().map(|w| super::watch::WatchThread {
-                        irq: (w.irq.cycles > 0).then(|| stats_of(&w.irq, at)),
-                        thread: (w.switch.cycles > 0).then(|| stats_of(&w.switch, at)),
-                        user: (w.user.cycles > 0).then(|| stats_of(&w.user, at)),
-                        ..w.thread.clone()
-                    }),
-                }
-            })
-            .collect();
+        let known = |st: Stats| known_stats(st, p.missed_known, p.start.is_some());
+        let threads: Vec<ThreadResult> = p.probes.iter().map(|t| thread_result(t, at, &known)).collect();
         let mut warnings = p.warnings;
         if p.missed_known && all.missed > 0 {
             warnings.push(Warning::MissedPeriods { count: all.missed });
@@ -275,6 +236,48 @@ impl RunResult {
             noise,
             watch: p.watch,
         }
+    }
+}
+
+/// What a run knows of `st`: no missed count when the probe cannot tell, no date for the
+/// maximum without a start time.
+fn known_stats(mut st: Stats, missed_known: bool, dated: bool) -> Stats {
+    if !missed_known {
+        st.missed = None;
+    }
+    if !dated {
+        st.max_at_time = None;
+    }
+    st
+}
+
+/// One probe's result: its figures as stored, dated from `at`.
+fn thread_result(t: &ProbeFigures, at: SystemTime, known: &dyn Fn(Stats) -> Stats) -> ThreadResult {
+    let o = t.obtained.as_ref();
+    ThreadResult {
+        thread: t.thread,
+        name: t.name.clone(),
+        work: t.work.as_ref().map(|w| work_of(w, at)),
+        cpu: t.cpu,
+        cpus_allowed: o.map(|o| o.cpus_allowed.to_string()),
+        last_cpu: o.and_then(|o| o.last_cpu),
+        policy: o.map(|o| o.sched.policy),
+        priority: o.map(|o| o.sched.priority),
+        deadline: o.and_then(|o| deadline_of(&o.sched)),
+        interval_ns: Some(t.interval_ns),
+        timer_slack_ns: o.and_then(|o| o.timer_slack_ns),
+        drift_ns: t.drift_ns,
+        samples_lost: t.samples_lost,
+        stats: known(stats_of(&t.summary, at)),
+        logs: t.logs.clone(),
+        noise: t.noise.clone(),
+        series: t.series.clone(),
+        watch: t.watch.as_ref().map(|w| super::watch::WatchThread {
+            irq: (w.irq.cycles > 0).then(|| stats_of(&w.irq, at)),
+            thread: (w.switch.cycles > 0).then(|| stats_of(&w.switch, at)),
+            user: (w.user.cycles > 0).then(|| stats_of(&w.user, at)),
+            ..w.thread.clone()
+        }),
     }
 }
 
