@@ -303,3 +303,27 @@ fn a_watched_command_that_reads_the_terminal_gets_it() {
     assert!(s.contains("got:hello"), "the command read the terminal: {s:?}");
     assert!(started.elapsed() < Duration::from_secs(15), "the watch ended with its command");
 }
+
+#[test]
+fn a_watched_process_left_a_zombie_by_its_parent_ends_the_watch() {
+    let _one = need_root();
+    // The child exits after 0.5 s; its parent sleeps on without reaping it: a zombie.
+    let mut parent = Command::new("perl")
+        .args([
+            "-e",
+            "$|=1; my $p = fork(); if ($p == 0) { select(undef, undef, undef, 0.5); exit 0 } print \"$p\\n\"; sleep 30",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(parent.stdout.as_mut().unwrap()), &mut line).unwrap();
+    let child = line.trim().to_string();
+    let started = Instant::now();
+    let out = Command::new(rtlab_path()).args(["watch", "-q", "-D", "20s", "-p", &child]).output().unwrap();
+    let took = started.elapsed();
+    let _ = parent.kill();
+    let _ = parent.wait();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(took < Duration::from_secs(8), "a zombie is gone: the watch ended after {took:?}, not at -D 20s");
+}

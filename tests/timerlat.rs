@@ -358,3 +358,32 @@ fn hists_layout_options_leave_out_what_each_names_as_rtlas_do() {
     let all = text.lines().find(|l| l.starts_with("ALL:")).expect(&text);
     assert_eq!(all.split_whitespace().collect::<Vec<_>>(), ["ALL:", "IRQ", "Usr"]);
 }
+
+#[test]
+fn a_slow_continue_action_does_not_stretch_the_run() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    // 1 µs: every second sees a hit, and each round of actions takes 4 s.
+    let out = timerlat(
+        &[
+            "hist",
+            "-c",
+            "0",
+            "-T",
+            "1",
+            "-d",
+            "3",
+            "--on-threshold",
+            "continue",
+            "--on-threshold=shell,command=sleep 4",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(out.status.success());
+    let r = read_json(&json);
+    let measured = r["duration_s"].as_f64().unwrap();
+    assert!(measured < 4.5, "a 3 s run measured for {measured} s: the actions ran beside it, not in its loop");
+}
