@@ -43,7 +43,8 @@ fn serve_raw(answer: impl Fn(&str, &str, &mut std::net::TcpStream) + Send + 'sta
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
-        let until = Instant::now() + Duration::from_secs(30);
+        // Long enough for an emulated rtlab (qemu-user) to ask all its questions.
+        let until = Instant::now() + Duration::from_secs(120);
         listener.set_nonblocking(true).unwrap();
         while Instant::now() < until {
             let Ok((stream, _)) = listener.accept() else {

@@ -186,16 +186,20 @@ fn a_watched_process_that_exits_is_not_replaced_by_the_stranger_that_takes_its_p
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("w.json");
     // A program that starts nothing itself (`python3` may be a shell shim that forks).
-    let mut target = Command::new("sleep").arg("1.5").spawn().unwrap();
+    let mut target = Command::new("sleep").arg("30").spawn().unwrap();
     let pid = target.id();
     let started = Instant::now();
     let watch = Command::new(rtlab_path())
-        .args(["watch", "-q", "-D", "20s", "-p", &pid.to_string(), "--json"])
+        .args(["watch", "-q", "-D", "40s", "-p", &pid.to_string(), "--json"])
         .arg(&json)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The watch is tracing (its instances exist, its reader has begun) before the target ends.
+    wait_for("the watch's instances", || instances_of(watch.id()).len() == 2);
+    std::thread::sleep(Duration::from_millis(1000));
+    target.kill().unwrap();
     target.wait().unwrap();
     // The stranger forks at once: a process that adopted it would watch its children too.
     let mut stranger = squat_with(pid, &["sh", "-c", "tail -f /dev/null & exec tail -f /dev/null"])
@@ -206,7 +210,7 @@ fn a_watched_process_that_exits_is_not_replaced_by_the_stranger_that_takes_its_p
     stranger.kill().unwrap();
     stranger.wait().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(took < Duration::from_secs(10), "the watch went on with the stranger for {took:?}");
+    assert!(took < Duration::from_secs(30), "the watch went on with the stranger for {took:?}");
     let r = read_json(&json);
     assert_eq!(r["end_reason"], "exited");
     let names: Vec<&str> = r["threads"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();

@@ -436,6 +436,9 @@ struct Slot {
     sched: Option<SchedParams>,
     /// When it started (its identity beside its id).
     started: Option<u64>,
+    /// When it was first watched (ns, CLOCK_MONOTONIC): a task created with its id later is
+    /// another.
+    added_ns: i64,
 }
 
 /// One CPU's binary stream of one of the two instances.
@@ -887,6 +890,7 @@ impl Reader {
             preemptors: HashMap::new(),
             sched: crate::rt::sched::of_thread(tid).ok(),
             started: process::start_time(tid),
+            added_ns: clock::now(ClockId::MONOTONIC),
         });
     }
 
@@ -955,9 +959,17 @@ impl Reader {
                         self.flush(slot, i, recs, false, state.explaining.as_mut());
                     }
                 }
-                Note::Forked { parent, child, comm } => {
-                    // A lost exit event must not let a stranger with the parent's id in.
+                Note::Forked { parent, child, comm, ts_ns } => {
+                    // A lost exit event must not let a stranger with the parent's id in; and a
+                    // task created with a watched id after that id was watched is a stranger.
                     self.forget_replaced(state, parent);
+                    if let Some(&i) = state.by_tid.get(&child).filter(|i| **i != usize::MAX) {
+                        if ts_ns > state.slots[i].added_ns {
+                            state.slots[i].figures.exited = true;
+                            state.exited.insert(child);
+                        }
+                        continue;
+                    }
                     let ours = match &self.plan.target {
                         Target::Process(_) | Target::Command(_) => {
                             state.by_tid.contains_key(&parent) && !state.exited.contains(&parent)
@@ -975,6 +987,8 @@ impl Reader {
                     }
                 }
                 Note::Renamed { tid, comm } => {
+                    // An exec of a stranger given a watched id whose exit event was lost.
+                    self.forget_replaced(state, tid);
                     if state.exited.contains(&tid) {
                         continue;
                     }

@@ -134,6 +134,11 @@ fn live_wishes(dir: &Path, dead: &mut Vec<String>) -> Vec<String> {
 /// Writes every saved file's due value: disabled while a live owner wants it, else the
 /// machine's own; when no owner is left, the state file goes. The files whose value changed.
 fn settle(root: &Path, dir: &Path, saved: &mut Saved, wanted: &[String]) -> Result<Vec<(String, String)>, String> {
+    // The machine's own values are on disk before any file is changed: an owner killed at any
+    // moment leaves what the next rtlab needs to repair it.
+    if !wanted.is_empty() {
+        store_saved(dir, saved)?;
+    }
     let mut changed = Vec::new();
     for (file, original) in saved.iter() {
         let due = if wanted.contains(file) { "1" } else { original.as_str() };
@@ -145,8 +150,8 @@ fn settle(root: &Path, dir: &Path, saved: &mut Saved, wanted: &[String]) -> Resu
     }
     if wanted.is_empty() {
         saved.clear();
+        store_saved(dir, saved)?;
     }
-    store_saved(dir, saved)?;
     Ok(changed)
 }
 
@@ -272,17 +277,21 @@ impl IdleLimit {
 
 impl Drop for IdleLimit {
     fn drop(&mut self) {
-        unregister_emergency(self.emergency);
-        let Ok(dir) = state_dir(&self.root) else { return };
-        let Ok(_guard) = guard(&dir) else { return };
-        if let Some((path, lock)) = self.owner.take() {
-            let _ = std::fs::remove_file(&path);
-            drop(lock);
+        // The emergency restore stays armed until the values are back: a second Ctrl-C at any
+        // moment of this still gives them back.
+        if let Ok(dir) = state_dir(&self.root) {
+            if let Ok(_guard) = guard(&dir) {
+                if let Some((path, lock)) = self.owner.take() {
+                    let _ = std::fs::remove_file(&path);
+                    drop(lock);
+                }
+                let mut dead = Vec::new();
+                let wanted = live_wishes(&dir, &mut dead);
+                let mut saved = load_saved(&dir);
+                let _ = settle(&self.root, &dir, &mut saved, &wanted);
+            }
         }
-        let mut dead = Vec::new();
-        let wanted = live_wishes(&dir, &mut dead);
-        let mut saved = load_saved(&dir);
-        let _ = settle(&self.root, &dir, &mut saved, &wanted);
+        unregister_emergency(self.emergency);
     }
 }
 

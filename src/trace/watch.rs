@@ -118,6 +118,8 @@ pub enum Note {
         child: i32,
         /// Its name.
         comm: String,
+        /// When (ns, CLOCK_MONOTONIC).
+        ts_ns: i64,
     },
     /// A task renamed itself.
     Renamed {
@@ -185,7 +187,7 @@ impl Tracker {
             Kind::SysExit { .. } => self.returned(e),
             Kind::Exit { pid } => self.exited(*pid, out),
             Kind::Fork { child_pid, child_comm } => {
-                out.push(Note::Forked { parent: e.pid, child: *child_pid, comm: child_comm.clone() })
+                out.push(Note::Forked { parent: e.pid, child: *child_pid, comm: child_comm.clone(), ts_ns: e.ts_ns })
             }
             Kind::Rename { pid, comm } => out.push(Note::Renamed { tid: *pid, comm: comm.clone() }),
             _ => {}
