@@ -158,24 +158,9 @@ impl RunResult {
         }
         let known = |st: Stats| known_stats(st, p.missed_known, p.start.is_some());
         let threads: Vec<ThreadResult> = p.probes.iter().map(|t| thread_result(t, at, &known)).collect();
-        let mut warnings = p.warnings;
-        if p.missed_known && all.missed > 0 {
-            warnings.push(Warning::MissedPeriods { count: all.missed });
-        }
-        if all.negative > 0 {
-            warnings.push(Warning::NegativeLatencies { count: all.negative });
-        }
-        // A noise run without a single gap is a clean CPU, not an empty measurement.
-        if all.cycles == 0 && p.kind != crate::result::Kind::Noise {
-            warnings.push(Warning::NoSamples);
-        }
-        if all.sum_sq_overflow.is_some() {
-            warnings.push(Warning::StdevInexact);
-        }
         let lost_events = p.watch.as_ref().map_or(0, |w| w.lost_events);
-        if lost_events > 0 {
-            warnings.push(Warning::EventsLost { count: lost_events });
-        }
+        let mut warnings = p.warnings;
+        warnings.extend(standard_warnings(&all, p.missed_known, p.kind, lost_events));
         let config = p.config.map(|mut c| {
             c.degraded = warnings.iter().any(Warning::is_downgrade);
             c
@@ -237,6 +222,29 @@ impl RunResult {
             watch: p.watch,
         }
     }
+}
+
+/// The warnings every result carries when they apply: missed periods, negative latencies, no
+/// samples, an inexact stdev, trace events lost.
+fn standard_warnings(all: &Summary, missed_known: bool, kind: crate::result::Kind, lost_events: u64) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    if missed_known && all.missed > 0 {
+        warnings.push(Warning::MissedPeriods { count: all.missed });
+    }
+    if all.negative > 0 {
+        warnings.push(Warning::NegativeLatencies { count: all.negative });
+    }
+    // A noise run without a single gap is a clean CPU, not an empty measurement.
+    if all.cycles == 0 && kind != crate::result::Kind::Noise {
+        warnings.push(Warning::NoSamples);
+    }
+    if all.sum_sq_overflow.is_some() {
+        warnings.push(Warning::StdevInexact);
+    }
+    if lost_events > 0 {
+        warnings.push(Warning::EventsLost { count: lost_events });
+    }
+    warnings
 }
 
 /// What a run knows of `st`: no missed count when the probe cannot tell, no date for the
