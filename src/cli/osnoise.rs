@@ -4,7 +4,7 @@
 //! columns) — printed in rtla's tables.
 
 use super::UsageError;
-use crate::commands::osnoise::{HistLayout, Mode, OsnoiseOptions};
+use crate::commands::osnoise::{Mode, OsnoiseOptions};
 use crate::output::timerlat::Action;
 use clap::{Args, Parser};
 use std::path::PathBuf;
@@ -89,24 +89,9 @@ pub struct OsnoiseArgs {
     /// At the end of the run: the same actions
     #[arg(long = "on-end", value_name = "ACTION")]
     pub on_end: Vec<String>,
-    /// hist: bucket size in µs [default: 1]
-    #[arg(short = 'b', long = "bucket-size", value_name = "N", default_value = "1")]
-    pub bucket_size: u64,
-    /// hist: number of buckets [default: 256]
-    #[arg(short = 'E', long = "entries", value_name = "N", default_value = "256")]
-    pub entries: u64,
-    /// hist: no header
-    #[arg(long = "no-header")]
-    pub no_header: bool,
-    /// hist: no summary rows
-    #[arg(long = "no-summary")]
-    pub no_summary: bool,
-    /// hist: no index column
-    #[arg(long = "no-index")]
-    pub no_index: bool,
-    /// hist: print rows whose counts are all zero
-    #[arg(long = "with-zeros")]
-    pub with_zeros: bool,
+    /// hist's layout options (-b, -E, --no-header, --no-summary, --no-index, --with-zeros)
+    #[command(flatten)]
+    pub hist: super::timerlat::HistArgs,
     /// Write the RunResult (schema rtlab.run/1) to FILE
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -119,6 +104,9 @@ fn usage(msg: impl Into<String>) -> UsageError {
 impl OsnoiseArgs {
     /// rtla's refusals, in its words, and what needs the kernel's tracer.
     fn refuse(&self) -> Result<(), UsageError> {
+        if let Some(why) = self.hist.refusal() {
+            return Err(usage(why));
+        }
         let tracer = "needs the kernel's osnoise tracer, which this kernel does not have (rtlab measures with its own \
                       busy threads and the kernel's events)";
         let refusals = [
@@ -129,18 +117,6 @@ impl OsnoiseArgs {
             (
                 self.runtime.is_some_and(|r| r < 100),
                 format!("-r {}: Runtime shorter than 100 us", self.runtime.unwrap_or(0)),
-            ),
-            (
-                self.bucket_size == 0 || self.bucket_size >= 1_000_000,
-                format!("-b {}: Bucket size needs to be > 0 and <= 1000000", self.bucket_size),
-            ),
-            (
-                !(10..=9_999_999).contains(&self.entries),
-                format!("-E {}: Entries must be > 10 and < 9999999", self.entries),
-            ),
-            (
-                self.no_index && !self.with_zeros,
-                "--no-index: no-index set with with-zeros is not set - it does not make sense".into(),
             ),
             (
                 self.trace.is_some(),
@@ -163,9 +139,7 @@ impl OsnoiseArgs {
         let mut argv: Vec<String> = ["rtlab", "noise", "-q"].map(String::from).to_vec();
         argv.extend(["--period".into(), format!("{period}us"), "--runtime".into(), format!("{runtime}us")]);
         argv.extend(["--threshold".into(), format!("{}us", self.threshold.max(1)), "--attribute".into()]);
-        let b = self.bucket_size;
-        let range = (self.entries * b).max(10_000).div_ceil(b) * b;
-        argv.extend(["--bucket-size".into(), format!("{b}us"), "--range".into(), format!("{range}us")]);
+        argv.extend(self.hist.layout_args());
         if let Some(c) = &self.cpus {
             argv.extend(["-c".into(), c.clone()]);
         }
@@ -245,16 +219,7 @@ impl OsnoiseOptions {
             hwnoise: a.hwnoise,
             quiet: a.quiet,
             // One column per CPU: the IRQ and thread switches are timerlat's.
-            hist: HistLayout {
-                irq: false,
-                thread: false,
-                bucket_us: a.bucket_size,
-                entries: a.entries,
-                header: !a.no_header,
-                summary: !a.no_summary,
-                index: !a.no_index,
-                zeros: a.with_zeros,
-            },
+            hist: a.hist.layout(false, false),
             on_threshold,
             on_end: actions("--on-end", &a.on_end)?,
         })

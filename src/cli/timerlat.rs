@@ -99,18 +99,29 @@ pub struct TimerlatArgs {
     /// Stop at the first IRQ or thread latency above US; print only the analysis
     #[arg(long = "aa-only", value_name = "US")]
     pub aa_only: Option<u64>,
-    /// hist: bucket size in µs [default: 1]
-    #[arg(short = 'b', long = "bucket-size", value_name = "N", default_value = "1")]
-    pub bucket_size: u64,
-    /// hist: number of buckets [default: 256]
-    #[arg(short = 'E', long = "entries", value_name = "N", default_value = "256")]
-    pub entries: u64,
     /// hist: no IRQ columns
     #[arg(long = "no-irq")]
     pub no_irq: bool,
     /// hist: no thread columns
     #[arg(long = "no-thread")]
     pub no_thread: bool,
+    /// hist's layout options (-b, -E, --no-header, --no-summary, --no-index, --with-zeros)
+    #[command(flatten)]
+    pub hist: HistArgs,
+    /// Write the RunResult (schema rtlab.run/1) to FILE
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// The histogram options rtla's `timerlat hist` and `osnoise hist` share.
+#[derive(Args, Debug, Clone)]
+pub struct HistArgs {
+    /// hist: bucket size in µs [default: 1]
+    #[arg(short = 'b', long = "bucket-size", value_name = "N", default_value = "1")]
+    pub bucket_size: u64,
+    /// hist: number of buckets [default: 256]
+    #[arg(short = 'E', long = "entries", value_name = "N", default_value = "256")]
+    pub entries: u64,
     /// hist: no header
     #[arg(long = "no-header")]
     pub no_header: bool,
@@ -123,9 +134,42 @@ pub struct TimerlatArgs {
     /// hist: print rows whose counts are all zero
     #[arg(long = "with-zeros")]
     pub with_zeros: bool,
-    /// Write the RunResult (schema rtlab.run/1) to FILE
-    #[arg(long = "json", value_name = "FILE")]
-    pub json: Option<PathBuf>,
+}
+
+impl HistArgs {
+    /// rtla's refusal of these values, in its words, if one applies.
+    pub fn refusal(&self) -> Option<String> {
+        if self.bucket_size == 0 || self.bucket_size >= 1_000_000 {
+            return Some(format!("-b {}: Bucket size needs to be > 0 and <= 1000000", self.bucket_size));
+        }
+        if !(10..=9_999_999).contains(&self.entries) {
+            return Some(format!("-E {}: Entries must be > 10 and < 9999999", self.entries));
+        }
+        (self.no_index && !self.with_zeros)
+            .then(|| "--no-index: no-index set with with-zeros is not set - it does not make sense".to_string())
+    }
+
+    /// The run's histogram options: buckets of -b µs over the whole table (-E of them) and at
+    /// least 10 ms, so that every sample below the table's end lands in exactly rtla's bucket.
+    pub fn layout_args(&self) -> [String; 4] {
+        let b = self.bucket_size;
+        let range = (self.entries * b).max(10_000).div_ceil(b) * b;
+        ["--bucket-size".into(), format!("{b}us"), "--range".into(), format!("{range}us")]
+    }
+
+    /// hist's layout, with the IRQ and thread columns as asked.
+    pub fn layout(&self, irq: bool, thread: bool) -> HistLayout {
+        HistLayout {
+            bucket_us: self.bucket_size,
+            entries: self.entries,
+            irq,
+            thread,
+            header: !self.no_header,
+            summary: !self.no_summary,
+            index: !self.no_index,
+            zeros: self.with_zeros,
+        }
+    }
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -225,7 +269,7 @@ impl TimerlatOptions {
             json: run.json,
             mode: a.mode,
             quiet: a.quiet,
-            hist: a.hist_layout(),
+            hist: a.hist.layout(!a.no_irq, !a.no_thread),
             aa: !a.no_aa,
             aa_only: a.aa_only.is_some(),
             on_threshold,
@@ -251,11 +295,7 @@ impl TimerlatArgs {
     fn run_argv(&self, irq: Option<u64>, thread: Option<u64>) -> Result<Vec<String>, UsageError> {
         let mut argv: Vec<String> = vec!["rtlab".into(), "run".into(), "--stages".into(), "-q".into()];
         argv.extend(["-i".into(), format!("{}us", self.period)]);
-        // The histograms' buckets are rtla's (-b µs) over the whole table (-E of them) and at
-        // least 10 ms: every sample below the table's end lands in exactly rtla's bucket.
-        let b = self.bucket_size;
-        let range = (self.entries * b).max(10_000).div_ceil(b) * b;
-        argv.extend(["--bucket-size".into(), format!("{b}us"), "--range".into(), format!("{range}us")]);
+        argv.extend(self.hist.layout_args());
         match &self.cpus {
             Some(c) => argv.extend(["-a".into(), c.clone(), "-t".into()]),
             None => argv.push("-t".into()),
@@ -323,34 +363,15 @@ impl TimerlatArgs {
         }
         Ok((on_threshold, on_end, trace))
     }
-
-    /// hist's layout from its options.
-    fn hist_layout(&self) -> HistLayout {
-        HistLayout {
-            bucket_us: self.bucket_size,
-            entries: self.entries,
-            irq: !self.no_irq,
-            thread: !self.no_thread,
-            header: !self.no_header,
-            summary: !self.no_summary,
-            index: !self.no_index,
-            zeros: self.with_zeros,
-        }
-    }
 }
 
 impl TimerlatArgs {
     /// rtla's own refusals of values and combinations, in its words.
     fn refuse_as_rtla(&self) -> Result<(), UsageError> {
+        if let Some(why) = self.hist.refusal() {
+            return Err(usage(why));
+        }
         let refusals = [
-            (
-                self.bucket_size == 0 || self.bucket_size >= 1_000_000,
-                format!("-b {}: Bucket size needs to be > 0 and <= 1000000", self.bucket_size),
-            ),
-            (
-                !(10..=9_999_999).contains(&self.entries),
-                format!("-E {}: Entries must be > 10 and < 9999999", self.entries),
-            ),
             (self.period > 1_000_000, format!("-p {}: Period longer than 1 s", self.period)),
             (self.period == 0, "-p 0: the period must be at least 1 us".to_string()),
             (
@@ -360,10 +381,6 @@ impl TimerlatArgs {
             (
                 self.no_irq && self.no_thread,
                 "--no-irq --no-thread: no-irq and no-thread set, there is nothing to do here".to_string(),
-            ),
-            (
-                self.no_index && !self.with_zeros,
-                "--no-index: no-index set with with-zeros is not set - it does not make sense".to_string(),
             ),
         ];
         match refusals.into_iter().find(|(bad, _)| *bad) {
