@@ -70,6 +70,7 @@ fn watch_args(target: &str, run: &RunArgs) -> Result<super::watch::WatchArgs, Us
         samples: None,
         explain: run.explain,
         explain_worst: run.explain_worst,
+        stall: None,
         events: None,
         command: Vec::new(),
     })

@@ -107,6 +107,12 @@ pub struct WatchArgs {
     #[arg(long = "explain-worst", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub explain_worst: Option<u16>,
 
+    /// An event loop's iteration busy longer than this is a stall, reported with what the
+    /// kernel showed during it (plain number = µs) [default: 100ms, asyncio's slow-callback
+    /// warning]
+    #[arg(long = "stall", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
+    pub stall: Option<i64>,
+
     /// Write every event read, in time order, as trace lines with nanoseconds (fixtures)
     #[arg(long = "events", value_name = "FILE", hide = true)]
     pub events: Option<PathBuf>,
@@ -179,6 +185,7 @@ impl RunOptions {
             events_out: a.events.clone(),
             stop_at: Default::default(),
             trace_out: None,
+            stall_ns: a.stall.unwrap_or(crate::probes::watch::DEFAULT_STALL_NS),
             explain: match (a.explain, a.explain_worst) {
                 (None, None) => None,
                 (asked, worst) => {

@@ -182,7 +182,15 @@ pub fn watch(r: &RunResult, u: Unit) -> String {
         "\nIRQ = timer interrupt − release; Thr = switch to the thread − release (seen where the kernel traces it); \
                    Usr = return to user space − release (the wakeup latency)\n"
             .to_string();
-    out += &grid(&header, &rows, 4);
+    out += &grid(&header, &rows, 5);
+    if let Some((header, rows, notes)) = crate::report::jobs_grid(r, u) {
+        out += "\njobs = release to completion, whatever blocked inside; running + waiting + blocked = response\n";
+        out += &grid(&header, &rows, 3);
+        for n in notes.iter().take(10) {
+            out += n;
+            out.push('\n');
+        }
+    }
     if let Some(w) = &r.watch {
         let ended = match (w.exit_status, w.exit_signal) {
             (Some(code), _) => format!("; it exited with status {code}"),

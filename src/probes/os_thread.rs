@@ -586,6 +586,7 @@ fn watch_stages(
         explain: None,
         stop_at: plan.stage_stop,
         trace_out: plan.stage_trace.clone(),
+        stall_ns: super::watch::DEFAULT_STALL_NS,
     };
     let slots = watch.slots();
     let mut probe: Box<dyn Probe> = Box::new(super::watch::WatchProbe::new(watch));

@@ -14,7 +14,7 @@ use crate::measure::histogram::Layout;
 use crate::measure::probe::LoopOutcome;
 use crate::measure::stats::Recorder;
 use crate::measure::work::{WorkKind, WorkLive, WorkRecorder, WorkSpec, NO_DEADLINE};
-use crate::result::watch::{Preemptor, WatchFigures, WatchRun, WatchThread};
+use crate::result::watch::{BlockedOn, EventLoop, Preemptor, Share, Stall, WatchFigures, WatchRun, WatchThread};
 use crate::result::EndReason;
 use crate::rt::affinity::CpuSet;
 use crate::rt::clock::{self, ClockId};
@@ -22,7 +22,9 @@ use crate::rt::process;
 use crate::rt::sched::{Policy, SchedParams};
 use crate::rt::tracefs::Instance;
 use crate::trace::event::Event;
+use crate::trace::job::{Assembler, Job, Learner, Shape, PENDING_MAX};
 use crate::trace::raw::{decode_page, Formats};
+use crate::trace::syscalls::Arch;
 use crate::trace::watch::{Cadence, Note, Period, Tracker};
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
@@ -88,9 +90,6 @@ const SETTLE_NS: i64 = 20_000_000;
 /// How often threads are looked for in `/proc` besides the fork and rename events.
 const LOOK_EVERY: Duration = Duration::from_millis(250);
 
-/// Periods kept while a thread's period is being learnt, before they are recorded.
-const PENDING_MAX: usize = 2 * Cadence::LEARN + 1;
-
 /// A watch as asked.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -118,7 +117,15 @@ pub struct Plan {
     /// After a stage threshold was crossed: write the last [`TRACE_KEEP_NS`] of events the
     /// tracker read here, as `--events` lines (rtla timerlat's `trace` action).
     pub trace_out: Option<std::path::PathBuf>,
+    /// An event loop's iteration busy longer than this is a stall (`--stall`, ns).
+    pub stall_ns: i64,
 }
+
+/// The stall threshold when `--stall` is not given: asyncio's slow-callback warning's.
+pub const DEFAULT_STALL_NS: i64 = 100_000_000;
+
+/// At most this many stalls are kept per thread (the longest).
+const STALLS_KEPT: usize = 100;
 
 /// How much of the latest events `trace_out` keeps (the rest is dropped as the run goes).
 pub const TRACE_KEEP_NS: i64 = crate::trace::period::KEEP_NS;
@@ -324,6 +331,7 @@ impl Probe for WatchProbe {
             identity,
             start_ns,
             realtime_offset_ns: clock::now(ClockId::REALTIME) - clock::now(ClockId::MONOTONIC),
+            arch: Arch::of_machine(&crate::rt::uname::machine().unwrap_or_default()),
         };
         let initial = tids.clone();
         let handle = std::thread::Builder::new()
@@ -416,19 +424,24 @@ struct Reader {
     identity: Option<u64>,
     start_ns: i64,
     realtime_offset_ns: i64,
+    /// The traced kernel's system call numbers.
+    arch: Arch,
 }
 
 /// One watched thread's slot while the reader runs.
 #[derive(Debug)]
 struct Slot {
     tid: i32,
+    /// Its schedule once its shape is known (the period, for skipped releases).
     cadence: Cadence,
-    /// Periods kept until the period is known.
+    /// Learns its shape from its first periods.
+    learner: Learner,
+    /// Periods kept until its shape is known.
     pending: Vec<Period>,
+    /// Turns its periods into jobs, once its shape is known.
+    jobs: Option<Assembler>,
     /// The last timer release recorded (for skipped releases).
     last_release: Option<i64>,
-    /// Its periods are recorded as they come (the period is known, or it showed none).
-    decided: bool,
     figures: WatchThread,
     cpus: Vec<usize>,
     preemptors: HashMap<String, (i64, u64)>,
@@ -547,12 +560,12 @@ impl Reader {
             works.iter().map(|w| w.stages.as_ref().unwrap_or(&spare)).collect();
         let mut recs = Recorders::new(&self.sinks, &works, &stages, self.start_ns);
         let mut state = State {
-            tracker: Tracker::new(self.realtime_offset_ns),
+            tracker: Tracker::new(self.realtime_offset_ns).with_arch(self.arch),
             slots: Vec::new(),
             by_tid: HashMap::new(),
             untraced: Vec::new(),
             exited: Default::default(),
-            explaining: self.plan.explain.map(Explaining::new),
+            explaining: self.plan.explain.map(|x| Explaining::new(x, self.arch)),
         };
         for tid in initial {
             self.add(&mut state, tid, None);
@@ -717,6 +730,8 @@ const MAX_EXPLAINED: usize = 100;
 #[derive(Debug)]
 struct Explaining {
     ask: Explain,
+    /// The traced kernel's system call numbers.
+    arch: Arch,
     recent: crate::trace::period::Recent,
     /// The largest wakeups so far (ascending, at most `worst` long).
     top: Vec<i64>,
@@ -733,9 +748,10 @@ struct Explaining {
 }
 
 impl Explaining {
-    fn new(ask: Explain) -> Explaining {
+    fn new(ask: Explain, arch: Arch) -> Explaining {
         Explaining {
             ask,
+            arch,
             recent: Default::default(),
             top: Vec::new(),
             over: 0,
@@ -780,6 +796,7 @@ impl Explaining {
             wakeup_ns: wakeup,
             response_ns: p.response_ns.filter(|_| late_response),
             deadline_ns: deadline.or(max_response),
+            syscalls: self.arch,
         };
         if self.spent > self.began.elapsed() / 10 + Duration::from_millis(50) {
             self.skipped += 1;
@@ -882,9 +899,10 @@ impl Reader {
         state.slots.push(Slot {
             tid,
             cadence: Cadence::new(self.plan.period_ns),
+            learner: Learner::new(self.arch),
             pending: Vec::new(),
+            jobs: None,
             last_release: None,
-            decided: false,
             figures: WatchThread { tid, process: process::process_of(tid), comm, ..Default::default() },
             cpus: Vec::new(),
             preemptors: HashMap::new(),
@@ -948,14 +966,10 @@ impl Reader {
                     }
                     if let Some(&i) = state.by_tid.get(&p.tid).filter(|i| **i != usize::MAX) {
                         let slot = &mut state.slots[i];
-                        // The program's own schedule (consecutive armed expiries) when known:
-                        // under overload a release is not a sleep of every period.
-                        match (p.timer && p.wakeup_ns.is_some(), p.previous_armed_ns) {
-                            (true, Some(prev)) if !p.relative => slot.cadence.observe_interval(p.release_ns - prev),
-                            (true, _) => slot.cadence.observe(p.release_ns),
-                            _ => {}
+                        if slot.jobs.is_none() {
+                            slot.learner.observe(&p);
                         }
-                        slot.pending.push(p);
+                        slot.pending.push(*p);
                         self.flush(slot, i, recs, false, state.explaining.as_mut());
                     }
                 }
@@ -1018,44 +1032,133 @@ impl Reader {
         }
     }
 
-    /// Records the slot's pending periods once its period is known (or, at the end or when
-    /// the thread shows no period, with what is known).
+    /// Records the slot's pending periods as jobs once its shape is known (or, at the end or
+    /// when enough periods showed no steady timer, with what is known).
     fn flush(&self, slot: &mut Slot, index: usize, recs: &mut Recorders<'_>, end: bool, x: Option<&mut Explaining>) {
-        if !slot.decided {
-            if end || slot.pending.len() >= PENDING_MAX {
-                slot.cadence.settle();
+        if slot.jobs.is_none() {
+            if slot.pending.is_empty() {
+                return;
             }
-            match slot.cadence.period_ns() {
-                Some(period) => {
-                    if let Some(w) = self.sinks.work.get(index).and_then(|w| w.as_ref()) {
-                        if self.plan.deadline_ns.is_none() {
-                            w.set_deadline(period);
-                        }
-                    }
-                    if let Some(s) = self.shared.statuses.lock().ok().as_mut().and_then(|s| s.get_mut(index)) {
-                        s.interval_ns = period;
-                    }
-                }
-                None if !end && slot.pending.len() < PENDING_MAX => return,
-                None => {}
-            }
-            slot.decided = true;
+            let last = end || slot.pending.len() >= PENDING_MAX;
+            let Some((shape, cadence)) = slot.learner.decide(self.plan.period_ns, last) else { return };
+            self.decided(slot, index, &shape, cadence);
+            slot.jobs = Some(Assembler::new(shape, self.arch));
         }
-        self.record_all(slot, index, recs, x);
+        let mut jobs = Vec::new();
+        if let Some(assembler) = slot.jobs.as_mut() {
+            for p in std::mem::take(&mut slot.pending) {
+                assembler.push(p, &mut jobs);
+            }
+            if end {
+                assembler.finish(&mut jobs);
+            }
+            slot.figures.jobs.before_first_release = assembler.before_first_release;
+        }
+        self.record_all(slot, index, recs, jobs, x);
     }
 
-    /// Records every pending period of the slot.
-    fn record_all(&self, slot: &mut Slot, index: usize, recs: &mut Recorders<'_>, mut x: Option<&mut Explaining>) {
-        for p in std::mem::take(&mut slot.pending) {
-            self.record(slot, index, recs, &p);
+    /// The slot's shape is known: its kind and evidence, and (a timer-periodic thread only)
+    /// the period learnt and the deadline from it.
+    fn decided(&self, slot: &mut Slot, index: usize, shape: &Shape, cadence: Cadence) {
+        slot.figures.kind = shape.name().into();
+        slot.figures.evidence = shape.evidence(&slot.learner);
+        slot.cadence = cadence;
+        let period = match shape {
+            Shape::TimerPeriodic(_) => slot.cadence.period_ns(),
+            _ => self.plan.period_ns,
+        };
+        let Some(period) = period else { return };
+        if let Some(w) = self.sinks.work.get(index).and_then(|w| w.as_ref()) {
+            if self.plan.deadline_ns.is_none() {
+                w.set_deadline(period);
+            }
+        }
+        if let Some(s) = self.shared.statuses.lock().ok().as_mut().and_then(|s| s.get_mut(index)) {
+            s.interval_ns = period;
+        }
+    }
+
+    /// Records the slot's finished jobs.
+    fn record_all(
+        &self,
+        slot: &mut Slot,
+        index: usize,
+        recs: &mut Recorders<'_>,
+        jobs: Vec<Job>,
+        mut x: Option<&mut Explaining>,
+    ) {
+        for job in jobs {
+            self.record_times(slot, &job);
+            if !job.woke {
+                continue;
+            }
+            self.record(slot, index, recs, &job.period);
             if let Some(x) = x.as_deref_mut() {
                 let deadline = self.sinks.work.get(index).and_then(|w| w.as_ref()).map(|w| w.spec().deadline_ns);
-                x.consider(index, slot, &p, deadline, self.sinks.max_response_ns);
+                x.consider(index, slot, &job.period, deadline, self.sinks.max_response_ns);
             }
         }
     }
 
-    /// Records one period into the slot's cells and figures.
+    /// Adds a job's split (running, waiting, blocked and on what) to the slot's figures, and
+    /// an event loop's iteration (its busy time; a stall beyond `--stall`).
+    fn record_times(&self, slot: &mut Slot, job: &Job) {
+        let f = &mut slot.figures;
+        f.jobs.inner_wakeups += u64::from(job.resumes);
+        if let (Some(waiting), true) = (job.waiting_ns(), job.woke) {
+            f.jobs.completed += 1;
+            f.jobs.running_ns += job.period.running_ns;
+            f.jobs.waiting_ns += waiting;
+            f.jobs.blocked_ns += job.blocked_ns;
+            f.jobs.blocked_max_ns = f.jobs.blocked_max_ns.max(job.blocked_ns);
+            for (on, ns) in &job.blocked {
+                match f.blocked_on.iter_mut().find(|b| b.on == *on) {
+                    Some(b) => {
+                        b.ns += ns;
+                        b.max_ns = b.max_ns.max(*ns);
+                        b.jobs += 1;
+                    }
+                    None => f.blocked_on.push(BlockedOn { on: on.clone(), ns: *ns, max_ns: *ns, jobs: 1 }),
+                }
+            }
+        }
+        if !matches!(slot.jobs.as_ref().map(Assembler::shape), Some(Shape::EventLoop { .. })) {
+            return;
+        }
+        let l = f
+            .event_loop
+            .get_or_insert_with(|| EventLoop { stall_threshold_ns: self.plan.stall_ns, ..Default::default() });
+        l.iterations += 1;
+        l.found_waiting += u64::from(!job.woke);
+        let Some(busy) = job.busy_ns() else { return };
+        l.busy_ns += busy;
+        l.busy_max_ns = l.busy_max_ns.max(busy);
+        if busy <= l.stall_threshold_ns {
+            return;
+        }
+        l.stalls += 1;
+        let share =
+            |v: &[(String, i64)]| v.iter().take(5).map(|(name, ns)| Share { name: name.clone(), ns: *ns }).collect();
+        let p = &job.period;
+        l.worst_stalls.push(Stall {
+            at_ns: p.release_ns - self.start_ns,
+            busy_ns: busy,
+            running_ns: p.running_ns,
+            waiting_ns: job.waiting_ns().unwrap_or(0),
+            blocked_ns: job.blocked_ns,
+            wakeup_ns: p.wakeup_ns.filter(|_| job.woke),
+            waker: p.waker.clone().filter(|_| job.woke),
+            preempted_by: share(&p.preemptors),
+            interrupts: share(&p.interrupts),
+            blocked_on: share(&job.blocked),
+        });
+        if l.worst_stalls.len() > STALLS_KEPT {
+            let shortest = (0..l.worst_stalls.len()).min_by_key(|&i| l.worst_stalls[i].busy_ns).unwrap_or(0);
+            l.worst_stalls.remove(shortest);
+        }
+    }
+
+    /// Records one job (its release, and the job's totals) into the slot's cells and figures.
     fn record(&self, slot: &mut Slot, i: usize, recs: &mut Recorders<'_>, p: &Period) {
         let f = &mut slot.figures;
         let Some(wakeup) = p.wakeup_ns else {
@@ -1065,8 +1168,10 @@ impl Reader {
         let at = p.release_ns - self.start_ns;
         // A relative sleeper's release is its last wakeup plus the period: it never skips one.
         // Skipped: the expiries the program's schedule passed over (its armed expiries jump),
-        // not the periods it ran through without sleeping.
-        let skipped = match (p.timer && !p.relative, p.previous_armed_ns.or(slot.last_release)) {
+        // not the periods it ran through without sleeping; only a timer-periodic thread has a
+        // schedule to skip.
+        let periodic = matches!(slot.jobs.as_ref().map(Assembler::shape), Some(Shape::TimerPeriodic(_)));
+        let skipped = match (periodic && p.timer && !p.relative, p.previous_armed_ns.or(slot.last_release)) {
             (true, Some(prev)) => slot.cadence.skipped(p.release_ns - prev),
             _ => 0,
         };
@@ -1088,33 +1193,7 @@ impl Reader {
                 }
             }
         }
-        // A timer release's three stages, from one period: equal counts by construction.
-        if let (true, Some(irq), Some(thr)) = (p.timer, p.irq_ns, p.thread_ns) {
-            for (r, v) in [(&mut recs.irq[i], irq), (&mut recs.switch[i], thr), (&mut recs.user[i], wakeup)] {
-                r.record(v, at, 0);
-                // rtla's arithmetic: each sample truncated to whole µs before it is summed.
-                r.record_cyclictest_us(v.div_euclid(1000));
-            }
-            let sources = &mut f.stage_sources;
-            *if p.thread_by_first_event {
-                &mut sources.thread_by_first_event
-            } else {
-                &mut sources.thread_by_switch
-            } += 1;
-        }
-        let limits = self.plan.stop_at;
-        let hit = limits.hit(p);
-        if !p.stages_in_order() {
-            f.stages_out_of_order += 1;
-        }
-        if let Some((stage, latency_ns)) = hit {
-            recs.hits[i].fetch_add(1, Relaxed);
-            f.stage_hits += 1;
-            if !limits.continues && f.stop.is_none() {
-                f.stop = Some(crate::result::watch::StageStop { stage: stage.into(), latency_ns, at_ns: at });
-                self.sinks.stop.store(true, Relaxed);
-            }
-        }
+        self.record_stages(f, i, recs, p, at);
         if let Some(s) = p.slack_ns {
             f.timer_slack_min_ns = Some(f.timer_slack_min_ns.map_or(s, |m| m.min(s)));
             f.timer_slack_max_ns = Some(f.timer_slack_max_ns.map_or(s, |m| m.max(s)));
@@ -1134,11 +1213,40 @@ impl Reader {
         }
     }
 
+    /// A timer release's three stages (equal counts by construction), and the stage limits.
+    fn record_stages(&self, f: &mut WatchThread, i: usize, recs: &mut Recorders<'_>, p: &Period, at: i64) {
+        if let (true, Some(irq), Some(thr), Some(wakeup)) = (p.timer, p.irq_ns, p.thread_ns, p.wakeup_ns) {
+            for (r, v) in [(&mut recs.irq[i], irq), (&mut recs.switch[i], thr), (&mut recs.user[i], wakeup)] {
+                r.record(v, at, 0);
+                // rtla's arithmetic: each sample truncated to whole µs before it is summed.
+                r.record_cyclictest_us(v.div_euclid(1000));
+            }
+            let sources = &mut f.stage_sources;
+            *if p.thread_by_first_event {
+                &mut sources.thread_by_first_event
+            } else {
+                &mut sources.thread_by_switch
+            } += 1;
+        }
+        let limits = self.plan.stop_at;
+        if !p.stages_in_order() {
+            f.stages_out_of_order += 1;
+        }
+        if let Some((stage, latency_ns)) = limits.hit(p) {
+            recs.hits[i].fetch_add(1, Relaxed);
+            f.stage_hits += 1;
+            if !limits.continues && f.stop.is_none() {
+                f.stop = Some(crate::result::watch::StageStop { stage: stage.into(), latency_ns, at_ns: at });
+                self.sinks.stop.store(true, Relaxed);
+            }
+        }
+    }
+
     /// The slot's outcome for the pipeline.
     fn outcome(&self, slot: &mut Slot, i: usize, recs: &Recorders<'_>) -> ThreadOutcome {
         let mut f = slot.figures.clone();
         f.period_ns = slot.cadence.period_ns();
-        f.periodic = slot.cadence.periodic() && f.timer_releases > 0;
+        f.periodic = matches!(slot.jobs.as_ref().map(Assembler::shape), Some(Shape::TimerPeriodic(_)));
         f.cpus = CpuSet::from_cpus(slot.cpus.iter().copied()).to_string();
         let mut who: Vec<Preemptor> = slot
             .preemptors

@@ -209,6 +209,7 @@ pub fn watch_grid(r: &RunResult, u: crate::units::Unit) -> Option<(Vec<String>, 
         "thread",
         "policy",
         "cpus",
+        "kind",
         "released by",
         &format!("period {l}"),
         "periods",
@@ -251,6 +252,7 @@ pub fn watch_grid(r: &RunResult, u: crate::units::Unit) -> Option<(Vec<String>, 
                     _ => "-".into(),
                 },
                 if w.cpus.is_empty() { "-".into() } else { w.cpus.clone() },
+                if w.kind.is_empty() { "-".into() } else { w.kind.clone() },
                 released,
                 match (w.period_ns, w.periodic) {
                     (Some(p), true) => u.fmt(p),
@@ -272,6 +274,88 @@ pub fn watch_grid(r: &RunResult, u: crate::units::Unit) -> Option<(Vec<String>, 
         })
         .collect();
     Some((header, rows))
+}
+
+/// The jobs table: its header, its rows, and a line per stall.
+pub type JobsGrid = (Vec<String>, Vec<Vec<String>>, Vec<String>);
+
+/// The watched threads' jobs (`rtlab watch`) as a header and rows, one per thread: its kind
+/// and the evidence, its jobs' running, waiting and blocked time, what it blocked on, its
+/// wakeups inside jobs, an event loop's iterations and stalls; then one line per stall kept.
+/// `None` when no thread was watched.
+pub fn jobs_grid(r: &RunResult, u: crate::units::Unit) -> Option<JobsGrid> {
+    let watched: Vec<&crate::result::watch::WatchThread> = r.threads.iter().filter_map(|t| t.watch.as_ref()).collect();
+    if watched.is_empty() {
+        return None;
+    }
+    let l = u.label();
+    let header: Vec<String> = [
+        "thread",
+        "kind",
+        "evidence",
+        "jobs",
+        &format!("running {l}"),
+        &format!("waiting {l}"),
+        &format!("blocked {l}"),
+        "blocked most on",
+        "wakeups inside",
+        "iterations",
+        "stalls",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let (mut rows, mut notes) = (Vec::new(), Vec::new());
+    for w in watched {
+        let j = &w.jobs;
+        let blocked = w
+            .blocked_on
+            .first()
+            .map_or("-".into(), |b| format!("{} ({} {l}, max {} {l})", b.on, u.fmt(b.ns), u.fmt(b.max_ns)));
+        let el = w.event_loop.as_ref();
+        rows.push(vec![
+            format!("{}:{}", w.comm, w.tid),
+            if w.kind.is_empty() { "-".into() } else { w.kind.clone() },
+            if w.evidence.is_empty() { "-".into() } else { w.evidence.clone() },
+            j.completed.to_string(),
+            u.fmt(j.running_ns),
+            u.fmt(j.waiting_ns),
+            u.fmt(j.blocked_ns),
+            blocked,
+            j.inner_wakeups.to_string(),
+            el.map_or("-".into(), |e| format!("{} ({} found input waiting)", e.iterations, e.found_waiting)),
+            el.map_or("-".into(), |e| {
+                format!("{} over {} {l} (longest {} {l})", e.stalls, u.fmt(e.stall_threshold_ns), u.fmt(e.busy_max_ns))
+            }),
+        ]);
+        for s in el.map(|e| e.worst_stalls.as_slice()).unwrap_or_default() {
+            let names = |v: &[crate::result::watch::Share]| {
+                v.iter().map(|x| format!("{} {} {l}", x.name, u.fmt(x.ns))).collect::<Vec<_>>().join(", ")
+            };
+            let mut what = format!(
+                "stall of {}:{} {} after the start: busy {} {l} (running {} {l}, waiting {} {l}, blocked {} {l})",
+                w.comm,
+                w.tid,
+                crate::units::duration(s.at_ns),
+                u.fmt(s.busy_ns),
+                u.fmt(s.running_ns),
+                u.fmt(s.waiting_ns),
+                u.fmt(s.blocked_ns)
+            );
+            for (label, v) in
+                [("preempted by", &s.preempted_by), ("interrupts", &s.interrupts), ("blocked on", &s.blocked_on)]
+            {
+                if !v.is_empty() {
+                    what += &format!("; {label} {}", names(v));
+                }
+            }
+            if let (Some(wk), Some(by)) = (s.wakeup_ns, &s.waker) {
+                what += &format!("; woken by {by}, wakeup {} {l}", u.fmt(wk));
+            }
+            notes.push(what);
+        }
+    }
+    Some((header, rows, notes))
 }
 
 /// Renders one figure of `kind` for `inputs` (SVG with text as outlines; ids prefixed so
@@ -686,8 +770,19 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
              Times in µs."
                 .into(),
         ));
-        let numeric = header.iter().enumerate().map(|(i, _)| i > 3).collect();
+        let numeric = header.iter().enumerate().map(|(i, _)| i > 4).collect();
         out.push(Block::Table { header, rows, numeric });
+        if let Some((header, rows, notes)) = jobs_grid(r, crate::units::Unit::Micros) {
+            out.push(Block::Text(
+                "Jobs: each from its release (the expiry of the timer it waits on from one period to the next; an \
+                 event loop's wait returning) to its completion (its next wait for that timer; the loop's next wait), \
+                 whatever it blocked on inside. Running + waiting (runnable, not running) + blocked = the response."
+                    .into(),
+            ));
+            let numeric = header.iter().enumerate().map(|(i, _)| i > 2).collect();
+            out.push(Block::Table { header, rows, numeric });
+            out.extend(notes.into_iter().map(Block::Text));
+        }
         out.extend(stage_figures(input, r, index)?);
     }
     out.push(Block::Heading(3, "Machine setup (rtlab doctor)".into()));

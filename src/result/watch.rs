@@ -75,6 +75,111 @@ pub struct WatchThread {
     /// What dated each stage, in samples.
     #[serde(default)]
     pub stage_sources: StageSources,
+    /// What it was found to be: `timer-periodic` (released by the expiries of one timer),
+    /// `event-loop` (iterations between returns from a wait for input) or `irregular`
+    /// (each wakeup a job of its own, no learnt period or deadline); empty when it never woke.
+    #[serde(default)]
+    pub kind: String,
+    /// Why: the timer and the call it slept in, or the wait.
+    #[serde(default)]
+    pub evidence: String,
+    /// Its jobs' time, split: running, runnable but waiting, blocked inside the job.
+    #[serde(default)]
+    pub jobs: JobTimes,
+    /// What it blocked on inside its jobs, most time first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked_on: Vec<BlockedOn>,
+    /// An event loop's iterations and stalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_loop: Option<EventLoop>,
+}
+
+/// A watched thread's jobs, each release to completion, split: every job's response is its
+/// running, waiting and blocked time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobTimes {
+    /// Jobs completed (a release and the block that ended the job).
+    pub completed: u64,
+    /// Time on a CPU, all completed jobs (ns; interrupts taken in its context included).
+    pub running_ns: i64,
+    /// Time runnable but not running: from the release until it ran, and preempted (ns).
+    pub waiting_ns: i64,
+    /// Time blocked inside its jobs: sleeps on other timers, locks, I/O, page faults (ns).
+    pub blocked_ns: i64,
+    /// The most blocked time in one job (ns).
+    pub blocked_max_ns: i64,
+    /// Wakeups inside jobs (not releases): they end no job and enter no latency histogram.
+    pub inner_wakeups: u64,
+    /// Wakeups before its first release (part of no job).
+    pub before_first_release: u64,
+}
+
+/// One thing a watched thread blocked on inside its jobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BlockedOn {
+    /// The system call it slept in (`futex`, `clock_nanosleep`, `read`, …), or why none.
+    pub on: String,
+    /// Time, all jobs (ns).
+    pub ns: i64,
+    /// The most in one job (ns).
+    pub max_ns: i64,
+    /// Jobs in which it did.
+    pub jobs: u64,
+}
+
+/// An event loop's iterations (each from a wait's return to the next wait) and stalls.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EventLoop {
+    /// Iterations seen: those that slept in the wait (a wakeup: in the latency histograms)
+    /// and those that found input waiting.
+    pub iterations: u64,
+    /// Of those, iterations whose wait returned without blocking (no wakeup to measure).
+    pub found_waiting: u64,
+    /// Busy time (the wait's return to the next wait), all iterations (ns).
+    pub busy_ns: i64,
+    /// The longest iteration (ns).
+    pub busy_max_ns: i64,
+    /// An iteration busy longer than this is a stall (`--stall`, ns).
+    pub stall_threshold_ns: i64,
+    /// Stalls.
+    pub stalls: u64,
+    /// The longest stalls (at most 100), in time order.
+    pub worst_stalls: Vec<Stall>,
+}
+
+/// One event-loop iteration busy beyond `--stall`, with what the kernel showed during it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Stall {
+    /// When the iteration began (ns since the start).
+    pub at_ns: i64,
+    /// Its busy time (ns).
+    pub busy_ns: i64,
+    /// Of its span from the wakeup that began it: on a CPU (ns).
+    pub running_ns: i64,
+    /// Runnable but not running (ns).
+    pub waiting_ns: i64,
+    /// Blocked (ns).
+    pub blocked_ns: i64,
+    /// The wakeup latency of the wakeup that ended the wait (ns; none when it found input
+    /// waiting).
+    pub wakeup_ns: Option<i64>,
+    /// Who woke it (`comm:pid`).
+    pub waker: Option<String>,
+    /// Who ran while it waited for a CPU.
+    pub preempted_by: Vec<Share>,
+    /// Interrupts taken in its context.
+    pub interrupts: Vec<Share>,
+    /// What it blocked on.
+    pub blocked_on: Vec<Share>,
+}
+
+/// A name and its time (ns).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Share {
+    /// A task (`comm:pid`), an interrupt or a system call.
+    pub name: String,
+    /// Time (ns).
+    pub ns: i64,
 }
 
 /// How many samples each source dated, per stage: the IRQ always by the timer's callback

@@ -53,3 +53,4 @@ pub mod signals;
 pub mod term;
 pub mod thread;
 pub mod tracefs;
+pub mod uname;

@@ -71,6 +71,9 @@ pub enum Cause {
     OwnWork,
     /// A task that ran while a watched thread, preempted during its work, waited for the CPU.
     Preemption,
+    /// A watched thread asleep inside its job (a lock, a pause, I/O: named by the call it
+    /// slept in, when its return was seen).
+    Blocked,
 }
 
 impl Cause {
@@ -90,6 +93,7 @@ impl Cause {
             Cause::Unaccounted => "unaccounted",
             Cause::OwnWork => "its own work",
             Cause::Preemption => "preempted by",
+            Cause::Blocked => "blocked in",
         }
     }
 }

@@ -6,10 +6,12 @@
 pub mod cpu;
 pub mod event;
 pub mod explain;
+pub mod job;
 pub mod noise;
 pub mod period;
 pub mod raw;
 pub mod recorder;
+pub mod syscalls;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod watch;

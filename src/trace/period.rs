@@ -8,6 +8,7 @@
 use super::cpu::{steps, CpuState, Ctx, Step};
 use super::event::{Event, Kind};
 use super::explain::{explain, partition, Bounds, Cause, Explanation, Lane, Spike, Stretch};
+use super::syscalls::Arch;
 use std::collections::{HashMap, VecDeque};
 
 /// How long before a release the events are kept: enough to know what ran at the release.
@@ -66,6 +67,8 @@ pub struct Late {
     pub response_ns: Option<i64>,
     /// Its relative deadline (ns), for a late response.
     pub deadline_ns: Option<i64>,
+    /// The traced kernel's system call numbers (to name what it blocked on).
+    pub syscalls: Arch,
 }
 
 /// Explains the wakeup of `late` from the CPU it woke on.
@@ -91,7 +94,7 @@ pub fn explain_response(late: &Late, recent: &Recent, policy_of: &dyn Fn(i32) ->
     let block = late.release_ns + response;
     let events = recent.between(late.release_ns - LOOKBACK_NS, block, None);
     let mut stretches: Vec<Stretch> = e.parts.iter().map(|p| (0, p.ns, p.cause, p.name.clone(), Lane::Task)).collect();
-    let work = work_stretches(late.tid, late.cpu, wake, block, &events);
+    let work = work_stretches(late.tid, late.cpu, (wake, block), &events, late.syscalls);
     stretches
         .extend(work.iter().map(|s| (s.0 - wake + late.wakeup_ns, s.1 - wake + late.wakeup_ns, s.2, s.3.clone(), s.4)));
     let (parts, _) = partition(stretches, response, 0);
@@ -117,10 +120,12 @@ fn interrupt(ctx: &Ctx) -> (Cause, String, Lane) {
 /// Where the watched thread is during its work.
 struct Follow {
     tid: i32,
-    /// The CPU it runs on (`None`: runnable, waiting).
+    /// The CPU it runs on (`None`: runnable, waiting, or blocked).
     on: Option<usize>,
     /// The CPU it last ran on.
     last: usize,
+    /// Asleep inside its job (switched out in a sleeping state, not yet woken).
+    blocked: bool,
 }
 
 impl Follow {
@@ -133,6 +138,7 @@ impl Follow {
         }
         match (self.on, state.and_then(|s| s.task.as_ref())) {
             (Some(_), _) => (Cause::OwnWork, String::new(), Lane::Probe),
+            (None, _) if self.blocked => (Cause::Blocked, String::new(), Lane::Task),
             (None, Some(t)) if t.pid != self.tid => (Cause::Preemption, format!("{}:{}", t.comm, t.pid), Lane::Task),
             _ => (Cause::Unaccounted, String::new(), Lane::Unaccounted),
         }
@@ -141,8 +147,14 @@ impl Follow {
     /// Moves with the switches (and with its own events, which show where it runs).
     fn step(&mut self, e: &Event) {
         match &e.kind {
-            Kind::Switch { next_pid, .. } if *next_pid == self.tid => self.on = Some(e.cpu),
-            Kind::Switch { prev_pid, .. } if *prev_pid == self.tid => self.on = None,
+            Kind::Switch { next_pid, .. } if *next_pid == self.tid => (self.on, self.blocked) = (Some(e.cpu), false),
+            Kind::Switch { prev_pid, prev_state, .. } if *prev_pid == self.tid => {
+                (self.on, self.blocked) = (None, !prev_state.starts_with('R'));
+            }
+            Kind::Waking { pid, .. } if *pid == self.tid => {
+                self.blocked = false;
+                return;
+            }
             _ if e.pid == self.tid => self.on = Some(e.cpu),
             _ => return,
         }
@@ -152,9 +164,17 @@ impl Follow {
 
 /// The stretches of `wake..block` for thread `tid` (running on `cpu` at `wake`), from every
 /// CPU's `events` (in time order, starting before `wake` so each CPU's state is known).
-pub fn work_stretches(tid: i32, cpu: usize, wake: i64, block: i64, events: &[Event]) -> Vec<Stretch> {
+/// Blocks inside the work are named by the call the thread returns from (`syscalls`: the
+/// traced kernel's numbers).
+pub fn work_stretches(
+    tid: i32,
+    cpu: usize,
+    (wake, block): (i64, i64),
+    events: &[Event],
+    syscalls: Arch,
+) -> Vec<Stretch> {
     let mut cpus: HashMap<usize, CpuState> = HashMap::new();
-    let mut follow = Follow { tid, on: Some(cpu), last: cpu };
+    let mut follow = Follow { tid, on: Some(cpu), last: cpu, blocked: false };
     let (mut out, mut t, mut started) = (Vec::new(), wake, false);
     for (ts, step) in steps(events, None) {
         if ts > block {
@@ -178,6 +198,9 @@ pub fn work_stretches(tid: i32, cpu: usize, wake: i64, block: i64, events: &[Eve
         if let Step::Event(e) = &step {
             if started {
                 follow.step(e);
+                if let (Kind::SysExit { nr }, true) = (&e.kind, e.pid == tid) {
+                    name_blocks(&mut out, syscalls.describe(*nr));
+                }
             }
         }
     }
@@ -186,6 +209,15 @@ pub fn work_stretches(tid: i32, cpu: usize, wake: i64, block: i64, events: &[Eve
         out.push((t, block, cause, name, lane));
     }
     out
+}
+
+/// Names the blocks just ended by the call the thread returned from (`name`).
+fn name_blocks(out: &mut [Stretch], name: String) {
+    for s in out.iter_mut().rev().take_while(|s| s.2 != Cause::OwnWork) {
+        if s.2 == Cause::Blocked && s.3.is_empty() {
+            s.3 = name.clone();
+        }
+    }
 }
 
 /// The CPU of a step (an NMI's start or end has none of its own).
@@ -213,7 +245,7 @@ mod tests {
             ev(1700, 0, 0, switch(0, "R", 7)),
             ev(2000, 0, 7, switch(7, "S", 0)),
         ];
-        let s = work_stretches(7, 1, 1000, 2000, &events);
+        let s = work_stretches(7, 1, (1000, 2000), &events, Arch::X86_64);
         let (parts, _) = partition(s, 1000, 1000);
         let got: Vec<(Cause, &str, i64)> = parts.iter().map(|p| (p.cause, p.name.as_str(), p.ns)).collect();
         assert_eq!(got, vec![(Cause::OwnWork, "", 550), (Cause::Preemption, "t9:9", 400), (Cause::Irq, "eth0", 50)]);
@@ -242,6 +274,7 @@ mod tests {
             wakeup_ns: 20,
             response_ns: Some(700),
             deadline_ns: Some(500),
+            syscalls: Arch::X86_64,
         };
         let e = explain_response(&late, &recent, &|_| None);
         assert_eq!(e.latency_ns, 700);

@@ -9,6 +9,7 @@
 //! only for the periods whose switch was seen, and every period says which figures it has.
 
 use super::event::{Event, Kind};
+use super::syscalls::Arch;
 use std::collections::HashMap;
 
 /// One period of a watched thread.
@@ -50,7 +51,76 @@ pub struct Period {
     /// `thread_ns` is dated by the thread's first traced event after its release (its
     /// `sys_exit`), the switch in not being traced: an upper bound.
     pub thread_by_first_event: bool,
+    /// The timer that released it (its address as the events print it), when one did: with
+    /// `relative`, which of the thread's timers this was (a period's and a mid-period sleep's
+    /// differ by address or mode).
+    pub timer_addr: Option<String>,
+    /// That timer's callback (`hrtimer_wakeup`, `timerfd_tmrproc`, …).
+    pub timer_function: Option<String>,
+    /// The system call it returned from first after the wakeup: the one it slept in.
+    pub syscall: Option<i64>,
+    /// How long it was asleep before this wakeup (its block to its waking, ns); `None` for
+    /// the first wakeup watched.
+    pub slept_ns: Option<i64>,
+    /// The state it slept in (`S`: waiting for something; `D`: uninterruptible, I/O or a
+    /// page fault).
+    pub slept_state: Option<String>,
+    /// The task whose context woke it (`comm:pid`; an interrupt's is whatever it interrupted).
+    pub waker: Option<String>,
+    /// Time it ran (on a CPU, its own work or interrupts taken in its context), ns.
+    pub running_ns: i64,
+    /// Interrupts and softirqs taken in its context while it ran, by name, with their time (ns).
+    pub interrupts: Vec<(String, i64)>,
+    /// Its returns from a wait for input that did not block (an event loop that found work
+    /// waiting), at most [`INPUT_WAITS_KEPT`]: the call, and when.
+    pub input_waits: Vec<(i64, Mark)>,
+    /// The last sleep it armed before it blocked (a timer on its stack): when its wait for
+    /// that expiry began, before the kernel's own work to put it to sleep.
+    pub armed_last: Option<Arming>,
+    /// Expiries of a timer of its own that released it with no sleep: it was working when
+    /// the timer fired, and its wait for it (a `read` of a timerfd) returned at once.
+    pub unslept: Vec<Unslept>,
 }
+
+/// A release with no sleep: its timer fired while the thread worked; the thread found the
+/// expiry when it next waited.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unslept {
+    /// The timer (its address).
+    pub timer: String,
+    /// The expiry it was armed for (ns, CLOCK_MONOTONIC).
+    pub release_ns: i64,
+    /// Its interrupt − the expiry (ns).
+    pub irq_ns: i64,
+    /// The return from the wait that found it.
+    pub at: Mark,
+}
+
+/// A sleep armed inside a period: the start of a wait.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Arming {
+    /// When it armed it, and how long it had run and been preempted in the period by then
+    /// (ns after the release, ns, ns).
+    pub at: Mark,
+    /// Relative (else absolute).
+    pub relative: bool,
+    /// The timer (its address).
+    pub timer: String,
+}
+
+/// A moment inside a period, with the period's totals by then.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mark {
+    /// When (ns after the period's release).
+    pub at_ns: i64,
+    /// Its running time in the period by then (ns).
+    pub running_ns: i64,
+    /// Its preemption in the period by then (ns).
+    pub preempted_ns: i64,
+}
+
+/// At most this many returns from non-blocking waits are kept per period.
+pub const INPUT_WAITS_KEPT: usize = 256;
 
 impl Period {
     /// The stages are in the order time runs: the timer interrupt, then the switch to the
@@ -69,15 +139,26 @@ struct Armed {
     relative: bool,
     /// The expiry this timer was armed for before (ns).
     previous_soft_ns: Option<i64>,
+    /// Its callback.
+    function: String,
 }
+
+/// The callback of a timer a task sleeps on (`clock_nanosleep`, `nanosleep`, poll, epoll and
+/// futex timeouts): the timer is on the sleeper's kernel stack.
+pub const ON_STACK: &str = "hrtimer_wakeup";
 
 /// Where a watched thread is.
 #[derive(Clone, Debug, Default)]
 struct Thread {
-    /// Timers it armed, by address (the latest few).
+    /// Timers it armed, by address and mode (the latest few, the latest arming last: one
+    /// address may be armed absolute for the period and relative for a sleep inside it).
     armed: Vec<(String, Armed)>,
-    /// Asleep since (ns).
-    asleep: Option<i64>,
+    /// Running since (its switch in, or its first event after a wakeup).
+    running_since: Option<i64>,
+    /// A timer of its own that fired with no waking of it (yet).
+    fired: Option<Unslept>,
+    /// Asleep since (ns), and in which state.
+    asleep: Option<(i64, String)>,
     /// The period under way.
     open: Option<Period>,
     /// It ran during the open period (an event of its own was seen).
@@ -109,7 +190,7 @@ const ARMED_KEPT: usize = 8;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Note {
     /// A period ended (or was cut by an exit).
-    Period(Period),
+    Period(Box<Period>),
     /// A new task appeared (`sched_process_fork`): its tid, name and the task that created it.
     Forked {
         /// The creator.
@@ -143,12 +224,21 @@ pub struct Tracker {
     callbacks: HashMap<usize, Callback>,
     /// CLOCK_REALTIME − CLOCK_MONOTONIC (ns): a timer on the realtime clock expires in its time.
     realtime_offset_ns: i64,
+    /// The kernel's system call numbers.
+    arch: Arch,
+    /// Per CPU and kind (hard, soft), the interrupt under way: its start and name.
+    interrupts: HashMap<(usize, bool), (i64, String)>,
 }
 
 impl Tracker {
     /// A tracker with no thread; `realtime_offset_ns` converts realtime timers' expiries.
     pub fn new(realtime_offset_ns: i64) -> Tracker {
         Tracker { realtime_offset_ns, ..Default::default() }
+    }
+
+    /// The same, reading system call numbers as `arch`'s (the traced kernel's).
+    pub fn with_arch(self, arch: Arch) -> Tracker {
+        Tracker { arch, ..self }
     }
 
     /// Starts watching `tid`.
@@ -164,8 +254,8 @@ impl Tracker {
     /// One event (in time order); what it concluded goes to `out`.
     pub fn feed(&mut self, e: &Event, out: &mut Vec<Note>) {
         match &e.kind {
-            Kind::HrtimerStart { timer, expires_ns, softexpires_ns, relative, .. } => {
-                self.armed(e.pid, timer, (*softexpires_ns, *expires_ns, *relative), e.ts_ns)
+            Kind::HrtimerStart { timer, function, expires_ns, softexpires_ns, relative } => {
+                self.armed(e.pid, (timer, function), (*softexpires_ns, *expires_ns, *relative), e.ts_ns)
             }
             Kind::HrtimerEntry { timer, function, now_ns } => {
                 let cb = Callback {
@@ -174,12 +264,13 @@ impl Tracker {
                     now: now_ns.unwrap_or(e.ts_ns),
                     ts: e.ts_ns,
                 };
+                self.fired(&cb);
                 self.callbacks.insert(e.cpu, cb);
             }
             Kind::HrtimerExit => {
                 self.callbacks.remove(&e.cpu);
             }
-            Kind::Waking { pid, .. } => self.woken(*pid, e),
+            Kind::Waking { pid, .. } => self.woken(*pid, e, out),
             Kind::Switch { prev_pid, prev_state, next_pid, next_comm, .. } => {
                 self.switched_out(*prev_pid, prev_state, &format!("{next_comm}:{next_pid}"), e.ts_ns, out);
                 self.switched_in(*next_pid, e);
@@ -190,6 +281,10 @@ impl Tracker {
                 out.push(Note::Forked { parent: e.pid, child: *child_pid, comm: child_comm.clone(), ts_ns: e.ts_ns })
             }
             Kind::Rename { pid, comm } => out.push(Note::Renamed { tid: *pid, comm: comm.clone() }),
+            Kind::IrqEntry { name, .. } => self.interrupt(e, false, Some(name)),
+            Kind::IrqExit { .. } => self.interrupt(e, false, None),
+            Kind::SoftirqEntry { name } => self.interrupt(e, true, Some(name)),
+            Kind::SoftirqExit { .. } => self.interrupt(e, true, None),
             _ => {}
         }
         if let Some(t) = self.threads.get_mut(&e.pid).filter(|t| !t.gone) {
@@ -200,6 +295,9 @@ impl Tracker {
                 if !t.ran && p.thread_ns.is_none() {
                     p.thread_ns = Some(e.ts_ns - p.release_ns);
                     p.thread_by_first_event = true;
+                }
+                if !t.ran {
+                    t.running_since = t.running_since.or(Some(e.ts_ns));
                 }
                 t.ran = true;
             }
@@ -212,30 +310,103 @@ impl Tracker {
         tids.sort_unstable();
         for tid in tids {
             if let Some(p) = self.threads.get_mut(&tid).and_then(|t| t.open.take()) {
-                out.push(Note::Period(p));
+                out.push(Note::Period(Box::new(p)));
             }
         }
     }
 
-    fn armed(&mut self, tid: i32, timer: &str, (soft, hard, relative): (i64, i64, bool), now: i64) {
+    fn armed(&mut self, tid: i32, (timer, function): (&str, &str), (soft, hard, relative): (i64, i64, bool), now: i64) {
         let offset = self.realtime_offset_ns;
         let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
         // A realtime timer's expiry is far beyond the monotonic clock (decades since boot).
         let shift = if soft > now + 1_000_000_000_000_000 { offset } else { 0 };
-        let previous_soft_ns = t.armed.iter().find(|(a, _)| a == timer).map(|(_, a)| a.soft_ns);
-        let armed = Armed { soft_ns: soft - shift, hard_ns: hard - shift, relative, previous_soft_ns };
-        t.armed.retain(|(a, _)| a != timer);
+        // A sleeper's timer lives on the kernel stack, whose offset the kernel may randomise
+        // at every system call: its address names no timer, its callback and mode do.
+        let on_stack = function == ON_STACK;
+        let same = |(a, x): &(String, Armed)| {
+            x.relative == relative && if on_stack { x.function == function } else { a == timer }
+        };
+        let previous_soft_ns = t.armed.iter().rev().find(|a| same(a)).map(|(_, a)| a.soft_ns);
+        let armed = Armed {
+            soft_ns: soft - shift,
+            hard_ns: hard - shift,
+            relative,
+            previous_soft_ns,
+            function: function.to_string(),
+        };
+        t.armed.retain(|a| !same(a));
         t.armed.push((timer.to_string(), armed));
+        if let (true, Some(p)) = (on_stack, t.open.as_mut()) {
+            let running_ns = p.running_ns + t.running_since.map_or(0, |s| now - s);
+            let at = Mark { at_ns: now - p.release_ns, running_ns, preempted_ns: p.preempted_ns };
+            p.armed_last = Some(Arming { at, relative, timer: timer.to_string() });
+        }
         if t.armed.len() > ARMED_KEPT {
             let (old, _) = t.armed.remove(0);
-            self.timers.remove(&old);
+            if !t.armed.iter().any(|(a, _)| *a == old) {
+                self.timers.remove(&old);
+            }
         }
         self.timers.insert(timer.to_string(), tid);
     }
 
-    fn woken(&mut self, tid: i32, e: &Event) {
+    /// A timer of a watched thread's own (a timerfd's, a POSIX timer's: not a sleep's) fires:
+    /// if no waking of the thread follows, it was not waiting, and its next return from a
+    /// wait for input is that expiry's release.
+    fn fired(&mut self, c: &Callback) {
+        if c.function == ON_STACK || NOT_WAKING.contains(&c.function.as_str()) {
+            return;
+        }
+        let Some(t) = self.timers.get(&c.timer).and_then(|tid| self.threads.get_mut(tid)) else { return };
+        if let Some((_, a)) = t.armed.iter().rev().find(|(a, _)| *a == c.timer).filter(|(_, a)| c.now >= a.soft_ns) {
+            t.fired = Some(Unslept {
+                timer: c.timer.clone(),
+                release_ns: a.soft_ns,
+                irq_ns: c.now - a.soft_ns,
+                ..Default::default()
+            });
+        }
+    }
+
+    /// An interrupt (`soft`: a softirq) starts (`name`) or ends on `e`'s CPU; one that ends in
+    /// a watched thread's context while it runs is counted in its period.
+    fn interrupt(&mut self, e: &Event, soft: bool, name: Option<&String>) {
+        if let Some(name) = name {
+            self.interrupts.insert((e.cpu, soft), (e.ts_ns, name.clone()));
+            return;
+        }
+        let Some((start, name)) = self.interrupts.remove(&(e.cpu, soft)) else { return };
+        let Some(t) = self.threads.get_mut(&e.pid).filter(|t| !t.gone && t.running_since.is_some()) else { return };
+        let Some(p) = t.open.as_mut() else { return };
+        let ns = e.ts_ns - start;
+        match p.interrupts.iter_mut().find(|(n, _)| *n == name) {
+            Some(x) => x.1 += ns,
+            None => p.interrupts.push((name, ns)),
+        }
+    }
+
+    fn woken(&mut self, tid: i32, e: &Event, out: &mut Vec<Note>) {
         let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
-        let Some(since) = t.asleep.take() else { return };
+        let asleep = t.asleep.take().or_else(|| {
+            // The sleep it armed last fired before it got to sleep (the kernel was still putting
+            // it to sleep, or the hypervisor took the CPU there): its period ends at that
+            // instant and the timer's release begins, with no sleep between.
+            let c = self.callbacks.get(&e.cpu).filter(|c| c.ts <= e.ts_ns)?;
+            let armed = t.open.as_ref()?.armed_last.as_ref()?;
+            if armed.timer != c.timer {
+                return None;
+            }
+            let mut p = t.open.take()?;
+            p.running_ns += t.running_since.take().map_or(0, |s| e.ts_ns - s);
+            p.response_ns = Some(e.ts_ns - p.release_ns);
+            p.preemptors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            out.push(Note::Period(Box::new(p)));
+            Some((e.ts_ns, "R".to_string()))
+        });
+        let Some((since, state)) = asleep else { return };
+        if t.fired.as_ref().is_some_and(|f| self.callbacks.get(&e.cpu).is_some_and(|c| c.timer == f.timer)) {
+            t.fired = None;
+        }
         // Woken by the latest timer callback on the CPU the waking is on, of a timer it armed,
         // started while it slept: its own timer released it, at the expiry it asked for. (No
         // callback's exit is needed: the callback wakes its sleeper before it ends.)
@@ -244,28 +415,44 @@ impl Tracker {
             .get(&e.cpu)
             .filter(|c| c.ts >= since && c.ts <= e.ts_ns && !NOT_WAKING.contains(&c.function.as_str()))
             .cloned();
-        let mut p = Period { tid, release_ns: e.ts_ns, cpu: e.cpu, ..Default::default() };
+        let mut p = Period {
+            tid,
+            release_ns: e.ts_ns,
+            cpu: e.cpu,
+            slept_ns: Some(e.ts_ns - since),
+            slept_state: Some(state),
+            ..Default::default()
+        };
         let fired = callback.and_then(|c| {
-            let armed = t.armed.iter().find(|(a, _)| *a == c.timer).map(|(_, a)| a.clone())?;
+            // The timer at that address armed last (one address may be armed in either mode).
+            let armed = t.armed.iter().rev().find(|(a, _)| *a == c.timer).map(|(_, a)| a.clone())?;
             self.callbacks.remove(&e.cpu);
-            Some((armed, c.now))
+            Some((armed, c))
         });
-        if let Some((armed, now)) = fired.filter(|(a, now)| *now >= a.soft_ns) {
+        if let Some((armed, c)) = fired.filter(|(a, c)| c.now >= a.soft_ns) {
             p.release_ns = armed.soft_ns;
             p.timer = true;
-            p.irq_ns = Some(now - armed.soft_ns);
+            p.irq_ns = Some(c.now - armed.soft_ns);
             p.slack_ns = Some(armed.hard_ns - armed.soft_ns);
             p.relative = armed.relative;
             p.previous_armed_ns = armed.previous_soft_ns;
+            p.timer_addr = Some(c.timer);
+            p.timer_function = Some(c.function);
+        } else {
+            p.waker = Some(format!("{}:{}", e.comm, e.pid));
         }
         p.waking_ns = e.ts_ns - p.release_ns;
         t.open = Some(p);
         t.ran = false;
         t.runnable = None;
+        t.running_since = None;
     }
 
     fn switched_out(&mut self, tid: i32, state: &str, next: &str, ts: i64, out: &mut Vec<Note>) {
         let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
+        if let (Some(since), Some(p)) = (t.running_since.take(), t.open.as_mut()) {
+            p.running_ns += ts - since;
+        }
         if state.starts_with('R') {
             t.runnable = Some((ts, next.to_string()));
             return;
@@ -276,10 +463,10 @@ impl Tracker {
         if let Some(mut p) = t.open.take() {
             p.response_ns = Some(ts - p.release_ns);
             p.preemptors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            out.push(Note::Period(p));
+            out.push(Note::Period(Box::new(p)));
         }
         t.runnable = None;
-        t.asleep = Some(ts);
+        t.asleep = Some((ts, state.to_string()));
     }
 
     fn switched_in(&mut self, tid: i32, e: &Event) {
@@ -302,13 +489,25 @@ impl Tracker {
             p.cpu = e.cpu;
         }
         t.ran = true;
+        t.running_since = Some(e.ts_ns);
     }
 
     fn returned(&mut self, e: &Event) {
-        let Some(p) = self.threads.get_mut(&e.pid).and_then(|t| t.open.as_mut()) else { return };
+        let Some(t) = self.threads.get_mut(&e.pid) else { return };
+        let Some(p) = t.open.as_mut() else { return };
+        let Kind::SysExit { nr } = e.kind else { return };
         if p.wakeup_ns.is_none() {
             p.wakeup_ns = Some(e.ts_ns - p.release_ns);
             p.cpu = e.cpu;
+            p.syscall = Some(nr);
+        } else if self.arch.waits_for_input(nr) && p.input_waits.len() < INPUT_WAITS_KEPT {
+            let running_ns = p.running_ns + t.running_since.map_or(0, |s| e.ts_ns - s);
+            let mark = Mark { at_ns: e.ts_ns - p.release_ns, running_ns, preempted_ns: p.preempted_ns };
+            p.input_waits.push((nr, mark));
+            if let Some(mut f) = t.fired.take() {
+                f.at = mark;
+                p.unslept.push(f);
+            }
         }
     }
 
@@ -316,7 +515,7 @@ impl Tracker {
         // Once gone, a thread's id may be a stranger's: nothing of it is the watched thread's.
         let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
         if let Some(p) = t.open.take() {
-            out.push(Note::Period(p));
+            out.push(Note::Period(Box::new(p)));
         }
         t.gone = true;
         for (timer, _) in std::mem::take(&mut t.armed) {
@@ -476,8 +675,21 @@ mod tests {
             relative: false,
             previous_armed_ns: None,
             thread_by_first_event: false,
+            timer_addr: Some("ff01".into()),
+            timer_function: Some("hrtimer_wakeup".into()),
+            syscall: Some(230),
+            slept_ns: Some(9_080),
+            slept_state: Some("S".into()),
+            waker: None,
+            // Switched in at +90, preempted at +200, back at +400 and blocks at once.
+            running_ns: 110,
+            interrupts: Vec::new(),
+            input_waits: Vec::new(),
+            // It armed no sleep in the period (the test's timer was armed before it).
+            armed_last: None,
+            unslept: Vec::new(),
         };
-        assert_eq!(notes, vec![Note::Period(want)]);
+        assert_eq!(notes, vec![Note::Period(Box::new(want))]);
     }
 
     #[test]
@@ -499,7 +711,7 @@ mod tests {
         }
         events.sort_by_key(|e| e.ts_ns);
         let periods: Vec<Period> =
-            run(&events).into_iter().filter_map(|n| if let Note::Period(p) = n { Some(p) } else { None }).collect();
+            run(&events).into_iter().filter_map(|n| if let Note::Period(p) = n { Some(*p) } else { None }).collect();
         let gaps: Vec<(i64, Option<i64>)> = periods.iter().map(|p| (p.release_ns, p.previous_armed_ns)).collect();
         // The release at 4 ms follows the armed 3 ms: one period, nothing skipped.
         assert_eq!(gaps, [(2_000_000, Some(1_000_000)), (4_000_000, Some(3_000_000))]);

@@ -11,6 +11,25 @@
  *   watched epoll COUNT      a thread "poller" waits in epoll_wait with a 1 ms timeout COUNT times.
  *   watched churn N PERIODS DELAY_MS  the main thread waits DELAY_MS, then starts N threads
  *       ("churn"), 30 ms apart; each sleeps 1 ms PERIODS times and exits.
+ *
+ * Jobs that block inside their period (a thread "ctl", SCHED_FIFO 80, released every 1 ms by
+ * an absolute clock_nanosleep, or by a timerfd for `tfdmid`); each writes to OUT, per job,
+ * "release_ns response_ns": its release (the expiry) and its completion − release (its last
+ * clock read before it waits for the next release), its own measurement.
+ *   watched midsleep COUNT WORK_US OUT [EVERY]   WORK_US busy, a 50 µs relative clock_nanosleep,
+ *       WORK_US busy; COUNT jobs (with EVERY, only every EVERYth job works WORK_US; the others
+ *       20 µs).
+ *   watched mutex COUNT OUT   50 µs busy, then 20 µs busy holding a mutex, then 30 µs busy;
+ *       a thread "holder" (on another CPU) takes that mutex 20 µs after the release of about
+ *       one period in ten, at random, and holds it 200 µs busy.
+ *   watched pipemid COUNT OUT   50 µs busy, a request written to a thread "device" which
+ *       answers 80 µs later through a second pipe (ctl blocks in read), 50 µs busy.
+ *   watched tfdmid COUNT OUT    released by a periodic 1 ms timerfd; 100 µs busy, a 50 µs
+ *       nanosleep, 100 µs busy.
+ *   watched evloop COUNT OUT    an event loop: a thread "feeder" writes a byte to a pipe every
+ *       1 ms (absolute clock_nanosleep), COUNT times; a thread "loop" waits in epoll_wait for
+ *       it, reads one byte per iteration and is busy 100 µs, 5 ms every 100th iteration; it
+ *       writes per iteration "busy_ns" (the wait's return to its next call).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -35,7 +54,8 @@ static struct timespec ts(long long ns) {
     return t;
 }
 
-static long work_us, period_us, count, prio;
+static long work_us, period_us, count, prio, every = 1;
+static long job_index;
 static const char *out_path;
 
 static void *busy(void *arg) {
@@ -125,6 +145,184 @@ static void *poller(void *arg) {
     return NULL;
 }
 
+static void spin_us(long us) {
+    long long end = now_ns() + us * 1000LL;
+    while (now_ns() < end) {
+    }
+}
+
+static void be_ctl(int cpu) {
+    prctl(PR_SET_NAME, "ctl");
+    struct sched_param p = {.sched_priority = 80};
+    if (sched_setscheduler(0, SCHED_FIFO, &p) != 0) {
+        perror("sched_setscheduler");
+        exit(1);
+    }
+    if (cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        sched_setaffinity(0, sizeof set, &set);
+    }
+}
+
+static FILE *open_out(void) {
+    FILE *out = fopen(out_path, "w");
+    if (!out) {
+        perror(out_path);
+        exit(1);
+    }
+    return out;
+}
+
+static int ncpus(void) { return (int)sysconf(_SC_NPROCESSORS_ONLN); }
+
+/* The job of each mode, between its release and its completion. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int req[2], rep[2];
+static volatile long long hold_at;
+
+static void job(const char *mode) {
+    if (!strcmp(mode, "midsleep") || !strcmp(mode, "tfdmid")) {
+        long us = job_index % every == 0 ? work_us : 20;
+        spin_us(us);
+        struct timespec t = ts(50000LL);
+        if (!strcmp(mode, "midsleep"))
+            clock_nanosleep(CLOCK_MONOTONIC, 0, &t, NULL);
+        else
+            nanosleep(&t, NULL);
+        spin_us(us);
+    } else if (!strcmp(mode, "mutex")) {
+        spin_us(50);
+        pthread_mutex_lock(&lock);
+        spin_us(20);
+        pthread_mutex_unlock(&lock);
+        spin_us(30);
+    } else if (!strcmp(mode, "pipemid")) {
+        spin_us(50);
+        char b = 'q';
+        if (write(req[1], &b, 1) != 1 || read(rep[0], &b, 1) != 1) exit(1);
+        spin_us(50);
+    }
+}
+
+static void *holder(void *arg) {
+    (void)arg;
+    prctl(PR_SET_NAME, "holder");
+    struct sched_param p = {.sched_priority = 70};
+    sched_setscheduler(0, SCHED_FIFO, &p);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    sched_setaffinity(0, sizeof set, &set);
+    for (;;) {
+        long long at = hold_at;
+        if (at < 0) return NULL;
+        if (at == 0 || at < now_ns()) {
+            struct timespec t = ts(100000LL);
+            nanosleep(&t, NULL);
+            continue;
+        }
+        struct timespec t = ts(at);
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+        pthread_mutex_lock(&lock);
+        spin_us(200);
+        pthread_mutex_unlock(&lock);
+        __sync_bool_compare_and_swap(&hold_at, at, 0LL);
+    }
+}
+
+static void *device(void *arg) {
+    (void)arg;
+    prctl(PR_SET_NAME, "device");
+    char b;
+    while (read(req[0], &b, 1) == 1) {
+        struct timespec t = ts(80000LL);
+        clock_nanosleep(CLOCK_MONOTONIC, 0, &t, NULL);
+        if (write(rep[1], &b, 1) != 1) exit(1);
+    }
+    return NULL;
+}
+
+/* COUNT jobs released every 1 ms by an absolute clock_nanosleep (or a timerfd: tfdmid). */
+static void *ctl(void *arg) {
+    const char *mode = arg;
+    be_ctl(ncpus() - 1);
+    FILE *out = open_out();
+    int tfd = -1;
+    long long next = now_ns() + 10000000LL;
+    if (!strcmp(mode, "tfdmid")) {
+        tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+        struct itimerspec it = {{0, 1000000}, ts(next)};
+        if (tfd < 0 || timerfd_settime(tfd, TFD_TIMER_ABSTIME, &it, NULL) != 0) exit(1);
+    }
+    srand(7);
+    for (long i = 0; i < count; i++) {
+        if (tfd >= 0) {
+            unsigned long long n;
+            if (read(tfd, &n, sizeof n) != sizeof n) exit(1);
+            next += (long long)(n - 1) * 1000000LL;
+        } else {
+            struct timespec t = ts(next);
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+        }
+        /* One period in ten, at random, the holder takes the lock 20 µs after the next release. */
+        if (!strcmp(mode, "mutex") && hold_at == 0 && rand() % 10 == 0) hold_at = next + 1020000LL;
+        job_index = i;
+        job(mode);
+        long long done = now_ns();
+        fprintf(out, "%lld %lld\n", next, done - next);
+        next += 1000000LL;
+        while (tfd < 0 && next < done) next += 1000000LL;
+    }
+    /* A loop that stops waits for its next release first: every job ends with a wait. */
+    if (tfd >= 0) {
+        unsigned long long n;
+        if (read(tfd, &n, sizeof n) != sizeof n) exit(1);
+    } else {
+        struct timespec t = ts(next);
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+    }
+    hold_at = -1;
+    fclose(out);
+    if (!strcmp(mode, "pipemid")) close(req[1]);
+    return NULL;
+}
+
+static void *feeder(void *arg) {
+    (void)arg;
+    prctl(PR_SET_NAME, "feeder");
+    long long next = now_ns() + 10000000LL;
+    for (long i = 0; i < count; i++) {
+        struct timespec t = ts(next);
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+        if (write(fds[1], "x", 1) != 1) exit(1);
+        next += 1000000LL;
+    }
+    return NULL;
+}
+
+static void *loop(void *arg) {
+    (void)arg;
+    prctl(PR_SET_NAME, "loop");
+    FILE *out = open_out();
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds[0], &ev) != 0) exit(1);
+    for (long i = 0; i < count; i++) {
+        if (epoll_wait(ep, &ev, 1, -1) != 1) exit(1);
+        long long woke = now_ns();
+        char b;
+        if (read(fds[0], &b, 1) != 1) exit(1);
+        spin_us((i + 1) % 100 == 0 ? 5000 : 100);
+        fprintf(out, "%lld\n", now_ns() - woke);
+    }
+    /* Every iteration ends with a wait: the last one times out (the feeder is done). */
+    epoll_wait(ep, &ev, 1, 20);
+    fclose(out);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     pthread_t a, b;
     if (argc >= 7 && !strcmp(argv[1], "busy")) {
@@ -167,8 +365,33 @@ int main(int argc, char **argv) {
             nanosleep(&d, NULL);
         }
         for (long i = 0; i < n; i++) pthread_join(t[i], NULL);
+    } else if (argc >= 5 && !strcmp(argv[1], "midsleep")) {
+        count = atol(argv[2]);
+        work_us = atol(argv[3]);
+        out_path = argv[4];
+        if (argc >= 6) every = atol(argv[5]) > 0 ? atol(argv[5]) : 1;
+        pthread_create(&a, NULL, ctl, argv[1]);
+        pthread_join(a, NULL);
+    } else if (argc >= 4 && (!strcmp(argv[1], "mutex") || !strcmp(argv[1], "pipemid") || !strcmp(argv[1], "tfdmid"))) {
+        count = atol(argv[2]);
+        work_us = 100;
+        out_path = argv[3];
+        if (pipe(req) != 0 || pipe(rep) != 0) return 1;
+        if (!strcmp(argv[1], "mutex")) pthread_create(&b, NULL, holder, NULL);
+        if (!strcmp(argv[1], "pipemid")) pthread_create(&b, NULL, device, NULL);
+        pthread_create(&a, NULL, ctl, argv[1]);
+        pthread_join(a, NULL);
+        if (strcmp(argv[1], "tfdmid")) pthread_join(b, NULL);
+    } else if (argc >= 4 && !strcmp(argv[1], "evloop")) {
+        count = atol(argv[2]);
+        out_path = argv[3];
+        if (pipe(fds) != 0) return 1;
+        pthread_create(&a, NULL, loop, NULL);
+        pthread_create(&b, NULL, feeder, NULL);
+        pthread_join(b, NULL);
+        pthread_join(a, NULL);
     } else {
-        fprintf(stderr, "usage: watched busy|pipe|sleep|timerfd|epoll|churn ...\n");
+        fprintf(stderr, "usage: watched busy|pipe|sleep|timerfd|epoll|churn|midsleep|mutex|pipemid|tfdmid|evloop ...\n");
         return 2;
     }
     return 0;

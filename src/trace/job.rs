@@ -1,0 +1,532 @@
+//! Jobs of a watched thread (`rtlab watch`): from its release to its completion, whatever it
+//! blocked on in between. The [`super::watch::Tracker`] cuts a thread's time at every block
+//! (each wakeup to the next block is one [`Period`]); here the periods become jobs once the
+//! thread's [`Shape`] is known:
+//!
+//! - **timer-periodic**: the release is the expiry of the timer whose expiries form its
+//!   cadence (an absolute `clock_nanosleep`, a `timerfd`, an `epoll_wait`/`poll` timeout, a futex
+//!   wait with a timeout: whichever timer the events show it waits on from one period to the
+//!   next); the job runs until the thread next blocks waiting for that timer. Sleeps on other
+//!   timers, futex waits, reads and page faults inside it are part of the job.
+//! - **event loop**: no periodic timer, and it waits for input (`epoll_wait`, `poll`, `select`,
+//!   `read`, …): each iteration runs from the wait's return to the next wait, whether that
+//!   wait blocked or found input waiting.
+//! - **irregular**: neither; each wakeup is a job of its own, with no learnt period.
+//!
+//! The shape is learnt from the first periods ([`Learner`]), then fixed for the run.
+
+use super::syscalls::Arch;
+use super::watch::{Arming, Cadence, Mark, Period, ON_STACK};
+
+/// What a watched thread was found to be, with the evidence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Released by the expiries of one timer.
+    TimerPeriodic(TimerKey),
+    /// Iterations between returns from a wait for input in this system call.
+    EventLoop {
+        /// The call it waits in.
+        syscall: i64,
+    },
+    /// Neither.
+    Irregular,
+}
+
+/// One of a thread's timers. A timer of its own (a `timerfd`, a POSIX timer) is its address;
+/// a sleep's timer lives on the kernel stack at an address the kernel may randomise at every
+/// call, so it is the call slept in and the mode (a period's absolute `clock_nanosleep` and a
+/// relative pause inside the period differ in one or the other).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimerKey {
+    /// The timer's address as the events print it (empty for a sleep's timer).
+    pub addr: String,
+    /// Armed with a relative expiry.
+    pub relative: bool,
+    /// Its callback.
+    pub function: String,
+    /// The call the thread slept in on it, when seen.
+    pub syscall: Option<i64>,
+}
+
+impl TimerKey {
+    fn of(p: &Period) -> Option<TimerKey> {
+        let addr = p.timer_addr.clone().filter(|_| p.timer)?;
+        let function = p.timer_function.clone().unwrap_or_default();
+        let on_stack = function == ON_STACK;
+        Some(TimerKey {
+            addr: if on_stack { String::new() } else { addr },
+            relative: p.relative,
+            function,
+            syscall: p.syscall,
+        })
+    }
+
+    fn same(&self, p: &Period) -> bool {
+        TimerKey::of(p).is_some_and(|k| {
+            k.relative == self.relative
+                && k.function == self.function
+                && k.addr == self.addr
+                && (!self.addr.is_empty() || k.syscall == self.syscall)
+        })
+    }
+}
+
+impl Shape {
+    /// `timer-periodic`, `event-loop` or `irregular`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Shape::TimerPeriodic(_) => "timer-periodic",
+            Shape::EventLoop { .. } => "event-loop",
+            Shape::Irregular => "irregular",
+        }
+    }
+
+    /// The evidence, in words: the timer and the call, or the wait (`learner`: what the
+    /// shape was learnt from).
+    pub fn evidence(&self, learner: &Learner) -> String {
+        let arch = learner.arch;
+        match self {
+            Shape::TimerPeriodic(k) => {
+                let call = k.syscall.map_or_else(|| "a timer".to_string(), |nr| arch.describe(nr));
+                let mode = if k.relative { "relative" } else { "absolute" };
+                format!("{call} on one {mode} timer ({}) at a steady period", k.function)
+            }
+            Shape::EventLoop { syscall } => format!(
+                "no timer at a steady period; {} of the first {} wakeups returned from {}",
+                learner.returns_from(*syscall),
+                learner.wakeups,
+                arch.describe(*syscall)
+            ),
+            Shape::Irregular => {
+                let timers = if learner.keys.is_empty() { "no timer" } else { "no timer at a steady period" };
+                match learner.top_syscall() {
+                    Some((nr, n)) => format!(
+                        "{timers} and no wait for input; {n} of the first {} wakeups returned from {}",
+                        learner.wakeups,
+                        arch.describe(nr)
+                    ),
+                    None => format!("{timers}, no wakeup seen"),
+                }
+            }
+        }
+    }
+}
+
+/// One timer's releases while the shape is learnt.
+#[derive(Clone, Debug)]
+struct KeyStats {
+    key: TimerKey,
+    cadence: Cadence,
+    last_release: Option<i64>,
+    releases: u64,
+    /// How long the thread slept before each release (ns), the first few.
+    sleeps: Vec<i64>,
+}
+
+/// Learns a thread's shape from its first periods.
+#[derive(Clone, Debug, Default)]
+pub struct Learner {
+    arch: Arch,
+    keys: Vec<KeyStats>,
+    /// Wakeups per call returned from.
+    syscalls: Vec<(i64, u64)>,
+    wakeups: u64,
+}
+
+/// Timers and calls remembered while learning (a thread with more is judged on these).
+const KEYS_KEPT: usize = 16;
+
+/// Periods a thread's shape is learnt from at most: a thread with no steady timer by then is
+/// an event loop or irregular.
+pub const PENDING_MAX: usize = 256;
+
+impl Learner {
+    /// Learns a shape, reading system call numbers as `arch`'s.
+    pub fn new(arch: Arch) -> Learner {
+        Learner { arch, ..Default::default() }
+    }
+
+    /// Learns from period `p` (in order).
+    pub fn observe(&mut self, p: &Period) {
+        self.wakeups += 1;
+        if let Some(nr) = p.syscall {
+            match self.syscalls.iter().position(|(n, _)| *n == nr) {
+                Some(i) => self.syscalls[i].1 += 1,
+                None if self.syscalls.len() < KEYS_KEPT => self.syscalls.push((nr, 1)),
+                None => {}
+            }
+        }
+        let Some(key) = TimerKey::of(p).filter(|_| p.wakeup_ns.is_some()) else { return };
+        let i = match self.keys.iter().position(|k| k.key.same(p)) {
+            Some(i) => i,
+            None if self.keys.len() < KEYS_KEPT => {
+                self.keys.push(KeyStats {
+                    key,
+                    cadence: Cadence::new(None),
+                    last_release: None,
+                    releases: 0,
+                    sleeps: Vec::new(),
+                });
+                self.keys.len() - 1
+            }
+            None => return,
+        };
+        let k = &mut self.keys[i];
+        k.key.syscall = k.key.syscall.or(p.syscall);
+        k.releases += 1;
+        // The program's own schedule (consecutive armed expiries) when known: under overload a
+        // release is not a sleep of every period.
+        match (p.previous_armed_ns, k.last_release) {
+            (Some(prev), _) if !p.relative => k.cadence.observe_interval(p.release_ns - prev),
+            (_, Some(last)) => k.cadence.observe_interval(p.release_ns - last),
+            _ => {}
+        }
+        k.last_release = Some(p.release_ns);
+        if let Some(s) = p.slept_ns.filter(|_| k.sleeps.len() < 64) {
+            k.sleeps.push(s);
+        }
+    }
+
+    /// The shape, once the periods seen tell it: a timer at a steady period seen
+    /// [`Cadence::LEARN`] times; else (`last`: no more periods are waited for) a wait for
+    /// input, or irregular. `period_ns` (`--period`) picks the timer nearest it.
+    pub fn decide(&self, period_ns: Option<i64>, last: bool) -> Option<(Shape, Cadence)> {
+        let enough = self.keys.iter().any(|k| k.releases > Cadence::LEARN as u64);
+        if !enough && !last {
+            return None;
+        }
+        let least = if last { 2 } else { Cadence::LEARN as u64 / 2 };
+        let mut steady: Vec<(&KeyStats, Cadence)> = self
+            .keys
+            .iter()
+            .filter(|k| k.releases >= least)
+            .map(|k| {
+                let mut c = k.cadence.clone();
+                c.settle();
+                (k, c)
+            })
+            .filter(|(_, c)| c.periodic())
+            .collect();
+        // The program's schedule: an absolute timer before a relative one, then the timer it
+        // sleeps longest on (a period's rest, not a pause inside the work); with --period, the
+        // timer nearest it.
+        let median = |v: &[i64]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v.get(v.len() / 2).copied().unwrap_or(0)
+        };
+        steady.sort_by_key(|(k, c)| match period_ns {
+            Some(p) => (false, (c.period_ns().unwrap_or(0) - p).abs(), 0),
+            None => (k.key.relative, 0, -median(&k.sleeps)),
+        });
+        if let Some((k, c)) = steady.into_iter().next() {
+            let cadence = match period_ns {
+                Some(p) => Cadence::new(Some(p)),
+                None => c,
+            };
+            return Some((Shape::TimerPeriodic(k.key.clone()), cadence));
+        }
+        if !last && self.wakeups < PENDING_MAX as u64 {
+            return None;
+        }
+        Some((self.untimed(), Cadence::new(period_ns)))
+    }
+
+    /// The shape of a thread with no steady timer: an event loop when most wakeups return
+    /// from one wait for input, else irregular.
+    fn untimed(&self) -> Shape {
+        match self.top_syscall() {
+            Some((nr, n)) if self.arch.waits_for_input(nr) && n * 2 >= self.wakeups => Shape::EventLoop { syscall: nr },
+            _ => Shape::Irregular,
+        }
+    }
+
+    fn top_syscall(&self) -> Option<(i64, u64)> {
+        self.syscalls.iter().copied().max_by_key(|(nr, n)| (*n, -nr))
+    }
+
+    fn returns_from(&self, nr: i64) -> u64 {
+        self.syscalls.iter().find(|(n, _)| *n == nr).map_or(0, |x| x.1)
+    }
+}
+
+/// One job: its release (the period that began it, whose `response_ns`, `running_ns`,
+/// preemption and interrupts are the whole job's), and what it blocked on inside.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Job {
+    /// The release and the job's totals.
+    pub period: Period,
+    /// Time blocked inside the job (ns).
+    pub blocked_ns: i64,
+    /// What it blocked on inside the job (a call's name, or why none), with the time (ns).
+    pub blocked: Vec<(String, i64)>,
+    /// Wakeups inside the job (not releases).
+    pub resumes: u32,
+    /// It began with a wakeup (else: an event-loop iteration that found input waiting).
+    pub woke: bool,
+    /// The sleep its latest period armed before it blocked: where the job ends if that sleep
+    /// is the wait for its next release.
+    tail: Option<Tail>,
+    /// Its blocks, dated: when each ended (ns after the release), on what, for how long.
+    blocks: Vec<(i64, String, i64)>,
+}
+
+/// The end of a job's latest period: the sleep it armed, with times after the job's release.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Tail {
+    arming: Arming,
+    /// The period's end (its block), ns after the job's release.
+    end_ns: i64,
+    /// The period's running and preempted time (ns).
+    running_ns: i64,
+    preempted_ns: i64,
+}
+
+impl Tail {
+    /// The tail of period `p`, whose release is `shift` ns after its job's.
+    fn of(p: &Period, shift: i64) -> Option<Tail> {
+        let mut arming = p.armed_last.clone()?;
+        arming.at.at_ns += shift;
+        Some(Tail { arming, end_ns: p.response_ns? + shift, running_ns: p.running_ns, preempted_ns: p.preempted_ns })
+    }
+}
+
+impl Job {
+    fn start(p: Period) -> Job {
+        Job { tail: Tail::of(&p, 0), period: p, woke: true, ..Default::default() }
+    }
+
+    /// Ends the job where it armed the wait for its next release (`key`: the thread's
+    /// cadence), not where the kernel put it to sleep after: the time between is the kernel's.
+    fn end_at_arming(&mut self, key: &TimerKey) {
+        let Some(t) = self.tail.take().filter(|t| key.addr.is_empty() && t.arming.relative == key.relative) else {
+            return;
+        };
+        let Some(response) = self.period.response_ns.filter(|r| *r == t.end_ns) else { return };
+        let a = t.arming.at;
+        let cut = response - a.at_ns;
+        let (running_tail, preempted_tail) = (t.running_ns - a.running_ns, t.preempted_ns - a.preempted_ns);
+        if cut < 0 || running_tail < 0 || preempted_tail < 0 || running_tail + preempted_tail > cut {
+            return;
+        }
+        self.period.response_ns = Some(response - cut);
+        self.period.running_ns -= running_tail;
+        self.period.preempted_ns -= preempted_tail;
+    }
+
+    /// Time runnable but not running (ns): after the release until it ran, and preempted.
+    pub fn waiting_ns(&self) -> Option<i64> {
+        Some(self.period.response_ns? - self.period.running_ns - self.blocked_ns)
+    }
+
+    /// Time from its return to user space (or the wait's return) to its end (ns): an
+    /// iteration's busy time.
+    pub fn busy_ns(&self) -> Option<i64> {
+        Some(self.period.response_ns? - self.period.wakeup_ns.filter(|_| self.woke).unwrap_or(0))
+    }
+
+    /// Adds period `p`, a wakeup inside this job, with the block before it.
+    fn merge(&mut self, p: Period, arch: Arch) {
+        let slept = p.slept_ns.unwrap_or(0);
+        let on = match (p.syscall, p.slept_state.as_deref()) {
+            (Some(nr), _) => arch.describe(nr),
+            (None, Some(s)) if s.starts_with('D') => "uninterruptible, no system call (page fault?)".into(),
+            _ => "no system call seen".into(),
+        };
+        let shift = p.release_ns - self.period.release_ns;
+        // A sleep's timer that fired before it slept: a wakeup inside the job, no block.
+        if slept > 0 {
+            self.blocks.push((shift + p.waking_ns, on, slept));
+        }
+        self.resumes += 1;
+        self.tail = Tail::of(&p, shift);
+        let j = &mut self.period;
+        // A later period's marks count from the job's release, with the job's totals before it.
+        let (running, preempted) = (j.running_ns, j.preempted_ns);
+        let moved = |mut m: Mark| {
+            m.at_ns += shift;
+            m.running_ns += running;
+            m.preempted_ns += preempted;
+            m
+        };
+        j.input_waits.extend(p.input_waits.into_iter().map(|(nr, m)| (nr, moved(m))));
+        j.unslept.extend(p.unslept.into_iter().map(|mut u| {
+            u.at = moved(u.at);
+            u
+        }));
+        j.response_ns = p.response_ns.map(|r| shift + r);
+        j.running_ns += p.running_ns;
+        j.preempted_ns += p.preempted_ns;
+        p.preemptors.into_iter().for_each(|(who, ns)| add(&mut j.preemptors, who, ns));
+        p.interrupts.into_iter().for_each(|(n, ns)| add(&mut j.interrupts, n, ns));
+    }
+
+    /// The blocks that ended in `(from, to]` (ns after the release): what, and the time.
+    fn blocks_in(&self, from: i64, to: i64) -> Vec<(String, i64)> {
+        let mut v = Vec::new();
+        for (_, on, ns) in self.blocks.iter().filter(|(at, _, _)| *at > from && *at <= to) {
+            add(&mut v, on.clone(), *ns);
+        }
+        v
+    }
+
+    /// Cuts the job at `cuts` (in time order): each cut ends a job and begins the next, released
+    /// at the cut's release, from the cut's mark. Interrupts and preemptors, not dated, stay
+    /// with the first.
+    fn cut(self, cuts: Vec<Cut>) -> Vec<Job> {
+        let Some(m) = cuts.first().map(|c| c.mark) else { return vec![self] };
+        let mut first = self.clone();
+        first.period.response_ns = Some(m.at_ns);
+        first.period.running_ns = m.running_ns;
+        first.period.preempted_ns = m.preempted_ns;
+        first.blocked = self.blocks_in(i64::MIN, m.at_ns);
+        first.blocked_ns = first.blocked.iter().map(|b| b.1).sum();
+        first.tail = None;
+        let mut out = vec![first];
+        for (i, c) in cuts.iter().enumerate() {
+            out.push(self.piece(c, cuts.get(i + 1).map(|n| n.mark)));
+        }
+        out
+    }
+
+    /// The job from cut `c` to mark `to` (`None`: to this job's end).
+    fn piece(&self, c: &Cut, to: Option<Mark>) -> Job {
+        let base = self.period.release_ns;
+        let start = c.mark;
+        let (end_at, running, preempted) = match to {
+            Some(m) => (Some(m.at_ns), m.running_ns, m.preempted_ns),
+            None => (self.period.response_ns, self.period.running_ns, self.period.preempted_ns),
+        };
+        let blocked = self.blocks_in(start.at_ns, end_at.unwrap_or(i64::MAX));
+        Job {
+            period: Period {
+                tid: self.period.tid,
+                cpu: self.period.cpu,
+                release_ns: c.release_ns,
+                timer: c.irq_ns.is_some(),
+                irq_ns: c.irq_ns,
+                wakeup_ns: Some(base + start.at_ns - c.release_ns),
+                response_ns: end_at.map(|e| base + e - c.release_ns),
+                running_ns: running - start.running_ns,
+                preempted_ns: preempted - start.preempted_ns,
+                ..Default::default()
+            },
+            blocked_ns: blocked.iter().map(|b| b.1).sum(),
+            blocked,
+            woke: c.irq_ns.is_some(),
+            tail: self.tail.clone().filter(|_| to.is_none()).map(|mut t| {
+                // The tail's times count from this piece's release.
+                t.end_ns += base - c.release_ns;
+                t.arming.at.at_ns += base - c.release_ns;
+                t
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+/// Where a job is cut in two: an event loop's return from its wait that did not block, or a
+/// timer's release that found the thread working.
+#[derive(Clone, Copy, Debug)]
+struct Cut {
+    /// The return from the wait (times after the job's release, with the job's totals).
+    mark: Mark,
+    /// The next job's release (ns, CLOCK_MONOTONIC): the return itself, or the timer's expiry.
+    release_ns: i64,
+    /// The timer's interrupt − its expiry, for a timer's release.
+    irq_ns: Option<i64>,
+}
+
+/// Adds `ns` to `name`'s entry of `v`.
+fn add(v: &mut Vec<(String, i64)>, name: String, ns: i64) {
+    match v.iter_mut().find(|(n, _)| *n == name) {
+        Some(x) => x.1 += ns,
+        None => v.push((name, ns)),
+    }
+}
+
+/// Turns one thread's periods into jobs, once its shape is known.
+#[derive(Clone, Debug)]
+pub struct Assembler {
+    shape: Shape,
+    arch: Arch,
+    open: Option<Job>,
+    /// Periods before its first release (not part of any job).
+    pub before_first_release: u64,
+}
+
+impl Assembler {
+    /// An assembler for a thread of `shape`.
+    pub fn new(shape: Shape, arch: Arch) -> Assembler {
+        Assembler { shape, arch, open: None, before_first_release: 0 }
+    }
+
+    /// The shape it assembles by.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// The next period (in order); the jobs it ended go to `out`.
+    pub fn push(&mut self, p: Period, out: &mut Vec<Job>) {
+        let releases = match &self.shape {
+            Shape::TimerPeriodic(key) => key.same(&p),
+            Shape::EventLoop { syscall } => p.syscall == Some(*syscall),
+            Shape::Irregular => true,
+        };
+        match self.open.as_mut() {
+            Some(j) if !releases => j.merge(p, self.arch),
+            None if !releases => self.before_first_release += 1,
+            _ => {
+                self.close(out);
+                self.open = Some(Job::start(p));
+            }
+        }
+        // A period that ended (or was cut) with the thread's exit closes its job at once.
+        if self.open.as_ref().is_some_and(|j| j.period.response_ns.is_none()) {
+            self.close(out);
+        }
+    }
+
+    /// The run ends: the job under way, if any.
+    pub fn finish(&mut self, out: &mut Vec<Job>) {
+        self.close(out);
+    }
+
+    fn close(&mut self, out: &mut Vec<Job>) {
+        let Some(mut j) = self.open.take() else { return };
+        j.period.preemptors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        j.period.interrupts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        j.blocked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        j.blocked = j.blocks_in(i64::MIN, i64::MAX);
+        j.blocked_ns = j.blocked.iter().map(|b| b.1).sum();
+        let cuts: Vec<Cut> = match &self.shape {
+            Shape::EventLoop { syscall } => {
+                let release = j.period.release_ns;
+                j.period
+                    .input_waits
+                    .iter()
+                    .filter(|(nr, _)| nr == syscall)
+                    .map(|(_, m)| Cut { mark: *m, release_ns: release + m.at_ns, irq_ns: None })
+                    .collect()
+            }
+            Shape::TimerPeriodic(key) => j
+                .period
+                .unslept
+                .iter()
+                .filter(|u| u.timer == key.addr)
+                .map(|u| Cut { mark: u.at, release_ns: u.release_ns, irq_ns: Some(u.irq_ns) })
+                .collect(),
+            Shape::Irregular => Vec::new(),
+        };
+        j.period.input_waits.clear();
+        j.period.unslept.clear();
+        let mut jobs = j.cut(cuts);
+        if let (Shape::TimerPeriodic(key), Some(last)) = (&self.shape, jobs.last_mut()) {
+            last.end_at_arming(key);
+        }
+        for job in &mut jobs {
+            job.blocks.clear();
+        }
+        out.extend(jobs);
+    }
+}
