@@ -191,6 +191,7 @@ impl Learner {
     /// [`Cadence::LEARN`] times; else (`last`: no more periods are waited for) a wait for
     /// input, or irregular. `period_ns` (`--period`) picks the timer nearest it.
     pub fn decide(&self, period_ns: Option<i64>, last: bool) -> Option<(Shape, Cadence)> {
+        let last = last || self.wakeups >= PENDING_MAX as u64;
         let enough = self.keys.iter().any(|k| k.releases > Cadence::LEARN as u64);
         if !enough && !last {
             return None;
@@ -226,7 +227,7 @@ impl Learner {
             };
             return Some((Shape::TimerPeriodic(k.key.clone()), cadence));
         }
-        if !last && self.wakeups < PENDING_MAX as u64 {
+        if !last {
             return None;
         }
         Some((self.untimed(), Cadence::new(period_ns)))
@@ -528,5 +529,183 @@ impl Assembler {
             job.blocks.clear();
         }
         out.extend(jobs);
+    }
+}
+
+/// The jobs of thread `tid` in a recording (`rtlab watch --events` lines, in time order) as the
+/// watch probe makes them live: its periods from the tracker, its shape learnt from the first
+/// ones (`period_ns`: `--period`), then every period assembled. `arch`: the system call numbers
+/// of the kernel it was recorded on.
+pub fn replay(events: &[super::event::Event], tid: i32, arch: Arch, period_ns: Option<i64>) -> Replay {
+    let mut tracker = super::watch::Tracker::new(0).with_arch(arch);
+    tracker.watch(tid);
+    let mut notes = Vec::new();
+    for e in events {
+        tracker.feed(e, &mut notes);
+    }
+    tracker.finish(&mut notes);
+    let periods: Vec<Period> = notes
+        .into_iter()
+        .filter_map(|n| match n {
+            super::watch::Note::Period(p) if p.tid == tid => Some(*p),
+            _ => None,
+        })
+        .collect();
+    let mut learner = Learner::new(arch);
+    let mut shape = None;
+    for (i, p) in periods.iter().enumerate() {
+        learner.observe(p);
+        shape = learner.decide(period_ns, i + 1 >= PENDING_MAX);
+        if shape.is_some() {
+            break;
+        }
+    }
+    let Some((shape, cadence)) = shape.or_else(|| learner.decide(period_ns, true)) else {
+        return Replay { learner, shape: None, cadence: Cadence::new(period_ns), jobs: Vec::new() };
+    };
+    let mut assembler = Assembler::new(shape.clone(), arch);
+    let mut jobs = Vec::new();
+    for p in periods {
+        assembler.push(p, &mut jobs);
+    }
+    assembler.finish(&mut jobs);
+    Replay { learner, shape: Some(shape), cadence, jobs }
+}
+
+/// What [`replay`] found.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    /// What the shape was learnt from (for its evidence).
+    pub learner: Learner,
+    /// The thread's shape (`None`: it never woke).
+    pub shape: Option<Shape>,
+    /// Its schedule.
+    pub cadence: Cadence,
+    /// Its jobs, in order.
+    pub jobs: Vec<Job>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::watch::Mark;
+
+    fn period(release: i64, response: i64, running: i64) -> Period {
+        Period {
+            tid: 7,
+            release_ns: release,
+            wakeup_ns: Some(10),
+            response_ns: Some(response),
+            running_ns: running,
+            syscall: Some(232),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_event_loops_job_is_cut_into_iterations_at_its_waits_that_did_not_block() {
+        // Woken at 1000, it returns from epoll_wait without blocking at +300 and +700, and
+        // waits (blocks) at +1000; it ran 250, 380 and 290 ns of those stretches.
+        let mut p = period(1000, 1000, 920);
+        let mark = |at, running| Mark { at_ns: at, running_ns: running, preempted_ns: 0 };
+        p.input_waits = vec![(232, mark(300, 250)), (0, mark(500, 400)), (232, mark(700, 630))];
+        let mut a = Assembler::new(Shape::EventLoop { syscall: 232 }, Arch::X86_64);
+        let mut jobs = Vec::new();
+        a.push(p, &mut jobs);
+        a.push(period(5000, 100, 90), &mut jobs);
+        let got: Vec<(i64, Option<i64>, i64, bool)> = jobs
+            .iter()
+            .take(3)
+            .map(|j| (j.period.release_ns, j.period.response_ns, j.period.running_ns, j.woke))
+            .collect();
+        assert_eq!(
+            got,
+            [(1000, Some(300), 250, true), (1300, Some(400), 380, false), (1700, Some(300), 290, false)],
+            "the read at +500 is no wait of the loop's"
+        );
+        assert_eq!(jobs[1].busy_ns(), Some(400));
+        assert_eq!(jobs[0].busy_ns(), Some(290), "after its wakeup latency of 10");
+        for j in &jobs[..3] {
+            assert_eq!(j.waiting_ns().unwrap() + j.period.running_ns + j.blocked_ns, j.period.response_ns.unwrap());
+        }
+    }
+
+    #[test]
+    fn a_timer_periodic_job_keeps_the_blocks_inside_it_and_ends_where_it_armed_its_next_release() {
+        let key = TimerKey { addr: String::new(), relative: false, function: ON_STACK.into(), syscall: Some(230) };
+        let release = |at: i64, relative: bool| Period {
+            timer: true,
+            relative,
+            timer_addr: Some("ffff01".into()),
+            timer_function: Some(ON_STACK.into()),
+            syscall: Some(230),
+            ..period(at, 0, 0)
+        };
+        let mut a = Assembler::new(Shape::TimerPeriodic(key), Arch::X86_64);
+        let mut jobs = Vec::new();
+        // Released at 0: runs 100, sleeps 50 on a relative timer (blocked 50 from +100).
+        let mut first = Period { response_ns: Some(100), running_ns: 95, ..release(0, false) };
+        first.armed_last =
+            Some(Arming { at: Mark { at_ns: 98, running_ns: 93, preempted_ns: 0 }, relative: true, timer: "a".into() });
+        a.push(first, &mut jobs);
+        // Woken at +150 by its pause's timer (slept 50): runs 100, arms the next release at +248
+        // (having run 97 of the 99 it runs) and blocks at +250.
+        let mut second = Period {
+            slept_ns: Some(50),
+            slept_state: Some("S".into()),
+            response_ns: Some(100),
+            running_ns: 99,
+            ..release(150, true)
+        };
+        second.armed_last = Some(Arming {
+            at: Mark { at_ns: 98, running_ns: 97, preempted_ns: 0 },
+            relative: false,
+            timer: "b".into(),
+        });
+        a.push(second, &mut jobs);
+        assert!(jobs.is_empty(), "the pause's wakeup is inside the job");
+        a.push(Period { slept_ns: Some(750), ..release(1000, false) }, &mut jobs);
+        let j = &jobs[0];
+        assert_eq!((j.period.release_ns, j.period.response_ns), (0, Some(248)));
+        assert_eq!((j.period.running_ns, j.blocked_ns, j.resumes), (95 + 97, 50, 1));
+        assert_eq!(j.blocked, vec![("clock_nanosleep".to_string(), 50)]);
+        assert_eq!(j.waiting_ns(), Some(248 - 192 - 50));
+    }
+
+    #[test]
+    fn a_periodic_absolute_timer_is_the_cadence_before_a_relative_pause_inside_the_period() {
+        let mut l = Learner::new(Arch::X86_64);
+        for k in 0..12 {
+            let at = k * 1_000_000;
+            let abs = Period {
+                tid: 7,
+                release_ns: at,
+                timer: true,
+                timer_addr: Some(format!("ff{k}")),
+                timer_function: Some(ON_STACK.into()),
+                wakeup_ns: Some(5_000),
+                syscall: Some(230),
+                slept_ns: Some(700_000),
+                ..Default::default()
+            };
+            let pause = Period { release_ns: at + 150_000, relative: true, slept_ns: Some(50_000), ..abs.clone() };
+            l.observe(&abs);
+            l.observe(&pause);
+        }
+        let (shape, cadence) = l.decide(None, false).expect("decided");
+        assert!(matches!(&shape, Shape::TimerPeriodic(k) if !k.relative && k.syscall == Some(230)), "{shape:?}");
+        assert_eq!(cadence.period_ns(), Some(1_000_000));
+        assert_eq!(shape.evidence(&l), "clock_nanosleep on one absolute timer (hrtimer_wakeup) at a steady period");
+    }
+
+    #[test]
+    fn a_thread_woken_by_others_in_a_wait_for_input_is_an_event_loop_and_in_a_lock_is_irregular() {
+        for (nr, want) in [(232, "event-loop"), (202, "irregular")] {
+            let mut l = Learner::new(Arch::X86_64);
+            for k in 0..PENDING_MAX as i64 {
+                l.observe(&Period { syscall: Some(nr), wakeup_ns: Some(1), ..period(k * 1000, 10, 5) });
+            }
+            assert_eq!(l.decide(None, false).map(|s| s.0.name()), Some(want));
+        }
     }
 }

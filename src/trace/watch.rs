@@ -401,7 +401,8 @@ impl Tracker {
             p.response_ns = Some(e.ts_ns - p.release_ns);
             p.preemptors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             out.push(Note::Period(Box::new(p)));
-            Some((e.ts_ns, "R".to_string()))
+            // "Asleep" since its callback began: that callback is what released it.
+            Some((c.ts, "R".to_string()))
         });
         let Some((since, state)) = asleep else { return };
         if t.fired.as_ref().is_some_and(|f| self.callbacks.get(&e.cpu).is_some_and(|c| c.timer == f.timer)) {
@@ -415,11 +416,12 @@ impl Tracker {
             .get(&e.cpu)
             .filter(|c| c.ts >= since && c.ts <= e.ts_ns && !NOT_WAKING.contains(&c.function.as_str()))
             .cloned();
+        let never_slept = state == "R";
         let mut p = Period {
             tid,
             release_ns: e.ts_ns,
             cpu: e.cpu,
-            slept_ns: Some(e.ts_ns - since),
+            slept_ns: Some(if never_slept { 0 } else { e.ts_ns - since }),
             slept_state: Some(state),
             ..Default::default()
         };
@@ -841,6 +843,35 @@ mod tests {
             })
             .collect();
         assert_eq!(timers, vec![true, false, false]);
+    }
+
+    #[test]
+    fn a_sleep_whose_timer_fires_before_the_thread_slept_ends_its_period_and_releases_the_next() {
+        // Woken at 5000 by another task, it arms its next release (10 000) at 9 990 and the
+        // timer fires at 10 020 while the kernel is still putting it to sleep: no switch out.
+        let notes = run(&[
+            ev(1_000, 0, 7, switch(7, "S", 0)),
+            ev(5_000, 1, 3, waking(7)),
+            ev(5_040, 0, 7, Kind::SysExit { nr: 0 }),
+            ev(9_990, 0, 7, start(10_000, 0)),
+            ev(10_020, 0, 7, entry(10_019)),
+            ev(10_021, 0, 7, waking(7)),
+            ev(10_030, 0, 7, Kind::SysExit { nr: 230 }),
+            ev(10_300, 0, 7, switch(7, "S", 0)),
+        ]);
+        let periods: Vec<&Period> = notes
+            .iter()
+            .filter_map(|n| match n {
+                Note::Period(p) => Some(&**p),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(periods.len(), 2, "{notes:?}");
+        assert_eq!((periods[0].release_ns, periods[0].response_ns), (5_000, Some(5_021)));
+        let p = periods[1];
+        assert!(p.timer, "its own timer released it: {p:?}");
+        assert_eq!((p.release_ns, p.irq_ns, p.wakeup_ns, p.slept_ns), (10_000, Some(19), Some(30), Some(0)));
+        assert_eq!(p.slept_state.as_deref(), Some("R"));
     }
 
     #[test]

@@ -15,7 +15,8 @@
  * Jobs that block inside their period (a thread "ctl", SCHED_FIFO 80, released every 1 ms by
  * an absolute clock_nanosleep, or by a timerfd for `tfdmid`); each writes to OUT, per job,
  * "release_ns response_ns": its release (the expiry) and its completion − release (its last
- * clock read before it waits for the next release), its own measurement.
+ * clock read before it waits for the next release), its own measurement, kept in memory
+ * and written when it ends (a log write would be part of the job).
  *   watched midsleep COUNT WORK_US OUT [EVERY]   WORK_US busy, a 50 µs relative clock_nanosleep,
  *       WORK_US busy; COUNT jobs (with EVERY, only every EVERYth job works WORK_US; the others
  *       20 µs).
@@ -249,6 +250,9 @@ static void *ctl(void *arg) {
     const char *mode = arg;
     be_ctl(ncpus() - 1);
     FILE *out = open_out();
+    /* Kept in memory and written at the end: a job ends at its wait, not after a log write. */
+    long long(*own)[2] = calloc((size_t)count, sizeof *own);
+    if (!own) exit(1);
     int tfd = -1;
     long long next = now_ns() + 10000000LL;
     if (!strcmp(mode, "tfdmid")) {
@@ -258,10 +262,11 @@ static void *ctl(void *arg) {
     }
     srand(7);
     for (long i = 0; i < count; i++) {
+        /* A read that finds several expiries is released at the oldest (the one it waited
+           for, late); the others were skipped. */
+        unsigned long long n = 1;
         if (tfd >= 0) {
-            unsigned long long n;
             if (read(tfd, &n, sizeof n) != sizeof n) exit(1);
-            next += (long long)(n - 1) * 1000000LL;
         } else {
             struct timespec t = ts(next);
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
@@ -271,8 +276,9 @@ static void *ctl(void *arg) {
         job_index = i;
         job(mode);
         long long done = now_ns();
-        fprintf(out, "%lld %lld\n", next, done - next);
-        next += 1000000LL;
+        own[i][0] = next;
+        own[i][1] = done - next;
+        next += (long long)n * 1000000LL;
         while (tfd < 0 && next < done) next += 1000000LL;
     }
     /* A loop that stops waits for its next release first: every job ends with a wait. */
@@ -284,6 +290,7 @@ static void *ctl(void *arg) {
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
     }
     hold_at = -1;
+    for (long i = 0; i < count; i++) fprintf(out, "%lld %lld\n", own[i][0], own[i][1]);
     fclose(out);
     if (!strcmp(mode, "pipemid")) close(req[1]);
     return NULL;
@@ -306,6 +313,8 @@ static void *loop(void *arg) {
     (void)arg;
     prctl(PR_SET_NAME, "loop");
     FILE *out = open_out();
+    long long *busy = calloc((size_t)count, sizeof *busy);
+    if (!busy) exit(1);
     int ep = epoll_create1(0);
     struct epoll_event ev = {.events = EPOLLIN};
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds[0], &ev) != 0) exit(1);
@@ -315,10 +324,11 @@ static void *loop(void *arg) {
         char b;
         if (read(fds[0], &b, 1) != 1) exit(1);
         spin_us((i + 1) % 100 == 0 ? 5000 : 100);
-        fprintf(out, "%lld\n", now_ns() - woke);
+        busy[i] = now_ns() - woke;
     }
     /* Every iteration ends with a wait: the last one times out (the feeder is done). */
     epoll_wait(ep, &ev, 1, 20);
+    for (long i = 0; i < count; i++) fprintf(out, "%lld\n", busy[i]);
     fclose(out);
     return NULL;
 }
