@@ -798,7 +798,9 @@ fn an_epoll_loop_fed_through_a_pipe_has_its_iterations_and_each_stall_as_long_as
         assert!((busy - t).abs() <= 50_000, "a stall of {busy} ns against the program's {t} ns");
         let parts = ["running_ns", "waiting_ns", "blocked_ns"].iter().map(|k| o[k].as_i64().unwrap()).sum::<i64>();
         assert_eq!(parts, busy + o["wakeup_ns"].as_i64().unwrap_or(0), "{o}");
-        assert!(o["waker"].as_str().unwrap().starts_with("feeder:"), "{o}");
+        // Woken by the feeder's write, or (held off the CPU, its bytes piling up) finding one.
+        assert!(o["waker"].as_str().is_none_or(|w| w.starts_with("feeder:")), "{o}");
+        assert_eq!(o["waker"].is_null(), o["wakeup_ns"].is_null(), "{o}");
     }
     let text = rtlab().args(["show"]).arg(dir.path().join("watch.json")).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
