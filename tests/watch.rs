@@ -806,3 +806,36 @@ fn an_epoll_loop_fed_through_a_pipe_has_its_iterations_and_each_stall_as_long_as
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("event-loop") && text.contains("stall of loop:"), "{text}");
 }
+
+#[test]
+fn stress_ngs_cyclic_stressor_watched_agrees_with_its_own_median() {
+    need_root();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let smp = dir.path().join("w.smp");
+    let log = dir.path().join("stress-ng.txt");
+    let script = format!(
+        "exec stress-ng --cyclic 1 --cyclic-method clock_ns --cyclic-policy fifo --cyclic-prio 80 \
+         --cyclic-sleep 1000000 -t 3 -v > {} 2>&1",
+        log.display()
+    );
+    let r = watch(dir.path(), &["--samples", smp.to_str().unwrap(), "--", "sh", "-c", &script]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let field = |key: &str| -> i64 {
+        let line = text.lines().find(|l| l.contains(key)).unwrap_or_else(|| panic!("no {key:?} in {text}"));
+        let after = &line[line.find(key).unwrap() + key.len()..];
+        after.split_whitespace().next().unwrap().trim_end_matches(',').parse().unwrap()
+    };
+    let (taken, theirs) = (field("ns delay,"), field("50.00%:"));
+    let t = r["threads"].as_array().unwrap().iter().find(|t| t["priority"] == 80 && t["cycles"].as_u64() > Some(100));
+    let t = t.expect("the FIFO 80 cyclic thread");
+    assert_eq!(t["watch"]["kind"], "timer-periodic", "{}", t["watch"]["evidence"]);
+    assert!(t["watch"]["evidence"].as_str().unwrap().contains("relative"));
+    let ours = samples(&smp, t["thread"].as_u64().unwrap());
+    assert!(ours.len() as i64 >= taken, "{} periods watched, {taken} samples it took", ours.len());
+    let ours = median(ours.iter().map(|s| s.0).collect());
+    eprintln!("stress-ng cyclic median {theirs} ns, watched {ours} ns");
+    // It reads its clock before it sleeps (its release: that read + the sleep) and after it
+    // returns: a little later on both ends than the timer's expiry and the return to user.
+    assert!((0..=5_000).contains(&(theirs - ours)), "stress-ng {theirs} ns, watched {ours} ns");
+}
