@@ -154,20 +154,7 @@ impl RunOptions {
             }
         }
         let window = a.deadlines.window()?;
-        let mut outputs: Vec<(String, &std::path::Path)> = Vec::new();
-        if let Some(p) = &a.json {
-            outputs.push(("--json".into(), p));
-        }
-        if let Some(p) = &a.events {
-            outputs.push(("--events".into(), p));
-        }
-        if let Some(p) = &a.samples {
-            if p.as_os_str() == "-" {
-                return Err(usage("--samples -: a samples file is binary; give a file name, e.g. --samples watch.smp"));
-            }
-            outputs.push(("--samples".into(), p));
-        }
-        crate::export::check_outputs(&outputs, &[]).map_err(usage)?;
+        a.check_outputs()?;
         if let Some(set) = &a.main_affinity {
             super::run::check_online(set, &crate::rt::affinity::online_cpus(), "--mainaffinity")?;
         }
@@ -186,14 +173,7 @@ impl RunOptions {
             stop_at: Default::default(),
             trace_out: None,
             stall_ns: a.stall.unwrap_or(crate::probes::watch::DEFAULT_STALL_NS),
-            explain: match (a.explain, a.explain_worst) {
-                (None, None) => None,
-                (asked, worst) => {
-                    let threshold_ns = asked.flatten().or(a.max_latency);
-                    let worst = worst.map_or(usize::from(threshold_ns.is_none()), usize::from);
-                    Some(crate::probes::watch::Explain { threshold_ns, worst })
-                }
-            },
+            explain: a.explain(),
         };
         let probe_explain = probe.explain.map(|x| crate::session::explain::ExplainPlan {
             threshold_ns: x.threshold_ns,
@@ -217,6 +197,35 @@ impl RunOptions {
 }
 
 impl WatchArgs {
+    /// The outputs asked for, checked before anything is traced.
+    fn check_outputs(&self) -> Result<(), UsageError> {
+        let mut outputs: Vec<(String, &std::path::Path)> = Vec::new();
+        if let Some(p) = &self.json {
+            outputs.push(("--json".into(), p));
+        }
+        if let Some(p) = &self.events {
+            outputs.push(("--events".into(), p));
+        }
+        if let Some(p) = &self.samples {
+            if p.as_os_str() == "-" {
+                return Err(usage("--samples -: a samples file is binary; give a file name, e.g. --samples watch.smp"));
+            }
+            outputs.push(("--samples".into(), p));
+        }
+        crate::export::check_outputs(&outputs, &[]).map_err(usage)
+    }
+
+    /// What `--explain`/`--explain-worst` ask (the threshold defaults to `--max-latency`,
+    /// else the worst one is explained).
+    fn explain(&self) -> Option<crate::probes::watch::Explain> {
+        if self.explain.is_none() && self.explain_worst.is_none() {
+            return None;
+        }
+        let threshold_ns = self.explain.flatten().or(self.max_latency);
+        let worst = self.explain_worst.map_or(usize::from(threshold_ns.is_none()), usize::from);
+        Some(crate::probes::watch::Explain { threshold_ns, worst })
+    }
+
     /// The one target asked for, checked against the running system.
     fn target(&self) -> Result<Target, UsageError> {
         let given = [self.pid.is_some(), !self.tids.is_empty(), self.comm.is_some(), !self.command.is_empty()];

@@ -68,6 +68,14 @@ pub const THREAD_EVENTS: &[&str] = &[
     "timer/hrtimer_start",
     "raw_syscalls/sys_exit",
     "sched/sched_process_exit",
+    // Interrupts taken in a watched thread's context while it works (a stall's causes): a
+    // sleeping thread takes none, so a periodic thread's wakeup pays nothing for them.
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "irq_vectors/local_timer_entry",
+    "irq_vectors/local_timer_exit",
 ];
 
 /// Events of any task, recorded by a second instance: timer interrupts come in whatever task's

@@ -682,6 +682,60 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     out.push(headline(r));
     out.push(Block::Verdict(r.verdict.status, r.verdict.message.clone()));
     let noise = r.kind == crate::result::Kind::Noise;
+    out.extend(picture_blocks(input, r, index)?);
+    if r.explain.is_some() {
+        out.push(Block::Heading(
+            3,
+            if noise { "The largest noises, explained" } else { "Why it was late (--explain)" }.into(),
+        ));
+        out.extend(explain_blocks(r, index)?);
+    }
+    out.push(Block::Heading(3, "Warnings".into()));
+    out.push(if r.warnings.is_empty() {
+        Block::Text("None.".into())
+    } else {
+        Block::List(r.warnings.iter().map(|w| w.message.clone()).collect())
+    });
+    if noise {
+        out.push(Block::Heading(3, "Noise per CPU".into()));
+        out.extend(noise_blocks(r));
+    } else {
+        out.push(Block::Heading(3, "Per-thread summary".into()));
+        out.push(summary_table(r));
+    }
+    out.extend(load_blocks(r));
+    if let Some((header, rows)) = work_grid(r, crate::units::Unit::Micros) {
+        out.push(Block::Heading(3, "Response time".into()));
+        out.push(Block::Text(
+            "Response time is completion − release; slack is deadline − response; a miss is a job that completed \
+             after its deadline or a release skipped while an earlier job ran; run is the longest run of consecutive \
+             misses, worst/K the most misses in any K consecutive releases. Times in µs."
+                .into(),
+        ));
+        let numeric = header.iter().enumerate().map(|(i, _)| i > 0).collect();
+        out.push(Block::Table { header, rows, numeric });
+    }
+    out.extend(watch_blocks(input, r, index)?);
+    out.push(Block::Heading(3, "Machine setup (rtlab doctor)".into()));
+    out.extend(doctor_blocks(r));
+    let config = if noise {
+        pairs(section_of("noise", r).into_iter().filter(|(k, _)| !k.starts_with("cpu")).collect())
+    } else if r.config.is_none() {
+        Block::Text("Not known (imported data).".into())
+    } else {
+        pairs(section_of("config", r))
+    };
+    out.push(Block::Details("Configuration".into(), vec![config]));
+    out.push(Block::Details("Provenance".into(), vec![pairs(provenance(r))]));
+    out.push(Block::Details("Environment".into(), vec![pairs(section_of("environment", r))]));
+    Ok(())
+}
+
+/// A run's pictures: its histogram and percentiles (noise: over time and its gaps), its
+/// response time when it has one, and its latency over time.
+fn picture_blocks(input: &Input, r: &RunResult, index: usize) -> Result<Vec<Block>, String> {
+    let noise = r.kind == crate::result::Kind::Noise;
+    let mut out = Vec::new();
     out.push(Block::Heading(3, "Pictures".into()));
     let one = std::slice::from_ref(input);
     let by = if r.threads.len() > MAX_CURVES {
@@ -709,26 +763,12 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     if input.samples.is_some() || crate::plot::inputs::has_series(r) {
         out.push(figure(Kind::Timeseries, one, None, Of::Latency, format!("timeseries-{index}"), "Latency over time")?);
     }
-    if r.explain.is_some() {
-        out.push(Block::Heading(
-            3,
-            if noise { "The largest noises, explained" } else { "Why it was late (--explain)" }.into(),
-        ));
-        out.extend(explain_blocks(r, index)?);
-    }
-    out.push(Block::Heading(3, "Warnings".into()));
-    out.push(if r.warnings.is_empty() {
-        Block::Text("None.".into())
-    } else {
-        Block::List(r.warnings.iter().map(|w| w.message.clone()).collect())
-    });
-    if noise {
-        out.push(Block::Heading(3, "Noise per CPU".into()));
-        out.extend(noise_blocks(r));
-    } else {
-        out.push(Block::Heading(3, "Per-thread summary".into()));
-        out.push(summary_table(r));
-    }
+    Ok(out)
+}
+
+/// A run's loads as a table (nothing without loads).
+fn load_blocks(r: &RunResult) -> Vec<Block> {
+    let mut out = Vec::new();
     if !r.loads.is_empty() {
         out.push(Block::Heading(3, "Loads".into()));
         out.push(Block::Table {
@@ -750,17 +790,13 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
             numeric: vec![false, true, false, true, false, true],
         });
     }
-    if let Some((header, rows)) = work_grid(r, crate::units::Unit::Micros) {
-        out.push(Block::Heading(3, "Response time".into()));
-        out.push(Block::Text(
-            "Response time is completion − release; slack is deadline − response; a miss is a job that completed \
-             after its deadline or a release skipped while an earlier job ran; run is the longest run of consecutive \
-             misses, worst/K the most misses in any K consecutive releases. Times in µs."
-                .into(),
-        ));
-        let numeric = header.iter().enumerate().map(|(i, _)| i > 0).collect();
-        out.push(Block::Table { header, rows, numeric });
-    }
+    out
+}
+
+/// The watched threads' tables (threads, then their jobs and stalls) and stage pictures
+/// (nothing for a run that watched none).
+fn watch_blocks(input: &Input, r: &RunResult, index: usize) -> Result<Vec<Block>, String> {
+    let mut out = Vec::new();
     if let Some((header, rows)) = watch_grid(r, crate::units::Unit::Micros) {
         out.push(Block::Heading(3, "Watched threads".into()));
         out.push(Block::Text(
@@ -785,19 +821,7 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
         }
         out.extend(stage_figures(input, r, index)?);
     }
-    out.push(Block::Heading(3, "Machine setup (rtlab doctor)".into()));
-    out.extend(doctor_blocks(r));
-    let config = if noise {
-        pairs(section_of("noise", r).into_iter().filter(|(k, _)| !k.starts_with("cpu")).collect())
-    } else if r.config.is_none() {
-        Block::Text("Not known (imported data).".into())
-    } else {
-        pairs(section_of("config", r))
-    };
-    out.push(Block::Details("Configuration".into(), vec![config]));
-    out.push(Block::Details("Provenance".into(), vec![pairs(provenance(r))]));
-    out.push(Block::Details("Environment".into(), vec![pairs(section_of("environment", r))]));
-    Ok(())
+    Ok(out)
 }
 
 fn sweep_blocks(input: &Input, index: usize, out: &mut Vec<Block>) -> Result<(), String> {

@@ -285,6 +285,8 @@ impl Tracker {
             Kind::IrqExit { .. } => self.interrupt(e, false, None),
             Kind::SoftirqEntry { name } => self.interrupt(e, true, Some(name)),
             Kind::SoftirqExit { .. } => self.interrupt(e, true, None),
+            Kind::VectorEntry { name } => self.interrupt(e, false, Some(name)),
+            Kind::VectorExit { .. } => self.interrupt(e, false, None),
             _ => {}
         }
         if let Some(t) = self.threads.get_mut(&e.pid).filter(|t| !t.gone) {
