@@ -588,6 +588,9 @@ fn jobs_agree(name: &str, tid: i32, deadline: i64) -> (rtlab::trace::job::Replay
     let ours: Vec<i64> = r.jobs.iter().take(theirs.len()).map(|j| j.period.response_ns.unwrap()).collect();
     assert_eq!(misses(ours.clone()), misses(theirs.iter().map(|t| t[1]).collect()), "the same jobs miss");
     let diff = median(ours.iter().zip(&theirs).map(|(o, t)| o - t[1]).collect());
+    // --period forces the period, not the jobs.
+    let forced = replay(&recorded(name), tid, Arch::X86_64, Some(1_000_000));
+    assert_eq!(forced.jobs, r.jobs);
     (r, diff)
 }
 
@@ -779,6 +782,9 @@ fn an_epoll_loop_fed_through_a_pipe_has_its_iterations_and_each_stall_as_long_as
     let r = watch(dir.path(), &["--stall", "2ms", "--", &w, "evloop", "1000", own_path.to_str().unwrap()]);
     let t = thread(&r, "loop");
     assert_eq!(t["watch"]["kind"], "event-loop", "{}", t["watch"]["evidence"]);
+    // No timer, no schedule: no learnt period, deadline or skipped release.
+    assert_eq!((t["watch"]["period_ns"].as_i64(), t["work"]["deadline_ns"].as_i64()), (None, None));
+    assert_eq!(t["work"]["skipped"], 0);
     assert!(t["watch"]["evidence"].as_str().unwrap().contains("epoll_wait"));
     let l = &t["watch"]["event_loop"];
     let theirs: Vec<i64> = std::fs::read_to_string(&own_path).unwrap().lines().map(|v| v.parse().unwrap()).collect();

@@ -213,9 +213,15 @@ pub fn work_stretches(
 
 /// Names the blocks just ended by the call the thread returned from (`name`).
 fn name_blocks(out: &mut [Stretch], name: String) {
-    for s in out.iter_mut().rev().take_while(|s| s.2 != Cause::OwnWork) {
-        if s.2 == Cause::Blocked && s.3.is_empty() {
-            s.3 = name.clone();
+    // Back from the return over its own work since, to the block before it.
+    let (mut blocked, mut own) = (false, 0);
+    for s in out.iter_mut().rev() {
+        match s.2 {
+            Cause::Blocked if s.3.is_empty() => (blocked, s.3) = (true, name.clone()),
+            Cause::Blocked => blocked = true,
+            Cause::OwnWork if blocked || own > 0 => break,
+            Cause::OwnWork => own += 1,
+            _ => {}
         }
     }
 }
@@ -249,6 +255,27 @@ mod tests {
         let (parts, _) = partition(s, 1000, 1000);
         let got: Vec<(Cause, &str, i64)> = parts.iter().map(|p| (p.cause, p.name.as_str(), p.ns)).collect();
         assert_eq!(got, vec![(Cause::OwnWork, "", 550), (Cause::Preemption, "t9:9", 400), (Cause::Irq, "eth0", 50)]);
+    }
+
+    #[test]
+    fn a_block_inside_the_work_is_blocked_time_named_by_the_call_it_slept_in_not_preemption() {
+        // Thread 7 works on CPU 1 from 1000, sleeps on a futex at 1200 while t9 runs, is woken
+        // at 1500, back at 1550 (returning from futex, NR 202), and blocks for good at 1800.
+        let events = [
+            ev(900, 1, 0, switch(0, "R", 7)),
+            ev(1200, 1, 7, switch(7, "S", 9)),
+            ev(1500, 0, 3, Kind::Waking { pid: 7, comm: "t7".into(), prio: 19 }),
+            ev(1550, 1, 9, switch(9, "R", 7)),
+            ev(1551, 1, 7, Kind::SysExit { nr: 202 }),
+            ev(1800, 1, 7, switch(7, "S", 0)),
+        ];
+        let s = work_stretches(7, 1, (1000, 1800), &events, Arch::X86_64);
+        let (parts, _) = partition(s, 800, 1000);
+        let got: Vec<(Cause, &str, i64)> = parts.iter().map(|p| (p.cause, p.name.as_str(), p.ns)).collect();
+        assert_eq!(
+            got,
+            vec![(Cause::OwnWork, "", 450), (Cause::Blocked, "futex", 300), (Cause::Preemption, "t9:9", 50)]
+        );
     }
 
     #[test]
