@@ -339,7 +339,7 @@ impl Probe for WatchProbe {
             identity,
             start_ns,
             realtime_offset_ns: clock::now(ClockId::REALTIME) - clock::now(ClockId::MONOTONIC),
-            arch: Arch::of_machine(&crate::rt::uname::machine().unwrap_or_default()),
+            arch: Arch::of_machine(&crate::rt::machine::kernel().unwrap_or_default()),
         };
         let initial = tids.clone();
         let handle = std::thread::Builder::new()
