@@ -200,14 +200,7 @@ fn a_thread_busy_300us_per_period_responds_300us_after_it_returns_to_user() {
     assert_eq!(t["watch"]["periodic"], true);
     assert_eq!(t["watch"]["period_ns"], 1_000_000);
     assert_eq!(t["work"]["deadline_ns"], 1_000_000, "the deadline is the period learnt");
-    let theirs: Vec<(i64, i64)> = std::fs::read_to_string(&own)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Vec<i64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
-            (v[0], v[1])
-        })
-        .collect();
+    let theirs: Vec<(i64, i64)> = numbers(&own).iter().map(|v| (v[0], v[1])).collect();
     let ours = samples(&smp, t["thread"].as_u64().unwrap());
     assert_eq!(ours.len(), theirs.len(), "a period per period the program lived");
     // response − wakeup spans the program's own busy time: from before its clock read after
@@ -563,13 +556,18 @@ fn recorded(name: &str) -> Vec<rtlab::trace::event::Event> {
     text.lines().map(|l| rtlab::trace::event::parse(l).unwrap()).collect()
 }
 
-/// A recorded program's own measurement: its numbers per line.
-fn own(name: &str) -> Vec<Vec<i64>> {
-    std::fs::read_to_string(format!("tests/fixtures/watch/{name}.own"))
+/// A program's own measurement: its numbers, per line.
+fn numbers(path: &Path) -> Vec<Vec<i64>> {
+    std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|l| l.split_whitespace().map(|v| v.parse().unwrap()).collect())
         .collect()
+}
+
+/// A recorded program's own measurement (tests/fixtures/watch/NAME.own).
+fn own(name: &str) -> Vec<Vec<i64>> {
+    numbers(Path::new(&format!("tests/fixtures/watch/{name}.own")))
 }
 
 /// The jobs of `tid` in a recording, checked against the program's own (release, response):
@@ -690,14 +688,7 @@ fn watch_ctl(dir: &Path, mode: &str, args: &[&str]) -> (Value, Value, i64) {
     let shape = format!("{} ({}), period {}", w["kind"], w["evidence"], w["period_ns"]);
     assert_eq!((w["kind"].as_str(), w["periodic"].as_bool()), (Some("timer-periodic"), Some(true)), "{shape}");
     assert_eq!(w["period_ns"], 1_000_000, "{shape}");
-    let theirs: Vec<(i64, i64)> = std::fs::read_to_string(&own_path)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Vec<i64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
-            (v[0], v[1])
-        })
-        .collect();
+    let theirs: Vec<(i64, i64)> = numbers(&own_path).iter().map(|v| (v[0], v[1])).collect();
     let ours = jobs_in(&smp, t["thread"].as_u64().unwrap());
     // Its jobs, and the release of its last wait (it exits instead of waiting again); a job
     // that overran its period makes both skip the release it passed.
@@ -794,7 +785,7 @@ fn an_epoll_loop_fed_through_a_pipe_has_its_iterations_and_each_stall_as_long_as
     assert_eq!(t["work"]["skipped"], 0);
     assert!(t["watch"]["evidence"].as_str().unwrap().contains("epoll_wait"));
     let l = &t["watch"]["event_loop"];
-    let theirs: Vec<i64> = std::fs::read_to_string(&own_path).unwrap().lines().map(|v| v.parse().unwrap()).collect();
+    let theirs: Vec<i64> = numbers(&own_path).into_iter().map(|v| v[0]).collect();
     // Its iterations, and the last wait's timeout.
     let summary = format!("{} iterations, {} stalls", l["iterations"], l["stalls"]);
     assert_eq!(l["iterations"].as_u64().unwrap(), theirs.len() as u64 + 1, "{summary}");
