@@ -16,7 +16,7 @@
 //! The shape is learnt from the first periods ([`Learner`]), then fixed for the run.
 
 use super::syscalls::Arch;
-use super::watch::{Arming, Cadence, Mark, Period, ON_STACK};
+use super::watch::{Arming, Cadence, Mark, Period, INPUT_WAITS_KEPT, ON_STACK};
 
 /// What a watched thread was found to be, with the evidence.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -335,9 +335,14 @@ impl Job {
             _ => "no system call seen".into(),
         };
         let shift = p.release_ns - self.period.release_ns;
-        // A sleep's timer that fired before it slept: a wakeup inside the job, no block.
-        if slept > 0 {
-            self.blocks.push((shift + p.waking_ns, on, slept));
+        // A sleep's timer that fired before it slept: a wakeup inside the job, no block. A job
+        // that never ends (its cadence stopped) keeps a bounded list: past it, a block adds to
+        // the latest of its kind.
+        let full = self.blocks.len() >= BLOCKS_KEPT;
+        match self.blocks.iter_mut().rev().find(|b| b.1 == on).filter(|_| full) {
+            _ if slept == 0 => {}
+            Some(b) => b.2 += slept,
+            None => self.blocks.push((shift + p.waking_ns, on, slept)),
         }
         self.resumes += 1;
         self.tail = Tail::of(&p, shift);
@@ -350,8 +355,11 @@ impl Job {
             m.preempted_ns += preempted;
             m
         };
-        j.input_waits.extend(p.input_waits.into_iter().map(|(nr, m)| (nr, moved(m))));
-        j.unslept.extend(p.unslept.into_iter().map(|mut u| {
+        // Bounded as a period's are: iterations past it are told as one.
+        let room = INPUT_WAITS_KEPT.saturating_sub(j.input_waits.len());
+        j.input_waits.extend(p.input_waits.into_iter().take(room).map(|(nr, m)| (nr, moved(m))));
+        let room = INPUT_WAITS_KEPT.saturating_sub(j.unslept.len());
+        j.unslept.extend(p.unslept.into_iter().take(room).map(|mut u| {
             u.at = moved(u.at);
             u
         }));
@@ -437,6 +445,9 @@ struct Cut {
     /// The timer's interrupt − its expiry, for a timer's release.
     irq_ns: Option<i64>,
 }
+
+/// At most this many dated blocks are kept per job.
+const BLOCKS_KEPT: usize = 1024;
 
 /// Adds `ns` to `name`'s entry of `v`.
 fn add(v: &mut Vec<(String, i64)>, name: String, ns: i64) {
@@ -670,6 +681,29 @@ mod tests {
         assert_eq!((j.period.running_ns, j.blocked_ns, j.resumes), (95 + 97, 50, 1));
         assert_eq!(j.blocked, vec![("clock_nanosleep".to_string(), 50)]);
         assert_eq!(j.waiting_ns(), Some(248 - 192 - 50));
+    }
+
+    #[test]
+    fn a_job_that_never_ends_keeps_bounded_lists_and_exact_totals() {
+        let mut a = Assembler::new(Shape::EventLoop { syscall: 232 }, Arch::X86_64);
+        let mut jobs = Vec::new();
+        a.push(period(0, 10, 10), &mut jobs);
+        let mark = Mark { at_ns: 5, running_ns: 5, preempted_ns: 0 };
+        for k in 1..=10_000 {
+            // Woken from a futex (no release of the loop's), with a wait that did not block.
+            let p = Period {
+                syscall: Some(202),
+                slept_ns: Some(7),
+                input_waits: vec![(232, mark)],
+                ..period(k * 100, 10, 10)
+            };
+            a.push(p, &mut jobs);
+        }
+        let open = a.open.as_ref().unwrap();
+        assert!(open.blocks.len() <= BLOCKS_KEPT && open.period.input_waits.len() <= INPUT_WAITS_KEPT);
+        assert_eq!((open.resumes, open.blocks.iter().map(|b| b.2).sum::<i64>()), (10_000, 70_000));
+        a.finish(&mut jobs);
+        assert_eq!(jobs.len(), INPUT_WAITS_KEPT + 1, "the iterations told apart, then the rest as one");
     }
 
     #[test]

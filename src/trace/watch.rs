@@ -508,7 +508,7 @@ impl Tracker {
             let running_ns = p.running_ns + t.running_since.map_or(0, |s| e.ts_ns - s);
             let mark = Mark { at_ns: e.ts_ns - p.release_ns, running_ns, preempted_ns: p.preempted_ns };
             p.input_waits.push((nr, mark));
-            if let Some(mut f) = t.fired.take() {
+            if let Some(mut f) = t.fired.take().filter(|_| p.unslept.len() < INPUT_WAITS_KEPT) {
                 f.at = mark;
                 p.unslept.push(f);
             }
