@@ -541,6 +541,8 @@ fn one_thread_watched_by_tid_goes_through_the_verdict_plot_report_and_compare() 
     let text = std::fs::read_to_string(&md).unwrap();
     assert!(text.contains("### Watched threads") && text.contains(&format!("sleeper:{tid}")), "{text}");
     assert!(text.contains("IRQ, thread and wakeup latency"), "one IRQ/Thr/Usr picture per thread: {text}");
+    // Its kind, with the evidence: a relative nanosleep of 1 ms.
+    assert!(text.contains("timer-periodic") && text.contains("on one relative timer (hrtimer_wakeup)"), "{text}");
     let svg = dir.path().join("p.svg");
     let plot = rtlab().args(["plot", "--of", "stages", "-o"]).arg(&svg).arg(&json).output().unwrap();
     assert!(plot.status.success(), "{}", String::from_utf8_lossy(&plot.stderr));
@@ -739,10 +741,11 @@ fn a_mid_period_sleep_is_part_of_the_job_and_every_job_the_program_misses_is_a_m
     assert_eq!(t["work"]["late"], 2000, "2 × 100 µs around a 50 µs sleep always passes 200 µs");
     let on = &t["watch"]["blocked_on"][0];
     assert_eq!(on["on"], "clock_nanosleep");
-    // One pause per job: a wakeup inside it, and a block unless its timer fired before the
-    // kernel had put it to sleep (the hypervisor took the CPU there).
-    assert!(t["watch"]["jobs"]["inner_wakeups"].as_u64().unwrap() >= 2000, "{}", t["watch"]["jobs"]);
-    assert!(on["jobs"].as_u64().unwrap() >= 1950, "{on}");
+    // One pause per job: one wakeup inside each, and a block unless its timer fired before the
+    // kernel had put it to sleep (on this VM, up to a few % of 50 µs pauses: the hypervisor
+    // takes the CPU there).
+    assert_eq!(t["watch"]["jobs"]["inner_wakeups"], 2000, "{}", t["watch"]["jobs"]);
+    assert!((1..=2000).contains(&on["jobs"].as_u64().unwrap()), "{on}");
 }
 
 #[test]
