@@ -462,6 +462,13 @@ struct Slot {
     added_ns: i64,
 }
 
+impl Slot {
+    /// Its shape, once known.
+    fn shape(&self) -> Option<&Shape> {
+        self.jobs.as_ref().map(Assembler::shape)
+    }
+}
+
 /// One CPU's binary stream of one of the two instances.
 #[derive(Debug)]
 struct Pipe {
@@ -1111,6 +1118,7 @@ impl Reader {
     /// Adds a job's split (running, waiting, blocked and on what) to the slot's figures, and
     /// an event loop's iteration (its busy time; a stall beyond `--stall`).
     fn record_times(&self, slot: &mut Slot, job: &Job) {
+        let event_loop = matches!(slot.shape(), Some(Shape::EventLoop { .. }));
         let f = &mut slot.figures;
         f.jobs.inner_wakeups += u64::from(job.resumes);
         if let (Some(waiting), true) = (job.waiting_ns(), job.woke) {
@@ -1130,7 +1138,7 @@ impl Reader {
                 }
             }
         }
-        if !matches!(slot.jobs.as_ref().map(Assembler::shape), Some(Shape::EventLoop { .. })) {
+        if !event_loop {
             return;
         }
         let l = f
@@ -1168,6 +1176,7 @@ impl Reader {
 
     /// Records one job (its release, and the job's totals) into the slot's cells and figures.
     fn record(&self, slot: &mut Slot, i: usize, recs: &mut Recorders<'_>, p: &Period) {
+        let periodic = matches!(slot.shape(), Some(Shape::TimerPeriodic(_)));
         let f = &mut slot.figures;
         let Some(wakeup) = p.wakeup_ns else {
             f.incomplete += 1;
@@ -1178,7 +1187,6 @@ impl Reader {
         // Skipped: the expiries the program's schedule passed over (its armed expiries jump),
         // not the periods it ran through without sleeping; only a timer-periodic thread has a
         // schedule to skip.
-        let periodic = matches!(slot.jobs.as_ref().map(Assembler::shape), Some(Shape::TimerPeriodic(_)));
         let skipped = match (periodic && p.timer && !p.relative, p.previous_armed_ns.or(slot.last_release)) {
             (true, Some(prev)) => slot.cadence.skipped(p.release_ns - prev),
             _ => 0,
@@ -1254,7 +1262,7 @@ impl Reader {
     fn outcome(&self, slot: &mut Slot, i: usize, recs: &Recorders<'_>) -> ThreadOutcome {
         let mut f = slot.figures.clone();
         f.period_ns = slot.cadence.period_ns();
-        f.periodic = matches!(slot.jobs.as_ref().map(Assembler::shape), Some(Shape::TimerPeriodic(_)));
+        f.periodic = matches!(slot.shape(), Some(Shape::TimerPeriodic(_)));
         f.cpus = CpuSet::from_cpus(slot.cpus.iter().copied()).to_string();
         let mut who: Vec<Preemptor> = slot
             .preemptors

@@ -400,9 +400,7 @@ impl Tracker {
             }
             let mut p = t.open.take()?;
             p.running_ns += t.running_since.take().map_or(0, |s| e.ts_ns - s);
-            p.response_ns = Some(e.ts_ns - p.release_ns);
-            p.preemptors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            out.push(Note::Period(Box::new(p)));
+            ended(p, e.ts_ns, out);
             // "Asleep" since its callback began: that callback is what released it.
             Some((c.ts, "R".to_string()))
         });
@@ -464,10 +462,8 @@ impl Tracker {
         if state.contains('X') || state.contains('Z') {
             return;
         }
-        if let Some(mut p) = t.open.take() {
-            p.response_ns = Some(ts - p.release_ns);
-            p.preemptors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            out.push(Note::Period(Box::new(p)));
+        if let Some(p) = t.open.take() {
+            ended(p, ts, out);
         }
         t.runnable = None;
         t.asleep = Some((ts, state.to_string()));
@@ -527,6 +523,13 @@ impl Tracker {
         }
         out.push(Note::Exited(tid));
     }
+}
+
+/// Period `p` ended at `ts` (its response): told, its preemptors longest first.
+fn ended(mut p: Period, ts: i64, out: &mut Vec<Note>) {
+    p.response_ns = Some(ts - p.release_ns);
+    p.preemptors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.push(Note::Period(Box::new(p)));
 }
 
 /// A thread's period found from its timer releases: the median interval of the first
