@@ -66,8 +66,17 @@ fn importing_rt_apps_logs_reproduces_its_own_numbers_exactly() {
             (Some(v.clone().min().unwrap()), Some(v.max().unwrap()))
         };
         assert_eq!(t["name"].as_str(), Some(name));
-        assert_eq!(t["cycles"].as_u64(), Some(rows.len() as u64), "{log}: count");
-        assert_eq!((t["min_ns"].as_i64(), t["max_ns"].as_i64()), span("wu_lat"), "{log}: wu_lat");
+        // A wakeup for each line that slept (a positive slack); an overrun line's wu_lat 0
+        // is no wakeup.
+        let slept: Vec<i64> =
+            rows.iter().filter(|r| r["slack"] > 0 || r["wu_lat"] > 0).map(|r| r["wu_lat"] * 1000).collect();
+        assert_eq!(t["cycles"].as_u64(), Some(slept.len() as u64), "{log}: count");
+        assert_eq!(
+            (t["min_ns"].as_i64(), t["max_ns"].as_i64()),
+            (slept.iter().min().copied(), slept.iter().max().copied()),
+            "{log}: wu_lat"
+        );
+        assert_eq!(w["releases"].as_u64(), Some(rows.len() as u64), "{log}: one job per line");
         assert_eq!((w["run"]["min_ns"].as_i64(), w["run"]["max_ns"].as_i64()), span("run"), "{log}: run");
         assert_eq!((w["slack_min_ns"].as_i64(), w["slack_max_ns"].as_i64()), span("slack"), "{log}: slack");
         let negative = rows.iter().filter(|r| r["slack"] < 0).count() as u64;

@@ -6,12 +6,18 @@
 //!    0    15000      322      956       167665271       167666227            7441        610        300       1000         21
 //! ```
 //!
-//! read into a RunResult of one working task: wakeup latency from `wu_lat`, run time from
-//! `run`, response time from the line's own columns (`c_period − slack`: the next release
-//! minus the end of the work is the slack, so the end minus this release is the period minus
-//! it), the deadline is the period (rt-app has no other), slack exactly as logged, a miss
-//! where the slack is negative. rt-app skips no release (it runs late periods back to back),
-//! so none is counted skipped. Columns are found by their names in the header line.
+//! read into a RunResult of one working task. A line is one loop of the task's phase: its job
+//! (`start`), then its timer event, where rt-app sleeps until the next release when the slack
+//! is positive and writes how late it woke (`wu_lat`) — the wakeup that starts the *next*
+//! line's job, dated here at that release (`end − wu_lat`). A line that overran (negative
+//! slack) did not sleep: its `wu_lat` 0 is no wakeup and enters no latency figure. Per line:
+//! run time from `run`, response from the line's own columns (`c_period − slack`: the next
+//! release minus the end of the work is the slack, so the end minus this release is the
+//! period minus it), the deadline is the period (rt-app has no other), slack exactly as
+//! logged, a miss where the slack is negative. No release is counted skipped: after an
+//! overrun rt-app's default (`relative`) timer restarts its grid at the overrun's end, and
+//! its `absolute` one runs the late periods back to back; neither drops a line. Columns are
+//! found by their names in the header line.
 
 use super::ImportError;
 use crate::measure::histogram::Layout;
@@ -49,10 +55,19 @@ struct Head {
 struct Columns {
     run: usize,
     start: usize,
+    end: usize,
     slack: usize,
     c_duration: usize,
     c_period: usize,
     wu_lat: usize,
+}
+
+/// What one data line says, in ns (see [`Columns::period`]).
+struct Line {
+    at: i64,
+    wakeup: Option<(i64, i64)>,
+    response: i64,
+    run: i64,
 }
 
 /// One data line's values: whole numbers, as many as the header has columns.
@@ -76,9 +91,10 @@ fn policy_line(p: &str) -> Result<SchedParams, String> {
 }
 
 impl Columns {
-    /// One data line's period in ns, checked: its release after the first (`start`), its
-    /// wakeup latency, response (`c_period − slack`) and run time.
-    fn period(&self, v: &[i64], t0: i64, period_us: i64) -> Result<(i64, i64, i64, i64), String> {
+    /// One data line's period in ns, checked: its job's start after the first (`start`), the
+    /// wakeup its timer gave (when, after the first start, and its latency; `None` when the
+    /// job overran and rt-app did not sleep), its response (`c_period − slack`) and run time.
+    fn period(&self, v: &[i64], t0: i64, period_us: i64) -> Result<Line, String> {
         if v[self.c_period] != period_us {
             return Err(format!(
                 "c_period changes from {period_us} to {} µs: rtlab imports one periodic phase per log",
@@ -89,12 +105,24 @@ impl Columns {
             v.ok_or_else(|| format!("{what} is out of range"))
                 .and_then(|v| crate::units::to_ns(v, crate::units::NS_PER_US, what))
         };
-        Ok((
-            ns(v[self.start].checked_sub(t0), "start")?,
-            ns(Some(v[self.wu_lat]), "wu_lat")?,
-            ns(v[self.c_period].checked_sub(v[self.slack]), "c_period − slack")?,
-            ns(Some(v[self.run]), "run")?,
-        ))
+        // The line's timer event came at its end: it slept when the slack was positive, and
+        // then woke `wu_lat` after the release that starts the next line's job. Overrun, rt-app
+        // wrote 0 and did not sleep (a slack of 0 µs with wu_lat 0 is read the same way).
+        let (slack, wu_lat) = (v[self.slack], v[self.wu_lat]);
+        let slept = slack > 0 || (slack == 0 && wu_lat > 0);
+        let wakeup = match slept {
+            true => Some((
+                ns(v[self.end].checked_sub(wu_lat).and_then(|r| r.checked_sub(t0)), "end − wu_lat")?,
+                ns(Some(wu_lat), "wu_lat")?,
+            )),
+            false => None,
+        };
+        Ok(Line {
+            at: ns(v[self.start].checked_sub(t0), "start")?,
+            wakeup,
+            response: ns(v[self.c_period].checked_sub(slack), "c_period − slack")?,
+            run: ns(Some(v[self.run]), "run")?,
+        })
     }
 }
 
@@ -136,6 +164,7 @@ impl Head {
             c_duration: col("c_duration")?,
             c_period: col("c_period")?,
             wu_lat: col("wu_lat")?,
+            end: col("end")?,
         })
     }
 }
@@ -184,9 +213,11 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
             return Err(err(Some(no), "more than 100 million periods; split the log".into()));
         }
         let v = values(line, head.columns.len()).map_err(|m| err(Some(no), m))?;
-        let (at, latency, response, run) = c.period(&v, t0, period_us).map_err(|m| err(Some(no), m))?;
-        rec.record(latency, at, 0);
-        wrec.record(latency, response, run, at, 0);
+        let l = c.period(&v, t0, period_us).map_err(|m| err(Some(no), m))?;
+        if let Some((at, latency)) = l.wakeup {
+            rec.record(latency, at, 0);
+        }
+        wrec.record(l.wakeup.map_or(0, |w| w.1), l.response, l.run, l.at, 0);
         last = v[c.start];
     }
     Ok(result(path, head.sched, rec.finish(), wrec.finish(), spec.deadline_ns, (last as f64 - t0 as f64) / 1e6))
@@ -260,7 +291,9 @@ mod tests {
         let t = &r.threads[0];
         assert_eq!(t.name.as_deref(), Some("ctl"));
         assert_eq!((t.policy, t.priority), (Some(Policy::Fifo), Some(80)));
-        assert_eq!((t.stats.cycles, t.stats.min_ns, t.stats.max_ns), (3, Some(0), Some(21_000)));
+        // The third line overran (slack −340): rt-app did not sleep and wrote wu_lat 0, which
+        // is no wakeup; the first two lines' wakeups started the jobs of the lines after them.
+        assert_eq!((t.stats.cycles, t.stats.min_ns, t.stats.max_ns), (2, Some(16_000), Some(21_000)));
         let w = t.work.as_ref().unwrap();
         assert_eq!((w.run.min_ns, w.run.max_ns), (Some(312_000), Some(1_322_000)));
         assert_eq!((w.slack_min_ns, w.slack_max_ns), (Some(-340_000), Some(660_000)));
@@ -268,6 +301,23 @@ mod tests {
         assert_eq!((w.response.min_ns, w.response.max_ns), (Some(340_000), Some(1_340_000)));
         assert_eq!((w.deadlines.releases, w.deadlines.misses, w.deadline_ns, w.kind), (3, 1, Some(1_000_000), None));
         assert_eq!(r.source.as_ref().unwrap().format, "rt-app-log");
+    }
+
+    #[test]
+    fn each_wakeup_is_dated_at_the_release_it_measured_the_next_lines_job() {
+        let r = parse(Path::new("/tmp/x-ctl-0.log"), LOG).unwrap();
+        let t = &r.threads[0];
+        // Line 1 ends (wakes) at 167666227 µs, 21 µs after its release at 167666206: 935 µs
+        // after the first job's start (167665271); the largest wakeup is that one.
+        assert_eq!((t.stats.max_at_cycle, t.stats.max_at_ns), (Some(0), Some(935_000)));
+        // A log of late lines only holds no wakeup at all, and its jobs are still read.
+        let late = "#idx perf run period start end rel_st slack c_duration c_period wu_lat
+0 1 1200 1200 100 1300 0 -200 300 1000 0
+0 1 1200 1200 1300 2500 0 -1400 300 1000 0
+";
+        let r = parse(Path::new("/tmp/x-late-0.log"), late).unwrap();
+        assert_eq!(r.threads[0].stats.cycles, 0);
+        assert_eq!(r.threads[0].work.as_ref().unwrap().deadlines.misses, 2);
     }
 
     #[test]
@@ -293,7 +343,7 @@ mod tests {
         assert!(e.message.contains("second, different column header"), "{}", e.message);
         // The same header again (two logs of one task glued) reads on.
         let twice = LOG.to_string() + &LOG[LOG.find("#idx").unwrap()..];
-        assert_eq!(parse(Path::new("l.log"), &twice).unwrap().threads[0].stats.cycles, 6);
+        assert_eq!(parse(Path::new("l.log"), &twice).unwrap().threads[0].work.as_ref().unwrap().deadlines.releases, 6);
     }
 
     #[test]
