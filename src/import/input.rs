@@ -191,12 +191,7 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
             thread: t.thread,
             cpu: t.cpu,
             interval_ns: t.interval_ns,
-            summary: {
-                let mut s = r.finish();
-                // A samples file holds no deadline/wakeup pairs to truncate as cyclictest does.
-                s.sum_us_truncated = None;
-                s
-            },
+            summary: r.finish(),
             drift_ns: None,
             samples_lost: lost.as_ref().and_then(|l| l.get(t.thread).copied()),
             obtained: None,

@@ -380,6 +380,8 @@ pub struct Recorder<'a> {
     over: ExceedLog,
     outliers: ExceedLog,
     ring: Option<&'a SampleRing>,
+    /// Latencies were also summed as cyclictest truncates them ([`Recorder::record_cyclictest_us`]).
+    sums_us: bool,
 }
 
 impl<'a> Recorder<'a> {
@@ -409,6 +411,7 @@ impl<'a> Recorder<'a> {
             over,
             outliers,
             ring,
+            sums_us: false,
         }
     }
 
@@ -477,6 +480,7 @@ impl<'a> Recorder<'a> {
     pub fn record_cyclictest_us(&mut self, us: i64) {
         let l = &self.live.sum_us;
         l.store(l.load(Relaxed).wrapping_add(us), Relaxed);
+        self.sums_us = true;
     }
 
     /// Writes every entry of the logs once (then empties them), so that recording an
@@ -506,7 +510,7 @@ impl<'a> Recorder<'a> {
             sum_ns: self.sum,
             sum_sq_ns2: self.sum_sq,
             sum_sq_overflow: sum_sq_beyond_128_bits(self.sum_sq_wraps, self.sum_sq),
-            sum_us_truncated: Some(l.sum_us.load(Relaxed)),
+            sum_us_truncated: self.sums_us.then(|| l.sum_us.load(Relaxed)),
             over: self.over.clone(),
             outliers: self.outliers.clone(),
             counts: l.hist.snapshot(),

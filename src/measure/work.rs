@@ -639,6 +639,16 @@ mod tests {
     }
 
     #[test]
+    fn response_and_run_figures_have_no_cyclictest_mean_they_were_never_summed_for() {
+        let spec = WorkSpec { kind: WorkKind::Fixed, amount_ns: 1000, deadline_ns: 5000, miss_window: 10 };
+        let live = WorkLive::new(spec, Layout::DEFAULT, &[]);
+        let mut rec = WorkRecorder::new(&live, None, None);
+        rec.record(10, 2000, 1000, 0, 0);
+        let w = rec.finish();
+        assert_eq!((w.response.sum_us_truncated, w.run.sum_us_truncated), (None, None));
+    }
+
+    #[test]
     fn merged_figures_add_counts_and_keep_the_worst_run_and_window() {
         let mut a = figures(&[(true, 0), (true, 0), (false, 0)], 10);
         let b = figures(&[(false, 0), (true, 2), (false, 0)], 10);

@@ -488,9 +488,7 @@ impl Probe for BeamProbe {
                     break;
                 }
             }
-            let mut summary = rec.finish();
-            // No deadline/wakeup pairs to truncate as cyclictest does.
-            summary.sum_us_truncated = None;
+            let summary = rec.finish();
             Fed { session, summary, failure }
         }));
         let deadline = Instant::now() + START_LIMIT;

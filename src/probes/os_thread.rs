@@ -509,10 +509,7 @@ impl ThreadCtx {
                 }
             }
         }
-        let mut summary = rec.finish();
-        if !self.cyclictest_compat {
-            summary.sum_us_truncated = None;
-        }
+        let summary = rec.finish();
         if self.shared.stop_when_first_done && summary.cycles >= loops {
             self.shared.stop.store(true, Relaxed);
         }

@@ -300,9 +300,7 @@ pub fn run(plan: &Plan, target: Target, on_start: impl FnOnce(String)) -> Result
                 }
             }
             probe_done.store(true, Relaxed);
-            let mut summary = rec.finish();
-            // No deadline/wakeup pairs to truncate as cyclictest does.
-            summary.sum_us_truncated = None;
+            let summary = rec.finish();
             (summary, Some(schedule.drift_ns()))
         });
         on_start(format!("tokio task {}", probe.id()));
