@@ -213,7 +213,8 @@ pub fn watch(r: &RunResult, u: Unit) -> String {
 /// time (min, avg, percentiles, max), run time, smallest slack and deadline misses.
 pub fn work(r: &RunResult, u: Unit) -> String {
     let Some((header, rows)) = crate::report::work_grid(r, u) else { return String::new() };
-    let mut out = "\nresponse time = completion − release; run = longest run of consecutive misses\n".to_string();
+    let mut out = "\nresponse time = completion − release; run = time the work ran; streak = most consecutive misses\n"
+        .to_string();
     out += &grid(&header, &rows, 1);
     for t in &r.threads {
         if let (Some(w), Some(c)) = (&t.work, t.work.as_ref().and_then(|w| w.calibration.as_ref())) {
@@ -415,6 +416,19 @@ pub fn live(threads: &[ThreadStatus], snaps: &[LiveSnapshot], elapsed_s: f64, to
 mod tests {
     use super::*;
     use crate::measure::stats::WorkSnapshot;
+
+    #[test]
+    fn the_work_table_names_the_miss_streak_apart_from_the_run_times() {
+        let log = include_str!("../../tests/fixtures/rt-app/logs/rt-app-ctl-0.log");
+        let r = crate::import::rt_app::parse(std::path::Path::new("rt-app-ctl-0.log"), log).unwrap();
+        let out = work(&r, Unit::Micros);
+        let mut lines = out.lines().filter(|l| !l.is_empty());
+        let (legend, header) = (lines.next().unwrap(), lines.next().unwrap());
+        // "run" is the run time (run p50, run max); the longest run of misses is the streak.
+        assert!(legend.contains("streak = most consecutive misses"), "{legend}");
+        assert_eq!(header.matches("run").count(), 2, "{header}");
+        assert!(header.contains("run p50") && header.contains("run max") && header.contains(" streak "), "{header}");
+    }
 
     #[test]
     fn the_live_table_gets_response_columns_when_a_task_works() {

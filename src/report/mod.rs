@@ -150,7 +150,7 @@ pub fn work_grid(r: &RunResult, u: crate::units::Unit) -> Option<(Vec<String>, V
         "misses",
         "late",
         "skipped",
-        "run",
+        "streak",
         &format!("worst/{window}"),
         &format!("resp min {l}"),
         "avg",
@@ -708,8 +708,8 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
         out.push(Block::Heading(3, "Response time".into()));
         out.push(Block::Text(
             "Response time is completion − release; slack is deadline − response; a miss is a job that completed \
-             after its deadline or a release skipped while an earlier job ran; run is the longest run of consecutive \
-             misses, worst/K the most misses in any K consecutive releases. Times in µs."
+             after its deadline or a release skipped while an earlier job ran; streak is the longest run of consecutive \
+             misses, worst/K the most misses in any K consecutive releases; run is the time the work ran. Times in µs."
                 .into(),
         ));
         let numeric = header.iter().enumerate().map(|(i, _)| i > 0).collect();
