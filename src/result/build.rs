@@ -160,7 +160,8 @@ impl RunResult {
         let threads: Vec<ThreadResult> = p.probes.iter().map(|t| thread_result(t, at, &known)).collect();
         let lost_events = p.watch.as_ref().map_or(0, |w| w.lost_events);
         let mut warnings = p.warnings;
-        warnings.extend(standard_warnings(&all, p.missed_known, p.kind, lost_events));
+        let of_working_tasks = p.probes.iter().filter(|t| t.work.is_some()).map(|t| t.summary.missed).sum();
+        warnings.extend(standard_warnings(&all, (p.missed_known, of_working_tasks), p.kind, lost_events));
         let config = p.config.map(|mut c| {
             c.degraded = warnings.iter().any(Warning::is_downgrade);
             c
@@ -225,11 +226,17 @@ impl RunResult {
 }
 
 /// The warnings every result carries when they apply: missed periods, negative latencies, no
-/// samples, an inexact stdev, trace events lost.
-fn standard_warnings(all: &Summary, missed_known: bool, kind: crate::result::Kind, lost_events: u64) -> Vec<Warning> {
+/// samples, an inexact stdev, trace events lost. `missed_known` with how many of the missed
+/// periods are working tasks'.
+fn standard_warnings(
+    all: &Summary,
+    (missed_known, of_working_tasks): (bool, u64),
+    kind: crate::result::Kind,
+    lost_events: u64,
+) -> Vec<Warning> {
     let mut warnings = Vec::new();
     if missed_known && all.missed > 0 {
-        warnings.push(Warning::MissedPeriods { count: all.missed });
+        warnings.push(Warning::MissedPeriods { count: all.missed, of_working_tasks });
     }
     if all.negative > 0 {
         warnings.push(Warning::NegativeLatencies { count: all.negative });

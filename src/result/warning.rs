@@ -86,6 +86,10 @@ pub enum Warning {
     MissedPeriods {
         /// How many.
         count: u64,
+        /// How many of them were missed by tasks that work after each wakeup (a job that ran
+        /// past the next release skips it, whether its wakeup was late or its work long).
+        #[serde(default)]
+        of_working_tasks: u64,
     },
     /// The run was stopped before it had recorded anything.
     NoSamples,
@@ -224,11 +228,7 @@ impl Warning {
                  they count as 0 in the histogram. Fix: measure with --clock monotonic.",
                 crate::units::count(*count, "sample")
             ),
-            Warning::MissedPeriods { count } => format!(
-                "{} missed: a wakeup came more than one interval late and the deadlines it passed were \
-                 skipped (cyclictest hides these). Fix: run with --explain to see what delayed them, or lengthen the period.",
-                crate::units::count_was(*count, "period")
-            ),
+            Warning::MissedPeriods { count, of_working_tasks } => missed_periods(*count, *of_working_tasks),
             Warning::NoSamples => "the run ended before any sample was recorded, so there are no statistics: either it was \
                                    too short, or the probe threads never got a CPU (a load or another task at a higher RT \
                                    priority starved them). Fix: run longer, or give the probe a priority above the loads'."
@@ -290,8 +290,47 @@ pub struct WarningRecord {
     pub message: String,
 }
 
+/// The missed-periods sentence: a late wakeup skips the releases it passed; a working task's
+/// job that ran past the next release skips it too, whichever of its wakeup or its work was long.
+fn missed_periods(count: u64, of_working_tasks: u64) -> String {
+    let missed = crate::units::count_was(count, "period");
+    let wakeup =
+        "a wakeup came more than one interval late and the releases it passed were skipped (cyclictest hides these)";
+    let job =
+        "a job ran past the next release (its wakeup late, or its work long) and the releases it passed were skipped";
+    match of_working_tasks {
+        0 => format!(
+            "{missed} missed: {wakeup}. Fix: run with --explain to see what delayed them, or lengthen the period."
+        ),
+        n if n >= count => format!(
+            "{missed} missed: {job}. Fix: compare the response and run times (the work table); --explain shows what \
+             delayed the wakeups; shorten the work or lengthen the period."
+        ),
+        n => format!(
+            "{missed} missed, {n} of them by working tasks: {wakeup}, or {job}. Fix: --explain shows what delayed the \
+             wakeups; the work table shows the long jobs."
+        ),
+    }
+}
+
 impl From<Warning> for WarningRecord {
     fn from(warning: Warning) -> Self {
         WarningRecord { message: warning.message(), warning }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missed_periods_of_working_tasks_name_the_job_not_only_a_late_wakeup() {
+        let jobs = Warning::MissedPeriods { count: 3, of_working_tasks: 3 }.message();
+        assert!(jobs.contains("a job ran past the next release"), "{jobs}");
+        assert!(!jobs.contains("a wakeup came more than one interval late"), "{jobs}");
+        let wakeups = Warning::MissedPeriods { count: 2, of_working_tasks: 0 }.message();
+        assert!(wakeups.contains("a wakeup came more than one interval late"), "{wakeups}");
+        let both = Warning::MissedPeriods { count: 5, of_working_tasks: 2 }.message();
+        assert!(both.contains("2 of them by working tasks"), "{both}");
     }
 }
