@@ -61,6 +61,7 @@ fn params(cyclictest_us: bool) -> LoopParams {
         warmup_cycles: 0,
         break_ns: i64::MAX,
         start_at: None,
+        origin_ns: None,
         cyclictest_us,
     }
 }

@@ -408,3 +408,36 @@ fn the_rate_monotonic_and_edf_examples_run_as_documented() {
         }
     }
 }
+
+#[test]
+fn a_tasks_offset_delays_its_samples_and_dates_them_from_the_common_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, out) = run_json(
+        dir.path(),
+        &[
+            "run",
+            "--task",
+            "name=early,period=1ms",
+            "--task",
+            "name=late,period=1ms,work=50us,offset=600ms",
+            "-D",
+            "1s",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every sample of the offset task comes after its offset, the largest one included.
+    let late = &r["threads"][1];
+    let at = late["max_at_ns"].as_i64().unwrap();
+    assert!((600_000_000..1_100_000_000).contains(&at), "max of the 600 ms offset task dated at {at} ns");
+    // rt-app's `delay` is the same offset, for a task that sleeps relatively too.
+    let json = dir.path().join("delay.json");
+    std::fs::write(
+        &json,
+        r#"{ "tasks": { "s": { "delay": 600000, "run": 50, "sleep": 950 } }, "global": { "duration": 1 } }"#,
+    )
+    .unwrap();
+    let (r, out) = run_json(dir.path(), &["run", "--rt-app", json.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let at = r["threads"][0]["max_at_ns"].as_i64().unwrap();
+    assert!((600_000_000..1_100_000_000).contains(&at), "max of the task delayed 600 ms dated at {at} ns");
+}

@@ -123,7 +123,12 @@ impl Waiter for AbsSleep {
 pub struct RelSleep(pub ClockId);
 impl Waiter for RelSleep {
     const ABSOLUTE: bool = false;
+    /// A start in the future (a task's offset) is slept until: the first relative sleep
+    /// counts from there.
     fn start(&mut self, _: i64, at: Option<i64>) -> i64 {
+        if let Some(at) = at {
+            clock::sleep_until(self.0, at);
+        }
         at.unwrap_or_else(|| clock::now(self.0))
     }
     #[inline(always)]
@@ -212,8 +217,11 @@ pub struct LoopParams {
     pub warmup_cycles: u64,
     /// Stop at the first sample above this (ns); `i64::MAX` when off.
     pub break_ns: i64,
-    /// Start the schedule here instead of now (aligned starts); absolute methods only.
+    /// Start the schedule here instead of now (aligned starts, a task's offset).
     pub start_at: Option<i64>,
+    /// Sample times count from here (a task set's common start, before its offsets); `None`:
+    /// from the schedule's start.
+    pub origin_ns: Option<i64>,
     /// Also sum each latency as cyclictest computes it in whole µs (`rtlab cyclictest`'s Avg).
     pub cyclictest_us: bool,
 }
@@ -268,10 +276,11 @@ fn looped<W: Waiter, J: Job>(
 ) -> LoopOutcome {
     let interval = p.interval_ns;
     let start = w.start(interval, p.start_at);
-    rec.started(start);
+    let origin = p.origin_ns.unwrap_or(start);
+    rec.started(origin);
     if J::ENABLED {
         if let Some(wr) = work.as_deref_mut() {
-            wr.started(start);
+            wr.started(origin);
         }
     }
     let mut next = start + interval;
@@ -321,10 +330,10 @@ fn looped<W: Waiter, J: Job>(
             warm -= 1;
             continue;
         }
-        rec.record(latency, now - start, missed);
+        rec.record(latency, now - origin, missed);
         if J::ENABLED {
             if let Some(wr) = work.as_deref_mut() {
-                wr.record(latency, done - intended, done - now, now - start, missed);
+                wr.record(latency, done - intended, done - now, now - origin, missed);
             }
         }
         if cyclictest_us {
@@ -332,11 +341,11 @@ fn looped<W: Waiter, J: Job>(
         }
         recorded += 1;
         if latency > p.break_ns {
-            break_hit = Some(Exceedance { cycle: recorded - 1, at_ns: now - start, latency_ns: latency });
+            break_hit = Some(Exceedance { cycle: recorded - 1, at_ns: now - origin, latency_ns: latency });
             break;
         }
     }
-    LoopOutcome { iterations, drift_ns: last - start - periods * interval, break_hit, start_ns: start }
+    LoopOutcome { iterations, drift_ns: last - start - periods * interval, break_hit, start_ns: origin }
 }
 
 #[cfg(test)]
@@ -395,6 +404,7 @@ mod tests {
             warmup_cycles: 0,
             break_ns: i64::MAX,
             start_at: None,
+            origin_ns: None,
             cyclictest_us: false,
         };
         run_loop(&mut w, &p, &mut rec, &AtomicBool::new(false));
@@ -437,6 +447,7 @@ mod tests {
                 warmup_cycles: 0,
                 break_ns: i64::MAX,
                 start_at: None,
+                origin_ns: None,
                 cyclictest_us: false,
             };
             let stop = AtomicBool::new(false);
@@ -465,6 +476,7 @@ mod tests {
             warmup_cycles: 0,
             break_ns: i64::MAX,
             start_at: Some(-5_000_000_000),
+            origin_ns: None,
             cyclictest_us: false,
         };
         run_loop(&mut w, &p, &mut rec, &AtomicBool::new(false));
@@ -495,6 +507,7 @@ mod tests {
             warmup_cycles: 0,
             break_ns: i64::MAX,
             start_at: None,
+            origin_ns: None,
             cyclictest_us: false,
         };
         let out = run_work_loop(&mut w, &mut job, &mut wr, &p, &mut rec, &AtomicBool::new(false));

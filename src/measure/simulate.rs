@@ -181,6 +181,7 @@ mod tests {
             warmup_cycles: warmup,
             break_ns: i64::MAX,
             start_at: None,
+            origin_ns: None,
             cyclictest_us: false,
         };
         let out = run_loop(&mut w, &p, &mut rec, &AtomicBool::new(false));

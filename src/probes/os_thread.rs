@@ -440,14 +440,18 @@ impl ThreadCtx {
             warmup_cycles: tp.warmup_cycles,
             break_ns: self.break_ns,
             start_at: None,
+            origin_ns: None,
             cyclictest_us: self.cyclictest_compat,
         };
         let mut late_warnings = Vec::new();
         let outcome = if self.shared.gate.wait() == GateState::Abort {
             LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }
         } else {
-            if let (Some(a), true, None) = (self.align, self.method.is_absolute(), &sim) {
+            // A relative task set (rt-app's `sleep`) starts at its offset too.
+            let aligns = self.method.is_absolute() || self.method == Method::Rel;
+            if let (Some(a), true, None) = (self.align, aligns, &sim) {
                 let base = self.shared.align_base.load(Relaxed);
+                params.origin_ns = Some(base);
                 params.start_at = Some(
                     tp.offset_ns
                         + match a {
