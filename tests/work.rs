@@ -96,6 +96,7 @@ fn bad_work_options_are_refused_before_anything_runs() {
         (vec!["run", "--task", "name=a,period", "-l", "1"], "is not key=value"),
         (vec!["run", "--task", "name=a,period=1ms", "-t", "2", "-l", "1"], "-t does not apply with --task"),
         (vec!["run", "--task", "name=a,period=1ms,work=0", "-l", "1"], "work=0 must be greater than zero"),
+        (vec!["run", "--task", "name=a,period=1ms,deadline=800us", "-l", "1"], "task a: deadline= needs work="),
         (vec!["run", "--work", "100us", "--miss-window", "10", "--max-misses", "1/20", "-l", "1"], "different windows"),
     ] {
         let e = refused(&args);

@@ -112,6 +112,12 @@ impl TaskSpec {
         if work.is_none() && seen.contains(&"kind") {
             return Err(format!("task {name}: kind= needs work=TIME"));
         }
+        if work.is_none() && deadline.is_some() {
+            return Err(format!(
+                "task {name}: deadline= needs work=TIME (a deadline bounds each job's response); to bound the \
+                 wakeup latency itself use --max-latency"
+            ));
+        }
         if let Some(n) = nice {
             if sched.policy.is_realtime_priority() || sched.policy == Policy::Deadline {
                 return Err(format!("task {name}: nice= applies to policy other or batch, not {}", sched.policy));
