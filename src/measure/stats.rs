@@ -469,6 +469,13 @@ impl<'a> Recorder<'a> {
         p.seq.store(seq + 2, Release);
     }
 
+    /// Counts `n` periods missed without a sample (a release that found its task still
+    /// working, as rt-app's overrun timer event does).
+    pub fn add_missed(&mut self, n: u64) {
+        let l = &self.live.missed;
+        l.store(l.load(Relaxed) + n, Relaxed);
+    }
+
     /// Tells readers the schedule start (once, before the first sample).
     pub fn started(&mut self, start_ns: i64) {
         self.live.start_ns.store(start_ns, Relaxed);

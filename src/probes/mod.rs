@@ -10,6 +10,7 @@
 pub mod beam;
 pub mod noise;
 pub mod os_thread;
+pub mod rt_app;
 pub mod setup;
 pub mod tokio_task;
 pub mod watch;
@@ -39,6 +40,8 @@ pub enum ProbeSpec {
     Noise(noise::Plan),
     /// Threads of any program, from the kernel's events (`rtlab watch`).
     Watch(watch::Plan),
+    /// An rt-app use case (`rtlab run --rt-app`).
+    RtApp(rt_app::Plan),
 }
 
 impl ProbeSpec {
@@ -50,6 +53,7 @@ impl ProbeSpec {
             ProbeSpec::Beam(p) => Box::new(beam::BeamProbe::new(p.clone())),
             ProbeSpec::Noise(p) => Box::new(noise::NoiseProbe::new(p.clone())),
             ProbeSpec::Watch(p) => Box::new(watch::WatchProbe::new(p.clone())),
+            ProbeSpec::RtApp(p) => Box::new(rt_app::RtAppProbe::new(p.clone())),
         }
     }
 
@@ -61,6 +65,7 @@ impl ProbeSpec {
             ProbeSpec::Beam(_) => "beam",
             ProbeSpec::Noise(_) => "noise",
             ProbeSpec::Watch(_) => "watch",
+            ProbeSpec::RtApp(_) => "os",
         }
     }
 
@@ -79,6 +84,7 @@ impl ProbeSpec {
             ProbeSpec::Os(p) => p.main_affinity.as_ref(),
             ProbeSpec::Noise(p) => p.main_affinity.as_ref(),
             ProbeSpec::Watch(p) => p.reader_cpus.as_ref(),
+            ProbeSpec::RtApp(p) => p.main_affinity.as_ref(),
             _ => None,
         }
     }
@@ -92,7 +98,7 @@ impl ProbeSpec {
     /// `period_ns`, `workers`); `None` for OS threads, whose settings are the configuration.
     pub fn runtime_settings(&self) -> Option<(&'static str, &'static str, i64, usize)> {
         match self {
-            ProbeSpec::Os(_) | ProbeSpec::Noise(_) | ProbeSpec::Watch(_) => None,
+            ProbeSpec::Os(_) | ProbeSpec::Noise(_) | ProbeSpec::Watch(_) | ProbeSpec::RtApp(_) => None,
             ProbeSpec::Tokio(p) => Some(("tokio", p.wait.name(), p.interval_ns, p.hogs)),
             ProbeSpec::Beam(p) => Some(("beam", p.method.name(), p.period_ms as i64 * 1_000_000, p.workers)),
         }
@@ -104,6 +110,7 @@ impl ProbeSpec {
             ProbeSpec::Os(p) => p.threads.clone(),
             ProbeSpec::Noise(p) => p.threads.clone(),
             ProbeSpec::Watch(p) => p.slots(),
+            ProbeSpec::RtApp(p) => p.threads.clone(),
             ProbeSpec::Tokio(p) => vec![ThreadPlan::runtime_slot(p.interval_ns)],
             ProbeSpec::Beam(p) => vec![ThreadPlan::runtime_slot(p.period_ms as i64 * 1_000_000)],
         }
@@ -114,6 +121,7 @@ impl ProbeSpec {
         match self {
             ProbeSpec::Os(_) | ProbeSpec::Noise(_) => None,
             ProbeSpec::Watch(p) => Some(format!("rtlab: watching {} through the kernel's events", p.target.describe())),
+            ProbeSpec::RtApp(p) => Some(p.describe()),
             ProbeSpec::Tokio(p) => Some(p.describe()),
             ProbeSpec::Beam(p) => Some(p.describe()),
         }
@@ -288,6 +296,8 @@ pub struct Finished {
     pub loads: Vec<LoadResult>,
     /// What a watch run watched.
     pub watch: Option<crate::result::watch::WatchRun>,
+    /// An rt-app use case's hand-offs, lock waits and timers.
+    pub rt_app: Option<crate::result::rt_app::RtAppFigures>,
     /// A probe that explains its own late samples (`rtlab watch --explain`): the explanations,
     /// largest first.
     pub explanations: Vec<crate::trace::Explanation>,

@@ -447,9 +447,7 @@ impl ThreadCtx {
         let outcome = if self.shared.gate.wait() == GateState::Abort {
             LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }
         } else {
-            // A relative task set (rt-app's `sleep`) starts at its offset too.
-            let aligns = self.method.is_absolute() || self.method == Method::Rel;
-            if let (Some(a), true, None) = (self.align, aligns, &sim) {
+            if let (Some(a), true, None) = (self.align, self.method.is_absolute(), &sim) {
                 let base = self.shared.align_base.load(Relaxed);
                 params.origin_ns = Some(base);
                 params.start_at = Some(
@@ -466,10 +464,6 @@ impl ThreadCtx {
                 (Some(src), Some((wr, w))) => {
                     let mut job = SimJob { durations: vec![w.spec.amount_ns], next: 0 };
                     probe::run_work_loop(&mut SimWaiter::<true>::new(src), &mut job, wr, &params, &mut rec, stop)
-                }
-                // rt-app's `sleep` waits relatively; every other working task absolutely.
-                (None, Some((wr, w))) if self.method == Method::Rel => {
-                    working(&mut probe::RelSleep(clock), clock, w, wr, &params, &mut rec, stop)
                 }
                 (None, Some((wr, w))) => working(&mut probe::AbsSleep(clock), clock, w, wr, &params, &mut rec, stop),
                 (Some(src), None) if self.method.is_absolute() => {
@@ -626,8 +620,6 @@ fn lock_hot_code(method: Method) -> std::io::Result<()> {
     for work_loop in [
         probe::run_work_loop::<probe::AbsSleep, SpinJob> as *const () as usize,
         probe::run_work_loop::<probe::AbsSleep, BusyJob> as *const () as usize,
-        probe::run_work_loop::<probe::RelSleep, SpinJob> as *const () as usize,
-        probe::run_work_loop::<probe::RelSleep, BusyJob> as *const () as usize,
     ] {
         memory::lock_code_at(work_loop, 16 << 10, 48 << 10)?;
     }

@@ -113,6 +113,8 @@ pub struct ProbeRun {
     pub max_misses: Option<super::verdict::MissLimit>,
     /// What a watch run watched.
     pub watch: Option<super::watch::WatchRun>,
+    /// An rt-app use case's hand-offs, lock waits and timers.
+    pub rt_app: Option<super::rt_app::RtAppFigures>,
 }
 
 impl ProbeRun {
@@ -142,6 +144,7 @@ impl ProbeRun {
             kind: crate::result::Kind::Wakeup,
             noise: None,
             watch: None,
+            rt_app: None,
         }
     }
 }
@@ -221,6 +224,7 @@ impl RunResult {
             kind: p.kind,
             noise,
             watch: p.watch,
+            rt_app: p.rt_app.map(|f| f.into_run(at)),
         }
     }
 }
@@ -459,6 +463,7 @@ impl RunResult {
             kind: crate::result::Kind::Wakeup,
             noise: None,
             watch: None,
+            rt_app: None,
         }
     }
 }

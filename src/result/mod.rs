@@ -4,6 +4,7 @@
 
 pub mod build;
 pub mod noise;
+pub mod rt_app;
 pub mod verdict;
 pub mod warning;
 pub mod watch;
@@ -75,6 +76,9 @@ pub struct RunResult {
     /// What `rtlab watch` watched and what tracing cost (absent for other runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<watch::WatchRun>,
+    /// What an rt-app use case showed: hand-offs, lock waits, timers (absent for other runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_app: Option<rt_app::RtAppRun>,
 }
 
 /// A language runtime's probe: what was asked and what the runtime says of itself.

@@ -68,6 +68,13 @@ pub fn write_atomically(
     Ok(())
 }
 
+/// Opens an existing file or device for writing, never through a symlink and never creating
+/// or truncating anything (rt-app's `io_device`, where `iorun` writes).
+pub fn open_for_writing(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,6 +51,7 @@ pub mod privileges;
 pub mod process;
 pub mod sched;
 pub mod signals;
+pub mod sync;
 pub mod term;
 pub mod thread;
 pub mod tracefs;

@@ -136,6 +136,8 @@ pub struct Output {
     pub causes: Vec<(String, u64, i64)>,
     /// What a watch run watched (`rtlab watch`).
     pub watch: Option<crate::result::watch::WatchRun>,
+    /// An rt-app use case's own figures.
+    pub rt_app: Option<crate::result::rt_app::RtAppFigures>,
     /// Latency over time per slot (`None` for a simulated or noise run, whose samples are
     /// not in this clock's time or have a series of their own).
     pub series: Vec<Option<LatencySeries>>,
@@ -203,6 +205,7 @@ impl Output {
                 n
             }),
             watch: self.watch.clone(),
+            rt_app: self.rt_app.clone(),
             ..base
         }
     }
@@ -264,6 +267,7 @@ pub fn base_record(plan: &Plan, provenance: Provenance) -> ProbeRun {
         max_response_ns: plan.max_response_ns,
         max_misses: plan.max_misses,
         watch: None,
+        rt_app: None,
     }
 }
 
@@ -393,6 +397,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
                         noise_sources: Vec::new(),
                         causes: explainer.as_ref().map(|x| x.causes()).unwrap_or_default(),
                         watch: None,
+                        rt_app: None,
                         series: series.iter().map(|r| r.as_ref().map(|r| r.series().clone())).collect(),
                     };
                     observer.checkpoint(&partial);
@@ -427,6 +432,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         runtime: rt,
         loads,
         watch,
+        rt_app,
         explanations: own_explanations,
         explain: own_explain,
     } = probe.join();
@@ -487,6 +493,7 @@ pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Resul
         noise_sources,
         causes,
         watch,
+        rt_app,
         series: series.into_iter().map(|r| r.map(SeriesRecorder::finish)).collect(),
     })
 }
@@ -550,7 +557,7 @@ fn start_explainer(
     let slots = plan.probe.slots();
     let why = if plan.probe.simulated() {
         Some("a simulated probe has no kernel events".to_string())
-    } else if plan.os().is_none() && !matches!(plan.probe, ProbeSpec::Noise(_)) {
+    } else if plan.os().is_none() && !matches!(plan.probe, ProbeSpec::Noise(_) | ProbeSpec::RtApp(_)) {
         Some("a runtime's task is not a kernel thread of its own; explain OS threads (--runtime os)".to_string())
     } else if plan.os().is_some_and(|o| o.clock == crate::measure::probe::ClockKind::Realtime) {
         Some(

@@ -1,0 +1,629 @@
+//! One rt-app thread's run of its phases, event by event, as rt-app 1.0 runs them, with the
+//! clock read around each event that waits: timers and sleeps (wakeup latency, slack), locks
+//! (lock wait), and waits that another thread ends (the hand-off, from the releasing thread's
+//! own stamp). Shared resources live in [`Shared`].
+
+use super::model::{Event, Phase, ResourceKind, ThreadSpec};
+use crate::measure::stats::{Live, Recorder, Summary};
+use crate::measure::work::{spin, WorkRecorder};
+use crate::rt::clock::{self, ClockId};
+use crate::rt::sync::PMutex;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+const MONO: ClockId = ClockId::MONOTONIC;
+
+/// A resource as the threads share it.
+pub enum Res {
+    /// A mutex.
+    Mutex(PMutex),
+    /// A condition, suspend point or barrier: where threads wait for a release.
+    Meet(Meet),
+    /// A timer's next expiry (ns; `None` until its first use).
+    Timer(Mutex<Option<i64>>),
+}
+
+/// Who released a wait, and when: the releasing thread's index and event, and its clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stamp {
+    /// The releasing thread.
+    pub from: usize,
+    /// Its event (`resume`, `signal`, …).
+    pub via: &'static str,
+    /// When it released (ns, CLOCK_MONOTONIC).
+    pub at_ns: i64,
+}
+
+#[derive(Default)]
+struct MeetState {
+    /// The next waiter's token.
+    next: u64,
+    /// Waiters in the order they came.
+    queue: std::collections::VecDeque<u64>,
+    /// Waiters released and not yet gone, with who released them: a signal releases the
+    /// first waiter there is, a broadcast all of them, and a release with none is lost, as
+    /// with pthread's condition variables (a thread that comes to wait after a release is
+    /// never the one it wakes).
+    released: Vec<(u64, Stamp)>,
+    /// A barrier's arrivals still missing (set at its first use).
+    left: Option<u32>,
+}
+
+/// Where threads wait for a release (pthread condition semantics, exact: no wakeup is lost
+/// between a waiter's check and its sleep, none is stolen by a later waiter, and a stop ends
+/// every wait).
+#[derive(Default)]
+pub struct Meet {
+    state: Mutex<MeetState>,
+    cv: Condvar,
+}
+
+impl Meet {
+    fn state(&self) -> std::sync::MutexGuard<'_, MeetState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Releases the first waiter (`one`) or all of them, stamped `stamp`.
+    pub fn release(&self, one: bool, stamp: Stamp) {
+        let mut s = self.state();
+        Self::release_in(&mut s, one, stamp);
+        self.cv.notify_all();
+    }
+
+    fn release_in(s: &mut MeetState, one: bool, stamp: Stamp) {
+        if one {
+            if let Some(t) = s.queue.pop_front() {
+                s.released.push((t, stamp));
+            }
+        } else {
+            let all: Vec<u64> = s.queue.drain(..).collect();
+            s.released.extend(all.into_iter().map(|t| (t, stamp)));
+        }
+    }
+
+    /// Waits for a release (`mutex`, held by the caller, is released while waiting and held
+    /// again after); `None` when the run stopped first.
+    pub fn wait(&self, mutex: Option<&PMutex>, stop: &AtomicBool) -> Option<Stamp> {
+        let mut s = self.state();
+        let token = s.next;
+        s.next += 1;
+        s.queue.push_back(token);
+        if let Some(m) = mutex {
+            let _ = m.unlock();
+        }
+        let (s, got) = self.until_released(s, token, stop);
+        drop(s);
+        if let Some(m) = mutex {
+            let _ = m.lock();
+        }
+        got
+    }
+
+    /// A barrier of `users`: the last to arrive releases the others, as rt-app's barrier
+    /// does. `Some(None)` for the last; `None` when the run stopped first.
+    pub fn barrier(&self, users: u32, stamp: Stamp, stop: &AtomicBool) -> Option<Option<Stamp>> {
+        let mut s = self.state();
+        let left = *s.left.get_or_insert(users.saturating_sub(1));
+        if left == 0 {
+            Self::release_in(&mut s, false, stamp);
+            self.cv.notify_all();
+            return Some(None);
+        }
+        s.left = Some(left - 1);
+        let token = s.next;
+        s.next += 1;
+        s.queue.push_back(token);
+        let (mut s, got) = self.until_released(s, token, stop);
+        s.left = s.left.map(|l| l + 1);
+        got.map(Some)
+    }
+
+    /// Wakes every waiter so that it sees the stop.
+    pub fn wake_all(&self) {
+        let _s = self.state();
+        self.cv.notify_all();
+    }
+
+    fn until_released<'g>(
+        &self,
+        mut s: std::sync::MutexGuard<'g, MeetState>,
+        token: u64,
+        stop: &AtomicBool,
+    ) -> (std::sync::MutexGuard<'g, MeetState>, Option<Stamp>) {
+        loop {
+            if let Some(i) = s.released.iter().position(|(t, _)| *t == token) {
+                let (_, stamp) = s.released.swap_remove(i);
+                return (s, Some(stamp));
+            }
+            if stop.load(Relaxed) {
+                s.queue.retain(|t| *t != token);
+                return (s, None);
+            }
+            // Bounded so that a stop is seen even if its notification raced the wait.
+            s = self.cv.wait_timeout(s, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+}
+
+/// What every thread of a use case shares.
+pub struct Shared {
+    /// The resources, by index.
+    pub resources: Vec<Res>,
+    /// Each resource's kind, by index.
+    pub kinds: Vec<ResourceKind>,
+    /// Set when the run ends.
+    pub stop: std::sync::Arc<AtomicBool>,
+    /// The common start (CLOCK_MONOTONIC ns), set before the threads are released.
+    pub origin: AtomicI64,
+    /// No phase loop starts at or after this (the start plus `global.duration`).
+    pub end_ns: AtomicI64,
+    /// A thread found the duration over (the run ended at its duration, not its loops).
+    pub timed_out: AtomicBool,
+    /// Picoseconds per unit of `run`'s work.
+    pub ps_per_unit: u64,
+    /// `global.cumulative_slack`.
+    pub cumulative_slack: bool,
+    /// Each thread's task, by index (hand-offs are reported between tasks).
+    pub task_of: Vec<usize>,
+}
+
+impl Shared {
+    /// Wakes every thread waiting in a meet so that it sees the stop.
+    pub fn wake_all(&self) {
+        for r in &self.resources {
+            if let Res::Meet(m) = r {
+                m.wake_all();
+            }
+        }
+    }
+}
+
+/// A hand-off series' key: the releasing task, the resource and the releasing event.
+pub type HandoffKey = (usize, usize, &'static str);
+
+/// What one thread measures besides its wakeups, and its rt-app log.
+pub struct Series<'a> {
+    /// Per hand-off into this thread.
+    pub handoffs: Vec<(HandoffKey, Recorder<'a>)>,
+    /// Per mutex it locks.
+    pub locks: Vec<(usize, Recorder<'a>)>,
+    /// Per timer it waits on.
+    pub timers: Vec<TimerTally<'a>>,
+    /// Its rt-app log, when one is written.
+    pub log: Option<&'a mut dyn Write>,
+}
+
+/// One timer's figures in one thread.
+pub struct TimerTally<'a> {
+    /// The timer.
+    pub res: usize,
+    /// Its first period (ns).
+    pub period_ns: i64,
+    /// Its wakeups' latencies.
+    pub rec: Recorder<'a>,
+    /// Expiries reached late.
+    pub overruns: u64,
+    /// Smallest and largest slack (ns).
+    pub slack: Option<(i64, i64)>,
+}
+
+/// What a thread's run of its phases ended with.
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// Phase loops completed.
+    pub phase_loops: u64,
+    /// The log could not be written: why.
+    pub log_error: Option<String>,
+}
+
+/// One phase loop's figures, as rt-app logs them (µs) and as the job model needs them (ns).
+#[derive(Default)]
+struct LoopData {
+    perf: u64,
+    run_us: i64,
+    c_duration_us: i64,
+    c_period_us: i64,
+    wu_lat_us: i64,
+    slack_us: i64,
+}
+
+/// The job between two timer events: its release, the latency of the wakeup that started it,
+/// and the work run in it.
+struct Job {
+    release: i64,
+    latency: i64,
+    run_ns: i64,
+}
+
+/// One thread running its phases.
+pub struct Runner<'a> {
+    /// Its index.
+    pub index: usize,
+    /// What it runs.
+    pub spec: &'a ThreadSpec,
+    /// What it shares.
+    pub shared: &'a Shared,
+    /// Its wakeups (timers and sleeps).
+    pub rec: Recorder<'a>,
+    /// Its jobs (from timer to timer), when it has a timer.
+    pub work: Option<WorkRecorder<'a>>,
+    /// Its other figures.
+    pub series: Series<'a>,
+    /// Its buffer for `mem` and `iorun`.
+    pub buffer: Vec<u8>,
+    /// Where `iorun` writes.
+    pub io: Option<std::fs::File>,
+    /// rt-app's log header's policy and priority, and the thread's index in it.
+    pub log_index: usize,
+    origin: i64,
+    held: Vec<usize>,
+    job: Job,
+    ran: Ran,
+    /// A wait of the current phase loop was cut short by the stop.
+    cut: bool,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner for thread `index`; it starts at [`Runner::run`].
+    pub fn new(
+        index: usize,
+        spec: &'a ThreadSpec,
+        shared: &'a Shared,
+        rec: Recorder<'a>,
+        series: Series<'a>,
+    ) -> Runner<'a> {
+        Runner {
+            index,
+            spec,
+            shared,
+            rec,
+            work: None,
+            series,
+            buffer: Vec::new(),
+            io: None,
+            log_index: index,
+            origin: 0,
+            held: Vec::new(),
+            job: Job { release: 0, latency: 0, run_ns: 0 },
+            ran: Ran::default(),
+            cut: false,
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.shared.stop.load(Relaxed)
+    }
+
+    /// Runs the thread's phases from the common start (plus its delay) until its loops are
+    /// done, the duration is over or the run stops; `apply` sets a phase's CPUs and scheduling.
+    pub fn run(&mut self, apply: &mut dyn FnMut(&Phase)) -> Ran {
+        self.origin = self.shared.origin.load(Relaxed);
+        let first = self.origin + self.spec.delay_ns;
+        if self.spec.delay_ns > 0 {
+            clock::sleep_until(MONO, first);
+        }
+        self.job = Job { release: first, latency: 0, run_ns: 0 };
+        self.rec.started(self.origin);
+        if let Some(w) = self.work.as_mut() {
+            w.started(self.origin);
+        }
+        let mut thread_loop = 0u64;
+        'run: while self.spec.loops.is_none_or(|n| thread_loop < n) {
+            for phase in &self.spec.phases {
+                apply(phase);
+                for _ in 0..phase.loops {
+                    if self.stopping() {
+                        break 'run;
+                    }
+                    if clock::now(MONO) >= self.shared.end_ns.load(Relaxed) {
+                        self.shared.timed_out.store(true, Relaxed);
+                        break 'run;
+                    }
+                    if !self.phase_loop(phase, first) {
+                        break 'run;
+                    }
+                }
+            }
+            thread_loop += 1;
+        }
+        self.release_held();
+        std::mem::take(&mut self.ran)
+    }
+
+    /// One loop of a phase; false when the run stopped in it: a loop is counted and logged
+    /// when all its events ran to their end, so that its log line, its hand-offs and its
+    /// wakeups agree.
+    fn phase_loop(&mut self, phase: &Phase, first: i64) -> bool {
+        let mut d = LoopData::default();
+        let start = clock::now(MONO);
+        self.cut = false;
+        for e in &phase.events {
+            if self.stopping() {
+                return false;
+            }
+            self.event(e, &mut d, first);
+            if self.cut {
+                return false;
+            }
+        }
+        let end = clock::now(MONO);
+        self.ran.phase_loops += 1;
+        self.log_line(&d, start, end);
+        true
+    }
+
+    /// Unlocks what the thread holds (a stop may come between a lock and its unlock).
+    fn release_held(&mut self) {
+        while let Some(m) = self.held.pop() {
+            if let Res::Mutex(m) = &self.shared.resources[m] {
+                let _ = m.unlock();
+            }
+        }
+    }
+
+    fn stamp(&self, via: &'static str) -> Stamp {
+        Stamp { from: self.index, via, at_ns: clock::now(MONO) }
+    }
+
+    fn meet(&self, r: usize) -> &'a Meet {
+        match &self.shared.resources[r] {
+            Res::Meet(m) => m,
+            _ => unreachable!("the parser gives waits and releases a meet"),
+        }
+    }
+
+    fn mutex(&self, r: usize) -> &'a PMutex {
+        match &self.shared.resources[r] {
+            Res::Mutex(m) => m,
+            _ => unreachable!("the parser gives locks a mutex"),
+        }
+    }
+
+    /// Runs one event.
+    fn event(&mut self, e: &Event, d: &mut LoopData, first: i64) {
+        match *e {
+            Event::Run(ns) => self.work_for(ns, d, true),
+            Event::Runtime(ns) => self.work_for(ns, d, false),
+            Event::Sleep(ns) => self.sleep(ns),
+            Event::Timer { res, period_ns } => self.timer(res, period_ns, d, first),
+            Event::Lock(m) => self.lock(m),
+            Event::Unlock(m) => {
+                let _ = self.mutex(m).unlock();
+                self.held.retain(|h| *h != m);
+            }
+            Event::Suspend(r) => {
+                let got = self.meet(r).wait(None, &self.shared.stop);
+                self.handed(r, got);
+            }
+            Event::Wait { cond, mutex } => {
+                let got = self.meet(cond).wait(Some(self.mutex(mutex)), &self.shared.stop);
+                self.handed(cond, got);
+            }
+            Event::Sync { cond, mutex } => {
+                self.meet(cond).release(true, self.stamp("sync"));
+                let got = self.meet(cond).wait(Some(self.mutex(mutex)), &self.shared.stop);
+                self.handed(cond, got);
+            }
+            Event::Resume(r) => self.meet(r).release(false, self.stamp("resume")),
+            Event::Signal(r) => self.meet(r).release(true, self.stamp("signal")),
+            Event::Broad(r) => self.meet(r).release(false, self.stamp("broad")),
+            Event::Barrier(r) => {
+                let users = match self.shared.kinds[r] {
+                    ResourceKind::Barrier { users } => users,
+                    _ => 1,
+                };
+                match self.meet(r).barrier(users, self.stamp("barrier"), &self.shared.stop) {
+                    Some(None) => {}
+                    Some(got) => self.handed(r, got),
+                    None => self.cut = true,
+                }
+            }
+            Event::Mem(n) => self.mem(n),
+            Event::IoRun(n) => self.iorun(n),
+            Event::Yield => crate::rt::sync::yield_now(),
+        }
+    }
+}
+
+/// `ns` in whole µs, rounded to the nearest (halves away from zero) as rt-app rounds every
+/// figure of its log.
+fn us(ns: i64) -> i64 {
+    let r = (ns.unsigned_abs() + 500) / 1000;
+    if ns < 0 {
+        -(r as i64)
+    } else {
+        r as i64
+    }
+}
+
+/// Work is done in slices of this much (ns), the stop checked between them: a `run` of an
+/// hour still ends with the run.
+const SLICE_NS: i64 = 1_000_000;
+
+impl Runner<'_> {
+    /// `run` (calibrated units, `fixed`) or `runtime` (busy wall time) for `ns`.
+    fn work_for(&mut self, ns: i64, d: &mut LoopData, fixed: bool) {
+        let ps = self.shared.ps_per_unit.max(1) as i128;
+        let units_of = |ns: i64| ((ns as i128 * 1000) / ps).clamp(0, u64::MAX as i128) as u64;
+        let t0 = clock::now(MONO);
+        if fixed {
+            let mut left = ns;
+            while left > 0 && !self.stopping() {
+                let slice = left.min(SLICE_NS);
+                let units = units_of(slice);
+                spin(units);
+                d.perf += units;
+                left -= slice;
+            }
+        } else {
+            // rt-app's `runtime`: work in steps of 32 µs until the wall time has passed.
+            let step = units_of(32_000).max(1);
+            while clock::now(MONO) - t0 < ns && !self.stopping() {
+                spin(step);
+                d.perf += step;
+            }
+        }
+        let took = clock::now(MONO) - t0;
+        d.run_us += us(took);
+        d.c_duration_us += ns / 1000;
+        self.job.run_ns += took;
+    }
+
+    /// `sleep`: a relative sleep; its wakeup latency is recorded (not for `sleep 0`).
+    fn sleep(&mut self, ns: i64) {
+        let due = clock::now(MONO) + ns;
+        clock::sleep_relative(MONO, ns);
+        let woke = clock::now(MONO);
+        if self.stopping() && woke < due {
+            self.cut = true;
+        } else if ns > 0 {
+            self.rec.record(woke - due, woke - self.origin, 0);
+        }
+    }
+
+    /// `timer`: ends the job begun at the last release, then sleeps until the timer's next
+    /// expiry — or, reached late, does not sleep (rt-app's overrun: a relative timer's grid
+    /// restarts now, an absolute one's stays).
+    fn timer(&mut self, res: usize, period_ns: i64, d: &mut LoopData, first: i64) {
+        let Res::Timer(t) = &self.shared.resources[res] else { unreachable!("the parser gives timers a timer") };
+        let next = {
+            let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+            let n = t.unwrap_or(first).saturating_add(period_ns);
+            *t = Some(n);
+            n
+        };
+        let now = clock::now(MONO);
+        let slack = next - now;
+        d.c_period_us += period_ns / 1000;
+        let slack_us = us(slack);
+        d.slack_us = if self.shared.cumulative_slack { d.slack_us + slack_us } else { slack_us };
+        // The job that ends here is recorded once the timer event is through (a stop in its
+        // sleep leaves it out, with its phase loop).
+        let j = &self.job;
+        let ended = (j.latency, now - j.release, j.run_ns, j.release + j.latency - self.origin);
+        let woke = if slack > 0 {
+            clock::sleep_until(MONO, next);
+            let woke = clock::now(MONO);
+            if self.stopping() && woke < next {
+                self.cut = true;
+                return;
+            }
+            let lat = woke - next;
+            d.wu_lat_us += us(lat);
+            self.rec.record(lat, woke - self.origin, 0);
+            self.job = Job { release: next, latency: lat, run_ns: 0 };
+            Some(woke)
+        } else {
+            self.overrun(res, now, next, d);
+            None
+        };
+        if let Some(x) = self.series.timers.iter_mut().find(|x| x.res == res) {
+            match woke {
+                Some(w) => x.rec.record(w - next, w - self.origin, 0),
+                None => x.overruns += 1,
+            }
+            x.slack = Some(x.slack.map_or((slack, slack), |(lo, hi)| (lo.min(slack), hi.max(slack))));
+        }
+        if let Some(w) = self.work.as_mut() {
+            w.record(ended.0, ended.1, ended.2, ended.3, 0);
+        }
+    }
+
+    /// A timer event reached at or after its expiry: no sleep, a missed period, and the next
+    /// job's release is now (a relative timer's grid restarts here) or the expiry (an absolute
+    /// one keeps its grid).
+    fn overrun(&mut self, res: usize, now: i64, next: i64, d: &mut LoopData) {
+        let release = match (&self.shared.resources[res], self.shared.kinds[res]) {
+            (Res::Timer(t), ResourceKind::Timer { relative: true }) => {
+                *t.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
+                now
+            }
+            _ => next,
+        };
+        d.wu_lat_us = 0;
+        self.rec.add_missed(1);
+        self.job = Job { release, latency: now - release, run_ns: 0 };
+    }
+
+    /// `lock`: the wait for the mutex is recorded.
+    fn lock(&mut self, m: usize) {
+        let t0 = clock::now(MONO);
+        let _ = self.mutex(m).lock();
+        let t1 = clock::now(MONO);
+        self.held.push(m);
+        if let Some((_, r)) = self.series.locks.iter_mut().find(|(x, _)| *x == m) {
+            r.record(t1 - t0, t0 - self.origin, 0);
+        }
+    }
+
+    /// A wait on `r` ended by `got`'s release: the hand-off from its thread is recorded.
+    fn handed(&mut self, r: usize, got: Option<Stamp>) {
+        let Some(s) = got else {
+            self.cut = true;
+            return;
+        };
+        let now = clock::now(MONO);
+        let key = (self.shared.task_of[s.from], r, s.via);
+        if let Some((_, rec)) = self.series.handoffs.iter_mut().find(|(k, _)| *k == key) {
+            rec.record(now - s.at_ns, s.at_ns - self.origin, 0);
+        }
+    }
+
+    /// `mem`: writes `n` bytes of the thread's buffer, a buffer at a time.
+    fn mem(&mut self, mut n: u64) {
+        while n > 0 && !self.buffer.is_empty() {
+            let k = (n as usize).min(self.buffer.len());
+            self.buffer[..k].fill(0);
+            std::hint::black_box(&self.buffer);
+            n -= k as u64;
+        }
+    }
+
+    /// `iorun`: writes `n` bytes to the io device, a buffer at a time.
+    fn iorun(&mut self, mut n: u64) {
+        let Some(f) = self.io.as_mut() else { return };
+        while n > 0 && !self.buffer.is_empty() && !self.shared.stop.load(Relaxed) {
+            let k = (n as usize).min(self.buffer.len());
+            match f.write(&self.buffer[..k]) {
+                Ok(w) if w > 0 => n -= w as u64,
+                _ => return,
+            }
+        }
+    }
+
+    /// rt-app's log line of one phase loop (its exact columns and widths).
+    fn log_line(&mut self, d: &LoopData, start: i64, end: i64) {
+        let Some(w) = self.series.log.as_mut() else { return };
+        let r = writeln!(
+            w,
+            "{:4} {:8} {:8} {:8} {:15} {:15} {:15} {:10} {:10} {:10} {:10}",
+            self.log_index,
+            d.perf,
+            d.run_us,
+            us(end - start),
+            us(start),
+            us(end),
+            us(start - self.origin),
+            d.slack_us,
+            d.c_duration_us,
+            d.c_period_us,
+            d.wu_lat_us
+        );
+        if let Err(e) = r {
+            self.ran.log_error.get_or_insert(e.to_string());
+            self.series.log = None;
+        }
+    }
+}
+
+/// A finished series' figures.
+pub fn finish(recs: &[(HandoffKey, Recorder<'_>)]) -> Vec<(HandoffKey, Summary)> {
+    recs.iter().map(|(k, r)| (*k, r.finish())).collect()
+}
+
+/// A histogram per series, allocated before the thread starts.
+pub fn lives(n: usize, layout: crate::measure::histogram::Layout) -> Vec<Live> {
+    (0..n).map(|_| Live::new(layout)).collect()
+}
