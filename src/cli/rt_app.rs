@@ -1,58 +1,26 @@
-//! rt-app's JSON task descriptions (rt-app 1.0, `doc/tutorial.txt`), read into a task set:
-//! periodic tasks whose events are `run`/`runtime` (work) then `timer` (an absolute schedule)
-//! or `sleep` (a relative one). What rtlab cannot map — locks, barriers, signals, memory and
-//! I/O loads, forks, suspend/resume, several phases — is refused, naming the key and the task.
-//!
-//! Comments (`/* */`, `//`) and trailing commas are allowed, as rt-app's json-c allows them.
+//! rt-app's JSON use cases (rt-app 1.0, `doc/tutorial.txt`), read into a
+//! [`UseCase`]: `global`, `tasks` with `instance`, `loop`, `policy`, `priority`, `dl-*`, `cpus`,
+//! `delay` and `phases`, and every event in file order. Read as rt-app reads it: comments and
+//! trailing commas are allowed (json-c allows them), a key given twice keeps both in order,
+//! events are found by prefix (`run0`, `sleep2`), keys rt-app does not use are ignored with a
+//! warning (rt-app ignores them too), and a value rtlab cannot honour is refused naming the
+//! task, the event and the key.
 
-use super::tasks::TaskSpec;
-use crate::measure::work::WorkKind;
+use crate::probes::rt_app::model::{Event, LogSpec, Phase, Resource, ResourceKind, ThreadSpec, UseCase};
 use crate::rt::affinity::CpuSet;
 use crate::rt::sched::{Policy, SchedParams};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// A task set read from an rt-app file, and what its `global` object asks of the run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RtAppSet {
-    /// The tasks (one per instance).
-    pub tasks: Vec<TaskSpec>,
-    /// Which tasks sleep a relative interval after their work (rt-app's `sleep`), by index.
-    pub relative: Vec<bool>,
-    /// `global.duration` (`None`: -1 or absent, until stopped).
-    pub duration: Option<std::time::Duration>,
-    /// `global.lock_pages` (rt-app's default: false).
-    pub lock_pages: bool,
-    /// Periods per task when every task's `loop` bounds it (`None`: until the duration).
-    pub loops: Option<u64>,
-    /// Keys rtlab read and does not apply, with why (said as warnings).
-    pub ignored: Vec<String>,
-}
-
-/// A JSON object with its keys in file order (rt-app's events run in the order written), each
-/// value kept as its text so that nested objects keep their order too.
+/// A JSON object with its keys in file order, repeated keys kept (rt-app's events run in the
+/// order written), each value kept as its text so that nested objects keep their order too.
 struct Ordered(Vec<(String, Box<RawValue>)>);
 
 impl Ordered {
     /// The object in `raw`, in order.
     fn of(raw: &RawValue) -> Result<Ordered, serde_json::Error> {
         serde_json::from_str(raw.get())
-    }
-
-    /// Each key with its value parsed, and its text; a value serde cannot hold (`1e400`) is an
-    /// error naming its key.
-    fn entries(self) -> Result<Vec<(String, Value, Box<RawValue>)>, String> {
-        self.0
-            .into_iter()
-            .map(|(k, raw)| match serde_json::from_str(raw.get()) {
-                Ok(v) => Ok((k, v, raw)),
-                Err(e) => Err(format!(
-                    "'{k}': {} is not a value rtlab can hold ({e})",
-                    crate::units::printable(&crate::units::clip(raw.get(), 40))
-                )),
-            })
-            .collect()
     }
 }
 
@@ -76,291 +44,325 @@ impl<'de> serde::Deserialize<'de> for Ordered {
     }
 }
 
-/// The key an event is (`run0` is a `run`): rt-app matches events by prefix.
-fn event_kind(key: &str) -> &str {
-    for kind in ["runtime", "run", "timer", "sleep"] {
-        if key.starts_with(kind) && key[kind.len()..].bytes().all(|b| b.is_ascii_digit()) {
-            return kind;
-        }
-    }
-    key
-}
-
-/// The most threads a task set holds (instances counted).
-const MAX_TASKS: u64 = 4096;
+/// The most threads a use case holds (instances counted).
+pub const MAX_THREADS: usize = 4096;
+/// The most events in all the threads together (instances counted).
+pub const MAX_EVENTS: usize = 200_000;
+/// The longest time one event may ask for (1 h, in µs).
+const MAX_US: i64 = 3_600_000_000;
+/// The most bytes one `mem`/`iorun` event or `mem_buffer_size` may ask for (1 GiB).
+const MAX_BYTES: i64 = 1 << 30;
 
 /// Reads an rt-app file: `online` are the CPUs a `cpus` array may name.
-pub fn read(path: &Path, online: &CpuSet) -> Result<RtAppSet, String> {
+pub fn read(path: &Path, online: &CpuSet) -> Result<UseCase, String> {
     let shown = path.display().to_string();
     let mut text = crate::import::read_text_input(path).map_err(|(_, e)| format!("--rt-app {shown}: {e}"))?;
     json_strip_comments::strip(&mut text).map_err(|e| format!("--rt-app {shown}: {e}"))?;
-    let top: Ordered = serde_json::from_str(&text)
-        .map_err(|e| format!("--rt-app {shown}: not rt-app JSON (line {}): {e}", e.line()))?;
-    parse(&shown, top, online)
+    let top: Ordered = serde_json::from_str(&text).map_err(|e| {
+        let hint = if e.to_string().contains("expected `:`") {
+            " — a key without a value (a bare \"suspend\", which rt-app's workgen fills in and rt-app itself \
+             refuses): give it one, e.g. \"suspend\": \"<task>\""
+        } else {
+            ""
+        };
+        format!("--rt-app {shown}: not rt-app JSON (line {}): {e}{hint}", e.line())
+    })?;
+    parse(top, online).map_err(|e| format!("--rt-app {shown}: {e}"))
 }
 
-fn parse(shown: &str, top: Ordered, online: &CpuSet) -> Result<RtAppSet, String> {
-    let err = |m: String| format!("--rt-app {shown}: {m}");
-    let mut set = RtAppSet {
-        tasks: Vec::new(),
-        relative: Vec::new(),
+/// A key's value; one serde cannot hold (`1e400`) is an error naming the key and the value.
+fn value(k: &str, raw: &RawValue) -> Result<Value, String> {
+    serde_json::from_str(raw.get()).map_err(|e| {
+        format!(
+            "'{k}': {} is not a value rtlab can hold ({e})",
+            crate::units::printable(&crate::units::clip(raw.get(), 40))
+        )
+    })
+}
+
+/// A value of a key as the type rt-app reads it, or why not.
+fn int(key: &str, v: &Value) -> Result<i64, String> {
+    v.as_i64().ok_or_else(|| format!("{key} {v} is not a whole number"))
+}
+
+/// A time in µs within 0 ..= 1 h, in ns.
+fn micros(key: &str, v: &Value) -> Result<i64, String> {
+    let us = int(key, v)?;
+    if !(0..=MAX_US).contains(&us) {
+        return Err(format!("{key} {us} µs is out of range (0 to 1 h)"));
+    }
+    Ok(us * 1000)
+}
+
+fn parse(top: Ordered, online: &CpuSet) -> Result<UseCase, String> {
+    let mut uc = UseCase {
+        threads: Vec::new(),
+        resources: Vec::new(),
         duration: None,
         lock_pages: false,
-        loops: None,
+        pi_enabled: false,
+        calibration_cpu: None,
+        cumulative_slack: false,
+        io_device: PathBuf::from("/dev/null"),
+        mem_buffer_size: 4 << 20,
+        log: None,
         ignored: Vec::new(),
     };
-    let mut default_policy = Policy::Other;
-    let mut tasks = None;
+    let (mut tasks, mut default_policy) = (None, Policy::Other);
+    let mut log = (None::<PathBuf>, "rt-app".to_string(), true);
     for (k, raw) in top.0 {
         match k.as_str() {
             "tasks" => tasks = Some(raw),
             "global" => {
-                let g = Ordered::of(&raw).map_err(|_| err("global is not an object".into()))?;
-                let g = g.entries().map_err(|e| err(format!("global.{}", e.trim_start_matches('\''))))?;
-                for (gk, gv, _) in g {
-                    match gk.as_str() {
-                        "duration" => {
-                            let d = gv.as_i64().ok_or_else(|| err("global.duration is not a whole number of seconds".into()))?;
-                            if d > 0 {
-                                set.duration = Some(std::time::Duration::from_secs(d as u64));
-                            } else if d != -1 {
-                                return Err(err(format!("global.duration {d}: give seconds, or -1 to run until stopped")));
-                            }
-                        }
-                        "default_policy" => {
-                            default_policy = policy_name(gv.as_str().unwrap_or("")).map_err(|e| err(format!("global.default_policy: {e}")))?
-                        }
-                        "lock_pages" => set.lock_pages = gv.as_bool().unwrap_or(false),
-                        "calibration" => set.ignored.push(format!(
-                            "global.calibration {gv}: rtlab sizes each task's work on the CPU it runs on, at its policy, before it starts"
-                        )),
-                        "logdir" | "log_basename" | "log_size" | "gnuplot" | "ftrace" => set.ignored.push(format!(
-                            "global.{gk}: rtlab writes its own outputs (--json, --samples); read rt-app's logs with rtlab import"
-                        )),
-                        "pi_enabled" | "io_device" | "mem_buffer_size" | "cumulative_slack" => {
-                            set.ignored.push(format!("global.{gk}: no event that uses it can be mapped"))
-                        }
-                        _ => return Err(err(format!("global.{gk} is not an rt-app global key rtlab knows"))),
-                    }
+                let g = Ordered::of(&raw).map_err(|_| "global is not an object".to_string())?;
+                for (gk, graw) in g.0 {
+                    let v = value(&gk, &graw).map_err(|e| format!("global.{e}"))?;
+                    global(&mut uc, (&mut default_policy, &mut log), &gk, &v, online)
+                        .map_err(|e| format!("global.{e}"))?;
                 }
             }
-            "resources" => return Err(err(
-                "'resources' (mutexes, barriers, conditions) cannot be mapped: rtlab runs independent periodic tasks"
+            "resources" => uc.ignored.push(
+                "'resources': rt-app creates resources from the events that name them (the object is kept \
+                 for old files only)"
                     .into(),
-            )),
-            _ => return Err(err(format!("unknown top-level key '{k}'; an rt-app file has tasks and global"))),
+            ),
+            _ => uc.ignored.push(format!("top-level key '{k}' is not rt-app's (tasks, global, resources)")),
         }
     }
-    let Some(raw) = tasks else { return Err(err("no 'tasks' object".into())) };
-    let tasks = Ordered::of(&raw).map_err(|e| err(format!("'tasks' is not an object ({e})")))?;
-    let mut all_bounded = true;
-    let mut loops = Vec::new();
+    if let (Some(dir), true) = (log.0, log.2) {
+        uc.log = Some(LogSpec { dir, basename: log.1 });
+    }
+    let Some(raw) = tasks else { return Err("no 'tasks' object".into()) };
+    let tasks = Ordered::of(&raw).map_err(|e| format!("'tasks' is not an object ({e})"))?;
+    let mut b = Builder { uc, online, default_policy, events: 0, barrier_refs: Vec::new() };
     for (name, body) in tasks.0 {
-        let task = |m: String| err(format!("task {name}: {m}"));
-        let body = Ordered::of(&body).map_err(|_| task("is not an object".into()))?;
-        let mut sched = SchedParams::simple(default_policy, 0);
-        let mut priority = None;
-        let (mut dl_runtime, mut dl_period, mut dl_deadline) = (None, None, None);
-        let (mut cpu, mut nice, mut delay, mut instance) = (None, None, 0i64, 1u64);
-        let mut events: Vec<(String, Value)> = Vec::new();
-        let mut thread_loop = -1i64;
-        let mut phases = None;
-        for (k, v, raw) in body.entries().map_err(task)? {
-            let int = |what: &str| v.as_i64().ok_or_else(|| task(format!("{what} is not a whole number")));
-            let us_ns = |what: &str| crate::units::to_ns(int(what)?, crate::units::NS_PER_US, what).map_err(task);
-            match k.as_str() {
-                "instance" => instance = int("instance")?.max(0) as u64,
-                "policy" => sched.policy = policy_name(v.as_str().unwrap_or("")).map_err(task)?,
-                "priority" => priority = Some(int("priority")?),
-                "dl-runtime" => dl_runtime = Some(us_ns("dl-runtime")?),
-                "dl-period" => dl_period = Some(us_ns("dl-period")?),
-                "dl-deadline" => dl_deadline = Some(us_ns("dl-deadline")?),
-                "nice" => nice = Some(int("nice")?),
-                "delay" => delay = us_ns("delay")?,
-                "cpus" => cpu = cpus(&v, online).map_err(task)?,
-                "loop" => thread_loop = int("loop")?,
-                "phases" => phases = Some(raw),
-                _ => events.push((k, v)),
-            }
-        }
-        // One phase: its events and loop; the thread's own loop then repeats it.
-        let periods = if let Some(p) = phases {
-            let p = Ordered::of(&p).map_err(|_| task("phases is not an object".into()))?;
-            if p.0.len() != 1 || !events.is_empty() {
-                return Err(task(format!(
-                    "{} phases: rtlab runs one periodic phase per task; split the phases into tasks",
-                    p.0.len() + usize::from(!events.is_empty())
-                )));
-            }
-            let Some((pname, pbody)) = p.0.into_iter().next() else { return Err(task("phases is empty".into())) };
-            let pbody = Ordered::of(&pbody).map_err(|_| task(format!("phase {pname} is not an object")))?;
-            let mut phase_loop = -1;
-            for (k, v, _) in pbody.entries().map_err(&task)? {
-                match k.as_str() {
-                    "loop" => phase_loop = v.as_i64().ok_or_else(|| task("loop is not a whole number".into()))?,
-                    "cpus" => cpu = cpus(&v, online).map_err(&task)?,
-                    _ => events.push((k, v)),
-                }
-            }
-            // rt-app runs the phase `loop` times per loop of the thread (-1: forever).
-            if phase_loop > 0 && thread_loop > 0 {
-                phase_loop.saturating_mul(thread_loop)
-            } else {
-                -1
-            }
-        } else {
-            // With the events in the thread object, rt-app takes `loop` for the phase and
-            // repeats the thread forever (checked against rt-app 1.0: loop 5 ran until the duration).
-            -1
-        };
-        let (work, period, relative) = periodic(&events).map_err(task)?;
-        let period_ns = period.ok_or_else(|| task("has no timer or sleep: it is not periodic".into()))?;
-        if let Some((_, ns)) = work {
-            crate::measure::work::check_amount("run/runtime", ns).map_err(task)?;
-        }
-        if !(1_000..=3_600_000_000_000).contains(&period_ns) {
-            return Err(task(format!("period {} µs is out of range (1 µs to 1 h)", period_ns / 1000)));
-        }
-        let rt = sched.policy.is_realtime_priority();
-        sched.priority = match (rt, priority) {
-            (true, p) => {
-                let p = p.unwrap_or(10);
-                if !(1..=99).contains(&p) {
-                    return Err(task(format!("priority {p} is not 1 to 99 for {}", sched.policy)));
-                }
-                p as u32
-            }
-            (false, Some(p)) if p != 0 => {
-                return Err(task(format!("priority {p}: {} takes none (use nice)", sched.policy)))
-            }
-            _ => 0,
-        };
-        if let Some(n) = nice {
-            if !(-20..=19).contains(&n) || rt || sched.policy == Policy::Deadline {
-                return Err(task(format!("nice {n}: -20 to 19, for SCHED_OTHER/BATCH only")));
-            }
-            sched.nice = n as i32;
-        }
-        if sched.policy == Policy::Deadline {
-            let runtime = dl_runtime.ok_or_else(|| task("SCHED_DEADLINE needs dl-runtime".into()))?;
-            let p = dl_period.unwrap_or(runtime);
-            let d = dl_deadline.unwrap_or(p);
-            if !(1024 <= runtime && runtime <= d && d <= p) {
-                return Err(task(format!(
-                    "SCHED_DEADLINE needs runtime <= deadline <= period, got {runtime} ns, {d} ns, {p} ns"
-                )));
-            }
-            // A runtime shorter than the work is throttled in every period: the task never ends a job.
-            if let Some((_, w)) = work.filter(|(_, w)| *w > runtime) {
-                return Err(task(format!(
-                    "dl-runtime {} µs is shorter than the work of {} µs: SCHED_DEADLINE would throttle every job; \
-                     give dl-runtime at least the work",
-                    runtime / 1000,
-                    w / 1000
-                )));
-            }
-            (sched.runtime_ns, sched.deadline_ns, sched.period_ns) = (runtime as u64, d as u64, p as u64);
-        }
-        if delay < 0 {
-            return Err(task("delay is negative".into()));
-        }
-        // The limit holds for the whole set, before anything is multiplied.
-        let room = MAX_TASKS - set.tasks.len() as u64;
-        if instance == 0 || instance > room {
-            return Err(task(format!(
-                "instance {instance}: give 1 to {room} (a task set holds at most {MAX_TASKS} threads in all)"
-            )));
-        }
-        all_bounded &= periods > 0;
-        loops.push(periods);
-        for i in 0..instance {
-            set.tasks.push(TaskSpec {
-                name: if instance == 1 { name.clone() } else { format!("{name}-{i}") },
-                period_ns,
-                work,
-                deadline_ns: None,
-                sched,
-                cpu,
-                offset_ns: delay,
-            });
-            set.relative.push(relative);
-        }
+        b.task(&name, &body).map_err(|e| format!("task {name}: {e}"))?;
     }
-    if set.tasks.is_empty() {
-        return Err(err("'tasks' is empty".into()));
-    }
-    // rtlab bounds every thread by one count: the file's, when every task has the same one.
-    if all_bounded {
-        let first = loops[0];
-        if loops.iter().any(|l| *l != first) {
-            return Err(err("tasks loop different numbers of times; rtlab records the same count per task (-l) — give them one loop count".into()));
-        }
-        set.loops = Some(first as u64);
-    }
-    Ok(set)
+    b.finish()
 }
 
-/// A phase's work (kind, ns), period (ns) and whether it waits relatively.
-type Periodic = (Option<(WorkKind, i64)>, Option<i64>, bool);
-
-/// A phase's events as rtlab runs them: the work (run or runtime, summed), then one timer
-/// (absolute schedule) or sleep (relative, `true`); the period in ns, `None` without a wait.
-/// Errors say what cannot be mapped, without the task (the caller names it).
-fn periodic(events: &[(String, Value)]) -> Result<Periodic, String> {
-    let mut work: Option<(WorkKind, i64)> = None;
-    let (mut period, mut relative) = (None, false);
-    for (k, v) in events {
-        let us = || v.as_i64().filter(|n| *n > 0).ok_or_else(|| format!("{k} is not a positive number of µs"));
-        match event_kind(k) {
-            kind @ ("run" | "runtime") => {
-                if period.is_some() {
+/// Applies one `global` key; the error names the key (the caller adds `global.`).
+fn global(
+    uc: &mut UseCase,
+    (default_policy, log): (&mut Policy, &mut (Option<PathBuf>, String, bool)),
+    k: &str,
+    v: &Value,
+    online: &CpuSet,
+) -> Result<(), String> {
+    let boolean = || v.as_bool().ok_or_else(|| format!("{k} {v} is not true or false (rt-app refuses it)"));
+    let text = || v.as_str().ok_or_else(|| format!("{k} {v} is not a string (rt-app refuses it)"));
+    match k {
+        "duration" => match int(k, v)? {
+            -1 => uc.duration = None,
+            d if d > 0 => uc.duration = Some(std::time::Duration::from_secs(d as u64)),
+            d => return Err(format!("duration {d}: give seconds, or -1 to run until the threads end")),
+        },
+        "default_policy" => *default_policy = policy_name(text()?)?,
+        "pi_enabled" => uc.pi_enabled = boolean()?,
+        "lock_pages" => uc.lock_pages = boolean()?,
+        "cumulative_slack" => uc.cumulative_slack = boolean()?,
+        "calibration" => match (v.as_str(), v.as_i64()) {
+            (Some(s), _) => {
+                let cpu = s.strip_prefix("CPU").and_then(|c| c.parse::<usize>().ok());
+                let cpu = cpu.ok_or_else(|| format!("calibration '{s}': give \"CPUn\" or ns per loop"))?;
+                if !online.contains(cpu) {
                     return Err(format!(
-                        "{k} comes after the timer/sleep: rtlab runs the work right after each wakeup; put it first"
+                        "calibration CPU {cpu} does not exist or is offline; online CPUs are {online}"
                     ));
                 }
-                let kind = if kind == "run" { WorkKind::Fixed } else { WorkKind::Time };
-                let ns = crate::units::to_ns(us()?, crate::units::NS_PER_US, k)?;
-                work = match work {
-                    None => Some((kind, ns)),
-                    Some((k0, n0)) if k0 == kind => {
-                        Some((k0, n0.checked_add(ns).ok_or_else(|| format!("{k}: the work adds up past 64 bits"))?))
-                    }
-                    Some(_) => return Err("mixes run and runtime: use one kind of work per task".to_string()),
-                };
+                uc.calibration_cpu = Some(cpu);
             }
-            "timer" => {
-                if period.is_some() {
-                    return Err(format!("{k}: a second timer/sleep; rtlab runs one periodic wait per task"));
-                }
-                let Value::Object(t) = v else { return Err(format!("{k} is not an object")) };
-                for tk in t.keys() {
-                    if !["ref", "period", "mode"].contains(&tk.as_str()) {
-                        return Err(format!("{k}.{tk} is not a timer key (ref, period, mode)"));
-                    }
-                }
-                if let Some(m) = t.get("mode").and_then(Value::as_str).filter(|m| !["absolute", "relative"].contains(m))
-                {
-                    return Err(format!("{k}.mode '{m}': use absolute or relative"));
-                }
-                let p = t.get("period").and_then(Value::as_i64).filter(|p| *p > 0);
-                let p = p.ok_or_else(|| format!("{k}.period is not a positive number of µs"))?;
-                period = Some(crate::units::to_ns(p, crate::units::NS_PER_US, &format!("{k}.period"))?);
-            }
-            "sleep" => {
-                if period.is_some() {
-                    return Err(format!("{k}: a second timer/sleep; rtlab runs one periodic wait per task"));
-                }
-                period = Some(crate::units::to_ns(us()?, crate::units::NS_PER_US, k)?);
-                relative = true;
-            }
-            _ => {
-                return Err(format!(
-                    "event '{k}' cannot be mapped: rtlab runs periodic tasks of run/runtime then timer or sleep"
-                ))
+            (None, Some(ns)) => uc.ignored.push(format!(
+                "global.calibration {ns} ns per loop: rtlab's work unit is not rt-app's loop, so rtlab sizes `run` \
+                 by calibrating on each thread's CPU"
+            )),
+            _ => return Err(format!("calibration {v}: give \"CPUn\" or ns per loop")),
+        },
+        "logdir" => log.0 = Some(PathBuf::from(text()?)),
+        "log_basename" => log.1 = text()?.to_string(),
+        "log_size" => match (v.as_str(), v.as_i64()) {
+            (Some("Disable" | "disable"), _) => log.2 = false,
+            (Some(_), _) | (None, Some(_)) => {}
+            _ => return Err(format!("log_size {v}: give \"file\", \"Auto\", \"Disable\" or MB")),
+        },
+        "io_device" => uc.io_device = PathBuf::from(text()?),
+        "mem_buffer_size" => match int(k, v)? {
+            n if (1..=MAX_BYTES).contains(&n) => uc.mem_buffer_size = n as usize,
+            n => return Err(format!("mem_buffer_size {n}: give 1 byte to 1 GiB")),
+        },
+        "ftrace" => {
+            boolean()?;
+            uc.ignored.push("global.ftrace: rtlab writes no trace markers; --explain reads the kernel's events".into())
+        }
+        "gnuplot" => {
+            boolean()?;
+            uc.ignored.push("global.gnuplot: rtlab draws its own pictures (rtlab plot, rtlab report)".into())
+        }
+        _ => uc.ignored.push(format!("global.{k}: not a key rt-app 1.0 uses (rt-app ignores it too)")),
+    }
+    Ok(())
+}
+
+/// Gathers threads and resources as tasks are read.
+struct Builder<'a> {
+    uc: UseCase,
+    online: &'a CpuSet,
+    default_policy: Policy,
+    events: usize,
+    /// Per barrier resource: how many references threads make to it.
+    barrier_refs: Vec<(usize, u32)>,
+}
+
+/// The task-level keys (everything else is an event, or ignored).
+const TASK_KEYS: [&str; 10] =
+    ["instance", "loop", "policy", "priority", "dl-runtime", "dl-period", "dl-deadline", "cpus", "delay", "phases"];
+
+/// A task's own settings, before its instances are made.
+struct TaskHead {
+    instances: u64,
+    loops: Option<u64>,
+    sched: SchedParams,
+    cpus: Option<CpuSet>,
+    delay_ns: i64,
+}
+
+impl Builder<'_> {
+    /// Reads one task and makes its instances.
+    fn task(&mut self, name: &str, body: &RawValue) -> Result<(), String> {
+        let body = Ordered::of(body).map_err(|_| "is not an object".to_string())?;
+        let mut values = Vec::new();
+        for (k, raw) in body.0 {
+            values.push((k.clone(), value(&k, &raw)?, raw));
+        }
+        let head = self.head(&values)?;
+        let phases_raw = values.iter().find(|(k, _, _)| k == "phases").map(|(_, _, r)| r.clone());
+        if phases_raw.is_some() {
+            for (k, _, _) in values.iter().filter(|(k, _, _)| !TASK_KEYS.contains(&k.as_str())) {
+                self.uc.ignored.push(format!("task {name}: '{k}' beside 'phases' (rt-app reads only the phases)"));
             }
         }
+        let room = MAX_THREADS - self.uc.threads.len();
+        if head.instances as usize > room {
+            return Err(format!("instance {}: a use case holds at most {MAX_THREADS} threads in all", head.instances));
+        }
+        for i in 0..head.instances {
+            let index = self.uc.threads.len();
+            let mut phases = Vec::new();
+            match &phases_raw {
+                Some(raw) => {
+                    let p = Ordered::of(raw).map_err(|_| "phases is not an object".to_string())?;
+                    if p.0.is_empty() {
+                        return Err("phases is empty".into());
+                    }
+                    for (pname, praw) in p.0 {
+                        let pv = Ordered::of(&praw).map_err(|_| format!("phase {pname} is not an object"))?;
+                        let mut pvalues = Vec::new();
+                        for (k, raw) in pv.0 {
+                            pvalues.push((k.clone(), value(&k, &raw)?));
+                        }
+                        phases.push(
+                            self.phase(name, index, &pname, &pvalues, true)
+                                .map_err(|e| format!("phase {pname}: {e}"))?,
+                        );
+                    }
+                }
+                None => {
+                    let own: Vec<(String, Value)> = values
+                        .iter()
+                        .filter(|(k, _, _)| !TASK_KEYS.contains(&k.as_str()))
+                        .map(|(k, v, _)| (k.clone(), v.clone()))
+                        .collect();
+                    phases.push(self.phase(name, index, "phase0", &own, false)?);
+                }
+            }
+            check_deadline(&head.sched, &phases)?;
+            self.uc.threads.push(ThreadSpec {
+                name: if head.instances == 1 { name.to_string() } else { format!("{name}-{i}") },
+                task: name.to_string(),
+                sched: head.sched,
+                cpus: head.cpus.clone(),
+                delay_ns: head.delay_ns,
+                // Events in the task object itself are one phase, and rt-app then takes `loop`
+                // for that phase and repeats the thread until the run ends (checked on rt-app 1.0).
+                loops: if phases_raw.is_some() { head.loops } else { None },
+                phases,
+            });
+        }
+        Ok(())
     }
-    Ok((work, period, relative))
+
+    /// The task's own keys: instances, loop, scheduling, CPUs and delay.
+    fn head(&self, values: &[(String, Value, Box<RawValue>)]) -> Result<TaskHead, String> {
+        let mut h = TaskHead {
+            instances: 1,
+            loops: None,
+            sched: SchedParams::simple(self.default_policy, 0),
+            cpus: None,
+            delay_ns: 0,
+        };
+        let (mut priority, mut dl) = (None, (None, None, None));
+        for (k, v, _) in values {
+            match k.as_str() {
+                "instance" => match int(k, v)? {
+                    n if (0..=MAX_THREADS as i64).contains(&n) => h.instances = n as u64,
+                    n => return Err(format!("instance {n}: give 0 to {MAX_THREADS}")),
+                },
+                "loop" => h.loops = loops(k, v, true)?,
+                "policy" => h.sched.policy = policy_name(v.as_str().unwrap_or(""))?,
+                "priority" => priority = Some(int(k, v)?),
+                "dl-runtime" => dl.0 = Some(micros(k, v)?),
+                "dl-period" => dl.1 = Some(micros(k, v)?),
+                "dl-deadline" => dl.2 = Some(micros(k, v)?),
+                "cpus" => h.cpus = cpus(v, self.online)?,
+                "delay" => h.delay_ns = micros(k, v)?,
+                _ => {}
+            }
+        }
+        h.sched = sched(h.sched.policy, priority, dl)?;
+        Ok(h)
+    }
+}
+
+/// A `loop` value: -1 forever (`None`), else a positive count.
+fn loops(k: &str, v: &Value, thread: bool) -> Result<Option<u64>, String> {
+    match int(k, v)? {
+        -1 if thread => Ok(None),
+        n if n > 0 => Ok(Some(n as u64)),
+        n => Err(format!("loop {n}: give a positive count{}", if thread { " or -1 (forever)" } else { "" })),
+    }
+}
+
+/// A policy with rt-app's priority and deadline parameters, checked.
+fn sched(
+    policy: Policy,
+    priority: Option<i64>,
+    (runtime, period, deadline): (Option<i64>, Option<i64>, Option<i64>),
+) -> Result<SchedParams, String> {
+    let mut s = SchedParams::simple(policy, 0);
+    if policy.is_realtime_priority() {
+        let p = priority.unwrap_or(10);
+        if !(1..=99).contains(&p) {
+            return Err(format!("priority {p} is not 1 to 99 for {policy}"));
+        }
+        s.priority = p as u32;
+    } else if policy == Policy::Deadline {
+        let runtime = runtime.ok_or("SCHED_DEADLINE needs dl-runtime")?;
+        let p = period.unwrap_or(runtime);
+        let d = deadline.unwrap_or(p);
+        if !(1024 <= runtime && runtime <= d && d <= p) {
+            return Err(format!(
+                "SCHED_DEADLINE needs runtime <= deadline <= period, got {runtime} ns, {d} ns, {p} ns"
+            ));
+        }
+        (s.runtime_ns, s.deadline_ns, s.period_ns) = (runtime as u64, d as u64, p as u64);
+    } else if let Some(n) = priority {
+        // rt-app sets a SCHED_OTHER/BATCH/IDLE thread's priority as its nice value.
+        if !(-20..=19).contains(&n) {
+            return Err(format!("priority {n}: for {policy} rt-app's priority is the nice value, -20 to 19"));
+        }
+        s.nice = n as i32;
+    }
+    Ok(s)
 }
 
 /// `SCHED_FIFO` (rt-app's spelling) or `fifo`.
@@ -371,22 +373,252 @@ fn policy_name(s: &str) -> Result<Policy, String> {
     })
 }
 
-/// A `cpus` array: one CPU pins the task, every online CPU leaves it free; other sets cannot
-/// be mapped (rtlab pins a task to one CPU or none).
-fn cpus(v: &Value, online: &CpuSet) -> Result<Option<usize>, String> {
+/// A `cpus` array (`None` when it names every online CPU).
+fn cpus(v: &Value, online: &CpuSet) -> Result<Option<CpuSet>, String> {
     let list: Vec<usize> = v
         .as_array()
-        .and_then(|a| a.iter().map(|c| c.as_u64().map(|c| c as usize)).collect())
+        .and_then(|a| a.iter().map(|c| c.as_u64().filter(|c| *c < 1 << 16).map(|c| c as usize)).collect())
         .ok_or("cpus is not an array of CPU numbers")?;
     let set = CpuSet::from_cpus(list.iter().copied());
+    if set.is_empty() {
+        return Err("cpus is empty".into());
+    }
     let missing = set.difference(online);
     if !missing.is_empty() {
         return Err(format!("cpus names CPU {missing}, which does not exist or is offline; online CPUs are {online}"));
     }
-    match set.len() {
-        1 => Ok(Some(set.cpus()[0])),
-        n if n == online.len() => Ok(None),
-        _ => Err(format!("cpus [{set}]: rtlab pins a task to one CPU or leaves it free on all; give one CPU")),
+    Ok((set.len() != online.len()).then_some(set))
+}
+
+/// The events rt-app knows, longest first where one name begins another (`runtime`, `run`).
+const EVENTS: [&str; 16] = [
+    "runtime", "run", "sleep", "timer", "suspend", "resume", "unlock", "lock", "wait", "signal", "broad", "sync",
+    "barrier", "mem", "iorun", "yield",
+];
+
+impl Builder<'_> {
+    /// Reads one phase's keys (a phase object, or the task itself when it has no `phases`).
+    fn phase(
+        &mut self,
+        task: &str,
+        thread: usize,
+        name: &str,
+        keys: &[(String, Value)],
+        own: bool,
+    ) -> Result<Phase, String> {
+        let mut p = Phase { name: name.to_string(), loops: 1, cpus: None, sched: None, events: Vec::new() };
+        let (mut policy, mut priority) = (None, None);
+        for (k, v) in keys {
+            match k.as_str() {
+                "loop" if own => p.loops = loops(k, v, false)?.unwrap_or(1),
+                "cpus" if own => p.cpus = cpus(v, self.online)?,
+                "policy" if own => policy = Some(policy_name(v.as_str().unwrap_or(""))?),
+                "priority" if own => priority = Some(int(k, v)?),
+                "loop" | "cpus" | "policy" | "priority" => {}
+                "fork" => return Err("fork: upstream rt-app's event, not rt-app 1.0's; rtlab does not run it".into()),
+                _ => match EVENTS.iter().find(|e| k.starts_with(**e)) {
+                    Some(kind) => match self.event(task, thread, kind, v) {
+                        Ok(Some(e)) => p.events.push(e),
+                        Ok(None) => self.uc.ignored.push(format!(
+                            "task {task}: '{k}': {v} is not the type a {kind} event takes (rt-app skips it too)"
+                        )),
+                        Err(e) => return Err(format!("event '{k}': {e}")),
+                    },
+                    None => {
+                        self.uc.ignored.push(format!("task {task}: '{k}' is not an rt-app event (rt-app ignores it)"))
+                    }
+                },
+            }
+        }
+        if policy.is_some() || priority.is_some() {
+            p.sched = Some(sched(policy.unwrap_or(self.default_policy), priority, (None, None, None))?);
+        }
+        self.events += p.events.len();
+        if self.events > MAX_EVENTS {
+            return Err(format!("more than {MAX_EVENTS} events in all (instances counted)"));
+        }
+        check_locks(&p.events, &self.uc.resources)?;
+        Ok(p)
+    }
+
+    /// One event, its resources found or made; `Ok(None)` when the value is not the type the
+    /// event takes (rt-app skips such keys).
+    fn event(&mut self, task: &str, thread: usize, kind: &str, v: &Value) -> Result<Option<Event>, String> {
+        let name = |v: &Value| v.as_str().map(str::to_string);
+        let bytes = |v: &Value| -> Result<Option<u64>, String> {
+            match v.as_i64() {
+                Some(n) if (0..=MAX_BYTES).contains(&n) => Ok(Some(n as u64)),
+                Some(n) => Err(format!("{n} bytes: give 0 to 1 GiB")),
+                None => Ok(None),
+            }
+        };
+        Ok(Some(match kind {
+            "run" | "runtime" | "sleep" => {
+                let Some(_) = v.as_i64() else { return Ok(None) };
+                let ns = micros(kind, v)?;
+                match kind {
+                    "run" => Event::Run(ns),
+                    "runtime" => Event::Runtime(ns),
+                    _ => Event::Sleep(ns),
+                }
+            }
+            "timer" => return self.timer(thread, v),
+            "wait" | "sync" => {
+                let Some(o) = v.as_object() else { return Ok(None) };
+                let (Some(r), Some(m)) = (o.get("ref").and_then(name), o.get("mutex").and_then(name)) else {
+                    return Err(format!("{kind} needs {{ \"ref\": condition, \"mutex\": mutex }}"));
+                };
+                let (cond, mutex) =
+                    (self.resource(&r, ResourceKind::Condition), self.resource(&m, ResourceKind::Mutex));
+                if kind == "wait" {
+                    Event::Wait { cond, mutex }
+                } else {
+                    Event::Sync { cond, mutex }
+                }
+            }
+            "mem" | "iorun" => match bytes(v)? {
+                Some(n) if kind == "mem" => Event::Mem(n),
+                Some(n) => Event::IoRun(n),
+                None => return Ok(None),
+            },
+            "yield" => Event::Yield,
+            _ => {
+                let Some(mut r) = name(v) else { return Ok(None) };
+                if r.is_empty() && kind == "suspend" {
+                    r = task.to_string();
+                }
+                let of = match kind {
+                    "lock" | "unlock" => ResourceKind::Mutex,
+                    "signal" | "broad" => ResourceKind::Condition,
+                    "barrier" => ResourceKind::Barrier { users: 0 },
+                    _ => ResourceKind::Suspension,
+                };
+                let res = self.resource(&r, of);
+                match kind {
+                    "lock" => Event::Lock(res),
+                    "unlock" => Event::Unlock(res),
+                    "signal" => Event::Signal(res),
+                    "broad" => Event::Broad(res),
+                    "suspend" => Event::Suspend(res),
+                    "resume" => Event::Resume(res),
+                    _ => {
+                        match self.barrier_refs.iter_mut().find(|(b, _)| *b == res) {
+                            Some((_, n)) => *n += 1,
+                            None => self.barrier_refs.push((res, 1)),
+                        }
+                        Event::Barrier(res)
+                    }
+                }
+            }
+        }))
+    }
+
+    /// A `timer` event: `{ "ref", "period", "mode" }`; a `unique…` ref is the thread's own.
+    fn timer(&mut self, thread: usize, v: &Value) -> Result<Option<Event>, String> {
+        let Some(t) = v.as_object() else { return Ok(None) };
+        let r = t.get("ref").and_then(Value::as_str).ok_or("timer needs a \"ref\" string")?;
+        let period = t.get("period").ok_or("timer needs a \"period\" in µs")?;
+        let period_ns = micros("timer.period", period)?;
+        if period_ns == 0 {
+            return Err("timer.period 0: give a positive period in µs".into());
+        }
+        let relative = match t.get("mode").map(|m| m.as_str()) {
+            None | Some(Some("relative")) => true,
+            Some(Some("absolute")) => false,
+            Some(_) => return Err(format!("timer.mode {}: use relative or absolute", t["mode"])),
+        };
+        let name = if r.starts_with("unique") { format!("{r}#{thread}") } else { r.to_string() };
+        let res = self.resource(&name, ResourceKind::Timer { relative });
+        Ok(Some(Event::Timer { res, period_ns }))
+    }
+
+    /// The resource of this name and kind (rt-app keeps one per name and kind), made on first use.
+    fn resource(&mut self, name: &str, kind: ResourceKind) -> usize {
+        let same = |k: &ResourceKind| std::mem::discriminant(k) == std::mem::discriminant(&kind);
+        if let Some(i) = self.uc.resources.iter().position(|r| r.name == name && same(&r.kind)) {
+            return i;
+        }
+        self.uc.resources.push(Resource { name: name.to_string(), kind });
+        self.uc.resources.len() - 1
+    }
+
+    /// The use case, with each barrier's users counted and its limits checked.
+    fn finish(mut self) -> Result<UseCase, String> {
+        for (res, users) in self.barrier_refs {
+            self.uc.resources[res].kind = ResourceKind::Barrier { users };
+        }
+        if self.uc.threads.is_empty() {
+            return Err("no thread to run ('tasks' is empty, or every instance is 0)".into());
+        }
+        let buffers = self
+            .uc
+            .threads
+            .iter()
+            .filter(|t| t.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::Mem(_) | Event::IoRun(_))))
+            .count();
+        if buffers.saturating_mul(self.uc.mem_buffer_size) > 4 << 30 {
+            return Err(format!("{buffers} threads with a buffer of mem_buffer_size {} bytes each: more than 4 GiB; lower mem_buffer_size", self.uc.mem_buffer_size));
+        }
+        Ok(self.uc)
+    }
+}
+
+/// A SCHED_DEADLINE thread's runtime holds the work of each of its phases: less would throttle
+/// every job.
+fn check_deadline(s: &SchedParams, phases: &[Phase]) -> Result<(), String> {
+    if s.policy != Policy::Deadline {
+        return Ok(());
+    }
+    let work = |p: &Phase| -> i64 {
+        p.events
+            .iter()
+            .map(|e| match e {
+                Event::Run(ns) | Event::Runtime(ns) => *ns,
+                _ => 0,
+            })
+            .sum()
+    };
+    match phases.iter().map(work).max().filter(|w| *w > s.runtime_ns as i64) {
+        Some(w) => Err(format!(
+            "dl-runtime {} µs is shorter than the work of {} µs: SCHED_DEADLINE would throttle every job; give \
+             dl-runtime at least the work",
+            s.runtime_ns / 1000,
+            w / 1000
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A phase's locks: each `unlock` and each `wait`/`sync` with the mutex held, no mutex locked
+/// twice, none held at the phase's end (a phase loop starts and ends holding nothing).
+fn check_locks(events: &[Event], resources: &[Resource]) -> Result<(), String> {
+    let mut held: Vec<usize> = Vec::new();
+    let name = |r: usize| resources[r].name.clone();
+    for e in events {
+        match *e {
+            Event::Lock(m) if held.contains(&m) => {
+                return Err(format!("event 'lock': '{}' is locked twice (a deadlock)", name(m)))
+            }
+            Event::Lock(m) => held.push(m),
+            Event::Unlock(m) => match held.iter().position(|h| *h == m) {
+                Some(i) => {
+                    held.remove(i);
+                }
+                None => return Err(format!("event 'unlock': '{}' is not locked before it in the phase", name(m))),
+            },
+            Event::Wait { mutex, .. } | Event::Sync { mutex, .. } if !held.contains(&mutex) => {
+                return Err(format!(
+                    "event '{}': mutex '{}' is not locked before it in the phase",
+                    e.name(),
+                    name(mutex)
+                ))
+            }
+            _ => {}
+        }
+    }
+    match held.first() {
+        Some(m) => Err(format!("mutex '{}' is still locked at the phase's end; unlock it in the phase", name(*m))),
+        None => Ok(()),
     }
 }
 
@@ -394,88 +626,84 @@ fn cpus(v: &Value, online: &CpuSet) -> Result<Option<usize>, String> {
 mod tests {
     use super::*;
 
-    fn set(json: &str) -> Result<RtAppSet, String> {
+    fn case(json: &str) -> Result<UseCase, String> {
         let mut text = json.to_string();
         json_strip_comments::strip(&mut text).unwrap();
-        parse("t.json", serde_json::from_str(&text).map_err(|e| e.to_string())?, &CpuSet::from_cpus([0, 1]))
+        parse(serde_json::from_str(&text).map_err(|e| e.to_string())?, &CpuSet::from_cpus([0, 1]))
     }
 
     #[test]
-    fn a_periodic_rt_app_task_becomes_a_task_with_work_and_a_period() {
-        let s = set(r#"{
-            /* the tutorial's example 2, with a comment and a trailing comma */
-            "tasks": { "thread0": { "instance": 2, "loop": -1, "policy": "SCHED_FIFO", "cpus": [1],
-                        "run": 10000, "timer": { "ref": "unique", "period": 100000, "mode": "absolute" }, } },
-            "global": { "duration": 2, "calibration": "CPU0", "default_policy": "SCHED_OTHER", "lock_pages": true,
-                        "logdir": "./", "log_basename": "rt-app2", "ftrace": true, "gnuplot": true }
-        }"#)
+    fn events_keep_their_file_order_and_repeated_keys_all_run() {
+        let uc = case(
+            r#"{ "tasks": { "t": { "run": 10, "lock": "m", "run": 20, "unlock": "m", "sleep": 0,
+                 "timer": { "ref": "x", "period": 100 }, } } }"#,
+        )
         .unwrap();
-        assert_eq!(s.tasks.len(), 2);
-        let t = &s.tasks[1];
-        assert_eq!(
-            (t.name.as_str(), t.period_ns, t.work),
-            ("thread0-1", 100_000_000, Some((WorkKind::Fixed, 10_000_000)))
-        );
-        assert_eq!((t.sched.policy, t.sched.priority, t.cpu), (Policy::Fifo, 10, Some(1)));
-        assert_eq!((s.duration, s.lock_pages, s.loops), (Some(std::time::Duration::from_secs(2)), true, None));
-        assert!(s.ignored.iter().any(|i| i.contains("calibration")), "{:?}", s.ignored);
-        assert_eq!(s.relative, vec![false, false]);
+        let e = &uc.threads[0].phases[0].events;
+        assert_eq!(e.iter().map(Event::name).collect::<Vec<_>>(), ["run", "lock", "run", "unlock", "sleep", "timer"]);
+        assert_eq!((e[0], e[2], e[4]), (Event::Run(10_000), Event::Run(20_000), Event::Sleep(0)));
+        assert_eq!(uc.threads[0].loops, None, "events in the task: the thread repeats until the run ends");
     }
 
     #[test]
-    fn sleep_runtime_phases_loops_and_deadline_parameters_map() {
-        let s = set(r#"{ "tasks": {
-            "a": { "runtime": 2000, "sleep": 8000 },
-            "b": { "policy": "SCHED_DEADLINE", "dl-runtime": 3000, "dl-period": 10000, "loop": 4,
-                   "phases": { "p": { "loop": 25, "run0": 1000, "run1": 500, "timer0": { "ref": "b", "period": 10000 } } } }
-        } }"#);
-        // a: unbounded; b: 4 × 25 periods: they differ only in being bounded, so no common count.
-        let s = s.unwrap();
-        assert_eq!(s.tasks[0].work, Some((WorkKind::Time, 2_000_000)));
-        assert_eq!(s.relative, vec![true, false]);
-        assert_eq!(s.tasks[1].work, Some((WorkKind::Fixed, 1_500_000)));
-        assert_eq!((s.tasks[1].sched.runtime_ns, s.tasks[1].sched.period_ns), (3_000_000, 10_000_000));
-        assert_eq!(s.loops, None);
-        let bounded = set(
-            r#"{ "tasks": { "b": { "loop": 4, "phases": { "p": { "loop": 25, "run": 10, "timer": { "ref": "b", "period": 1000 } } } } } }"#,
-        );
-        assert_eq!(bounded.unwrap().loops, Some(100));
+    fn phases_loop_per_thread_loop_and_a_task_s_instances_are_numbered_with_their_own_unique_timers() {
+        let uc = case(
+            r#"{ "tasks": { "t": { "instance": 2, "loop": 4, "priority": -5, "phases": {
+                "a": { "run": 1, "timer": { "ref": "unique", "period": 10 } },
+                "b": { "loop": 3, "cpus": [1], "timer": { "ref": "unique", "period": 10, "mode": "absolute" } } } } } }"#,
+        )
+        .unwrap();
+        let t = &uc.threads;
+        assert_eq!((t[0].name.as_str(), t[1].name.as_str(), t[1].task.as_str()), ("t-0", "t-1", "t"));
+        assert_eq!((t[0].loops, t[0].phases[0].loops, t[0].phases[1].loops), (Some(4), 1, 3));
+        assert_eq!(t[0].sched.nice, -5, "SCHED_OTHER's priority is its nice value");
+        assert_eq!(t[0].phases[1].cpus, Some(CpuSet::from_cpus([1])));
+        let timer = |i: usize| match t[i].phases[0].events[1] {
+            Event::Timer { res, .. } => res,
+            _ => panic!(),
+        };
+        assert_ne!(timer(0), timer(1), "a unique timer is each instance's own");
+        assert!(matches!(uc.resources[timer(0)].kind, ResourceKind::Timer { relative: true }), "relative by default");
     }
 
     #[test]
-    fn what_cannot_be_mapped_is_refused_naming_the_key_and_the_task() {
+    fn one_name_is_one_resource_per_kind_and_a_barrier_counts_its_users() {
+        let uc = case(
+            r#"{ "tasks": {
+                "a": { "lock": "q", "wait": { "ref": "q", "mutex": "q" }, "unlock": "q", "barrier": "B" },
+                "b": { "instance": 2, "lock": "q", "signal": "q", "unlock": "q", "barrier": "B", "resume": "a", "suspend": "" } } }"#,
+        )
+        .unwrap();
+        let kinds: Vec<(&str, ResourceKind)> = uc.resources.iter().map(|r| (r.name.as_str(), r.kind)).collect();
+        assert!(kinds.contains(&("q", ResourceKind::Mutex)) && kinds.contains(&("q", ResourceKind::Condition)));
+        assert!(kinds.contains(&("B", ResourceKind::Barrier { users: 3 })), "{kinds:?}");
+        // An empty suspend is the task's own name, as rt-app's workgen fills it in.
+        assert!(kinds.contains(&("b", ResourceKind::Suspension)), "{kinds:?}");
+    }
+
+    #[test]
+    fn keys_rt_app_ignores_are_ignored_with_a_warning_and_bad_values_are_refused() {
+        let uc = case(
+            r#"{ "global": { "frag": 1, "calibration": 128 }, "resources": {},
+                 "tasks": { "t": { "exec": 5000, "lock_order": ["a"], "sleep": false, "run": 5 } } }"#,
+        )
+        .unwrap();
+        let said = uc.ignored.join("\n");
+        for k in ["global.frag", "global.calibration 128", "'exec'", "'lock_order'", "'sleep'", "'resources'"] {
+            assert!(said.contains(k), "{k} in {said}");
+        }
+        assert_eq!(uc.threads[0].phases[0].events, vec![Event::Run(5000)]);
         for (json, says) in [
-            (
-                r#"{ "tasks": { "t": { "lock": "m", "run": 10, "timer": { "ref": "x", "period": 100 } } } }"#,
-                "task t: event 'lock'",
-            ),
-            (
-                r#"{ "tasks": { "t": { "run": 10, "barrier": "b", "timer": { "ref": "x", "period": 100 } } } }"#,
-                "task t: event 'barrier'",
-            ),
-            (r#"{ "tasks": { "t": { "mem": 1000, "timer": { "ref": "x", "period": 100 } } } }"#, "event 'mem'"),
-            (r#"{ "tasks": { "t": { "run": 10 } } }"#, "not periodic"),
-            (
-                r#"{ "tasks": { "t": { "run": 10, "timer": { "ref": "x", "period": 100 }, "run1": 5 } } }"#,
-                "comes after",
-            ),
-            (
-                r#"{ "tasks": { "t": { "phases": { "a": { "run": 1, "sleep": 1 }, "b": { "run": 1, "sleep": 1 } } } } }"#,
-                "2 phases",
-            ),
-            (r#"{ "tasks": { "t": { "cpus": [0, 5], "run": 1, "sleep": 1 } } }"#, "CPU 5"),
-            (r#"{ "resources": {}, "tasks": {} }"#, "'resources'"),
-            (
-                r#"{ "tasks": { "t": { "run": 10, "timer": { "ref": "x", "period": 100, "mode": "sideways" } } } }"#,
-                "mode 'sideways'",
-            ),
-            (
-                r#"{ "tasks": { "t": { "policy": "SCHED_DEADLINE", "run": 10, "timer": { "ref": "x", "period": 100 } } } }"#,
-                "needs dl-runtime",
-            ),
-            (r#"{ "global": { "colour": 1 }, "tasks": {} }"#, "global.colour"),
+            (r#"{ "tasks": { "t": { "policy": "SCHED_DEADLINE", "run": 1 } } }"#, "needs dl-runtime"),
+            (r#"{ "tasks": { "t": { "priority": 30, "run": 1 } } }"#, "nice value"),
+            (r#"{ "tasks": { "t": { "lock": "m", "lock": "m", "unlock": "m" } } }"#, "a deadlock"),
+            (r#"{ "global": { "duration": 0 }, "tasks": { "t": { "run": 1 } } }"#, "global.duration 0"),
+            (r#"{ "global": { "calibration": "CPU7" }, "tasks": { "t": { "run": 1 } } }"#, "CPU 7"),
+            (r#"{ "tasks": { "t": { "timer": { "ref": "x", "period": 0 } } } }"#, "period 0"),
+            (r#"{ "tasks": { "t": { "mem": 2147483648 } } }"#, "1 GiB"),
+            (r#"{ "tasks": {} }"#, "no thread"),
         ] {
-            let e = set(json).unwrap_err();
+            let e = case(json).unwrap_err();
             assert!(e.contains(says), "{json}: {e}");
         }
     }
