@@ -10,7 +10,7 @@ use crate::measure::simulate::Simulation;
 use crate::measure::work::{WorkKind, WorkSpec, DEFAULT_MISS_WINDOW, MAX_MISS_WINDOW};
 use crate::probes::{os_thread, ProbeSpec, ThreadPlan};
 use crate::result::verdict::MissLimit;
-use crate::result::{Config, DeadlineParams};
+use crate::result::Config;
 use crate::rt::affinity::{self, CpuSet};
 use crate::rt::sched::{Policy, SchedParams};
 use crate::session::Plan;
@@ -309,10 +309,16 @@ pub struct RunArgs {
     #[arg(help_heading = "Work, deadlines and task sets")]
     pub tasks_file: Option<PathBuf>,
 
-    /// Run rt-app's periodic task descriptions (JSON) unchanged
+    /// Run an rt-app use case (JSON, rt-app 1.0's grammar) unchanged: every event, its resources
+    /// and hand-offs
     #[arg(long = "rt-app", value_name = "FILE", conflicts_with_all = ["tasks", "tasks_file"])]
     #[arg(help_heading = "Work, deadlines and task sets")]
     pub rt_app: Option<PathBuf>,
+
+    /// Write rt-app's per-thread logs (rt-app's layout) into DIR, as global.logdir does
+    #[arg(long = "rt-app-logs", value_name = "DIR", requires = "rt_app")]
+    #[arg(help_heading = "Work, deadlines and task sets")]
+    pub rt_app_logs: Option<PathBuf>,
 
     /// Simulated probe: seed:N or file:PATH (testing only)
     #[arg(long, value_name = "SPEC", hide = true, value_parser = parse::simulation)]
@@ -403,10 +409,69 @@ impl RunArgs {
         let online = affinity::online_cpus();
         let runtime_probe = self.runtime_probe(&online)?;
         let policy = self.policy.unwrap_or(Policy::Fifo);
-        let sim = self.simulate.is_some();
-
         let priority = parse::policy_priority(policy, self.priority, DEFAULT_PRIORITY).map_err(usage)?;
+        self.check_flags(policy, &online)?;
+        let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
+        let window = self.deadlines.window()?;
+        let mut threads = self.os_threads(policy, priority, &online, layout, window)?;
+        let (mut duration, mut mlockall) = (self.duration, !self.no_mlockall || self.mlockall);
+        let mut align = None;
+        let rt_app = self.rt_app_plan(&online)?;
+        if let Some(r) = &rt_app {
+            threads = r.threads.clone();
+            duration = duration.or(r.use_case.duration);
+            mlockall = r.use_case.lock_pages && !self.no_mlockall || self.mlockall;
+            for why in &r.use_case.ignored {
+                eprintln!("rtlab: warning: --rt-app: {}", crate::units::printable(why));
+            }
+            layout.check_memory(threads.len() * 3).map_err(usage)?;
+        } else if let Some(set) = self.task_set(&online, SchedParams::simple(policy, priority))? {
+            threads = set
+                .tasks
+                .iter()
+                .enumerate()
+                .map(|(i, t)| t.thread(i, self.warmup_cycles(t.period_ns), window))
+                .collect();
+            // Every task's schedule counts from one common start, offsets from there.
+            align = Some(os_thread::Align::Threads { offset_ns: 0 });
+            layout.check_memory(threads.len() * 3).map_err(usage)?;
+        }
+        self.check_work(threads.iter().any(|t| t.work.is_some()), self.method)?;
+        let os = self.os_plan(threads, mlockall, align);
+        let explain = self.explain_plan();
+        let mut plan = Plan {
+            loops: self.loops,
+            duration,
+            max_latency_ns: self.max_latency,
+            max_response_ns: self.deadlines.max_response,
+            max_misses: self.deadlines.max_misses,
+            strict: self.strict,
+            checkpoint: match (&self.json, self.no_checkpoint) {
+                (Some(p), false) if p.as_os_str() != "-" => Some(self.checkpoint),
+                _ => None,
+            },
+            sample_ring: (self.samples.is_some() || explain.is_some()).then_some(crate::session::SAMPLE_RING),
+            explain,
+            loads: self.loads.clone(),
+            samples: self.samples.clone(),
+            doctor: Some(super::doctor::sysroot(self.sysroot.as_ref())?),
+            ..Plan::new(ProbeSpec::Os(os), layout)
+        };
+        match runtime_probe {
+            Some(probe) => plan.probe = probe,
+            None => self.configure(&mut plan, rt_app),
+        }
+        Ok(RunOptions {
+            plan,
+            json: self.json,
+            unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
+            quiet: self.quiet,
+        })
+    }
 
+    /// The checks of options alone and together, before anything is planned.
+    fn check_flags(&self, policy: Policy, online: &CpuSet) -> Result<(), UsageError> {
+        let sim = self.simulate.is_some();
         let deadline_given = self.dl_runtime.is_some() || self.dl_deadline.is_some() || self.dl_period.is_some();
         if deadline_given && policy != Policy::Deadline {
             return Err(usage("--dl-runtime/--dl-deadline/--dl-period need --policy deadline"));
@@ -423,10 +488,10 @@ impl RunArgs {
             ));
         }
         if let Some(Some(set)) = &self.affinity {
-            check_online(set, &online, "-a")?;
+            check_online(set, online, "-a")?;
         }
         if let Some(set) = &self.main_affinity {
-            check_online(set, &online, "--mainaffinity")?;
+            check_online(set, online, "--mainaffinity")?;
         }
         if self.samples.as_ref().is_some_and(|p| p.as_os_str() == "-") {
             return Err(usage(
@@ -434,7 +499,6 @@ impl RunArgs {
             ));
         }
         self.check_files()?;
-        let layout = Layout::new(self.bucket_size as u64, self.range as u64).map_err(usage)?;
         // Only -D bounds a run with an RT load: a starved probe may never reach its -l.
         let bounded = self.duration.is_some();
         crate::load::check_safety(&self.loads, bounded, self.force, &crate::rt::privileges::Privileges::current())
@@ -446,7 +510,20 @@ impl RunArgs {
         {
             return Err(usage("--simulate seed:N needs -l or -D to know how many samples to make"));
         }
+        Ok(())
+    }
 
+    /// The OS threads of `-t`/`-a`/`-i`/`-d`/`--policy`/`--work`: placed round robin over the
+    /// CPUs, each with its interval, scheduling and work.
+    fn os_threads(
+        &self,
+        policy: Policy,
+        priority: u32,
+        online: &CpuSet,
+        layout: Layout,
+        window: u32,
+    ) -> Result<Vec<ThreadPlan>, UsageError> {
+        let sim = self.simulate.is_some();
         // Thread placement: cpus for round robin, and the thread count.
         let cpus = match &self.affinity {
             Some(Some(set)) => set.clone(),
@@ -479,10 +556,8 @@ impl RunArgs {
         }
 
         layout.check_memory(if self.work.is_some() { n * 3 } else { n }).map_err(usage)?;
-        let window = self.deadlines.window()?;
         let placed = os_thread::placement(n, pinned.then_some(&cpus));
         let mut threads = Vec::with_capacity(n);
-        let mut deadline_cfg = None;
         for (i, cpu) in placed.into_iter().enumerate() {
             let interval_ns = self
                 .interval
@@ -495,100 +570,76 @@ impl RunArgs {
                     ))
                 })?;
             let sched = if policy == Policy::Deadline {
-                let period = self.dl_period.unwrap_or(interval_ns) as u64;
-                let deadline = self.dl_deadline.unwrap_or(period as i64) as u64;
-                let runtime = self.dl_runtime.map_or(period / 10, |r| r as u64);
-                if !(runtime <= deadline && deadline <= period) {
-                    return Err(usage(format!(
-                        "SCHED_DEADLINE needs runtime <= deadline <= period, got runtime {runtime} ns, deadline {deadline} ns, \
-                         period {period} ns; adjust --dl-runtime/--dl-deadline/--dl-period"
-                    )));
-                }
-                if runtime < 1024 {
-                    return Err(usage(format!("SCHED_DEADLINE runtime {runtime} ns is below the kernel's minimum of 1024 ns; raise --dl-runtime")));
-                }
-                if let Some(work) = self.work.filter(|w| *w as u64 > runtime) {
-                    return Err(usage(format!(
-                        "--dl-runtime {} is shorter than --work {}: SCHED_DEADLINE would throttle every job; give \
-                         --dl-runtime at least the work",
-                        crate::units::duration(runtime as i64),
-                        crate::units::duration(work)
-                    )));
-                }
-                deadline_cfg.get_or_insert(DeadlineParams {
-                    runtime_ns: runtime,
-                    deadline_ns: deadline,
-                    period_ns: period,
-                });
-                SchedParams {
-                    policy,
-                    priority: 0,
-                    nice: 0,
-                    runtime_ns: runtime,
-                    deadline_ns: deadline,
-                    period_ns: period,
-                }
+                self.deadline_sched(interval_ns)?
             } else {
                 let p = if spread && policy.is_realtime_priority() { priority - i as u32 } else { priority };
                 SchedParams::simple(policy, p)
             };
-            let warmup_cycles = self.warmup_cycles(interval_ns);
-            let work = self.work.map(|amount_ns| WorkSpec {
-                kind: self.work_kind.unwrap_or(WorkKind::Fixed),
-                amount_ns,
-                deadline_ns: self.deadlines.deadline.unwrap_or(interval_ns),
-                miss_window: window,
-            });
             threads.push(ThreadPlan {
                 index: i,
                 cpu,
                 sched,
                 interval_ns,
-                warmup_cycles,
+                warmup_cycles: self.warmup_cycles(interval_ns),
                 name: None,
-                work,
+                work: self.work.map(|amount_ns| WorkSpec {
+                    kind: self.work_kind.unwrap_or(WorkKind::Fixed),
+                    amount_ns,
+                    deadline_ns: self.deadlines.deadline.unwrap_or(interval_ns),
+                    miss_window: window,
+                }),
                 offset_ns: 0,
             });
         }
-        let mut method = self.method;
-        let (mut loops, mut duration, mut mlockall) = (self.loops, self.duration, !self.no_mlockall || self.mlockall);
-        let mut align = None;
-        if let Some(set) = self.task_set(&online, SchedParams::simple(policy, priority))? {
-            threads = set
-                .tasks
-                .iter()
-                .enumerate()
-                .map(|(i, t)| t.thread(i, self.warmup_cycles(t.period_ns), window))
-                .collect();
-            if set.relative {
-                method = Method::Rel;
-            }
-            loops = loops.or(set.loops);
-            duration = duration.or(set.duration);
-            if let Some(lock) = set.lock_pages {
-                mlockall = lock && !self.no_mlockall || self.mlockall;
-            }
-            for why in set.ignored {
-                eprintln!("rtlab: warning: --rt-app: {}", crate::units::printable(&why));
-            }
-            // Every task's schedule counts from one common start, offsets from there.
-            align = Some(os_thread::Align::Threads { offset_ns: 0 });
-            layout.check_memory(threads.len() * 3).map_err(usage)?;
-        }
-        let working = threads.iter().any(|t| t.work.is_some());
-        self.check_work(working, method)?;
+        Ok(threads)
+    }
 
-        let dma_latency_us = (!self.no_dma_latency).then_some(self.dma_latency);
-        let os = os_thread::Plan {
+    /// A SCHED_DEADLINE thread's parameters for `interval_ns` (`--dl-*`, checked).
+    fn deadline_sched(&self, interval_ns: i64) -> Result<SchedParams, UsageError> {
+        let period = self.dl_period.unwrap_or(interval_ns) as u64;
+        let deadline = self.dl_deadline.unwrap_or(period as i64) as u64;
+        let runtime = self.dl_runtime.map_or(period / 10, |r| r as u64);
+        if !(runtime <= deadline && deadline <= period) {
+            return Err(usage(format!(
+                "SCHED_DEADLINE needs runtime <= deadline <= period, got runtime {runtime} ns, deadline {deadline} ns, \
+                 period {period} ns; adjust --dl-runtime/--dl-deadline/--dl-period"
+            )));
+        }
+        if runtime < 1024 {
+            return Err(usage(format!(
+                "SCHED_DEADLINE runtime {runtime} ns is below the kernel's minimum of 1024 ns; raise --dl-runtime"
+            )));
+        }
+        if let Some(work) = self.work.filter(|w| *w as u64 > runtime) {
+            return Err(usage(format!(
+                "--dl-runtime {} is shorter than --work {}: SCHED_DEADLINE would throttle every job; give \
+                 --dl-runtime at least the work",
+                crate::units::duration(runtime as i64),
+                crate::units::duration(work)
+            )));
+        }
+        Ok(SchedParams {
+            policy: Policy::Deadline,
+            priority: 0,
+            nice: 0,
+            runtime_ns: runtime,
+            deadline_ns: deadline,
+            period_ns: period,
+        })
+    }
+
+    /// The OS-thread probe's plan of `threads`.
+    fn os_plan(&self, threads: Vec<ThreadPlan>, mlockall: bool, align: Option<os_thread::Align>) -> os_thread::Plan {
+        os_thread::Plan {
             threads,
-            method,
+            method: self.method,
             clock: self.clock,
             mlockall,
-            dma_latency_us,
+            dma_latency_us: (!self.no_dma_latency).then_some(self.dma_latency),
             breaktrace_ns: self.breaktrace,
             tracemark: self.tracemark,
-            main_affinity: self.main_affinity,
-            simulate: self.simulate,
+            main_affinity: self.main_affinity.clone(),
+            simulate: self.simulate.clone(),
             stop_when_first_done: false,
             align,
             outliers: None,
@@ -598,71 +649,99 @@ impl RunArgs {
             stage_stop: Default::default(),
             stage_trace: None,
             deepest_idle_state: self.deepest_idle_state,
-        };
-        // --explain alone explains what --max-latency flags, else the worst sample.
-        let explain = match (self.explain, self.explain_worst) {
+        }
+    }
+
+    /// `--explain` alone explains what --max-latency flags, else the worst sample.
+    fn explain_plan(&self) -> Option<crate::session::explain::ExplainPlan> {
+        match (self.explain, self.explain_worst) {
             (None, None) => None,
             (asked, worst) => {
                 let threshold_ns = asked.flatten().or(self.max_latency);
                 let worst = worst.map_or(usize::from(threshold_ns.is_none()), usize::from);
                 Some(crate::session::explain::ExplainPlan { threshold_ns, worst, noise: false })
             }
-        };
-        let mut plan = Plan {
-            loops,
-            duration,
-            max_latency_ns: self.max_latency,
-            max_response_ns: self.deadlines.max_response,
-            max_misses: self.deadlines.max_misses,
-            strict: self.strict,
-            checkpoint: match (&self.json, self.no_checkpoint) {
-                (Some(p), false) if p.as_os_str() != "-" => Some(self.checkpoint),
+        }
+    }
+
+    /// The configuration of an OS-thread run as applied; an rt-app use case then runs on its
+    /// own probe with the same threads.
+    fn configure(&self, plan: &mut Plan, rt_app: Option<crate::probes::rt_app::Plan>) {
+        let Some(os) = plan.os() else { return };
+        let (mlockall, main_affinity) = (os.mlockall, os.main_affinity.clone());
+        plan.config = Some(Config {
+            warmup_cycles: match self.warmup {
+                Some(Warmup::Cycles(c)) => Some(c),
                 _ => None,
             },
-            sample_ring: (self.samples.is_some() || explain.is_some()).then_some(crate::session::SAMPLE_RING),
-            explain,
-            loads: self.loads,
-            samples: self.samples,
-            doctor: Some(super::doctor::sysroot(self.sysroot.as_ref())?),
-            ..Plan::new(ProbeSpec::Os(os), layout)
-        };
-        match runtime_probe {
-            Some(probe) => plan.probe = probe,
-            None => {
-                let os = plan.os().expect("an OS plan");
-                plan.config = Some(Config {
-                    warmup_cycles: match self.warmup {
-                        Some(Warmup::Cycles(c)) => Some(c),
-                        _ => None,
-                    },
-                    warmup_ns: match self.warmup {
-                        Some(Warmup::Time(t)) => Some(t),
-                        _ => None,
-                    },
-                    ..crate::session::os_config(os, &plan)
-                })
-            }
+            warmup_ns: match self.warmup {
+                Some(Warmup::Time(t)) => Some(t),
+                _ => None,
+            },
+            ..crate::session::os_config(os, plan)
+        });
+        if let Some(mut r) = rt_app {
+            r.mlockall = mlockall;
+            r.main_affinity = main_affinity;
+            plan.probe = ProbeSpec::RtApp(r);
         }
-        Ok(RunOptions {
-            plan,
-            json: self.json,
-            unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
-            quiet: self.quiet,
-        })
     }
 
     /// The task set of `--task`, `--tasks` or `--rt-app`, checked (`None` without one); the
     /// options that place or describe threads themselves are refused beside it.
     fn task_set(&self, online: &CpuSet, default_sched: SchedParams) -> Result<Option<TaskSet>, UsageError> {
-        let given = if self.rt_app.is_some() {
-            "--rt-app"
-        } else if self.tasks_file.is_some() {
+        let given = if self.tasks_file.is_some() {
             "--tasks"
         } else if !self.tasks.is_empty() {
             "--task"
         } else {
             return Ok(None);
         };
+        self.refuse_beside_task_set(given)?;
+        let mut set = TaskSet { tasks: Vec::new() };
+        if let Some(p) = &self.tasks_file {
+            set.tasks = super::tasks::read_toml(p, default_sched).map_err(usage)?;
+        } else {
+            set.tasks = self
+                .tasks
+                .iter()
+                .map(|t| TaskSpec::parse(t, default_sched))
+                .collect::<Result<_, _>>()
+                .map_err(usage)?;
+        }
+        let privileges = crate::rt::privileges::Privileges::current();
+        super::tasks::check(&set.tasks, online, super::tasks::rt_share(&privileges), self.force).map_err(usage)?;
+        Ok(Some(set))
+    }
+
+    /// The rt-app use case of `--rt-app` as the rt-app probe runs it (`None` without one); its
+    /// log directory is checked before anything runs.
+    fn rt_app_plan(&self, online: &CpuSet) -> Result<Option<crate::probes::rt_app::Plan>, UsageError> {
+        let Some(p) = &self.rt_app else { return Ok(None) };
+        self.refuse_beside_task_set("--rt-app")?;
+        let uc = super::rt_app::read(p, online).map_err(usage)?;
+        let mut plan = crate::probes::rt_app::Plan::new(p.display().to_string(), uc);
+        if let Some(dir) = &self.rt_app_logs {
+            let basename = plan.log.as_ref().map_or_else(|| "rt-app".to_string(), |l| l.basename.clone());
+            plan.log = Some(crate::probes::rt_app::model::LogSpec { dir: dir.clone(), basename });
+        }
+        if let Some(l) = &plan.log {
+            let probe = l.dir.join(".rtlab-check");
+            if !l.dir.is_dir() || crate::rt::fs::temp_beside(&probe).is_err() {
+                return Err(usage(format!(
+                    "--rt-app {}: the log directory {} does not exist or cannot be written (rt-app refuses it too); \
+                     create it, or give --rt-app-logs DIR",
+                    p.display(),
+                    l.dir.display()
+                )));
+            }
+        }
+        Ok(Some(plan))
+    }
+
+    /// Refuses the options that place or describe threads themselves beside a task set
+    /// (`given`: `--task`, `--tasks` or `--rt-app`).
+    fn refuse_beside_task_set(&self, given: &str) -> Result<(), UsageError> {
         let clashes = [
             ("-t", self.threads.is_some()),
             ("-a", self.affinity.is_some()),
@@ -682,41 +761,7 @@ impl RunArgs {
                 "{flag} does not apply with {given}: each task gives its own (see --task's keys); drop {flag}"
             )));
         }
-        let mut set = TaskSet {
-            tasks: Vec::new(),
-            relative: false,
-            loops: None,
-            duration: None,
-            lock_pages: None,
-            ignored: Vec::new(),
-        };
-        if let Some(p) = &self.rt_app {
-            let r = super::rt_app::read(p, online).map_err(usage)?;
-            if r.relative.iter().any(|x| *x) && !r.relative.iter().all(|x| *x) {
-                return Err(usage(format!(
-                    "--rt-app {}: some tasks wait with timer and others with sleep; rtlab runs one kind of wait per run — split the file",
-                    p.display()
-                )));
-            }
-            set.relative = r.relative.first().copied().unwrap_or(false);
-            set.loops = r.loops;
-            set.duration = r.duration;
-            set.lock_pages = Some(r.lock_pages);
-            set.ignored = r.ignored;
-            set.tasks = r.tasks;
-        } else if let Some(p) = &self.tasks_file {
-            set.tasks = super::tasks::read_toml(p, default_sched).map_err(usage)?;
-        } else {
-            set.tasks = self
-                .tasks
-                .iter()
-                .map(|t| TaskSpec::parse(t, default_sched))
-                .collect::<Result<_, _>>()
-                .map_err(usage)?;
-        }
-        let privileges = crate::rt::privileges::Privileges::current();
-        super::tasks::check(&set.tasks, online, super::tasks::rt_share(&privileges), self.force).map_err(usage)?;
-        Ok(Some(set))
+        Ok(())
     }
 
     /// The options of working tasks need work, and work needs an absolute schedule.
@@ -730,9 +775,7 @@ impl RunArgs {
         if let (Some((flag, _)), false) = (needs.iter().find(|(_, g)| *g), working) {
             return Err(usage(format!("{flag} needs work per period: add --work TIME (or tasks with work=)")));
         }
-        // rt-app's `sleep` is the one relative wait a working task may use.
-        let rt_app_sleep = method == Method::Rel && self.rt_app.is_some();
-        if working && method != Method::Abs && !rt_app_sleep {
+        if working && method != Method::Abs {
             return Err(usage(format!(
                 "--work needs --method abs: releases follow an absolute schedule, which --method {} does not keep",
                 method.name()
@@ -879,11 +922,6 @@ impl RunArgs {
 /// A task set as `rtlab run` applies it.
 struct TaskSet {
     tasks: Vec<TaskSpec>,
-    relative: bool,
-    loops: Option<u64>,
-    duration: Option<std::time::Duration>,
-    lock_pages: Option<bool>,
-    ignored: Vec<String>,
 }
 
 /// Checks that every CPU of `set` is online; the error names the missing ones and the online set.
