@@ -150,6 +150,11 @@ pub fn summary_within(r: &RunResult, u: Unit, width: Option<usize>) -> String {
     out += &fitted(&header, &rows, 0, width, &["p99.999", "p99.99", "stdev", "p50", "cycles"]);
     out += &watch(r, u);
     out += &work(r, u);
+    if let Some((header, rows)) = crate::report::rt_app_grid(r, u) {
+        out +=
+            "\nhand-off = a release in one task → the woken task running its next event; lock = time blocked in lock\n";
+        out += &grid(&header, &rows, 4);
+    }
     if let Some(max) = r.all.stats.max_ns {
         let t = r.all.max_at_thread.unwrap_or(0);
         let at = r.all.stats.max_at_cycle.map(|c| format!(" at cycle {c}")).unwrap_or_default();

@@ -194,6 +194,43 @@ pub fn work_grid(r: &RunResult, u: crate::units::Unit) -> Option<(Vec<String>, V
     Some((header, rows))
 }
 
+/// An rt-app use case's waits for one another (`rtlab run --rt-app`) as a header and rows:
+/// each hand-off (releasing task → woken task, by which event on which resource) and each
+/// task's lock wait per mutex, with its count and latencies; `None` when the run has none.
+pub fn rt_app_grid(r: &RunResult, u: crate::units::Unit) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let a = r.rt_app.as_ref()?;
+    if a.handoffs.is_empty() && a.lock_waits.is_empty() {
+        return None;
+    }
+    let l = u.label();
+    let header: Vec<String> =
+        ["wait", "from", "to", "on", "count", &format!("min {l}"), "p50", "p99", &format!("max {l}")]
+            .iter()
+            .map(|h| h.to_string())
+            .collect();
+    let cells = |st: &crate::result::Stats| {
+        vec![
+            st.cycles.to_string(),
+            u.fmt_opt(st.min_ns),
+            percentile_cell(st, "50", u),
+            percentile_cell(st, "99", u),
+            u.fmt_opt(st.max_ns),
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for h in &a.handoffs {
+        let mut row = vec![format!("hand-off ({})", h.via), h.from.clone(), h.to.clone(), h.resource.clone()];
+        row.extend(cells(&h.stats));
+        rows.push(row);
+    }
+    for w in &a.lock_waits {
+        let mut row = vec!["lock".to_string(), "-".into(), w.task.clone(), w.mutex.clone()];
+        row.extend(cells(&w.stats));
+        rows.push(row);
+    }
+    Some((header, rows))
+}
+
 /// The watched threads' table (`rtlab watch`) as a header and rows, one per thread: how it
 /// is released, its IRQ, thread and return-to-user latency (timerlat's IRQ/Thr/Usr), the
 /// preemption it suffered while it worked and the timer slack the kernel gave it; `None`
@@ -713,6 +750,17 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
                 .into(),
         ));
         let numeric = header.iter().enumerate().map(|(i, _)| i > 0).collect();
+        out.push(Block::Table { header, rows, numeric });
+    }
+    if let Some((header, rows)) = rt_app_grid(r, crate::units::Unit::Micros) {
+        out.push(Block::Heading(3, "Waits for one another (rt-app)".into()));
+        out.push(Block::Text(
+            "A hand-off is the time from a release (resume, signal, broad, sync, a barrier's last arrival), stamped by \
+             the releasing thread, to the woken thread done with its wait and running its next event; a lock wait is \
+             the time a lock event blocked. Times in µs."
+                .into(),
+        ));
+        let numeric = header.iter().enumerate().map(|(i, _)| i > 3).collect();
         out.push(Block::Table { header, rows, numeric });
     }
     out.extend(watch_blocks(input, r, index)?);
