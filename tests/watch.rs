@@ -789,9 +789,12 @@ fn an_epoll_loop_fed_through_a_pipe_has_its_iterations_and_each_stall_as_long_as
     assert!(t["watch"]["evidence"].as_str().unwrap().contains("epoll_wait"));
     let l = &t["watch"]["event_loop"];
     let theirs: Vec<i64> = numbers(&own_path).into_iter().map(|v| v[0]).collect();
-    // Its iterations, and the last wait's timeout.
+    // Its iterations, each ended by its next wait; the stretch after the last wait's timeout
+    // (writing its file, exiting) is one more when the events show it ending before the exit,
+    // which depends on whether that writing blocked: seen both ways on this VM.
     let summary = format!("{} iterations, {} stalls", l["iterations"], l["stalls"]);
-    assert_eq!(l["iterations"].as_u64().unwrap(), theirs.len() as u64 + 1, "{summary}");
+    let n = theirs.len() as u64;
+    assert!((n..=n + 1).contains(&l["iterations"].as_u64().unwrap()), "{summary}, the program's {n}");
     // 1 % of 1000 iterations work 5 ms; on this VM an iteration can also be held off the CPU
     // past 2 ms (the program's clock counts that too).
     let stalls: Vec<i64> = theirs.iter().copied().filter(|b| *b > 2_000_000).collect();
