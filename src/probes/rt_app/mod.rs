@@ -214,6 +214,33 @@ fn calibrate_on(cpu: usize, stop: &AtomicBool) -> u64 {
     })
 }
 
+/// What the threads of `uc` share: its resources, each thread's task, `run`'s unit.
+fn shared_of(uc: &UseCase, ps_per_unit: u64, stop: &Arc<AtomicBool>) -> Result<Shared, ProbeError> {
+    let mut tasks: Vec<&str> = Vec::new();
+    let task_of = uc
+        .threads
+        .iter()
+        .map(|t| match tasks.iter().position(|n| *n == t.task) {
+            Some(i) => i,
+            None => {
+                tasks.push(&t.task);
+                tasks.len() - 1
+            }
+        })
+        .collect();
+    Ok(Shared {
+        resources: resources(uc)?,
+        kinds: uc.resources.iter().map(|r| r.kind).collect(),
+        stop: Arc::clone(stop),
+        origin: AtomicI64::new(0),
+        end_ns: AtomicI64::new(i64::MAX),
+        timed_out: AtomicBool::new(false),
+        ps_per_unit,
+        cumulative_slack: uc.cumulative_slack,
+        task_of,
+    })
+}
+
 /// The shared resources of `uc`.
 fn resources(uc: &UseCase) -> Result<Vec<Res>, ProbeError> {
     uc.resources
@@ -245,71 +272,9 @@ impl Probe for RtAppProbe {
         let cpu =
             uc.calibration_cpu.filter(|c| online.contains(*c)).or_else(|| online.cpus().first().copied()).unwrap_or(0);
         let ps_per_unit = if runs { calibrate_on(cpu, &sinks.interrupt) } else { 1000 };
-        let mut task_names: Vec<&str> = Vec::new();
-        let task_of: Vec<usize> = uc
-            .threads
-            .iter()
-            .map(|t| match task_names.iter().position(|n| *n == t.task) {
-                Some(i) => i,
-                None => {
-                    task_names.push(&t.task);
-                    task_names.len() - 1
-                }
-            })
-            .collect();
-        let shared = Arc::new(Shared {
-            resources: resources(uc)?,
-            kinds: uc.resources.iter().map(|r| r.kind).collect(),
-            stop: Arc::clone(&sinks.stop),
-            origin: AtomicI64::new(0),
-            end_ns: AtomicI64::new(i64::MAX),
-            timed_out: AtomicBool::new(false),
-            ps_per_unit,
-            cumulative_slack: uc.cumulative_slack,
-            task_of,
-        });
+        let shared = Arc::new(shared_of(uc, ps_per_unit, &sinks.stop)?);
         self.shared = Some(Arc::clone(&shared));
-        let logs = self.open_logs()?;
-        let (tx, rx) = std::sync::mpsc::channel::<Setup>();
-        for (i, log) in logs.into_iter().enumerate() {
-            let ctx = ThreadCtx {
-                index: i,
-                plan: self.plan.threads[i].clone(),
-                spec: uc.threads[i].clone(),
-                keys: handoff_keys(uc, &shared.task_of, i),
-                shared: Arc::clone(&shared),
-                gate: Arc::clone(&self.gate),
-                finished: Arc::clone(&self.finished),
-                live: Arc::clone(&sinks.lives[i]),
-                ring: sinks.rings.get(i).cloned().flatten(),
-                work: sinks.work.get(i).cloned().flatten(),
-                max_latency_ns: sinks.max_latency_ns,
-                max_response_ns: sinks.max_response_ns,
-                privileges: privileges.clone(),
-                io_device: uc.io_device.clone(),
-                mem_buffer_size: uc.mem_buffer_size,
-                log,
-                tx: tx.clone(),
-            };
-            match spawn(format!("rtlab-rtapp-{i}"), move || ctx.run()) {
-                Ok(h) => self.handles.push(h),
-                Err(e) => {
-                    self.abort();
-                    return Err(ProbeError::Start(format!("cannot start thread {i}: {e}")));
-                }
-            }
-        }
-        drop(tx);
-        let setups = match collect(&rx, self.handles.len(), Instant::now() + SETUP_TIMEOUT) {
-            Ok(s) => s,
-            Err(missing) => {
-                self.abort();
-                return Err(ProbeError::Start(format!(
-                    "{missing} of the use case's threads did not finish their setup within {} s (starved by a task at a higher RT priority?)",
-                    SETUP_TIMEOUT.as_secs()
-                )));
-            }
-        };
+        let setups = self.spawn_threads(uc, &shared, sinks, &privileges)?;
         let mut statuses: Vec<ThreadStatus> = Vec::new();
         for s in setups {
             warnings.extend(s.warnings);
@@ -331,11 +296,7 @@ impl Probe for RtAppProbe {
         };
         let origin = clock::now(ClockId::MONOTONIC);
         shared.origin.store(origin, Relaxed);
-        let duration = match (uc.duration, sinks.duration) {
-            (_, Some(d)) => Some(d),
-            (d, None) => d,
-        };
-        if let Some(d) = duration {
+        if let Some(d) = sinks.duration.or(uc.duration) {
             shared.end_ns.store(origin.saturating_add(d.as_nanos().min(i64::MAX as u128) as i64), Relaxed);
         }
         let start = SystemTime::now();
@@ -466,6 +427,56 @@ fn persist(tmp: tempfile::NamedTempFile, path: &std::path::Path) -> Result<(), S
 }
 
 impl RtAppProbe {
+    /// Starts one thread per instance and waits for each to be set up (or gives up, the
+    /// started ones sent home).
+    fn spawn_threads(
+        &mut self,
+        uc: &UseCase,
+        shared: &Arc<Shared>,
+        sinks: &Sinks,
+        privileges: &Privileges,
+    ) -> Result<Vec<Setup>, ProbeError> {
+        let logs = self.open_logs()?;
+        let (tx, rx) = std::sync::mpsc::channel::<Setup>();
+        for (i, log) in logs.into_iter().enumerate() {
+            let ctx = ThreadCtx {
+                index: i,
+                plan: self.plan.threads[i].clone(),
+                spec: uc.threads[i].clone(),
+                keys: handoff_keys(uc, &shared.task_of, i),
+                shared: Arc::clone(shared),
+                gate: Arc::clone(&self.gate),
+                finished: Arc::clone(&self.finished),
+                live: Arc::clone(&sinks.lives[i]),
+                ring: sinks.rings.get(i).cloned().flatten(),
+                work: sinks.work.get(i).cloned().flatten(),
+                max_latency_ns: sinks.max_latency_ns,
+                max_response_ns: sinks.max_response_ns,
+                privileges: privileges.clone(),
+                io_device: uc.io_device.clone(),
+                mem_buffer_size: uc.mem_buffer_size,
+                log,
+                tx: tx.clone(),
+            };
+            match spawn(format!("rtlab-rtapp-{i}"), move || ctx.run()) {
+                Ok(h) => self.handles.push(h),
+                Err(e) => {
+                    self.abort();
+                    return Err(ProbeError::Start(format!("cannot start thread {i}: {e}")));
+                }
+            }
+        }
+        drop(tx);
+        collect(&rx, self.handles.len(), Instant::now() + SETUP_TIMEOUT).map_err(|missing| {
+            self.abort();
+            ProbeError::Start(format!(
+                "{missing} of the use case's threads did not finish their setup within {} s (starved by a task at a \
+                 higher RT priority?)",
+                SETUP_TIMEOUT.as_secs()
+            ))
+        })
+    }
+
     /// A temporary file beside each thread's log, its header written (rt-app 1.0's two lines).
     fn open_logs(&self) -> Result<Vec<Option<(tempfile::NamedTempFile, PathBuf)>>, ProbeError> {
         let paths = self.plan.log_paths();
@@ -527,19 +538,7 @@ impl ThreadCtx {
         let timer_lives = engine::lives(timers.len(), layout);
         let uses_buffer =
             self.spec.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::Mem(_) | Event::IoRun(_)));
-        let io = match self.spec.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::IoRun(_))) {
-            true => match crate::rt::fs::open_for_writing(&self.io_device) {
-                Ok(f) => Some(f),
-                Err(e) => {
-                    warnings.push(Warning::OutputFailed {
-                        output: format!("io_device {}", self.io_device.display()),
-                        why: e.to_string(),
-                    });
-                    None
-                }
-            },
-            false => None,
-        };
+        let io = self.io(&mut warnings);
         ready(&self.shared.stop, &self.live, self.ring.as_deref());
         let status = ThreadStatus {
             index: self.index,
@@ -599,24 +598,8 @@ impl ThreadCtx {
         drop(writer);
         signals::interrupt_sleeps_on(None);
         self.finished[self.index].store(true, Relaxed);
-        let origin = self.shared.origin.load(Relaxed);
         Done {
-            outcome: ThreadOutcome {
-                plan: self.plan.clone(),
-                sched: sched::current_thread().ok(),
-                cpus_allowed: affinity::current_thread().ok(),
-                last_cpu: affinity::current_cpu(),
-                timer_slack_ns: crate::rt::thread::timer_slack(),
-                summary,
-                outcome: LoopOutcome { iterations: ran.phase_loops, drift_ns: 0, break_hit: None, start_ns: origin },
-                drift_ns: None,
-                tid,
-                samples_lost: 0,
-                warnings,
-                noise: None,
-                watch: None,
-                work,
-            },
+            outcome: self.outcome(summary, work, ran.phase_loops, tid, warnings),
             phase_loops: ran.phase_loops,
             handoffs,
             locks,
@@ -624,6 +607,49 @@ impl ThreadCtx {
             log: self.log.take(),
             log_error: ran.log_error.or(log_error),
         }
+    }
+
+    /// What the thread obtained (read back) and measured.
+    fn outcome(
+        &self,
+        summary: Summary,
+        work: Option<crate::measure::work::WorkSummary>,
+        phase_loops: u64,
+        tid: i32,
+        warnings: Vec<Warning>,
+    ) -> ThreadOutcome {
+        let origin = self.shared.origin.load(Relaxed);
+        ThreadOutcome {
+            plan: self.plan.clone(),
+            sched: sched::current_thread().ok(),
+            cpus_allowed: affinity::current_thread().ok(),
+            last_cpu: affinity::current_cpu(),
+            timer_slack_ns: crate::rt::thread::timer_slack(),
+            summary,
+            outcome: LoopOutcome { iterations: phase_loops, drift_ns: 0, break_hit: None, start_ns: origin },
+            drift_ns: None,
+            tid,
+            samples_lost: 0,
+            warnings,
+            noise: None,
+            watch: None,
+            work,
+        }
+    }
+
+    /// The io device, opened when the thread has an `iorun` (a warning when it cannot be).
+    fn io(&self, warnings: &mut Vec<Warning>) -> Option<std::fs::File> {
+        if !self.spec.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::IoRun(_))) {
+            return None;
+        }
+        crate::rt::fs::open_for_writing(&self.io_device)
+            .map_err(|e| {
+                warnings.push(Warning::OutputFailed {
+                    output: format!("io_device {}", self.io_device.display()),
+                    why: e.to_string(),
+                })
+            })
+            .ok()
     }
 
     /// Enters the thread: control signals blocked, its CPUs and its scheduling applied.
