@@ -326,21 +326,59 @@ fn mp3_short_reports_each_hand_off_pair_with_the_count_that_happened() {
     let text = String::from_utf8_lossy(&rtlab().args(["show"]).arg(dir.path().join("r.json")).output().unwrap().stdout)
         .into_owned();
     assert!(text.contains("hand-off (resume)") && text.contains("AudioTick"), "{text}");
+    // The picture of the hand-offs has a curve per pair; compare has a section per pair.
+    let run = dir.path().join("r.json");
+    let svg = dir.path().join("h.svg");
+    rtlab().arg("plot").arg(&run).args(["--of", "handoffs", "--kind", "cdf", "-o"]).arg(&svg).assert().success();
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    let inputs = [rtlab::import::input::load(&run, None).unwrap()];
+    use rtlab::plot::inputs::{curves, By, Of};
+    let labels: Vec<String> = curves(&inputs, By::Thread, Of::Handoffs).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels.len(), a["handoffs"].as_array().unwrap().len(), "{labels:?}");
+    assert!(labels.iter().any(|l| l == "AudioTick → AudioOut (resume AudioOut)"), "{labels:?}");
+    let out = rtlab().arg("compare").arg(&run).arg(&run).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("hand-off AudioTick → AudioOut (resume AudioOut)"), "{text}");
+    assert!(text.contains("lock wait OMXCall on mutex"), "{text}");
 }
 
-/// A FIFO 90 task that takes a mutex a FIFO 10 task holds for 2 ms, while a FIFO 50 task
-/// spins 20 ms on the same CPU: the classic priority inversion.
+#[test]
+fn a_run_without_hand_offs_is_refused_a_picture_of_them_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("plain.json");
+    rtlab().args(["run", "-D", "200ms", "-q", "--json"]).arg(&run).assert().success();
+    let out = rtlab()
+        .arg("plot")
+        .arg(&run)
+        .args(["--of", "lock-waits", "-o"])
+        .arg(dir.path().join("x.svg"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no lock waits") && stderr.contains("--rt-app"), "{stderr}");
+    assert!(!dir.path().join("x.svg").exists());
+}
+
+/// The shipped example (docs/examples/priority-inversion.json): a FIFO 90 task that takes a
+/// mutex a FIFO 10 task holds for 2 ms, while a FIFO 50 task spins 20 ms on the same CPU — the
+/// classic priority inversion — moved to `cpu`, 2 s long, with `pi` as `pi_enabled`.
 fn inversion(cpu: usize, pi: bool) -> String {
-    format!(
-        r#"{{ "tasks": {{
-        "low": {{ "policy": "SCHED_FIFO", "priority": 10, "cpus": [{cpu}],
-                  "lock": "m", "run": 2000, "unlock": "m", "timer": {{ "ref": "l", "period": 100000 }} }},
-        "high": {{ "policy": "SCHED_FIFO", "priority": 90, "cpus": [{cpu}], "delay": 500,
-                  "lock": "m", "unlock": "m", "timer": {{ "ref": "h", "period": 100000 }} }},
-        "mid": {{ "policy": "SCHED_FIFO", "priority": 50, "cpus": [{cpu}], "delay": 1000,
-                  "run": 20000, "timer": {{ "ref": "s", "period": 100000 }} }} }},
-        "global": {{ "duration": 2, "pi_enabled": {pi} }} }}"#
-    )
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples/priority-inversion.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    // Edited as text: the events' order is the file's, which a JSON map would not keep.
+    let mut out = text.clone();
+    for (from, to) in [
+        (r#""cpus" : [0]"#.to_string(), format!(r#""cpus" : [{cpu}]"#)),
+        (r#""duration" : 10"#.into(), r#""duration" : 2"#.into()),
+        (r#""pi_enabled" : false"#.into(), format!(r#""pi_enabled" : {pi}"#)),
+        (r#""calibration" : "CPU0""#.into(), format!(r#""calibration" : "CPU{cpu}""#)),
+    ] {
+        assert!(text.contains(&from), "the example has no {from}");
+        out = out.replace(&from, &to);
+    }
+    out
 }
 
 #[test]

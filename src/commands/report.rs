@@ -183,10 +183,11 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
         )));
     }
     let c = compare::compare(&runs);
-    let max_sections = if args.all_threads || c.sections.len() <= 9 { usize::MAX } else { 1 };
+    let threads = c.sections.iter().filter(|s| s.per_thread).count();
+    let max_threads = if args.all_threads || threads <= 8 { usize::MAX } else { 0 };
     let mut text = String::new();
     text += &format!("baseline: {}\n\n", c.names[0]);
-    for b in report::comparison_blocks(&c, max_sections) {
+    for b in report::comparison_blocks(&c, max_threads) {
         match b {
             Block::Heading(_, t) => text += &format!("{t}\n"),
             Block::Text(t) => text += &format!("{t}\n\n"),

@@ -36,6 +36,11 @@ pub enum Of {
     /// A watched thread's IRQ, thread and wakeup (return-to-user) latency side by side
     /// (rtlab watch; rtla timerlat's IRQ/Thr/Usr)
     Stages,
+    /// An rt-app use case's hand-off latencies: one curve per releasing task, woken task and
+    /// resource (rtlab run --rt-app)
+    Handoffs,
+    /// An rt-app use case's lock waits: one curve per task and mutex (rtlab run --rt-app)
+    LockWaits,
 }
 
 impl Of {
@@ -47,6 +52,8 @@ impl Of {
             Of::Run => "Run time",
             Of::Both => "Latency and response time",
             Of::Stages => "IRQ, thread and wakeup latency",
+            Of::Handoffs => "Hand-off latency",
+            Of::LockWaits => "Lock wait",
         }
     }
 }
@@ -251,6 +258,11 @@ pub fn curves(inputs: &[Input], by: By, of: Of) -> Vec<(String, &Stats)> {
         };
         let is_sweep = matches!(input.content, Content::Sweep(..));
         for (label, r) in runs {
+            if matches!(of, Of::Handoffs | Of::LockWaits) {
+                let prefix = if several || is_sweep { format!("{label}: ") } else { String::new() };
+                out.extend(rt_app_curves(r, of).into_iter().map(|(l, s)| (format!("{prefix}{l}"), s)));
+                continue;
+            }
             match by {
                 By::Input => {
                     for (suffix, s) in of_stats(&r.all.stats, r.all.work.as_ref(), None, of) {
@@ -270,6 +282,16 @@ pub fn curves(inputs: &[Input], by: By, of: Of) -> Vec<(String, &Stats)> {
         }
     }
     out
+}
+
+/// A use case's hand-off or lock-wait statistics with their labels.
+fn rt_app_curves(r: &RunResult, of: Of) -> Vec<(String, &Stats)> {
+    let Some(a) = &r.rt_app else { return Vec::new() };
+    if of == Of::Handoffs {
+        a.handoffs.iter().map(|h| (format!("{} → {} ({} {})", h.from, h.to, h.via, h.resource), &h.stats)).collect()
+    } else {
+        a.lock_waits.iter().map(|w| (format!("{} on {}", w.task, w.mutex), &w.stats)).collect()
+    }
 }
 
 /// The caption: `title`, then the one input's description or the inputs' names.
@@ -318,6 +340,15 @@ pub fn cdf_series(inputs: &[Input], by: By, of: Of) -> Result<Vec<cdf::Series>, 
 }
 
 fn no_histogram(inputs: &[Input], of: Of) -> String {
+    if matches!(of, Of::Handoffs | Of::LockWaits) {
+        let names: Vec<String> = inputs.iter().map(|i| i.path.display().to_string()).collect();
+        return format!(
+            "{} {} no {}: they come from rt-app use cases that resume, signal or lock (rtlab run --rt-app FILE --json F)",
+            names.join(", "),
+            if names.len() == 1 { "has" } else { "have" },
+            if of == Of::Handoffs { "hand-offs" } else { "lock waits" }
+        );
+    }
     if matches!(of, Of::Response | Of::Run) {
         let names: Vec<String> = inputs.iter().map(|i| i.path.display().to_string()).collect();
         return format!(

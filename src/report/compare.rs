@@ -162,11 +162,14 @@ pub struct Row {
     pub ratios: Vec<Option<f64>>,
 }
 
-/// One table: all threads, or one thread index.
+/// One table: all threads, working tasks' response, one thread index, one hand-off pair or one
+/// mutex's waits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Section {
-    /// `all threads` or `thread 2`.
+    /// `all threads`, `thread 2`, `hand-off a → b (resume b)`, …
     pub title: String,
+    /// A table of one measuring thread (the ones left out of a long comparison).
+    pub per_thread: bool,
     /// Rows in [`METRICS`] order (only metrics some run knows).
     pub rows: Vec<Row>,
 }
@@ -233,7 +236,7 @@ fn row(metric: Metric, stats: &[Option<&Stats>]) -> Row {
 
 fn section(title: String, stats: &[Option<&Stats>]) -> Section {
     let rows = METRICS.iter().map(|m| row(*m, stats)).filter(|r| r.cells.iter().any(Option::is_some)).collect();
-    Section { title, rows }
+    Section { title, per_thread: false, rows }
 }
 
 fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
@@ -278,6 +281,10 @@ pub fn settings(r: &RunResult) -> Vec<(String, String)> {
         out.push(("source.command_line".into(), s.command_line.clone().unwrap_or_else(|| "-".into())));
     }
     out.push(("simulated".into(), r.simulated.to_string()));
+    if let Some(a) = &r.rt_app {
+        out.push(("rt_app.file".into(), a.file.clone()));
+        out.push(("rt_app.pi_enabled".into(), a.pi_enabled.to_string()));
+    }
     // --explain: the share of each cause over every explained sample, so two runs compare by
     // where their latency went.
     if !r.explanations.is_empty() {
@@ -336,6 +343,37 @@ pub fn noise_settings(r: &RunResult) -> Vec<(String, String)> {
     out
 }
 
+/// The hand-off and lock-wait sections of rt-app use cases, one per pair or mutex seen in any
+/// run, in the order they first appear.
+fn rt_app_sections(runs: &[(String, &RunResult)]) -> Vec<Section> {
+    let mut titles: Vec<String> = Vec::new();
+    let mut keyed: Vec<Vec<(String, &Stats)>> = Vec::new();
+    for (_, r) in runs {
+        let Some(a) = &r.rt_app else {
+            keyed.push(Vec::new());
+            continue;
+        };
+        let handoffs =
+            a.handoffs.iter().map(|h| (format!("hand-off {} → {} ({} {})", h.from, h.to, h.via, h.resource), &h.stats));
+        let waits = a.lock_waits.iter().map(|w| (format!("lock wait {} on {}", w.task, w.mutex), &w.stats));
+        let these: Vec<(String, &Stats)> = handoffs.chain(waits).collect();
+        for (t, _) in &these {
+            if !titles.contains(t) {
+                titles.push(t.clone());
+            }
+        }
+        keyed.push(these);
+    }
+    titles
+        .into_iter()
+        .map(|t| {
+            let stats: Vec<Option<&Stats>> =
+                keyed.iter().map(|k| k.iter().find(|(title, _)| *title == t).map(|(_, s)| *s)).collect();
+            section(t, &stats)
+        })
+        .collect()
+}
+
 /// Compares `runs` (the first is the baseline).
 pub fn compare(runs: &[(String, &RunResult)]) -> Comparison {
     let names = runs.iter().map(|(n, _)| n.clone()).collect();
@@ -355,8 +393,9 @@ pub fn compare(runs: &[(String, &RunResult)]) -> Comparison {
     for i in indices {
         let stats: Vec<Option<&Stats>> =
             runs.iter().map(|(_, r)| r.threads.iter().find(|t| t.thread == i).map(|t| &t.stats)).collect();
-        sections.push(section(format!("thread {i}"), &stats));
+        sections.push(Section { per_thread: true, ..section(format!("thread {i}"), &stats) });
     }
+    sections.extend(rt_app_sections(runs));
     let all: Vec<Vec<(String, String)>> = runs.iter().map(|(_, r)| settings(r)).collect();
     let mut fields: Vec<String> = Vec::new();
     for s in &all {
@@ -485,6 +524,48 @@ mod tests {
         let r = regressions(&c, Check { response: false, metric: Metric::Mean }, 50.0).unwrap();
         assert_eq!((r.len(), r[0].worse_pct), (1, 100.0));
         assert!(regressions(&c, Check { response: false, metric: Metric::Mean }, 150.0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn hand_offs_and_lock_waits_are_compared_per_pair_and_mutex() {
+        use crate::result::rt_app::{Handoff, LockWait, RtAppRun};
+        let stats = |v: &[i64]| {
+            crate::result::build::stats_of(&Summary::from_samples(Layout::DEFAULT, v), std::time::UNIX_EPOCH)
+        };
+        let app = |handoff: &[i64], wait: Option<&[i64]>| RtAppRun {
+            file: "f.json".into(),
+            pi_enabled: false,
+            threads: Vec::new(),
+            handoffs: vec![Handoff {
+                from: "tick".into(),
+                to: "out".into(),
+                via: "resume".into(),
+                resource: "out".into(),
+                stats: stats(handoff),
+            }],
+            lock_waits: wait
+                .map(|w| LockWait { task: "high".into(), mutex: "m".into(), stats: stats(w) })
+                .into_iter()
+                .collect(),
+            timers: Vec::new(),
+        };
+        let mut a = run(&[1000]);
+        a.rt_app = Some(app(&[10_000, 20_000], None));
+        let mut b = run(&[1000]);
+        b.rt_app = Some(app(&[20_000, 40_000], Some(&[5_000])));
+        let c = compare(&[("a".into(), &a), ("b".into(), &b)]);
+        assert!(c.differences.is_empty(), "{:?}", c.differences);
+        b.rt_app.as_mut().unwrap().pi_enabled = true;
+        let c = compare(&[("a".into(), &a), ("b".into(), &b)]);
+        let fields: Vec<&str> = c.differences.iter().map(|d| d.field.as_str()).collect();
+        assert_eq!(fields, ["rt_app.pi_enabled"]);
+        let titles: Vec<&str> = c.sections.iter().map(|s| s.title.as_str()).collect();
+        assert_eq!(titles, ["all threads", "thread 0", "hand-off tick → out (resume out)", "lock wait high on m"]);
+        let mean = c.sections[2].rows.iter().find(|r| r.metric == Metric::Mean).unwrap();
+        assert_eq!((mean.diffs[1], mean.ratios[1]), (Some(15_000.0), Some(2.0)));
+        let wait = c.sections[3].rows.iter().find(|r| r.metric == Metric::Max).unwrap();
+        assert!(wait.cells[0].is_none());
+        assert_eq!(wait.cells[1].unwrap().value, 5_000.0);
     }
 
     #[test]

@@ -968,7 +968,7 @@ fn fmt_value(m: Metric, c: &Option<compare::Cell>) -> String {
 }
 
 /// The comparison as tables: one per section, then the differences.
-pub fn comparison_blocks(c: &Comparison, max_sections: usize) -> Vec<Block> {
+pub fn comparison_blocks(c: &Comparison, max_threads: usize) -> Vec<Block> {
     let mut out = Vec::new();
     let lines = compare_headlines(c);
     if !lines.is_empty() {
@@ -983,7 +983,10 @@ pub fn comparison_blocks(c: &Comparison, max_sections: usize) -> Vec<Block> {
         }
     }
     let numeric: Vec<bool> = header.iter().enumerate().map(|(i, _)| i > 0).collect();
-    for s in c.sections.iter().take(max_sections) {
+    let threads = c.sections.iter().filter(|s| s.per_thread).count();
+    let shown =
+        c.sections.iter().filter(|s| !s.per_thread).chain(c.sections.iter().filter(|s| s.per_thread).take(max_threads));
+    for s in shown {
         out.push(Block::Heading(3, format!("{} (µs; counts for samples and missed)", s.title)));
         let rows = s
             .rows
@@ -1008,10 +1011,10 @@ pub fn comparison_blocks(c: &Comparison, max_sections: usize) -> Vec<Block> {
             .collect();
         out.push(Block::Table { header: header.clone(), rows, numeric: numeric.clone() });
     }
-    if c.sections.len() > max_sections {
+    if threads > max_threads {
         out.push(Block::Text(format!(
-            "{} more per-thread tables are left out; rtlab compare prints them all.",
-            c.sections.len() - max_sections
+            "{} more per-thread tables are left out; rtlab compare --all-threads prints them all.",
+            threads - max_threads
         )));
     }
     out.push(Block::Heading(3, "What differs".into()));
@@ -1097,7 +1100,7 @@ pub fn build(inputs: &[Input]) -> Result<Vec<Block>, String> {
     if inputs.len() > 1 && runs.len() > 1 {
         out.push(Block::Heading(2, format!("Comparison (baseline: {})", runs[0].0)));
         // The headline, then the picture, then the tables.
-        let mut blocks = comparison_blocks(&compare::compare(&runs), 1 + 8);
+        let mut blocks = comparison_blocks(&compare::compare(&runs), 8);
         let at = blocks.iter().position(|b| !matches!(b, Block::Headline(_))).unwrap_or(blocks.len());
         let tails =
             figure(Kind::Cdf, inputs, Some(By::Input), Of::Latency, "compare-cdf".into(), "Tails side by side")?;
