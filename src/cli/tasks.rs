@@ -33,6 +33,64 @@ pub struct TaskSpec {
 pub const KEYS: &str =
     "name, period, work, kind, deadline, policy, nice, cpu, offset, dl-runtime, dl-deadline, dl-period";
 
+/// A task's name, checked.
+fn task_name(v: &str) -> Result<String, String> {
+    if v.is_empty() || v.len() > 64 || !v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        return Err(format!("name={v}: use 1 to 64 letters, digits, '-', '_' or '.'"));
+    }
+    Ok(v.to_string())
+}
+
+/// What a task's work is fixed in.
+fn work_kind(v: &str) -> Result<WorkKind, String> {
+    match v {
+        "fixed" => Ok(WorkKind::Fixed),
+        "time" => Ok(WorkKind::Time),
+        _ => Err(format!("kind={v}: use fixed (calibrated work) or time (busy wall-clock time)")),
+    }
+}
+
+/// SCHED_DEADLINE's runtime, deadline and period (`dl` as given; the deadline defaults to
+/// the period, the period to the task's) set in `sched`, or refused; given to another policy,
+/// refused.
+fn deadline_params(
+    name: &str,
+    sched: &mut SchedParams,
+    dl: [Option<i64>; 3],
+    period_ns: i64,
+    work: Option<i64>,
+) -> Result<(), String> {
+    let [dl_runtime, dl_deadline, dl_period] = dl;
+    if sched.policy != Policy::Deadline {
+        if dl.iter().any(Option::is_some) {
+            return Err(format!("task {name}: dl-runtime/dl-deadline/dl-period need policy=deadline"));
+        }
+        return Ok(());
+    }
+    let runtime = dl_runtime.ok_or_else(|| {
+        format!("task {name}: policy=deadline needs dl-runtime=TIME, the CPU time reserved each period (e.g. the work plus a margin)")
+    })?;
+    let dl_period = dl_period.unwrap_or(period_ns);
+    let dl_deadline = dl_deadline.unwrap_or(dl_period);
+    if !(runtime <= dl_deadline && dl_deadline <= dl_period) || runtime < 1024 {
+        return Err(format!(
+            "task {name}: SCHED_DEADLINE needs 1024 ns <= runtime <= deadline <= period, got {runtime} ns, {dl_deadline} ns, {dl_period} ns"
+        ));
+    }
+    if let Some(w) = work.filter(|w| *w > runtime) {
+        return Err(format!(
+            "task {name}: dl-runtime {} is shorter than work {}: SCHED_DEADLINE would throttle every job; give \
+             dl-runtime at least the work",
+            crate::units::duration(runtime),
+            crate::units::duration(w)
+        ));
+    }
+    sched.runtime_ns = runtime as u64;
+    sched.deadline_ns = dl_deadline as u64;
+    sched.period_ns = dl_period as u64;
+    Ok(())
+}
+
 impl TaskSpec {
     /// Parses one `--task` value: comma-separated `key=value` pairs.
     pub fn parse(text: &str, default_sched: SchedParams) -> Result<TaskSpec, String> {
@@ -65,34 +123,18 @@ impl TaskSpec {
             }
             seen.push(k);
             match k.as_str() {
-                "name" => {
-                    if v.is_empty()
-                        || v.len() > 64
-                        || !v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-                    {
-                        return Err(format!("name={v}: use 1 to 64 letters, digits, '-', '_' or '.'"));
-                    }
-                    name = Some(v.clone());
-                }
+                "name" => name = Some(task_name(v)?),
                 "period" => period = Some(super::parse::interval(v).map_err(|e| format!("period: {e}"))?),
                 "work" => work = Some(crate::measure::work::check_amount(&format!("work={v}"), time(k, v)?)?),
-                "kind" => {
-                    kind = match v.as_str() {
-                        "fixed" => WorkKind::Fixed,
-                        "time" => WorkKind::Time,
-                        _ => {
-                            return Err(format!("kind={v}: use fixed (calibrated work) or time (busy wall-clock time)"))
-                        }
-                    }
-                }
+                "kind" => kind = work_kind(v)?,
                 "deadline" => deadline = Some(time(k, v)?),
                 "policy" => sched = policy(v)?,
                 "nice" => {
                     nice = Some(
-                        v.parse::<i32>()
+                        v.parse()
                             .ok()
                             .filter(|n| (-20..=19).contains(n))
-                            .ok_or_else(|| format!("nice={v} is not -20 to 19"))?,
+                            .ok_or(format!("nice={v} is not -20 to 19"))?,
                     )
                 }
                 "cpu" => {
@@ -124,31 +166,7 @@ impl TaskSpec {
             }
             sched.nice = n;
         }
-        if sched.policy == Policy::Deadline {
-            let runtime = dl_runtime.ok_or_else(|| {
-                format!("task {name}: policy=deadline needs dl-runtime=TIME, the CPU time reserved each period (e.g. the work plus a margin)")
-            })?;
-            let dl_period = dl_period.unwrap_or(period_ns);
-            let dl_deadline = dl_deadline.unwrap_or(dl_period);
-            if !(runtime <= dl_deadline && dl_deadline <= dl_period) || runtime < 1024 {
-                return Err(format!(
-                    "task {name}: SCHED_DEADLINE needs 1024 ns <= runtime <= deadline <= period, got {runtime} ns, {dl_deadline} ns, {dl_period} ns"
-                ));
-            }
-            if let Some(w) = work.filter(|w| *w > runtime) {
-                return Err(format!(
-                    "task {name}: dl-runtime {} is shorter than work {}: SCHED_DEADLINE would throttle every job; give \
-                     dl-runtime at least the work",
-                    crate::units::duration(runtime),
-                    crate::units::duration(w)
-                ));
-            }
-            sched.runtime_ns = runtime as u64;
-            sched.deadline_ns = dl_deadline as u64;
-            sched.period_ns = dl_period as u64;
-        } else if dl_runtime.is_some() || dl_deadline.is_some() || dl_period.is_some() {
-            return Err(format!("task {name}: dl-runtime/dl-deadline/dl-period need policy=deadline"));
-        }
+        deadline_params(&name, &mut sched, [dl_runtime, dl_deadline, dl_period], period_ns, work)?;
         if !(0..=3_600_000_000_000).contains(&offset) {
             return Err(format!("task {name}: offset must be from 0 to 1h"));
         }

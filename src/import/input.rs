@@ -123,32 +123,29 @@ pub fn open_samples(path: &Path) -> Result<Reader<Box<dyn std::io::Read>>, Strin
     Reader::new(super::open_input(path, true)?)
 }
 
-/// Streams a samples file once and builds its RunResult: exact statistics and histograms per
-/// thread (missed periods are not known from samples alone: `null`).
-pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
-    // A regular file is read twice: first for its largest latency, so the histograms need
-    // not span the default 10 ms of 1 µs buckets per thread when the samples do not (a file
-    // of 4096 threads would hold 370 MB of empty buckets). Same 1 µs buckets below that range,
-    // so the same percentiles; a pipe is read once, with the default layout.
-    let layout = if path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        let mut first = open_samples(path).map_err(|e| error(path, e))?;
-        let mut largest = 0i64;
-        while let Some(r) = first.next_record().map_err(|e| error(path, e))? {
-            largest = largest.max(r.latency_ns).max(r.response_ns.unwrap_or(0));
-        }
-        let bucket = Layout::DEFAULT.bucket_ns;
-        let range = ((largest.max(0) as u64 / bucket + 1) * bucket).clamp(bucket, Layout::DEFAULT.range_ns);
-        Layout::new(bucket, range).unwrap_or(Layout::DEFAULT)
-    } else {
-        Layout::DEFAULT
-    };
-    let mut reader = open_samples(path).map_err(|e| error(path, e))?;
-    let header = reader.header().clone();
-    let lives: Vec<Live> = header.threads.iter().map(|_| Live::new(layout)).collect();
-    let mut recorders: Vec<Recorder> = lives.iter().map(|l| Recorder::new(l, None)).collect();
-    // A working task's response and run times and deadlines, rebuilt record by record (run =
-    // response − latency; releases skipped by the one rule): the work asked is not in the file.
-    let works: Vec<Option<WorkLive>> = header
+/// The histograms' layout for a samples file. A regular file is read twice: first for its
+/// largest latency, so the histograms need not span the default 10 ms of 1 µs buckets per
+/// thread when the samples do not (a file of 4096 threads would hold 370 MB of empty buckets).
+/// Same 1 µs buckets below that range, so the same percentiles; a pipe is read once, with the
+/// default layout.
+fn layout_for(path: &Path) -> Result<Layout, ImportError> {
+    if path.as_os_str() == "-" || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Ok(Layout::DEFAULT);
+    }
+    let mut first = open_samples(path).map_err(|e| error(path, e))?;
+    let mut largest = 0i64;
+    while let Some(r) = first.next_record().map_err(|e| error(path, e))? {
+        largest = largest.max(r.latency_ns).max(r.response_ns.unwrap_or(0));
+    }
+    let bucket = Layout::DEFAULT.bucket_ns;
+    let range = ((largest.max(0) as u64 / bucket + 1) * bucket).clamp(bucket, Layout::DEFAULT.range_ns);
+    Ok(Layout::new(bucket, range).unwrap_or(Layout::DEFAULT))
+}
+
+/// A working task's response and run times and deadlines, rebuilt record by record (run =
+/// response − latency; releases skipped by the one rule): the work asked is not in the file.
+fn work_cells(header: &crate::export::samples::Header, layout: Layout) -> Vec<Option<WorkLive>> {
+    header
         .threads
         .iter()
         .map(|t| {
@@ -158,7 +155,18 @@ pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
                 WorkLive::new(spec, layout, &[])
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Streams a samples file once and builds its RunResult: exact statistics and histograms per
+/// thread (missed periods are not known from samples alone: `null`).
+pub fn summarize_samples(path: &Path) -> Result<RunResult, ImportError> {
+    let layout = layout_for(path)?;
+    let mut reader = open_samples(path).map_err(|e| error(path, e))?;
+    let header = reader.header().clone();
+    let lives: Vec<Live> = header.threads.iter().map(|_| Live::new(layout)).collect();
+    let mut recorders: Vec<Recorder> = lives.iter().map(|l| Recorder::new(l, None)).collect();
+    let works = work_cells(&header, layout);
     let mut work_recs: Vec<Option<WorkRecorder>> =
         works.iter().map(|w| w.as_ref().map(|w| WorkRecorder::new(w, None, None))).collect();
     let mut last_wake = 0i64;

@@ -285,12 +285,9 @@ fn looped<W: Waiter, J: Job>(
     }
     let mut next = start + interval;
     let mut warm = p.warmup_cycles;
-    let mut recorded = 0u64;
-    let mut iterations = 0u64;
-    let mut periods = 0i64;
+    let (mut recorded, mut iterations, mut periods) = (0u64, 0u64, 0i64);
     let mut last = start;
     let mut break_hit = None;
-    let cyclictest_us = p.cyclictest_us;
     while recorded < p.loops && !stop.load(Relaxed) {
         let wake = w.wait(next, interval);
         let (intended, now) = (wake.intended, wake.now);
@@ -336,7 +333,7 @@ fn looped<W: Waiter, J: Job>(
                 wr.record(latency, done - intended, done - now, now - origin, missed);
             }
         }
-        if cyclictest_us {
+        if p.cyclictest_us {
             rec.record_cyclictest_us(super::stats::cyclictest_us(intended, now));
         }
         recorded += 1;

@@ -150,17 +150,32 @@ pub fn summary_within(r: &RunResult, u: Unit, width: Option<usize>) -> String {
     out += &fitted(&header, &rows, 0, width, &["p99.999", "p99.99", "stdev", "p50", "cycles"]);
     out += &watch(r, u);
     out += &work(r, u);
-    if let Some((header, rows)) = crate::report::rt_app_grid(r, u) {
-        out +=
-            "\nhand-off = a release in one task → the woken task running its next event; lock = time blocked in lock\n";
-        out += &grid(&header, &rows, 4);
-    }
+    out += &rt_app(r, u);
     if let Some(max) = r.all.stats.max_ns {
         let t = r.all.max_at_thread.unwrap_or(0);
         let at = r.all.stats.max_at_cycle.map(|c| format!(" at cycle {c}")).unwrap_or_default();
         let when = r.all.stats.max_at_time.as_ref().map(|w| format!(" ({w})")).unwrap_or_default();
         out += &format!("max {} {l} on thread {t}{at}{when}\n", u.fmt(max));
     }
+    out += &drifts(r);
+    if r.verdict.threshold_ns.is_some() || r.verdict.max_response_ns.is_some() || r.verdict.max_misses.is_some() {
+        out += &r.verdict.message;
+        out.push('\n');
+    }
+    out
+}
+
+/// An rt-app use case's hand-off and lock-wait table (nothing for other runs).
+pub fn rt_app(r: &RunResult, u: Unit) -> String {
+    let Some((header, rows)) = crate::report::rt_app_grid(r, u) else { return String::new() };
+    "\nhand-off = a release in one task → the woken task running its next event; lock = time blocked in lock\n"
+        .to_string()
+        + &grid(&header, &rows, 4)
+}
+
+/// Each relative sleeper's period drift (nothing for absolute schedules).
+fn drifts(r: &RunResult) -> String {
+    let mut out = String::new();
     if r.config.as_ref().is_some_and(|c| !c.method.is_absolute()) {
         for t in &r.threads {
             if let Some(d) = t.drift_ns {
@@ -172,10 +187,6 @@ pub fn summary_within(r: &RunResult, u: Unit, width: Option<usize>) -> String {
                 );
             }
         }
-    }
-    if r.verdict.threshold_ns.is_some() || r.verdict.max_response_ns.is_some() || r.verdict.max_misses.is_some() {
-        out += &r.verdict.message;
-        out.push('\n');
     }
     out
 }

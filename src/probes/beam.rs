@@ -423,6 +423,80 @@ fn last_words(stderr: &str) -> String {
     }
 }
 
+impl BeamProbe {
+    /// Waits for the VM's probe to start and returns when it did (monotonic, wall clock) and
+    /// what the VM said of itself. A VM that dies, breaks the protocol or hangs before its
+    /// probe starts is a failed run like one that does so later: the result says so, with the
+    /// nothing that arrived.
+    fn await_start(&mut self, rx: &mpsc::Receiver<Begun>, interrupt: &std::sync::atomic::AtomicBool) -> Begun {
+        let deadline = Instant::now() + START_LIMIT;
+        let now = || (Instant::now(), std::time::SystemTime::now(), VmInfo::default());
+        loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(v) => return v,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return now(),
+                Err(mpsc::RecvTimeoutError::Timeout) if interrupt.load(Relaxed) => {
+                    // Ctrl-C while the VM starts: nothing was measured; the run ends at once.
+                    self.interrupted = true;
+                    self.kill();
+                    return now();
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                    self.hung = Some(format!(
+                        "the Erlang VM did not start its probe within {} s; it was killed",
+                        START_LIMIT.as_secs()
+                    ));
+                    self.kill();
+                    return now();
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+}
+
+/// When the VM's probe started (monotonic, wall clock) and what the VM said of itself.
+type Begun = (Instant, std::time::SystemTime, VmInfo);
+
+/// Reads the VM's lines into the recorder until its end line, telling `begun` once its probe
+/// started; a broken line or a read error kills the VM's group and is the run's failure.
+fn read_vm(
+    stdout: std::process::ChildStdout,
+    live: &crate::measure::stats::Live,
+    ring: Option<&crate::measure::ring::SampleRing>,
+    threshold: Option<i64>,
+    pgid: u32,
+    begun: &mpsc::Sender<Begun>,
+) -> Fed {
+    let mut session = Session::new(false);
+    let mut rec = Recorder::with_logs(live, ExceedLog::new(threshold, 1), ExceedLog::off(), ring);
+    let mut failure = Some(String::new());
+    for line in std::io::BufReader::with_capacity(1 << 16, stdout).lines() {
+        let line = match line {
+            Ok(l) => l,
+            Err(e) => {
+                failure = Some(format!("cannot read from the Erlang VM: {e}"));
+                break;
+            }
+        };
+        let was_started = session.started();
+        if let Err(e) = session.feed(&mut rec, &line) {
+            failure = Some(e);
+            let _ = crate::rt::process::kill_group(pgid, crate::rt::signals::SIGKILL);
+            break;
+        }
+        if !was_started && session.started() {
+            let _ = begun.send((Instant::now(), std::time::SystemTime::now(), session.info.clone()));
+        }
+        if session.end.is_some() {
+            failure = None;
+            break;
+        }
+    }
+    let summary = rec.finish();
+    Fed { session, summary, failure }
+}
+
 impl Probe for BeamProbe {
     fn slots(&self) -> usize {
         1
@@ -459,70 +533,18 @@ impl Probe for BeamProbe {
             let _ = stderr.by_ref().take(64 << 10).read_to_string(&mut s);
             s
         }));
-        let (tx, rx) = mpsc::channel::<(Instant, std::time::SystemTime, VmInfo)>();
+        let (tx, rx) = mpsc::channel::<Begun>();
         let (live, ring, threshold, pgid) =
             (Arc::clone(&sinks.lives[0]), sinks.rings[0].clone(), sinks.max_latency_ns, self.pgid);
-        self.reader = Some(std::thread::spawn(move || {
-            let mut session = Session::new(false);
-            let mut rec = Recorder::with_logs(&live, ExceedLog::new(threshold, 1), ExceedLog::off(), ring.as_deref());
-            let mut failure = Some(String::new());
-            for line in std::io::BufReader::with_capacity(1 << 16, stdout).lines() {
-                let line = match line {
-                    Ok(l) => l,
-                    Err(e) => {
-                        failure = Some(format!("cannot read from the Erlang VM: {e}"));
-                        break;
-                    }
-                };
-                let was_started = session.started();
-                if let Err(e) = session.feed(&mut rec, &line) {
-                    failure = Some(e);
-                    let _ = crate::rt::process::kill_group(pgid, crate::rt::signals::SIGKILL);
-                    break;
-                }
-                if !was_started && session.started() {
-                    let _ = tx.send((Instant::now(), std::time::SystemTime::now(), session.info.clone()));
-                }
-                if session.end.is_some() {
-                    failure = None;
-                    break;
-                }
-            }
-            let summary = rec.finish();
-            Fed { session, summary, failure }
-        }));
-        let deadline = Instant::now() + START_LIMIT;
-        // A VM that dies, breaks the protocol or hangs before its probe starts is a failed run
-        // like one that does so later: the result says so, with the nothing that arrived.
-        let now = || (Instant::now(), std::time::SystemTime::now(), VmInfo::default());
-        let (at, wall, info) = loop {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(v) => break v,
-                Err(mpsc::RecvTimeoutError::Disconnected) => break now(),
-                Err(mpsc::RecvTimeoutError::Timeout) if sinks.interrupt.load(Relaxed) => {
-                    // Ctrl-C while the VM starts: nothing was measured; the run ends at once.
-                    self.interrupted = true;
-                    self.kill();
-                    break now();
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
-                    self.hung = Some(format!(
-                        "the Erlang VM did not start its probe within {} s; it was killed",
-                        START_LIMIT.as_secs()
-                    ));
-                    self.kill();
-                    break now();
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-        };
+        self.reader = Some(std::thread::spawn(move || read_vm(stdout, &live, ring.as_deref(), threshold, pgid, &tx)));
+        let (at, wall, info) = self.await_start(&rx, &sinks.interrupt);
         self.started = Some(at);
         Ok(Started {
             slots: vec![ThreadStatus {
                 index: 0,
                 cpu: None,
                 sched: crate::rt::sched::SchedParams::simple(crate::rt::sched::Policy::Other, 0),
-                interval_ns: plan.period_ms as i64 * 1_000_000,
+                interval_ns: self.plan.period_ms as i64 * 1_000_000,
                 tid: self.pgid as i32,
                 identity: Some(format!("erlang process {}", info.probe_pid.as_deref().unwrap_or("(pid not reported)"))),
             }],
@@ -532,7 +554,7 @@ impl Probe for BeamProbe {
             start: wall,
             schedule_start: at,
             own_duration: true,
-            runtime: Some(plan.runtime(&info)),
+            runtime: Some(self.plan.runtime(&info)),
             stages: Vec::new(),
         })
     }

@@ -371,34 +371,7 @@ impl ThreadCtx {
         let tp = &self.tp;
         let mut warnings = Vec::new();
         let sim = self.simulate.as_ref().map(|s| s.source(tp.index));
-        let mut timer = None;
-        let sched_now = if sim.is_some() {
-            tp.sched
-        } else {
-            enter(tp, &self.privileges, &mut warnings);
-            if let Err(e) = rtthread::set_timer_slack(1) {
-                warnings.push(Warning::TimerSlackFailed { thread: tp.index, why: e.to_string() });
-            }
-            if self.method == Method::PosixTimer {
-                let _ = signals::block_in_current_thread(&[signals::TIMER_SIGNAL]);
-                match PosixTimer::for_current_thread(self.clock.id()) {
-                    Ok(t) => timer = Some(t),
-                    Err(e) => warnings.push(Warning::MethodDowngraded {
-                        thread: tp.index,
-                        asked: Method::PosixTimer.name().into(),
-                        got: Method::Abs.name().into(),
-                        why: format!("timer_create failed ({e})"),
-                    }),
-                }
-            }
-            ready(&self.shared.stop, &self.live, self.ring.as_deref());
-            // The measuring code itself must be in RAM before the first sample: memory is
-            // locked on fault, so load and lock the loop and the libc calls it makes.
-            if let Err(e) = lock_hot_code(self.method) {
-                warnings.push(Warning::MlockFailed { why: format!("locking the measuring code: {e}") });
-            }
-            sched::current_thread().unwrap_or(tp.sched)
-        };
+        let (sched_now, timer) = if sim.is_some() { (tp.sched, None) } else { self.enter(&mut warnings) };
         // Fixed work is sized here, on this thread's CPU at its policy, before the schedule.
         if let (Some(w), None) = (&self.work, &sim) {
             if w.spec.kind == WorkKind::Fixed {
@@ -429,83 +402,19 @@ impl ThreadCtx {
             identity: None,
         };
         let _ = self.tx.send(Setup { status, warnings });
-
         let loops = match &sim {
             Some(s) => s.len().map_or(self.loops, |n| n.saturating_sub(tp.warmup_cycles).min(self.loops)),
             None => self.loops,
-        };
-        let mut params = LoopParams {
-            interval_ns: tp.interval_ns,
-            loops,
-            warmup_cycles: tp.warmup_cycles,
-            break_ns: self.break_ns,
-            start_at: None,
-            origin_ns: None,
-            cyclictest_us: self.cyclictest_compat,
         };
         let mut late_warnings = Vec::new();
         let outcome = if self.shared.gate.wait() == GateState::Abort {
             LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }
         } else {
-            if let (Some(a), true, None) = (self.align, self.method.is_absolute(), &sim) {
-                let base = self.shared.align_base.load(Relaxed);
-                params.origin_ns = Some(base);
-                params.start_at = Some(
-                    tp.offset_ns
-                        + match a {
-                            Align::Threads { offset_ns } => base + offset_ns * tp.index as i64,
-                            Align::Second { offset_ns } => base + offset_ns,
-                        },
-                );
-            }
-            let stop = &self.shared.stop;
-            let clock = self.clock.id();
-            match (sim, work_rec.as_mut().zip(self.work.as_deref())) {
-                (Some(src), Some((wr, w))) => {
-                    let mut job = SimJob { durations: vec![w.spec.amount_ns], next: 0 };
-                    probe::run_work_loop(&mut SimWaiter::<true>::new(src), &mut job, wr, &params, &mut rec, stop)
-                }
-                (None, Some((wr, w))) => working(&mut probe::AbsSleep(clock), clock, w, wr, &params, &mut rec, stop),
-                (Some(src), None) if self.method.is_absolute() => {
-                    measure(&mut SimWaiter::<true>::new(src), &params, &mut rec, stop)
-                }
-                (Some(src), None) => measure(&mut SimWaiter::<false>::new(src), &params, &mut rec, stop),
-                (None, None) => match self.method {
-                    Method::Abs => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
-                    Method::Rel => measure(&mut probe::RelSleep(clock), &params, &mut rec, stop),
-                    Method::Nanosleep => measure(&mut probe::NanoSleep(clock), &params, &mut rec, stop),
-                    Method::Sleep => measure(&mut probe::StdSleep(clock), &params, &mut rec, stop),
-                    Method::PosixTimer => match timer.take() {
-                        Some(timer) => {
-                            let mut w = probe::TimerWait { clock, timer, failed: None };
-                            let out = measure(&mut w, &params, &mut rec, stop);
-                            late_warnings.extend(w.failed.map(|why| Warning::MethodDowngraded {
-                                thread: tp.index,
-                                asked: Method::PosixTimer.name().into(),
-                                got: Method::Abs.name().into(),
-                                why,
-                            }));
-                            out
-                        }
-                        None => measure(&mut probe::AbsSleep(clock), &params, &mut rec, stop),
-                    },
-                },
-            }
+            let params = self.params(loops, sim.is_some());
+            self.measure(sim, timer, work_rec.as_mut(), &params, &mut rec, &mut late_warnings)
         };
-        if outcome.break_hit.is_some() {
-            self.shared.stop.store(true, Relaxed);
-            if let Some(t) = &self.shared.tracefs {
-                let b = outcome.break_hit.unwrap_or(Exceedance { cycle: 0, at_ns: 0, latency_ns: 0 });
-                let marked = t
-                    .mark(&format!(
-                        "rtlab: hit latency threshold ({} ns > {} ns) on thread {}",
-                        b.latency_ns, self.break_ns, tp.index
-                    ))
-                    .and_then(|_| t.stop());
-                if marked.is_ok() {
-                    self.shared.tracemark_written.store(true, Relaxed);
-                }
-            }
+        if let Some(b) = outcome.break_hit {
+            self.broke(b);
         }
         let summary = rec.finish();
         if self.shared.stop_when_first_done && summary.cycles >= loops {
@@ -532,6 +441,122 @@ impl ThreadCtx {
             warnings: late_warnings,
             noise: None,
             work: work_rec.map(|w| w.finish()),
+        }
+    }
+
+    /// Takes this thread's scheduling, CPU, timer slack and (`--method posix-timer`) timer,
+    /// and locks the measuring code in RAM; returns the scheduling obtained and the timer.
+    fn enter(&self, warnings: &mut Vec<Warning>) -> (sched::SchedParams, Option<PosixTimer>) {
+        let tp = &self.tp;
+        let mut timer = None;
+        enter(tp, &self.privileges, warnings);
+        if let Err(e) = rtthread::set_timer_slack(1) {
+            warnings.push(Warning::TimerSlackFailed { thread: tp.index, why: e.to_string() });
+        }
+        if self.method == Method::PosixTimer {
+            let _ = signals::block_in_current_thread(&[signals::TIMER_SIGNAL]);
+            match PosixTimer::for_current_thread(self.clock.id()) {
+                Ok(t) => timer = Some(t),
+                Err(e) => warnings.push(Warning::MethodDowngraded {
+                    thread: tp.index,
+                    asked: Method::PosixTimer.name().into(),
+                    got: Method::Abs.name().into(),
+                    why: format!("timer_create failed ({e})"),
+                }),
+            }
+        }
+        ready(&self.shared.stop, &self.live, self.ring.as_deref());
+        // The measuring code itself must be in RAM before the first sample: memory is
+        // locked on fault, so load and lock the loop and the libc calls it makes.
+        if let Err(e) = lock_hot_code(self.method) {
+            warnings.push(Warning::MlockFailed { why: format!("locking the measuring code: {e}") });
+        }
+        (sched::current_thread().unwrap_or(tp.sched), timer)
+    }
+
+    /// The loop's parameters, its first expiry aligned (`--align`) once the gate opened.
+    fn params(&self, loops: u64, simulated: bool) -> LoopParams {
+        let tp = &self.tp;
+        let mut params = LoopParams {
+            interval_ns: tp.interval_ns,
+            loops,
+            warmup_cycles: tp.warmup_cycles,
+            break_ns: self.break_ns,
+            start_at: None,
+            origin_ns: None,
+            cyclictest_us: self.cyclictest_compat,
+        };
+        if let (Some(a), true, false) = (self.align, self.method.is_absolute(), simulated) {
+            let base = self.shared.align_base.load(Relaxed);
+            params.origin_ns = Some(base);
+            params.start_at = Some(
+                tp.offset_ns
+                    + match a {
+                        Align::Threads { offset_ns } => base + offset_ns * tp.index as i64,
+                        Align::Second { offset_ns } => base + offset_ns,
+                    },
+            );
+        }
+        params
+    }
+
+    /// The measuring loop on this thread's waiter (simulated, a sleep or a POSIX timer), with
+    /// its work; a timer that fails mid-run says so in `late_warnings`.
+    fn measure(
+        &self,
+        sim: Option<crate::measure::simulate::SampleSource>,
+        mut timer: Option<PosixTimer>,
+        work_rec: Option<&mut WorkRecorder<'_>>,
+        params: &LoopParams,
+        rec: &mut Recorder<'_>,
+        late_warnings: &mut Vec<Warning>,
+    ) -> LoopOutcome {
+        let stop = &self.shared.stop;
+        let clock = self.clock.id();
+        match (sim, work_rec.zip(self.work.as_deref())) {
+            (Some(src), Some((wr, w))) => {
+                let mut job = SimJob { durations: vec![w.spec.amount_ns], next: 0 };
+                probe::run_work_loop(&mut SimWaiter::<true>::new(src), &mut job, wr, params, rec, stop)
+            }
+            (None, Some((wr, w))) => working(&mut probe::AbsSleep(clock), clock, w, wr, params, rec, stop),
+            (Some(src), None) if self.method.is_absolute() => {
+                measure(&mut SimWaiter::<true>::new(src), params, rec, stop)
+            }
+            (Some(src), None) => measure(&mut SimWaiter::<false>::new(src), params, rec, stop),
+            (None, None) => match (self.method, timer.take()) {
+                (Method::Abs, _) => measure(&mut probe::AbsSleep(clock), params, rec, stop),
+                (Method::Rel, _) => measure(&mut probe::RelSleep(clock), params, rec, stop),
+                (Method::Nanosleep, _) => measure(&mut probe::NanoSleep(clock), params, rec, stop),
+                (Method::Sleep, _) => measure(&mut probe::StdSleep(clock), params, rec, stop),
+                (Method::PosixTimer, Some(timer)) => {
+                    let mut w = probe::TimerWait { clock, timer, failed: None };
+                    let out = measure(&mut w, params, rec, stop);
+                    late_warnings.extend(w.failed.map(|why| Warning::MethodDowngraded {
+                        thread: self.tp.index,
+                        asked: Method::PosixTimer.name().into(),
+                        got: Method::Abs.name().into(),
+                        why,
+                    }));
+                    out
+                }
+                (Method::PosixTimer, None) => measure(&mut probe::AbsSleep(clock), params, rec, stop),
+            },
+        }
+    }
+
+    /// `-b` was hit by `b`: every thread stops, and the trace gets its marker and stops.
+    fn broke(&self, b: Exceedance) {
+        self.shared.stop.store(true, Relaxed);
+        if let Some(t) = &self.shared.tracefs {
+            let marked = t
+                .mark(&format!(
+                    "rtlab: hit latency threshold ({} ns > {} ns) on thread {}",
+                    b.latency_ns, self.break_ns, self.tp.index
+                ))
+                .and_then(|_| t.stop());
+            if marked.is_ok() {
+                self.shared.tracemark_written.store(true, Relaxed);
+            }
         }
     }
 }

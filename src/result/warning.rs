@@ -229,10 +229,7 @@ impl Warning {
                 crate::units::count(*count, "sample")
             ),
             Warning::MissedPeriods { count, of_working_tasks } => missed_periods(*count, *of_working_tasks),
-            Warning::NoSamples => "the run ended before any sample was recorded, so there are no statistics: either it was \
-                                   too short, or the probe threads never got a CPU (a load or another task at a higher RT \
-                                   priority starved them). Fix: run longer, or give the probe a priority above the loads'."
-                .into(),
+            Warning::NoSamples => NO_SAMPLES.into(),
             Warning::SamplesLost { count, file } => format!(
                 "{} could not be written to {file} because the writer fell behind (the statistics \
                  still count them); fix: use a faster disk or a longer interval.",
@@ -241,9 +238,7 @@ impl Warning {
             Warning::MethodDowngraded { thread, asked, got, why } => format!(
                 "thread {thread} could not use --method {asked} ({why}) and measured with {got} instead."
             ),
-            Warning::StdevInexact => "the sum of squared latencies exceeded 128 bits (latencies of years: a clock step), so the \
-                                      standard deviation was computed in floating point, not exactly."
-                .into(),
+            Warning::StdevInexact => STDEV_INEXACT.into(),
             Warning::OutputFailed { output, why } => format!(
                 "{output} could not be written ({why}); every other output was. Fix: free space or choose a writable path."
             ),
@@ -263,21 +258,37 @@ impl Warning {
                 "{runtime}'s timers have {} granularity: a wakeup is due at most that much after the requested instant, so the latencies include the runtime's rounding as well as the kernel's.",
                 crate::units::duration(*granularity_ns)
             ),
-            Warning::AnchoredSchedule { min_ns } => format!(
-                "send-interval measures every tick against a schedule anchored when the probe started (RealtimeTests' \
-                 method), so the VM's start-up is a constant offset in every sample: the minimum, {}, is that offset, \
-                 not scheduling latency. Fix: --beam-method abs-timer (--method abs-timer with rtlab beam) measures \
-                 each wakeup against its own deadline.",
-                crate::units::us(*min_ns as f64)
-            ),
-            Warning::EventsLost { count } => format!(
-                "the kernel dropped {} of the watched threads before rtlab read them: periods are missing and the \
-                 figures may understate the latency (a verdict over them cannot pass). Fix: give the reader its own \
-                 CPU (--mainaffinity) or watch fewer threads.",
-                crate::units::count(*count, "trace event")
-            ),
+            Warning::AnchoredSchedule { min_ns } => anchored_schedule(*min_ns),
+            Warning::EventsLost { count } => events_lost(*count),
         }
     }
+}
+
+const NO_SAMPLES: &str = "the run ended before any sample was recorded, so there are no statistics: either it was \
+     too short, or the probe threads never got a CPU (a load or another task at a higher RT priority starved them). \
+     Fix: run longer, or give the probe a priority above the loads'.";
+
+const STDEV_INEXACT: &str =
+    "the sum of squared latencies exceeded 128 bits (latencies of years: a clock step), so the \
+     standard deviation was computed in floating point, not exactly.";
+
+fn anchored_schedule(min_ns: i64) -> String {
+    format!(
+        "send-interval measures every tick against a schedule anchored when the probe started (RealtimeTests' \
+         method), so the VM's start-up is a constant offset in every sample: the minimum, {}, is that offset, \
+         not scheduling latency. Fix: --beam-method abs-timer (--method abs-timer with rtlab beam) measures \
+         each wakeup against its own deadline.",
+        crate::units::us(min_ns as f64)
+    )
+}
+
+fn events_lost(count: u64) -> String {
+    format!(
+        "the kernel dropped {} of the watched threads before rtlab read them: periods are missing and the \
+         figures may understate the latency (a verdict over them cannot pass). Fix: give the reader its own \
+         CPU (--mainaffinity) or watch fewer threads.",
+        crate::units::count(count, "trace event")
+    )
 }
 
 /// A warning as stored in a result file: its kind, details and sentence.

@@ -275,227 +275,331 @@ pub fn base_record(plan: &Plan, provenance: Provenance) -> ProbeRun {
 /// (see [`measure`]).
 pub fn run(plan: &Plan, observer: &mut dyn Observer, signals: &Signals) -> Result<Output, SessionError> {
     // The doctor's counters start before the probe so its first second is sampled whole.
-    let mut exam = plan.doctor.clone().map(|root| {
+    let exam = plan.doctor.clone().map(|root| {
         let cpus = plan.measured_cpus(&root);
         Examination::begin(root, cpus)
     });
     let mut early = Vec::new();
-    let (mut explainer, mut explain_summary) = start_explainer(plan, &mut early);
+    let (explainer, explain_summary) = start_explainer(plan, &mut early);
     let mut probe = plan.probe.create();
-    let n = probe.slots();
-    let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::with_cuts(plan.layout, &plan.cuts_ns))).collect();
-    let slots = plan.probe.slots();
-    let rings: Vec<Option<Arc<SampleRing>>> = (0..n)
-        .map(|i| {
-            let working = slots.get(i).is_some_and(|s| s.work.is_some());
-            plan.sample_ring.map(|c| Arc::new(if working { SampleRing::with_response(c) } else { SampleRing::new(c) }))
-        })
-        .collect();
-    let works: Vec<Option<Arc<WorkLive>>> = (0..n)
-        .map(|i| {
-            slots.get(i).and_then(|s| s.work).map(|spec| Arc::new(WorkLive::new(spec, plan.layout, &plan.cuts_ns)))
-        })
-        .collect();
-    let mut cursors = vec![Cursor::default(); n];
     let stop = Arc::new(AtomicBool::new(false));
-    let sinks = Sinks {
-        lives: lives.clone(),
-        rings: rings.clone(),
-        work: works.clone(),
-        max_response_ns: plan.max_response_ns,
-        stop: Arc::clone(&stop),
-        interrupt: Arc::clone(&signals.stop),
-        loops: plan.loops,
-        duration: plan.duration,
-        max_latency_ns: plan.max_latency_ns,
-        strict: plan.strict,
-    };
-    let Started {
-        slots: mut statuses,
-        mut warnings,
-        dma_latency_us,
-        mlocked,
-        start,
-        schedule_start,
-        own_duration,
-        runtime,
-        stages,
-    } = probe.start(&sinks)?;
-    // What --explain found before the probe started comes first.
-    warnings.splice(0..0, early);
-    warnings.iter().for_each(|w| observer.warning(w));
-    observer.schedule_start(start);
-    observer.started(&statuses, dma_latency_us);
-    if let Some(x) = explainer.as_mut() {
-        x.slots(statuses.iter().map(|s| (s.cpu, s.tid)).collect(), dma_latency_us);
-    }
-    let mut doctor = None;
-    let started = Instant::now();
-    let mut next_refresh = started + plan.refresh;
-    let mut next_checkpoint = plan.checkpoint.map(|c| started + c);
-    // Latency over time, read from the live cells once a second (a simulated run's samples
-    // are on a virtual clock; a noise run keeps its own series).
-    let keep_series = !plan.probe.simulated() && plan.probe.kind() != crate::result::Kind::Noise;
-    let mut series: Vec<Option<SeriesRecorder>> = (0..n).map(|_| keep_series.then(SeriesRecorder::new)).collect();
-    let mut readings = Readings::default();
-    let end_reason = loop {
-        let now = Instant::now();
-        // A probe whose slots fill while it runs (threads that `rtlab watch` finds) says who they are.
-        if let Some(s) = probe.statuses() {
-            statuses = s;
-        }
-        if probe.finished() {
-            // A -b hit is told by the slots' break_hit below; `stop` alone may be cyclictest's
-            // -l reached by the first thread.
-            break EndReason::Loops;
-        }
-        if signals.stop.load(Relaxed) {
-            break EndReason::Signal;
-        }
-        if plan.duration.is_some_and(|d| now >= schedule_start + d) && !own_duration {
-            break EndReason::Duration;
-        }
-        if signals.status.swap(false, Relaxed) {
-            let snaps: Vec<LiveSnapshot> = snapshots(&lives, &works, &stages);
-            observer.status_requested(&statuses, &snaps, now - started);
-        }
-        drain_rings(&rings, &mut cursors, observer, explainer.as_mut(), &lives);
-        if exam.as_ref().is_some_and(|e| now >= e.started() + crate::doctor::SAMPLE) {
-            doctor = exam.take().map(|e| examined(e.finish(), plan.probe.simulated(), observer, &mut warnings));
-        }
-        if keep_series {
-            readings.due(now - started, &lives, &mut series);
-        }
-        if let (Some(at), Some(every)) = (next_checkpoint, plan.checkpoint) {
-            if now >= at {
-                // A probe preempted in the middle of publishing (by a load above it) makes its
-                // figures unreadable for a while: this checkpoint is skipped, the next one comes.
-                let summaries: Option<Vec<Summary>> = lives.iter().map(|l| l.checkpoint()).collect();
-                if let Some(summaries) = summaries {
-                    // The observer gets every sample the checkpoint holds, and none after it,
-                    // before the checkpoint itself: its window maxima and the checkpoint's
-                    // figures are of one instant.
-                    let upto: Vec<u64> = summaries.iter().map(|s| s.cycles).collect();
-                    drain_rings_upto(&rings, &mut cursors, observer, explainer.as_mut(), &lives, Some(&upto));
-                    let partial = Output {
-                        threads: checkpoint_slots(&plan.probe, &statuses, summaries, &works),
-                        start,
-                        end: SystemTime::now(),
-                        end_reason: EndReason::Checkpoint,
-                        mlocked,
-                        dma_latency_held: dma_latency_us,
-                        warnings: warnings.clone(),
-                        break_hit: None,
-                        tracemark_written: false,
-                        failure: None,
-                        runtime: runtime.clone(),
-                        runtime_loads: Vec::new(),
-                        cyclictest_compat: false,
-                        doctor: doctor.clone(),
-                        explanations: Vec::new(),
-                        explain: None,
-                        noise_sources: Vec::new(),
-                        causes: explainer.as_ref().map(|x| x.causes()).unwrap_or_default(),
-                        watch: None,
-                        rt_app: None,
-                        series: series.iter().map(|r| r.as_ref().map(|r| r.series().clone())).collect(),
-                    };
-                    observer.checkpoint(&partial);
-                }
-                next_checkpoint = Some(at + every);
-            }
-        }
-        if now >= next_refresh {
-            let snaps: Vec<LiveSnapshot> = snapshots(&lives, &works, &stages);
-            observer.tick(&statuses, &snaps, now - started);
-            next_refresh = (next_refresh + plan.refresh).max(now);
-        }
-        let mut wake = (now + POLL).min(next_refresh);
-        if keep_series {
-            wake = wake.min(started + readings.next());
-        }
-        if let (Some(d), false) = (plan.duration, own_duration) {
-            wake = wake.min(schedule_start + d);
-        }
-        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
-    };
+    let wires = Wires::new(plan, probe.slots());
+    let started = probe.start(&wires.sinks(plan, &stop, signals))?;
+    let mut running = Running::new(plan, wires, explainer, exam, started, early, observer);
+    let end_reason = running.measure(probe.as_mut(), observer, signals);
     stop.store(true, Relaxed);
     observer.stopping();
     probe.stop();
-    let Finished {
-        slots: mut threads,
-        warnings: late,
-        break_hit,
-        tracemark_written,
-        failure,
-        end_reason: told,
-        runtime: rt,
-        loads,
-        watch,
-        rt_app,
-        explanations: own_explanations,
-        explain: own_explain,
-    } = probe.join();
-    // A run shorter than the sample: its findings cover the run.
-    if let Some(e) = exam.take() {
-        doctor = Some(examined(e.finish(), plan.probe.simulated(), observer, &mut warnings));
+    Ok(running.finish(probe.join(), end_reason, explain_summary, observer))
+}
+
+/// The live figures the probe publishes, one of each per slot: latency cells, sample rings
+/// (with `Plan::sample_ring`) and a working task's response cells.
+struct Wires {
+    lives: Vec<Arc<Live>>,
+    rings: Vec<Option<Arc<SampleRing>>>,
+    works: Vec<Option<Arc<WorkLive>>>,
+}
+
+impl Wires {
+    fn new(plan: &Plan, n: usize) -> Wires {
+        let lives: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::with_cuts(plan.layout, &plan.cuts_ns))).collect();
+        let slots = plan.probe.slots();
+        let rings = (0..n)
+            .map(|i| {
+                let working = slots.get(i).is_some_and(|s| s.work.is_some());
+                plan.sample_ring
+                    .map(|c| Arc::new(if working { SampleRing::with_response(c) } else { SampleRing::new(c) }))
+            })
+            .collect();
+        let works = (0..n)
+            .map(|i| {
+                slots.get(i).and_then(|s| s.work).map(|spec| Arc::new(WorkLive::new(spec, plan.layout, &plan.cuts_ns)))
+            })
+            .collect();
+        Wires { lives, rings, works }
     }
-    late.iter().for_each(|w| observer.warning(w));
-    warnings.extend(late);
-    let end = SystemTime::now();
-    drain_rings(&rings, &mut cursors, observer, explainer.as_mut(), &lives);
-    let causes = explainer.as_ref().map(|x| x.causes()).unwrap_or_default();
-    let (explanations, noise_sources) = match explainer.take() {
-        Some(x) => {
-            let (done, summary, sources) = x.finish();
-            explain_summary = Some(summary);
-            (done, sources)
+
+    /// What the probe writes into, and the stop conditions it checks itself.
+    fn sinks(&self, plan: &Plan, stop: &Arc<AtomicBool>, signals: &Signals) -> Sinks {
+        Sinks {
+            lives: self.lives.clone(),
+            rings: self.rings.clone(),
+            work: self.works.clone(),
+            max_response_ns: plan.max_response_ns,
+            stop: Arc::clone(stop),
+            interrupt: Arc::clone(&signals.stop),
+            loops: plan.loops,
+            duration: plan.duration,
+            max_latency_ns: plan.max_latency_ns,
+            strict: plan.strict,
         }
-        None => {
-            explain_summary = explain_summary.or(own_explain);
-            (own_explanations, Vec::new())
+    }
+}
+
+/// A session while its probe measures: what it reads from the probe and what it learnt.
+struct Running<'p> {
+    plan: &'p Plan,
+    wires: Wires,
+    cursors: Vec<Cursor>,
+    explainer: Option<explain::Explainer>,
+    exam: Option<Examination>,
+    doctor: Option<DoctorReport>,
+    warnings: Vec<Warning>,
+    statuses: Vec<ThreadStatus>,
+    stages: Vec<Option<Arc<WorkLive>>>,
+    /// Latency over time, read from the live cells once a second (a simulated run's samples
+    /// are on a virtual clock; a noise run keeps its own series).
+    series: Vec<Option<SeriesRecorder>>,
+    readings: Readings,
+    keep_series: bool,
+    started: Instant,
+    schedule_start: Instant,
+    own_duration: bool,
+    start: SystemTime,
+    mlocked: bool,
+    dma_latency_us: Option<i32>,
+    runtime: Option<Runtime>,
+}
+
+impl<'p> Running<'p> {
+    /// The probe has started: its setup's warnings (after what `--explain` found before it)
+    /// are told, and the observer learns the start.
+    fn new(
+        plan: &'p Plan,
+        wires: Wires,
+        mut explainer: Option<explain::Explainer>,
+        exam: Option<Examination>,
+        started: Started,
+        early: Vec<Warning>,
+        observer: &mut dyn Observer,
+    ) -> Running<'p> {
+        let Started {
+            slots,
+            mut warnings,
+            dma_latency_us,
+            mlocked,
+            start,
+            schedule_start,
+            own_duration,
+            runtime,
+            stages,
+        } = started;
+        warnings.splice(0..0, early);
+        warnings.iter().for_each(|w| observer.warning(w));
+        observer.schedule_start(start);
+        observer.started(&slots, dma_latency_us);
+        if let Some(x) = explainer.as_mut() {
+            x.slots(slots.iter().map(|s| (s.cpu, s.tid)).collect(), dma_latency_us);
         }
-    };
-    for (t, c) in threads.iter_mut().zip(&cursors) {
-        t.samples_lost = c.lost;
+        let n = wires.lives.len();
+        let keep_series = !plan.probe.simulated() && plan.probe.kind() != crate::result::Kind::Noise;
+        Running {
+            plan,
+            wires,
+            cursors: vec![Cursor::default(); n],
+            explainer,
+            exam,
+            doctor: None,
+            warnings,
+            statuses: slots,
+            stages,
+            series: (0..n).map(|_| keep_series.then(SeriesRecorder::new)).collect(),
+            readings: Readings::default(),
+            keep_series,
+            started: Instant::now(),
+            schedule_start,
+            own_duration,
+            start,
+            mlocked,
+            dma_latency_us,
+            runtime,
+        }
     }
-    let finals: Vec<LiveSnapshot> = snapshots(&lives, &works, &stages);
-    if keep_series {
-        readings.last(started.elapsed(), &lives, &mut series);
+
+    fn snapshots(&self) -> Vec<LiveSnapshot> {
+        snapshots(&self.wires.lives, &self.wires.works, &self.stages)
     }
-    observer.finished(&statuses, &finals);
-    let end_reason = if failure.is_some() {
-        EndReason::Failed
-    } else if break_hit.is_some() {
-        EndReason::Breaktrace
-    } else if end_reason == EndReason::Loops {
-        told.unwrap_or(EndReason::Loops)
-    } else {
-        end_reason
-    };
-    Ok(Output {
-        threads,
-        start,
-        end,
-        end_reason,
-        mlocked,
-        dma_latency_held: dma_latency_us,
-        warnings,
-        break_hit,
-        tracemark_written,
-        failure,
-        runtime: rt.or(runtime),
-        runtime_loads: loads,
-        cyclictest_compat: plan.os().is_some_and(|o| o.cyclictest_compat),
-        doctor,
-        explanations,
-        explain: explain_summary,
-        noise_sources,
-        causes,
-        watch,
-        rt_app,
-        series: series.into_iter().map(|r| r.map(SeriesRecorder::finish)).collect(),
-    })
+
+    fn drain(&mut self, observer: &mut dyn Observer, upto: Option<&[u64]>) {
+        let w = &self.wires;
+        drain_rings_upto(&w.rings, &mut self.cursors, observer, self.explainer.as_mut(), &w.lives, upto);
+    }
+
+    /// Reads, tells and checks until the run should end, and says why.
+    fn measure(
+        &mut self,
+        probe: &mut dyn crate::probes::Probe,
+        observer: &mut dyn Observer,
+        signals: &Signals,
+    ) -> EndReason {
+        let plan = self.plan;
+        let mut next_refresh = self.started + plan.refresh;
+        let mut next_checkpoint = plan.checkpoint.map(|c| self.started + c);
+        loop {
+            let now = Instant::now();
+            // A probe whose slots fill while it runs (threads that `rtlab watch` finds) says who they are.
+            if let Some(s) = probe.statuses() {
+                self.statuses = s;
+            }
+            if probe.finished() {
+                // A -b hit is told by the slots' break_hit below; `stop` alone may be cyclictest's
+                // -l reached by the first thread.
+                return EndReason::Loops;
+            }
+            if signals.stop.load(Relaxed) {
+                return EndReason::Signal;
+            }
+            if plan.duration.is_some_and(|d| now >= self.schedule_start + d) && !self.own_duration {
+                return EndReason::Duration;
+            }
+            if signals.status.swap(false, Relaxed) {
+                observer.status_requested(&self.statuses, &self.snapshots(), now - self.started);
+            }
+            self.drain(observer, None);
+            if self.exam.as_ref().is_some_and(|e| now >= e.started() + crate::doctor::SAMPLE) {
+                self.doctor = self
+                    .exam
+                    .take()
+                    .map(|e| examined(e.finish(), plan.probe.simulated(), observer, &mut self.warnings));
+            }
+            if self.keep_series {
+                self.readings.due(now - self.started, &self.wires.lives, &mut self.series);
+            }
+            if let (Some(at), Some(every)) = (next_checkpoint, plan.checkpoint) {
+                if now >= at {
+                    self.checkpoint(observer);
+                    next_checkpoint = Some(at + every);
+                }
+            }
+            if now >= next_refresh {
+                observer.tick(&self.statuses, &self.snapshots(), now - self.started);
+                next_refresh = (next_refresh + plan.refresh).max(now);
+            }
+            let mut wake = (now + POLL).min(next_refresh);
+            if self.keep_series {
+                wake = wake.min(self.started + self.readings.next());
+            }
+            if let (Some(d), false) = (plan.duration, self.own_duration) {
+                wake = wake.min(self.schedule_start + d);
+            }
+            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        }
+    }
+
+    /// Tells the observer a checkpoint of the figures published so far.
+    fn checkpoint(&mut self, observer: &mut dyn Observer) {
+        // A probe preempted in the middle of publishing (by a load above it) makes its
+        // figures unreadable for a while: this checkpoint is skipped, the next one comes.
+        let Some(summaries) = self.wires.lives.iter().map(|l| l.checkpoint()).collect::<Option<Vec<Summary>>>() else {
+            return;
+        };
+        // The observer gets every sample the checkpoint holds, and none after it, before the
+        // checkpoint itself: its window maxima and the checkpoint's figures are of one instant.
+        let upto: Vec<u64> = summaries.iter().map(|s| s.cycles).collect();
+        self.drain(observer, Some(&upto));
+        let partial = Output {
+            threads: checkpoint_slots(&self.plan.probe, &self.statuses, summaries, &self.wires.works),
+            start: self.start,
+            end: SystemTime::now(),
+            end_reason: EndReason::Checkpoint,
+            mlocked: self.mlocked,
+            dma_latency_held: self.dma_latency_us,
+            warnings: self.warnings.clone(),
+            break_hit: None,
+            tracemark_written: false,
+            failure: None,
+            runtime: self.runtime.clone(),
+            runtime_loads: Vec::new(),
+            cyclictest_compat: false,
+            doctor: self.doctor.clone(),
+            explanations: Vec::new(),
+            explain: None,
+            noise_sources: Vec::new(),
+            causes: self.explainer.as_ref().map(|x| x.causes()).unwrap_or_default(),
+            watch: None,
+            rt_app: None,
+            series: self.series.iter().map(|r| r.as_ref().map(|r| r.series().clone())).collect(),
+        };
+        observer.checkpoint(&partial);
+    }
+
+    /// The run's output once the probe is joined (`finished`): the last samples drained, the
+    /// explanations done, and why it ended.
+    fn finish(
+        mut self,
+        finished: Finished,
+        polled: EndReason,
+        explain_summary: Option<crate::trace::ExplainSummary>,
+        observer: &mut dyn Observer,
+    ) -> Output {
+        let Finished {
+            slots: mut threads,
+            warnings: late,
+            break_hit,
+            tracemark_written,
+            failure,
+            end_reason: told,
+            runtime,
+            loads,
+            watch,
+            rt_app,
+            explanations: own_explanations,
+            explain: own_explain,
+        } = finished;
+        // A run shorter than the sample: its findings cover the run.
+        if let Some(e) = self.exam.take() {
+            self.doctor = Some(examined(e.finish(), self.plan.probe.simulated(), observer, &mut self.warnings));
+        }
+        late.iter().for_each(|w| observer.warning(w));
+        self.warnings.extend(late);
+        let end = SystemTime::now();
+        self.drain(observer, None);
+        let causes = self.explainer.as_ref().map(|x| x.causes()).unwrap_or_default();
+        let (explanations, explain, noise_sources) = match self.explainer.take() {
+            Some(x) => {
+                let (done, summary, sources) = x.finish();
+                (done, Some(summary), sources)
+            }
+            None => (own_explanations, explain_summary.or(own_explain), Vec::new()),
+        };
+        for (t, c) in threads.iter_mut().zip(&self.cursors) {
+            t.samples_lost = c.lost;
+        }
+        if self.keep_series {
+            self.readings.last(self.started.elapsed(), &self.wires.lives, &mut self.series);
+        }
+        observer.finished(&self.statuses, &self.snapshots());
+        let end_reason = match (failure.is_some(), break_hit.is_some(), polled) {
+            (true, _, _) => EndReason::Failed,
+            (false, true, _) => EndReason::Breaktrace,
+            (false, false, EndReason::Loops) => told.unwrap_or(EndReason::Loops),
+            (false, false, polled) => polled,
+        };
+        Output {
+            threads,
+            start: self.start,
+            end,
+            end_reason,
+            mlocked: self.mlocked,
+            dma_latency_held: self.dma_latency_us,
+            warnings: self.warnings,
+            break_hit,
+            tracemark_written,
+            failure,
+            runtime: runtime.or(self.runtime),
+            runtime_loads: loads,
+            cyclictest_compat: self.plan.os().is_some_and(|o| o.cyclictest_compat),
+            doctor: self.doctor,
+            explanations,
+            explain,
+            noise_sources,
+            causes,
+            watch,
+            rt_app,
+            series: self.series.into_iter().map(|r| r.map(SeriesRecorder::finish)).collect(),
+        }
+    }
 }
 
 /// When the series' readings are due: one at the end of each whole second since the start,
@@ -682,16 +786,6 @@ fn checkpoint_slots(
             }
         })
         .collect()
-}
-
-fn drain_rings(
-    rings: &[Option<Arc<SampleRing>>],
-    cursors: &mut [Cursor],
-    observer: &mut dyn Observer,
-    explainer: Option<&mut explain::Explainer>,
-    lives: &[Arc<Live>],
-) {
-    drain_rings_upto(rings, cursors, observer, explainer, lives, None)
 }
 
 /// Hands the observer (and the explainer) the samples the rings hold: all of them, or for
