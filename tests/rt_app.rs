@@ -450,6 +450,24 @@ fn bad_and_hostile_rt_app_files_are_refused_or_bounded_with_one_line() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(t0.elapsed() < std::time::Duration::from_secs(20), "ended at its duration");
     assert_eq!(r.unwrap()["rt_app"]["threads"][0]["phase_loops"].as_u64(), Some(0));
+    // 10 000 tasks are refused before any thread starts; a phase looping 2^62 times ends with
+    // the run's duration.
+    let many = dir.path().join("many.json");
+    let tasks: Vec<String> = (0..10_000).map(|i| format!(r#""t{i}": {{ "run": 10 }}"#)).collect();
+    std::fs::write(&many, format!(r#"{{ "tasks": {{ {} }} }}"#, tasks.join(","))).unwrap();
+    let (code, stderr, _) = run_in(dir.path(), &many, &["-D", "1s"]);
+    assert_eq!((code, stderr.lines().count()), (Some(2), 1), "{stderr}");
+    assert!(stderr.contains("4096"), "{stderr}");
+    let huge = dir.path().join("huge.json");
+    std::fs::write(
+        &huge,
+        r#"{ "tasks": { "t": { "loop": 1, "phases": { "p": { "loop": 4611686018427387904, "run": 10, "sleep": 100 } } } } }"#,
+    )
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    let (code, stderr, _) = run_in(dir.path(), &huge, &["-D", "1s"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(20), "ended at its duration");
 }
 
 #[test]
