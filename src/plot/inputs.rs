@@ -340,29 +340,19 @@ pub fn cdf_series(inputs: &[Input], by: By, of: Of) -> Result<Vec<cdf::Series>, 
 }
 
 fn no_histogram(inputs: &[Input], of: Of) -> String {
-    if matches!(of, Of::Handoffs | Of::LockWaits) {
-        let names: Vec<String> = inputs.iter().map(|i| i.path.display().to_string()).collect();
-        return format!(
-            "{} {} no {}: they come from rt-app use cases that resume, signal or lock (rtlab run --rt-app FILE --json F)",
-            names.join(", "),
-            if names.len() == 1 { "has" } else { "have" },
-            if of == Of::Handoffs { "hand-offs" } else { "lock waits" }
-        );
-    }
-    if matches!(of, Of::Response | Of::Run) {
-        let names: Vec<String> = inputs.iter().map(|i| i.path.display().to_string()).collect();
-        return format!(
-            "{} {} no working task: response and run times come from rtlab run --work (or --task, --rt-app) and rt-app logs",
-            names.join(", "),
-            if names.len() == 1 { "has" } else { "have" }
-        );
-    }
     let names: Vec<String> = inputs.iter().map(|i| i.path.display().to_string()).collect();
-    format!(
-        "{} {} no histogram (cyclictest without -h/-H, or no samples); record one with rtlab run, or cyclictest -h 1000",
-        names.join(", "),
-        if names.len() == 1 { "has" } else { "have" }
-    )
+    let why = match of {
+        Of::Handoffs | Of::LockWaits => format!(
+            "no {}: they come from rt-app use cases that resume, signal or lock (rtlab run --rt-app FILE --json F)",
+            if of == Of::Handoffs { "hand-offs" } else { "lock waits" }
+        ),
+        Of::Response | Of::Run => "no working task: response and run times come from rtlab run --work (or --task, \
+                                   --rt-app) and rt-app logs"
+            .into(),
+        _ => "no histogram (cyclictest without -h/-H, or no samples); record one with rtlab run, or cyclictest -h 1000"
+            .into(),
+    };
+    format!("{} {} {why}", names.join(", "), if names.len() == 1 { "has" } else { "have" })
 }
 
 /// The sweep picture's data from a sweep input.

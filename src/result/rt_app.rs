@@ -100,8 +100,27 @@ pub struct RtAppFigures {
     pub handoffs: Vec<((String, String, String, String), crate::measure::stats::Summary)>,
     /// Per lock wait: (task, mutex) and its waits.
     pub lock_waits: Vec<((String, String), crate::measure::stats::Summary)>,
-    /// Per timer: its figures but the wakeups, and their latencies.
-    pub timers: Vec<(TimerFigures, crate::measure::stats::Summary)>,
+    /// Per thread and timer: what it measured.
+    pub timers: Vec<TimerRun>,
+}
+
+/// One thread's use of one timer as its probe measured it (see [`TimerFigures`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimerRun {
+    /// The thread.
+    pub thread: String,
+    /// The timer.
+    pub timer: String,
+    /// Its period (ns).
+    pub period_ns: i64,
+    /// rt-app's `relative` mode (else `absolute`).
+    pub relative: bool,
+    /// Wakeup latency of the expiries it slept until.
+    pub wakeups: crate::measure::stats::Summary,
+    /// Expiries it reached late.
+    pub overruns: u64,
+    /// Smallest and largest slack (ns).
+    pub slack: Option<(i64, i64)>,
 }
 
 impl RtAppFigures {
@@ -128,7 +147,20 @@ impl RtAppFigures {
                 .iter()
                 .map(|((task, mutex), s)| LockWait { task: task.clone(), mutex: mutex.clone(), stats: stats(s) })
                 .collect(),
-            timers: self.timers.into_iter().map(|(t, s)| TimerFigures { wakeups: stats(&s), ..t }).collect(),
+            timers: self
+                .timers
+                .into_iter()
+                .map(|t| TimerFigures {
+                    wakeups: stats(&t.wakeups),
+                    thread: t.thread,
+                    timer: t.timer,
+                    period_ns: t.period_ns,
+                    mode: if t.relative { "relative" } else { "absolute" }.into(),
+                    overruns: t.overruns,
+                    slack_min_ns: t.slack.map(|s| s.0),
+                    slack_max_ns: t.slack.map(|s| s.1),
+                })
+                .collect(),
         }
     }
 }

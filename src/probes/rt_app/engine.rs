@@ -4,7 +4,7 @@
 //! own stamp). Shared resources live in [`Shared`].
 
 use super::model::{Event, Phase, ResourceKind, ThreadSpec};
-use crate::measure::stats::{Live, Recorder, Summary};
+use crate::measure::stats::{Live, Recorder};
 use crate::measure::work::{spin, WorkRecorder};
 use crate::rt::clock::{self, ClockId};
 use crate::rt::sync::PMutex;
@@ -255,8 +255,6 @@ pub struct Runner<'a> {
     pub buffer: Vec<u8>,
     /// Where `iorun` writes.
     pub io: Option<std::fs::File>,
-    /// rt-app's log header's policy and priority, and the thread's index in it.
-    pub log_index: usize,
     origin: i64,
     held: Vec<usize>,
     job: Job,
@@ -283,7 +281,6 @@ impl<'a> Runner<'a> {
             series,
             buffer: Vec::new(),
             io: None,
-            log_index: index,
             origin: 0,
             held: Vec::new(),
             job: Job { release: 0, latency: 0, run_ns: 0 },
@@ -599,7 +596,7 @@ impl Runner<'_> {
         let r = writeln!(
             w,
             "{:4} {:8} {:8} {:8} {:15} {:15} {:15} {:10} {:10} {:10} {:10}",
-            self.log_index,
+            self.index,
             d.perf,
             d.run_us,
             us(end - start),
@@ -616,11 +613,6 @@ impl Runner<'_> {
             self.series.log = None;
         }
     }
-}
-
-/// A finished series' figures.
-pub fn finish(recs: &[(HandoffKey, Recorder<'_>)]) -> Vec<(HandoffKey, Summary)> {
-    recs.iter().map(|(k, r)| (*k, r.finish())).collect()
 }
 
 /// A histogram per series, allocated before the thread starts.

@@ -13,7 +13,7 @@ use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPl
 use crate::measure::probe::LoopOutcome;
 use crate::measure::stats::{ExceedLog, Recorder, Summary};
 use crate::measure::work::{WorkKind, WorkRecorder, WorkSpec, DEFAULT_MISS_WINDOW};
-use crate::result::rt_app::{RtAppFigures, RtAppThread, TimerFigures};
+use crate::result::rt_app::{RtAppFigures, RtAppThread, TimerRun};
 use crate::result::warning::Warning;
 use crate::rt::affinity::{self, CpuSet};
 use crate::rt::clock::{self, ClockId};
@@ -383,17 +383,15 @@ impl Probe for RtAppProbe {
             for (r, period_ns, s, overruns, slack) in d.timers {
                 let relative = matches!(uc.resources[r].kind, ResourceKind::Timer { relative: true });
                 let name = uc.resources[r].name.split('#').next().unwrap_or("").to_string();
-                let t = TimerFigures {
+                figures.timers.push(TimerRun {
                     thread: spec.name.clone(),
                     timer: name,
                     period_ns,
-                    mode: if relative { "relative" } else { "absolute" }.into(),
-                    wakeups: crate::result::build::stats_of(&s, SystemTime::UNIX_EPOCH),
+                    relative,
+                    wakeups: s,
                     overruns,
-                    slack_min_ns: slack.map(|s| s.0),
-                    slack_max_ns: slack.map(|s| s.1),
-                };
-                figures.timers.push((t, s));
+                    slack,
+                });
             }
             fin.warnings.extend(d.outcome.warnings.iter().cloned());
             fin.slots.push(d.outcome);
@@ -589,7 +587,7 @@ impl ThreadCtx {
         };
         let summary = runner.rec.finish();
         let work = runner.work.as_ref().map(|w| w.finish());
-        let handoffs = engine::finish(&runner.series.handoffs);
+        let handoffs = runner.series.handoffs.iter().map(|(k, r)| (*k, r.finish())).collect();
         let locks = runner.series.locks.iter().map(|(m, r)| (*m, r.finish())).collect();
         let timers =
             runner.series.timers.iter().map(|t| (t.res, t.period_ns, t.rec.finish(), t.overruns, t.slack)).collect();
