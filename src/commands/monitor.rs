@@ -547,11 +547,6 @@ impl Observer for Monitor {
         let status = crate::export::json::Json.serialize(&result).unwrap_or_default();
         let snapshot = self.snapshot(partial, &result);
         let unhealthy = self.unhealthy(partial);
-        self.board.publish(Published {
-            snapshot: Arc::new(snapshot),
-            status: Arc::new(status),
-            at: Instant::now(),
-            unhealthy,
-        });
+        self.board.publish(Published::new(snapshot, status, unhealthy));
     }
 }

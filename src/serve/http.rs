@@ -8,7 +8,7 @@
 //! request head must arrive within [`HEAD_TIMEOUT`] and fit in 8 KiB; a connection lives at most
 //! [`CONNECTION_TIMEOUT`]. Responses come from what the monitor last published.
 
-use super::{exposition, Board};
+use super::Board;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
@@ -57,10 +57,9 @@ pub fn respond(board: &Board, method: &Method, path: &str, accept: Option<&str>)
     match path {
         "/metrics" => {
             let om = accept.is_some_and(wants_openmetrics);
-            let body = exposition::render(&p.snapshot, om);
-            reply(StatusCode::OK, if om { OPENMETRICS } else { TEXT }, body)
+            reply(StatusCode::OK, if om { OPENMETRICS } else { TEXT }, p.metrics(om))
         }
-        "/status" => reply(StatusCode::OK, "application/json", Bytes::from((*p.status).clone())),
+        "/status" => reply(StatusCode::OK, "application/json", p.status),
         _ => {
             let stale = p.at.elapsed() > STALE;
             match (&p.unhealthy, stale) {
