@@ -2,18 +2,15 @@
 //! rtlab, `rtlab_probe.erl`) in it, and reads the samples the VM streams back on a pipe. The
 //! statistics, histogram and RunResult are built here exactly as for OS threads.
 
-use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
+use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadStatus};
 use crate::load::LoadResult;
-use crate::measure::probe::LoopOutcome;
-use crate::measure::stats::{ExceedLog, Recorder, Summary};
+use crate::measure::stats::Recorder;
 use crate::result::warning::Warning;
 use crate::result::{EndReason, Runtime};
-use std::io::{BufRead, Read};
+use super::child::Child;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// The probe's Erlang source.
 pub const PROBE_SOURCE: &str = include_str!("rtlab_probe.erl");
@@ -367,134 +364,38 @@ fn eval_expr(source: &Path, plan: &Plan) -> String {
     )
 }
 
-/// What the reader of the VM's stream ends with.
-struct Fed {
-    session: Session,
-    summary: Summary,
-    /// `Some("")`: the stream ended before the probe did; `Some(why)`: it was broken.
-    failure: Option<String>,
-}
-
-/// The Erlang VM probe in the pipeline: rtlab starts `erl`, a reader thread folds the VM's
-/// stream into the slot's statistics (and samples ring) as it arrives. The VM is killed (its
-/// whole process group) on a stop, on a protocol error, when it stops answering, and if rtlab dies.
+/// The Erlang VM probe in the pipeline: rtlab starts `erl`, whose stream a reader thread
+/// folds into the slot's statistics (and samples ring) as it arrives ([`super::child`]).
 pub struct BeamProbe {
     plan: Plan,
-    child: Option<std::process::Child>,
-    pgid: u32,
-    reader: Option<std::thread::JoinHandle<Fed>>,
-    stderr: Option<std::thread::JoinHandle<String>>,
+    child: Option<Child<Session>>,
     dir: Option<tempfile::TempDir>,
-    started: Option<Instant>,
-    interrupted: bool,
-    hung: Option<String>,
 }
 
 impl BeamProbe {
     /// A probe for `plan`, not started.
     pub fn new(plan: Plan) -> BeamProbe {
-        BeamProbe {
-            plan,
-            child: None,
-            pgid: 0,
-            reader: None,
-            stderr: None,
-            dir: None,
-            started: None,
-            interrupted: false,
-            hung: None,
-        }
-    }
-
-    fn kill(&self) {
-        if self.pgid != 0 {
-            let _ = crate::rt::process::kill_group(self.pgid, crate::rt::signals::SIGKILL);
-        }
+        BeamProbe { plan, child: None, dir: None }
     }
 }
 
-/// `; it said: …` with the last line the VM wrote on stderr, if any.
-fn last_words(stderr: &str) -> String {
-    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-    if last.is_empty() {
-        String::new()
-    } else {
-        format!("; it said: {}", crate::units::clip(last, 200))
+impl super::child::Stream for Session {
+    type Info = VmInfo;
+    fn feed(&mut self, rec: &mut Recorder, line: &str) -> Result<(), String> {
+        Session::feed(self, rec, line)
     }
-}
-
-impl BeamProbe {
-    /// Waits for the VM's probe to start and returns when it did (monotonic, wall clock) and
-    /// what the VM said of itself. A VM that dies, breaks the protocol or hangs before its
-    /// probe starts is a failed run like one that does so later: the result says so, with the
-    /// nothing that arrived.
-    fn await_start(&mut self, rx: &mpsc::Receiver<Begun>, interrupt: &std::sync::atomic::AtomicBool) -> Begun {
-        let deadline = Instant::now() + START_LIMIT;
-        let now = || (Instant::now(), std::time::SystemTime::now(), VmInfo::default());
-        loop {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(v) => return v,
-                Err(mpsc::RecvTimeoutError::Disconnected) => return now(),
-                Err(mpsc::RecvTimeoutError::Timeout) if interrupt.load(Relaxed) => {
-                    // Ctrl-C while the VM starts: nothing was measured; the run ends at once.
-                    self.interrupted = true;
-                    self.kill();
-                    return now();
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
-                    self.hung = Some(format!(
-                        "the Erlang VM did not start its probe within {} s; it was killed",
-                        START_LIMIT.as_secs()
-                    ));
-                    self.kill();
-                    return now();
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-        }
+    fn started(&self) -> bool {
+        self.started
     }
-}
-
-/// When the VM's probe started (monotonic, wall clock) and what the VM said of itself.
-type Begun = (Instant, std::time::SystemTime, VmInfo);
-
-/// Reads the VM's lines into the recorder until its end line, telling `begun` once its probe
-/// started; a broken line or a read error kills the VM's group and is the run's failure.
-fn read_vm(
-    stdout: std::process::ChildStdout,
-    live: &crate::measure::stats::Live,
-    ring: Option<&crate::measure::ring::SampleRing>,
-    threshold: Option<i64>,
-    pgid: u32,
-    begun: &mpsc::Sender<Begun>,
-) -> Fed {
-    let mut session = Session::new(false);
-    let mut rec = Recorder::with_logs(live, ExceedLog::new(threshold, 1), ExceedLog::off(), ring);
-    let mut failure = Some(String::new());
-    for line in std::io::BufReader::with_capacity(1 << 16, stdout).lines() {
-        let line = match line {
-            Ok(l) => l,
-            Err(e) => {
-                failure = Some(format!("cannot read from the Erlang VM: {e}"));
-                break;
-            }
-        };
-        let was_started = session.started();
-        if let Err(e) = session.feed(&mut rec, &line) {
-            failure = Some(e);
-            let _ = crate::rt::process::kill_group(pgid, crate::rt::signals::SIGKILL);
-            break;
-        }
-        if !was_started && session.started() {
-            let _ = begun.send((Instant::now(), std::time::SystemTime::now(), session.info.clone()));
-        }
-        if session.end.is_some() {
-            failure = None;
-            break;
-        }
+    fn ended(&self) -> bool {
+        self.end.is_some()
     }
-    let summary = rec.finish();
-    Fed { session, summary, failure }
+    fn samples(&self) -> u64 {
+        self.samples
+    }
+    fn info(&self) -> VmInfo {
+        self.info.clone()
+    }
 }
 
 impl Probe for BeamProbe {
@@ -517,35 +418,18 @@ impl Probe for BeamProbe {
         cmd.args(&plan.vm_args)
             .args(["-noshell", "-noinput", "-eval", &eval_expr(&source, plan)])
             .env("ERL_CRASH_DUMP_SECONDS", "0")
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = crate::rt::process::spawn(&mut cmd, &Default::default())
-            .map_err(|e| ProbeError::Start(format!("cannot start {}: {e}", erl.display())))?;
+            .current_dir(dir.path());
         self.dir = Some(dir);
-        self.pgid = child.id();
-        let stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
+        let (child, (at, wall, info)) = Child::start("the Erlang VM", &mut cmd, Session::new(false), sinks, START_LIMIT)?;
+        let pid = child.pid();
         self.child = Some(child);
-        self.stderr = Some(std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.by_ref().take(64 << 10).read_to_string(&mut s);
-            s
-        }));
-        let (tx, rx) = mpsc::channel::<Begun>();
-        let (live, ring, threshold, pgid) =
-            (Arc::clone(&sinks.lives[0]), sinks.rings[0].clone(), sinks.max_latency_ns, self.pgid);
-        self.reader = Some(std::thread::spawn(move || read_vm(stdout, &live, ring.as_deref(), threshold, pgid, &tx)));
-        let (at, wall, info) = self.await_start(&rx, &sinks.interrupt);
-        self.started = Some(at);
         Ok(Started {
             slots: vec![ThreadStatus {
                 index: 0,
                 cpu: None,
                 sched: crate::rt::sched::SchedParams::simple(crate::rt::sched::Policy::Other, 0),
                 interval_ns: self.plan.period_ms as i64 * 1_000_000,
-                tid: self.pgid as i32,
+                tid: pid as i32,
                 identity: Some(format!("erlang process {}", info.probe_pid.as_deref().unwrap_or("(pid not reported)"))),
             }],
             warnings: Vec::new(),
@@ -560,68 +444,40 @@ impl Probe for BeamProbe {
     }
 
     fn finished(&mut self) -> bool {
-        if self.reader.as_ref().is_none_or(|h| h.is_finished()) {
-            return true;
-        }
         let limit = self.plan.duration + END_GRACE;
-        if self.hung.is_none() && self.started.is_some_and(|s| s.elapsed() > limit) {
-            self.hung = Some(format!(
-                "the Erlang VM stopped answering ({} s without finishing); it was killed",
-                limit.as_secs()
-            ));
-            self.kill();
-        }
-        false
+        self.child.as_mut().is_none_or(|c| c.finished(limit))
     }
 
     fn stop(&mut self) {
-        if self.reader.as_ref().is_some_and(|h| !h.is_finished()) {
-            self.interrupted = true;
-            self.kill();
+        if let Some(c) = self.child.as_mut() {
+            c.stop();
         }
     }
 
     fn join(mut self: Box<Self>) -> Finished {
-        let fed = self.reader.take().and_then(|h| h.join().ok());
-        if fed.as_ref().is_none_or(|f| f.session.end.is_none()) {
-            self.kill();
-        }
-        let status = self.child.as_mut().and_then(|c| c.wait().ok());
-        let said = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        let Some(child) = self.child.take() else { return Finished::default() };
+        let pid = child.pid();
+        let joined = child.join();
         drop(self.dir.take());
         let plan = &self.plan;
-        let Some(fed) = fed else {
-            let why = "the reader of the Erlang VM's stream panicked".to_string();
+        let Some(fed) = joined.fed else {
+            let why = joined.failure.unwrap_or_default();
             return Finished {
                 failure: Some(why.clone()),
                 warnings: vec![Warning::RuntimeFailed { why }],
                 ..Finished::default()
             };
         };
-        let failure = match (self.hung.take(), fed.failure, self.interrupted) {
-            (Some(h), _, _) => Some(h),
-            (None, _, true) => None,
-            (None, Some(msg), false) => {
-                let how = status.map_or("an unknown status".into(), describe_status);
-                let what = if msg.is_empty() { format!("the Erlang VM exited ({how})") } else { msg };
-                Some(format!(
-                    "{what} after {}{}",
-                    crate::units::count(fed.session.samples(), "sample"),
-                    last_words(&said)
-                ))
-            }
-            (None, None, false) => None,
-        };
         let mut fin = Finished {
             runtime: Some(plan.runtime(&fed.session.info)),
             warnings: vec![Warning::TimerGranularity { runtime: "The Erlang VM".into(), granularity_ns: 1_000_000 }],
-            end_reason: Some(if self.interrupted { EndReason::Signal } else { EndReason::Duration }),
+            end_reason: Some(if joined.interrupted { EndReason::Signal } else { EndReason::Duration }),
             ..Finished::default()
         };
         if plan.workers > 0 {
             let terms = fed.session.end.map(|e| e.1);
             let elapsed =
-                self.started.map_or(0.0, |s| s.elapsed().as_secs_f64().min(plan.duration.as_secs_f64() + 1.0));
+                joined.started.map_or(0.0, |s| s.elapsed().as_secs_f64().min(plan.duration.as_secs_f64() + 1.0));
             let mut l = LoadResult::in_runtime(
                 format!("beam-pi:workers={},priority={}", plan.workers, plan.worker_priority.atom()),
                 "beam-pi",
@@ -638,36 +494,12 @@ impl Probe for BeamProbe {
         if let (Method::SendInterval, Some(min_ns)) = (plan.method, fed.summary.min_ns) {
             fin.warnings.push(Warning::AnchoredSchedule { min_ns });
         }
-        if let Some(f) = &failure {
+        if let Some(f) = &joined.failure {
             fin.warnings.push(Warning::RuntimeFailed { why: f.clone() });
         }
-        fin.failure = failure;
-        fin.slots.push(ThreadOutcome {
-            watch: None,
-            plan: ThreadPlan::runtime_slot(plan.period_ms as i64 * 1_000_000),
-            sched: None,
-            cpus_allowed: None,
-            last_cpu: None,
-            timer_slack_ns: None,
-            outcome: LoopOutcome { iterations: fed.summary.cycles, drift_ns: 0, break_hit: None, start_ns: 0 },
-            drift_ns: None,
-            summary: fed.summary,
-            tid: self.pgid as i32,
-            samples_lost: 0,
-            warnings: Vec::new(),
-            noise: None,
-            work: None,
-        });
+        fin.failure = joined.failure;
+        fin.slots.push(ThreadOutcome::of_runtime(plan.period_ms as i64 * 1_000_000, fed.summary, pid, None));
         fin
-    }
-}
-
-fn describe_status(s: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (s.code(), s.signal()) {
-        (Some(c), _) => format!("exit code {c}"),
-        (None, Some(sig)) => format!("killed by signal {sig}"),
-        _ => "unknown status".into(),
     }
 }
 
@@ -717,7 +549,7 @@ mod tests {
         }
     }
 
-    fn feed(lines: &[&str]) -> Result<(Session, Summary), String> {
+    fn feed(lines: &[&str]) -> Result<(Session, crate::measure::stats::Summary), String> {
         let live = Live::new(Layout::DEFAULT);
         let mut rec = Recorder::new(&live, None);
         let mut s = Session::new(true);

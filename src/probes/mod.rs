@@ -8,6 +8,7 @@
 //! Adding a probe: one file here implementing [`Probe`], and one arm in [`ProbeSpec`].
 
 pub mod beam;
+pub mod child;
 pub mod noise;
 pub mod os_thread;
 pub mod rt_app;
@@ -273,6 +274,30 @@ pub struct ThreadOutcome {
     pub watch: Option<crate::result::watch::WatchFigures>,
     /// A working task's response, run and deadline figures.
     pub work: Option<crate::measure::work::WorkSummary>,
+}
+
+impl ThreadOutcome {
+    /// The one slot of a runtime probe (a task or process scheduled by its runtime, not an
+    /// OS thread of rtlab's): its statistics, the host process's id, and its drift when the
+    /// runtime reported one.
+    pub fn of_runtime(interval_ns: i64, summary: Summary, pid: u32, drift_ns: Option<i64>) -> ThreadOutcome {
+        ThreadOutcome {
+            watch: None,
+            plan: ThreadPlan::runtime_slot(interval_ns),
+            sched: None,
+            cpus_allowed: None,
+            last_cpu: None,
+            timer_slack_ns: None,
+            outcome: LoopOutcome { iterations: summary.cycles, drift_ns: drift_ns.unwrap_or(0), break_hit: None, start_ns: 0 },
+            drift_ns,
+            summary,
+            tid: pid as i32,
+            samples_lost: 0,
+            warnings: Vec::new(),
+            noise: None,
+            work: None,
+        }
+    }
 }
 
 /// A joined probe.

@@ -1,0 +1,259 @@
+//! A probe that is another program (the Erlang VM, a Go, Ada, Node.js or Python program):
+//! rtlab starts it in a process group of its own (killed with rtlab), and a reader thread folds
+//! the lines it streams on a pipe into the slot's statistics as they arrive. Its stderr is kept
+//! (64 KiB) for its last words. It is killed — its whole group — on a stop, on a protocol error,
+//! when it does not start its probe in time, and when it stops answering.
+
+use super::{ProbeError, Sinks};
+use crate::measure::stats::{ExceedLog, Recorder, Summary};
+use std::io::{BufRead, Read};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant, SystemTime};
+
+/// A protocol spoken on the child's stdout, folded line by line.
+pub trait Stream: Send + 'static {
+    /// What the child says of itself, sent to the probe once its schedule started.
+    type Info: Clone + Default + Send + 'static;
+    /// Handles one line; errors say what is wrong with the stream.
+    fn feed(&mut self, rec: &mut Recorder, line: &str) -> Result<(), String>;
+    /// True once the child's schedule started.
+    fn started(&self) -> bool;
+    /// True once the child said it ended.
+    fn ended(&self) -> bool;
+    /// Samples so far.
+    fn samples(&self) -> u64;
+    /// What the child said of itself so far.
+    fn info(&self) -> Self::Info;
+}
+
+/// What the reader ends with.
+pub struct Fed<S> {
+    /// The protocol's state at the end.
+    pub session: S,
+    /// The slot's statistics.
+    pub summary: Summary,
+    /// `Some("")`: the stream ended before the child's end line; `Some(why)`: it was broken.
+    pub failure: Option<String>,
+}
+
+/// When the child's schedule started (monotonic, wall clock) and what it said of itself.
+pub type Begun<I> = (Instant, SystemTime, I);
+
+/// A started child and its reader.
+pub struct Child<S: Stream> {
+    what: &'static str,
+    child: std::process::Child,
+    pgid: u32,
+    reader: Option<std::thread::JoinHandle<Fed<S>>>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    started: Option<Instant>,
+    interrupted: bool,
+    hung: Option<String>,
+}
+
+/// How a child's run ended, once joined.
+pub struct Joined<S> {
+    /// What the reader folded (`None`: the reader panicked).
+    pub fed: Option<Fed<S>>,
+    /// Why the run failed, with the child's last words (`None`: it did not).
+    pub failure: Option<String>,
+    /// The run was stopped (Ctrl-C, a stop condition) before the child ended.
+    pub interrupted: bool,
+    /// When the schedule started.
+    pub started: Option<Instant>,
+}
+
+impl<S: Stream> Child<S> {
+    /// Starts `cmd` (stdout and stderr piped, in its own process group, SIGKILLed if rtlab
+    /// dies), folds its stream with `session` into slot 0 of `sinks`, and waits up to
+    /// `start_limit` for its schedule to start. `what` names it in messages ("the Erlang VM").
+    pub fn start(
+        what: &'static str,
+        cmd: &mut Command,
+        session: S,
+        sinks: &Sinks,
+        start_limit: Duration,
+    ) -> Result<(Child<S>, Begun<S::Info>), ProbeError> {
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = crate::rt::process::spawn(cmd, &Default::default()).map_err(|e| {
+            ProbeError::Start(format!("cannot start {what} ({}): {e}", cmd.get_program().to_string_lossy()))
+        })?;
+        let pgid = child.id();
+        let stdout = child.stdout.take().expect("piped");
+        let mut stderr = child.stderr.take().expect("piped");
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.by_ref().take(64 << 10).read_to_string(&mut s);
+            s
+        });
+        let (tx, rx) = mpsc::channel::<Begun<S::Info>>();
+        let (live, ring, threshold) = (Arc::clone(&sinks.lives[0]), sinks.rings[0].clone(), sinks.max_latency_ns);
+        let reader = std::thread::spawn(move || {
+            let rec = Recorder::with_logs(&live, ExceedLog::new(threshold, 1), ExceedLog::off(), ring.as_deref());
+            read_stream(what, session, rec, stdout, pgid, &tx)
+        });
+        let mut c = Child {
+            what,
+            child,
+            pgid,
+            reader: Some(reader),
+            stderr: Some(stderr),
+            started: None,
+            interrupted: false,
+            hung: None,
+        };
+        let begun = c.await_start(&rx, &sinks.interrupt, start_limit);
+        c.started = Some(begun.0);
+        Ok((c, begun))
+    }
+
+    /// The child's process id (its group's id).
+    pub fn pid(&self) -> u32 {
+        self.pgid
+    }
+
+    fn kill(&self) {
+        let _ = crate::rt::process::kill_group(self.pgid, crate::rt::signals::SIGKILL);
+    }
+
+    /// Waits for the child's schedule to start. A child that dies, breaks the protocol or
+    /// hangs before it starts is a failed run like one that does so later: the result says
+    /// so, with the nothing that arrived.
+    fn await_start(&mut self, rx: &mpsc::Receiver<Begun<S::Info>>, interrupt: &AtomicBool, limit: Duration) -> Begun<S::Info> {
+        let deadline = Instant::now() + limit;
+        let now = || (Instant::now(), SystemTime::now(), S::Info::default());
+        loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(v) => return v,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return now(),
+                Err(mpsc::RecvTimeoutError::Timeout) if interrupt.load(Relaxed) => {
+                    // Ctrl-C while the child starts: nothing was measured; the run ends at once.
+                    self.interrupted = true;
+                    self.kill();
+                    return now();
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                    self.hung =
+                        Some(format!("{} did not start its probe within {} s; it was killed", self.what, limit.as_secs()));
+                    self.kill();
+                    return now();
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// True once the reader ended; a child still running `limit` after its start is killed.
+    pub fn finished(&mut self, limit: Duration) -> bool {
+        if self.reader.as_ref().is_none_or(|h| h.is_finished()) {
+            return true;
+        }
+        if self.hung.is_none() && self.started.is_some_and(|s| s.elapsed() > limit) {
+            self.hung = Some(format!("{} stopped answering ({} s without finishing); it was killed", self.what, limit.as_secs()));
+            self.kill();
+        }
+        false
+    }
+
+    /// Ends the child now (its samples so far are kept).
+    pub fn stop(&mut self) {
+        if self.reader.as_ref().is_some_and(|h| !h.is_finished()) {
+            self.interrupted = true;
+            self.kill();
+        }
+    }
+
+    /// Waits for the reader and the child (killing it unless it ended on its own) and says
+    /// how the run ended.
+    pub fn join(mut self) -> Joined<S> {
+        let fed = self.reader.take().and_then(|h| h.join().ok());
+        if fed.as_ref().is_none_or(|f| !f.session.ended()) {
+            self.kill();
+        }
+        let status = self.child.wait().ok();
+        let said = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        let failure = match (&fed, self.hung.take(), self.interrupted) {
+            (None, _, _) => Some(format!("the reader of {}'s stream panicked", self.what)),
+            (_, Some(h), _) => Some(h),
+            (_, None, true) => None,
+            (Some(f), None, false) => f.failure.as_ref().map(|msg| {
+                let how = status.map_or("an unknown status".into(), describe_status);
+                let what = if msg.is_empty() { format!("{} exited ({how})", self.what) } else { msg.clone() };
+                format!("{what} after {}{}", crate::units::count(f.session.samples(), "sample"), last_words(&said))
+            }),
+        };
+        Joined { fed, failure, interrupted: self.interrupted, started: self.started }
+    }
+}
+
+/// Reads the child's lines into `rec` until its end line, telling `begun` once its schedule
+/// started; a broken line or a read error kills the child's group and is the run's failure.
+fn read_stream<S: Stream>(
+    what: &str,
+    mut session: S,
+    mut rec: Recorder<'_>,
+    stdout: std::process::ChildStdout,
+    pgid: u32,
+    begun: &mpsc::Sender<Begun<S::Info>>,
+) -> Fed<S> {
+    let mut failure = Some(String::new());
+    // A line longer than this is no line of any probe: the stream is broken, not buffered.
+    const MAX_LINE: u64 = 4096;
+    let mut input = std::io::BufReader::with_capacity(1 << 16, stdout);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match input.by_ref().take(MAX_LINE).read_line(&mut line) {
+            Ok(0) => break,
+            Ok(_) if !line.ends_with('\n') && line.len() as u64 >= MAX_LINE => {
+                failure = Some(format!("{what} wrote a line longer than {MAX_LINE} bytes"));
+                let _ = crate::rt::process::kill_group(pgid, crate::rt::signals::SIGKILL);
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                failure = Some(format!("cannot read from {what}: {e}"));
+                break;
+            }
+        }
+        let was_started = session.started();
+        if let Err(e) = session.feed(&mut rec, line.trim_end_matches('\n')) {
+            failure = Some(e);
+            let _ = crate::rt::process::kill_group(pgid, crate::rt::signals::SIGKILL);
+            break;
+        }
+        if !was_started && session.started() {
+            let _ = begun.send((Instant::now(), SystemTime::now(), session.info()));
+        }
+        if session.ended() {
+            failure = None;
+            break;
+        }
+    }
+    let summary = rec.finish();
+    Fed { session, summary, failure }
+}
+
+/// `; it said: …` with the last line the child wrote on stderr, if any.
+fn last_words(stderr: &str) -> String {
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    if last.is_empty() {
+        String::new()
+    } else {
+        format!("; it said: {}", crate::units::clip(last, 200))
+    }
+}
+
+/// An exit status in words (`exit code 3`, `killed by signal 9`).
+pub fn describe_status(s: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "unknown status".into(),
+    }
+}
