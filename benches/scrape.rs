@@ -6,7 +6,6 @@ use rtlab::serve::exposition::{bucket_bounds_ns, render, ProbeInfo, ProbeSeries,
 use rtlab::serve::http::Server;
 use rtlab::serve::{Board, Published};
 use std::io::{Read, Write};
-use std::sync::Arc;
 
 const CPUS: usize = 64;
 
@@ -66,12 +65,7 @@ fn render_64_cpus(b: divan::Bencher) {
 #[divan::bench]
 fn scrape_64_cpus_over_tcp(b: divan::Bencher) {
     let board = Board::default();
-    board.publish(Published {
-        snapshot: Arc::new(snapshot()),
-        status: Arc::new(b"{}".to_vec()),
-        at: std::time::Instant::now(),
-        unhealthy: None,
-    });
+    board.publish(Published::new(snapshot(), b"{}".to_vec(), None));
     let server = Server::start("127.0.0.1:0".parse().unwrap(), board, None).unwrap();
     let addr = server.addr;
     b.bench(|| {

@@ -29,6 +29,7 @@ export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 # to be checked on aarch64).
 skipped=(
     "without_erl_the_error_says_how_to_get_one — it empties PATH, where cargo's runner (qemu-aarch64-static) is found"
+    "a_missing_toolchain_names_its_debian_package_and_bad_options_are_refused — it empties PATH, where cargo's runner (qemu-aarch64-static) is found"
     "threads_named_later_are_found_by_their_name — the program it watches is built for this x86_64 host; its syscall numbers are not the aarch64 ones an aarch64 build decodes (on a board both are aarch64)"
     "the_measuring_thread_takes_no_page_fault_while_it_measures — /proc counts the faults of qemu's thread, which translates code and maps its own memory as it runs, not those of the emulated program"
     "a_watched_process_that_exits_is_not_replaced_by_the_stranger_that_takes_its_pid — the squatter that takes the dead target's PID is started by the emulated test harness, whose process creation qemu-user emulates (and the target is an x86_64 host program); checked by hand with the aarch64 binary: the stranger is not adopted"

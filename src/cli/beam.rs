@@ -142,7 +142,7 @@ impl BeamCommon {
     fn run_args(&self, workers: usize) -> super::run::RunArgs {
         use clap::Parser;
         let mut a = Defaults::parse_from(["run"]).run;
-        a.runtime.runtime = super::run::RuntimeKind::Beam;
+        a.runtime.runtime = super::run::Runtimes(vec![super::run::RuntimeKind::Beam]);
         a.runtime.erl = self.erl.clone();
         a.runtime.beam_method = Some(self.method);
         a.runtime.beam_workers = Some(workers);

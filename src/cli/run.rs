@@ -341,15 +341,136 @@ pub enum RuntimeKind {
     Tokio,
     /// A process in the Erlang VM (erl; timers of 1 ms granularity)
     Beam,
+    /// An Ada program built with GNAT (gnatmake)
+    Ada,
+    /// A Go program (go build)
+    Go,
+    /// A Node.js program (timers of 1 ms granularity)
+    Node,
+    /// A Python asyncio program (python3; waits of 1 ms granularity)
+    Python,
+}
+
+impl RuntimeKind {
+    /// The name `--runtime` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuntimeKind::Os => "os",
+            RuntimeKind::Tokio => "tokio",
+            RuntimeKind::Beam => "beam",
+            RuntimeKind::Ada => "ada",
+            RuntimeKind::Go => "go",
+            RuntimeKind::Node => "node",
+            RuntimeKind::Python => "python",
+        }
+    }
+
+    /// The runtime measured through a program of its own language, if it is one.
+    pub fn lang(self) -> Option<crate::probes::runtimes::Lang> {
+        use crate::probes::runtimes::Lang;
+        match self {
+            RuntimeKind::Ada => Some(Lang::Ada),
+            RuntimeKind::Go => Some(Lang::Go),
+            RuntimeKind::Node => Some(Lang::Node),
+            RuntimeKind::Python => Some(Lang::Python),
+            _ => None,
+        }
+    }
+}
+
+/// `--runtime`: one runtime for `run`, a list for `sweep` (a newtype, so clap takes it as one value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Runtimes(pub Vec<RuntimeKind>);
+
+impl Runtimes {
+    /// The first (for `run`, the only) runtime.
+    pub fn first(&self) -> RuntimeKind {
+        self.0.first().copied().unwrap_or(RuntimeKind::Os)
+    }
+}
+
+/// Parses `--runtime os`, or a list `os,tokio,beam,ada,go,node,python` (each once).
+pub fn runtimes(s: &str) -> Result<Runtimes, String> {
+    let mut out = Vec::new();
+    for name in s.split(',').map(str::trim) {
+        let k = <RuntimeKind as clap::ValueEnum>::from_str(name, false)
+            .map_err(|_| format!("runtime '{name}': use os, tokio, beam, ada, go, node or python"))?;
+        if out.contains(&k) {
+            return Err(format!("'{s}' gives {name} twice; list each runtime once"));
+        }
+        out.push(k);
+    }
+    Ok(Runtimes(out))
+}
+
+/// A method of a runtime's probe, checked against the runtime's list.
+fn method_of(lang: crate::probes::runtimes::Lang, s: &str) -> Result<String, String> {
+    lang.methods()
+        .iter()
+        .find(|m| **m == s)
+        .map(|m| m.to_string())
+        .ok_or_else(|| format!("{} method '{s}': use {}", lang.name(), lang.methods().join(", ")))
 }
 
 /// `--runtime` and the tokio probe's options.
 #[derive(Args, Debug, Clone)]
-#[command(next_help_heading = "Runtimes (tokio, the Erlang VM)")]
+#[command(next_help_heading = "Runtimes (tokio, the Erlang VM, Ada, Go, Node.js, Python)")]
 pub struct RuntimeArgs {
-    /// Where the periodic task runs: os threads, or a task in a tokio runtime
-    #[arg(long, value_enum, default_value = "os")]
-    pub runtime: RuntimeKind,
+    /// Where the periodic task runs: os, tokio, beam, ada, go, node, python (a list with rtlab sweep)
+    #[arg(long = "runtime", value_name = "RUNTIME", default_value = "os", value_parser = runtimes)]
+    pub runtime: Runtimes,
+
+    /// How the Ada program waits: delay-until, delay (relative: drifts), task-delay-until
+    #[arg(long, value_name = "METHOD", value_parser = |s: &str| method_of(crate::probes::runtimes::Lang::Ada, s))]
+    pub ada_method: Option<String>,
+
+    /// The Ada measuring task's priority (1-97) under FIFO_Within_Priorities (needs root)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=97))]
+    pub ada_priority: Option<u32>,
+
+    /// How the Go program waits: sleep-until, ticker, timer-reset
+    #[arg(long, value_name = "METHOD", value_parser = |s: &str| method_of(crate::probes::runtimes::Lang::Go, s))]
+    pub go_method: Option<String>,
+
+    /// GOMAXPROCS for the Go program [default: the runtime's, one per CPU]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub gomaxprocs: Option<u32>,
+
+    /// Lock the measuring goroutine to its OS thread (runtime.LockOSThread)
+    #[arg(long)]
+    pub go_lock_os_thread: bool,
+
+    /// How the Node.js program waits: timeout-until, interval
+    #[arg(long, value_name = "METHOD", value_parser = |s: &str| method_of(crate::probes::runtimes::Lang::Node, s))]
+    pub node_method: Option<String>,
+
+    /// How the Python program waits: sleep (asyncio.sleep to the deadline), call-at
+    #[arg(long, value_name = "METHOD", value_parser = |s: &str| method_of(crate::probes::runtimes::Lang::Python, s))]
+    pub python_method: Option<String>,
+
+    /// CPU-bound workers inside an Ada, Go, Node.js or Python runtime
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=1024))]
+    pub runtime_workers: Option<u16>,
+
+    /// What they are: node loop|threads, python coroutines|threads [default: the first]
+    #[arg(long, value_name = "KIND")]
+    pub worker_kind: Option<String>,
+
+    /// The gnatmake to build the Ada probe with [default: gnatmake on PATH]
+    #[arg(long, value_name = "PATH")]
+    pub gnatmake: Option<PathBuf>,
+
+    /// The go to build the Go probe with [default: go on PATH]
+    #[arg(long = "go", value_name = "PATH")]
+    pub go_tool: Option<PathBuf>,
+
+    /// The node to run the Node.js probe with [default: node on PATH]
+    #[arg(long = "node", value_name = "PATH")]
+    pub node_tool: Option<PathBuf>,
+
+    /// The python3 to run the asyncio probe with [default: python3 on PATH]
+    #[arg(long = "python3", value_name = "PATH")]
+    pub python_tool: Option<PathBuf>,
 
     /// tokio runtime flavor
     #[arg(long, value_enum, default_value = "multi-thread")]
@@ -806,39 +927,19 @@ impl RunArgs {
         crate::export::check_outputs(&outputs, &[]).map_err(usage)
     }
 
-    /// The probe of `--runtime tokio|beam` (`None` for OS threads); the options that only
-    /// apply to OS threads, or to another runtime, are refused.
+    /// The probe of `--runtime tokio|beam|ada|go|node|python` (`None` for OS threads), with
+    /// `--control` beside it; the options that only apply to OS threads, or to another
+    /// runtime, are refused.
     fn runtime_probe(&self, online: &CpuSet) -> Result<Option<ProbeSpec>, UsageError> {
-        use crate::probes::tokio_task::{Flavor, MissedTick, Wait};
         let r = &self.runtime;
-        let tokio_given = [
-            ("--tokio-workers", r.tokio_workers.is_some()),
-            ("--tokio-hogs", r.tokio_hogs > 0),
-            ("--tokio-blocking", r.tokio_blocking > 0),
-            ("--missed-tick", r.missed_tick.is_some()),
-        ];
-        let beam_given = [
-            ("--erl", r.erl.is_some()),
-            ("--beam-method", r.beam_method.is_some()),
-            ("--beam-workers", r.beam_workers.is_some()),
-            ("--beam-probe-priority", r.beam_probe_priority.is_some()),
-            ("--beam-worker-priority", r.beam_worker_priority.is_some()),
-            ("--vm-args", r.vm_args.is_some()),
-        ];
-        let refuse = |given: &[(&str, bool)], needs: &str| match given.iter().find(|(_, g)| *g) {
-            Some((flag, _)) => Err(usage(format!("{flag} needs --runtime {needs}"))),
-            None => Ok(()),
-        };
-        if r.runtime != RuntimeKind::Tokio {
-            refuse(&tokio_given, "tokio")?;
+        if r.runtime.0.len() > 1 {
+            return Err(usage("--runtime takes one runtime in rtlab run; a list (os,tokio,…) is for rtlab sweep"));
         }
-        if r.runtime != RuntimeKind::Beam {
-            refuse(&beam_given, "beam")?;
-        }
-        if r.runtime == RuntimeKind::Os {
+        let kind = r.runtime.first();
+        self.refuse_other_runtimes(kind)?;
+        if kind == RuntimeKind::Os {
             return Ok(None);
         }
-        let name = if r.runtime == RuntimeKind::Tokio { "tokio" } else { "beam" };
         let os_only = [
             ("-t", self.threads.is_some()),
             ("-a", self.affinity.is_some()),
@@ -854,12 +955,120 @@ impl RunArgs {
         ];
         if let Some((flag, _)) = os_only.iter().find(|(_, given)| *given) {
             return Err(usage(format!(
-                "{flag} does not apply to --runtime {name} (one task in a runtime, its threads SCHED_OTHER like any application); drop it"
+                "{flag} does not apply to --runtime {} (one task in a runtime, its threads SCHED_OTHER like any application); drop it",
+                kind.name()
             )));
         }
-        if r.runtime == RuntimeKind::Beam {
-            return self.beam_probe().map(Some);
+        let probe = match kind.lang() {
+            Some(lang) => self.lang_probe(lang)?,
+            None if kind == RuntimeKind::Beam => self.beam_probe()?,
+            None => self.tokio_probe(online)?,
+        };
+        Ok(Some(probe))
+    }
+
+    /// Refuses the options of a runtime other than `kind`.
+    fn refuse_other_runtimes(&self, kind: RuntimeKind) -> Result<(), UsageError> {
+        let r = &self.runtime;
+        let given = [
+            (RuntimeKind::Tokio, "--tokio-workers", r.tokio_workers.is_some()),
+            (RuntimeKind::Tokio, "--tokio-hogs", r.tokio_hogs > 0),
+            (RuntimeKind::Tokio, "--tokio-blocking", r.tokio_blocking > 0),
+            (RuntimeKind::Tokio, "--missed-tick", r.missed_tick.is_some()),
+            (RuntimeKind::Beam, "--erl", r.erl.is_some()),
+            (RuntimeKind::Beam, "--beam-method", r.beam_method.is_some()),
+            (RuntimeKind::Beam, "--beam-workers", r.beam_workers.is_some()),
+            (RuntimeKind::Beam, "--beam-probe-priority", r.beam_probe_priority.is_some()),
+            (RuntimeKind::Beam, "--beam-worker-priority", r.beam_worker_priority.is_some()),
+            (RuntimeKind::Beam, "--vm-args", r.vm_args.is_some()),
+            (RuntimeKind::Ada, "--ada-method", r.ada_method.is_some()),
+            (RuntimeKind::Ada, "--ada-priority", r.ada_priority.is_some()),
+            (RuntimeKind::Ada, "--gnatmake", r.gnatmake.is_some()),
+            (RuntimeKind::Go, "--go-method", r.go_method.is_some()),
+            (RuntimeKind::Go, "--gomaxprocs", r.gomaxprocs.is_some()),
+            (RuntimeKind::Go, "--go-lock-os-thread", r.go_lock_os_thread),
+            (RuntimeKind::Go, "--go", r.go_tool.is_some()),
+            (RuntimeKind::Node, "--node-method", r.node_method.is_some()),
+            (RuntimeKind::Node, "--node", r.node_tool.is_some()),
+            (RuntimeKind::Python, "--python-method", r.python_method.is_some()),
+            (RuntimeKind::Python, "--python3", r.python_tool.is_some()),
+        ];
+        if let Some((needs, flag, _)) = given.iter().find(|(k, _, g)| *g && *k != kind) {
+            return Err(usage(format!("{flag} needs --runtime {}", needs.name())));
         }
+        if kind.lang().is_none() {
+            for (flag, g) in
+                [("--runtime-workers", r.runtime_workers.is_some()), ("--worker-kind", r.worker_kind.is_some())]
+            {
+                if g {
+                    return Err(usage(format!("{flag} needs --runtime ada, go, node or python")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The probe of `--runtime ada|go|node|python`: a duration (the program ends itself
+    /// after it), a period the runtime's timers can express, a tool that is an executable.
+    fn lang_probe(&self, lang: crate::probes::runtimes::Lang) -> Result<ProbeSpec, UsageError> {
+        use crate::probes::runtimes::{self, Lang};
+        let r = &self.runtime;
+        let name = lang.name();
+        if self.loops.is_some() {
+            return Err(usage(format!(
+                "-l does not apply to --runtime {name} (the program measures for a time); give -D instead"
+            )));
+        }
+        let Some(duration) = self.duration else {
+            return Err(usage(format!("--runtime {name} needs -D (the program measures for a time), e.g. -D 5s")));
+        };
+        if lang == Lang::Node && self.interval % 1_000_000 != 0 {
+            return Err(usage(format!(
+                "-i {} µs: Node.js timers count whole milliseconds; give e.g. -i 1ms",
+                self.interval as f64 / 1000.0
+            )));
+        }
+        if self.interval < 10_000 || duration.as_nanos() / self.interval as u128 > 100_000_000 {
+            return Err(usage(format!(
+                "-i {} µs for {:.0} s: a runtime probe takes a period of at least 10 µs and at most 10^8 periods; give a longer -i or a shorter -D",
+                self.interval as f64 / 1000.0,
+                duration.as_secs_f64()
+            )));
+        }
+        let kind = match &r.worker_kind {
+            Some(k) => *lang.worker_kinds().iter().find(|w| **w == k).ok_or_else(|| {
+                usage(format!("--worker-kind {k}: {name}'s workers are {}", lang.worker_kinds().join(" or ")))
+            })?,
+            None => lang.worker_kinds()[0],
+        };
+        let (method, tool) = match lang {
+            Lang::Ada => (&r.ada_method, &r.gnatmake),
+            Lang::Go => (&r.go_method, &r.go_tool),
+            Lang::Node => (&r.node_method, &r.node_tool),
+            Lang::Python => (&r.python_method, &r.python_tool),
+        };
+        let method = method.as_deref().unwrap_or(lang.methods()[0]);
+        let method = *lang.methods().iter().find(|m| **m == method).expect("checked by the parser");
+        // A wrong --gnatmake/--go/… is bad usage; none on PATH is this machine's lack, told when the probe starts.
+        let tool = tool.as_deref().map(|p| runtimes::find_tool(lang, Some(p))).transpose().map_err(usage)?;
+        Ok(ProbeSpec::Runtime(runtimes::Plan {
+            lang,
+            tool,
+            method,
+            period_ns: self.interval,
+            duration,
+            workers: r.runtime_workers.unwrap_or(0) as usize,
+            worker_kind: kind,
+            gomaxprocs: r.gomaxprocs.unwrap_or(0),
+            lock_os_thread: r.go_lock_os_thread,
+            ada_priority: r.ada_priority.unwrap_or(0),
+        }))
+    }
+
+    /// The tokio probe of `--runtime tokio`.
+    fn tokio_probe(&self, online: &CpuSet) -> Result<ProbeSpec, UsageError> {
+        use crate::probes::tokio_task::{Flavor, MissedTick, Wait};
+        let r = &self.runtime;
         let workers = r.tokio_workers.map_or(online.len().max(1), |w| w as usize);
         if r.missed_tick.is_some() && r.tokio_wait != Wait::Interval {
             return Err(usage("--missed-tick applies to --tokio-wait interval only (sleep-until has no ticks); add --tokio-wait interval or drop it"));
@@ -876,7 +1085,7 @@ impl RunArgs {
                 crate::units::count(threads as u64, "worker thread")
             )));
         }
-        Ok(Some(ProbeSpec::Tokio(crate::probes::tokio_task::Plan {
+        Ok(ProbeSpec::Tokio(crate::probes::tokio_task::Plan {
             flavor: r.tokio_flavor,
             workers: if r.tokio_flavor == Flavor::CurrentThread { 1 } else { workers },
             wait: r.tokio_wait,
@@ -884,7 +1093,7 @@ impl RunArgs {
             interval_ns: self.interval,
             hogs: r.tokio_hogs,
             blocking: r.tokio_blocking,
-        })))
+        }))
     }
 
     /// The Erlang VM probe of `--runtime beam`: a whole-millisecond period and a duration

@@ -156,9 +156,9 @@ impl SweepArgs {
         if self.run.json.is_some() {
             return Err(usage("--json does not apply to a sweep; every result goes into --out DIR"));
         }
-        let runtime = self.run.runtime.runtime;
-        if runtime != RuntimeKind::Os {
-            let name = if runtime == RuntimeKind::Tokio { "tokio" } else { "beam" };
+        let kinds = self.run.runtime.runtime.0.clone();
+        for &runtime in kinds.iter().filter(|k| **k != RuntimeKind::Os) {
+            let name = runtime.name();
             for (flag, given) in
                 [("--probe-policy", self.probe_policies.is_some()), ("--methods", self.methods.is_some())]
             {
@@ -168,26 +168,53 @@ impl SweepArgs {
                     )));
                 }
             }
-            let own = if runtime == RuntimeKind::Tokio { "--tokio-hogs" } else { "--beam-workers" };
-            let own_given = self.run.runtime.tokio_hogs > 0 || self.run.runtime.beam_workers.is_some();
-            if self.workers.is_some() && own_given {
-                return Err(usage(format!("--workers sweeps {own} with --runtime {name}; drop {own}")));
+            let r = &self.run.runtime;
+            let own = match runtime {
+                RuntimeKind::Tokio => ("--tokio-hogs", r.tokio_hogs > 0),
+                RuntimeKind::Beam => ("--beam-workers", r.beam_workers.is_some()),
+                _ => ("--runtime-workers", r.runtime_workers.is_some()),
+            };
+            if self.workers.is_some() && own.1 {
+                return Err(usage(format!("--workers sweeps {} with --runtime {name}; drop {}", own.0, own.0)));
             }
         }
-        let axes = Axes {
-            load_kinds: self.load_kinds.as_ref().map(|l| l.0.clone()),
-            load_policies: self.load_policies.as_ref().map(|l| l.0.clone()),
-            probe_policies: self.probe_policies.as_ref().map(|l| l.0.clone()),
-            methods: self.methods.as_ref().map(|l| l.0.clone()),
-            deadlines: self.deadlines.as_ref().map(|l| l.0.clone()),
-            works: self.works.as_ref().map(|l| l.0.clone()),
-            workers: self.workers.as_ref().map(|c| c.0.clone()),
-            workers_in_runtime: runtime != RuntimeKind::Os,
-        };
-        let points = expand(&axes, &self.run.loads).map_err(usage)?;
+        // Each runtime its own grid, one after the other: the runtime is the outermost axis
+        // (named only when there are several), so the picture draws a group per runtime.
+        let mut points = Vec::new();
+        let mut runtime_of = Vec::new();
+        for &runtime in &kinds {
+            let axes = Axes {
+                load_kinds: self.load_kinds.as_ref().map(|l| l.0.clone()),
+                load_policies: self.load_policies.as_ref().map(|l| l.0.clone()),
+                probe_policies: self.probe_policies.as_ref().map(|l| l.0.clone()),
+                methods: self.methods.as_ref().map(|l| l.0.clone()),
+                deadlines: self.deadlines.as_ref().map(|l| l.0.clone()),
+                works: self.works.as_ref().map(|l| l.0.clone()),
+                workers: self.workers.as_ref().map(|c| c.0.clone()),
+                workers_in_runtime: runtime != RuntimeKind::Os,
+            };
+            for mut p in expand(&axes, &self.run.loads).map_err(usage)? {
+                p.index = points.len();
+                if kinds.len() > 1 {
+                    p.axes.insert(0, ("runtime".to_string(), runtime.name().to_string()));
+                }
+                runtime_of.push(runtime);
+                points.push(p);
+            }
+        }
+        if points.len() > crate::sweep::MAX_POINTS {
+            return Err(usage(format!(
+                "the axes make {} points, more than {}; sweep fewer values",
+                points.len(),
+                crate::sweep::MAX_POINTS
+            )));
+        }
         let run = self.run.clone();
+        let workers_swept = self.workers.is_some();
         planned_sweep(self.out, self.resume, self.run.duration, points, |p| {
+            let runtime = runtime_of[p.index];
             let mut a = run.clone();
+            a.runtime.runtime = super::run::Runtimes(vec![runtime]);
             a.loads = p.loads.clone();
             if let Some((policy, prio)) = p.probe {
                 a.policy = Some(policy);
@@ -202,11 +229,12 @@ impl SweepArgs {
             if let Some(d) = p.deadline {
                 a.deadlines.deadline = Some(d);
             }
-            if axes.workers.is_some() {
+            if workers_swept {
                 match runtime {
                     RuntimeKind::Tokio => a.runtime.tokio_hogs = p.workers,
                     RuntimeKind::Beam => a.runtime.beam_workers = Some(p.workers),
                     RuntimeKind::Os => {}
+                    _ => a.runtime.runtime_workers = Some(p.workers.min(1024) as u16),
                 }
             }
             RunOptions::from_cli(a).map(|o| o.plan)

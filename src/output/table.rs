@@ -173,17 +173,23 @@ pub fn rt_app(r: &RunResult, u: Unit) -> String {
         + &grid(&header, &rows, 4)
 }
 
-/// Each relative sleeper's period drift (nothing for absolute schedules).
+/// Each relative sleeper's period drift, in all and per second of schedule (nothing for
+/// absolute schedules): OS threads with a relative method, a runtime's relative wait (Ada's
+/// `delay`, the Erlang VM's `receive-after`).
 fn drifts(r: &RunResult) -> String {
+    let relative = r.config.as_ref().is_some_and(|c| !c.method.is_absolute())
+        || r.runtime.as_ref().is_some_and(|rt| matches!(rt.method.as_str(), "delay" | "receive-after"));
     let mut out = String::new();
-    if r.config.as_ref().is_some_and(|c| !c.method.is_absolute()) {
+    if relative {
         for t in &r.threads {
-            if let Some(d) = t.drift_ns {
+            if let (Some(d), Some(p)) = (t.drift_ns, t.interval_ns.filter(|p| *p > 0)) {
+                let seconds = (t.stats.cycles as f64 * p as f64 / 1e9).max(1e-9);
                 out += &format!(
-                    "thread {}: period drift {} µs after {} (relative sleeps accumulate every cycle's overhead)\n",
+                    "thread {}: period drift {} µs after {} ({:.1} µs per second; relative sleeps accumulate every cycle's overhead)\n",
                     t.thread,
                     Unit::Micros.fmt(d),
-                    crate::units::count(t.stats.cycles, "cycle")
+                    crate::units::count(t.stats.cycles, "cycle"),
+                    d as f64 / 1e3 / seconds
                 );
             }
         }

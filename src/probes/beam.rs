@@ -2,12 +2,12 @@
 //! rtlab, `rtlab_probe.erl`) in it, and reads the samples the VM streams back on a pipe. The
 //! statistics, histogram and RunResult are built here exactly as for OS threads.
 
+use super::child::Child;
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadStatus};
 use crate::load::LoadResult;
 use crate::measure::stats::Recorder;
 use crate::result::warning::Warning;
 use crate::result::{EndReason, Runtime};
-use super::child::Child;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -330,21 +330,19 @@ impl Session {
 
 /// The `erl` to run: `--erl PATH`, else `erl` on PATH; the error says how to get one.
 pub fn find_erl(given: Option<&Path>) -> Result<PathBuf, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-    if let Some(p) = given {
-        return if executable(p) {
-            Ok(p.to_path_buf())
+    super::child::find_program(
+        "erl",
+        given,
+        "--erl",
+        "install Debian's erlang-nox (apt-get install erlang-nox) or pass --erl PATH",
+    )
+    .map_err(|e| {
+        if given.is_none() {
+            e.replacen("erl was not found", "erl (the Erlang VM) was not found", 1)
         } else {
-            Err(format!("--erl {}: not an executable file; give the path of erl, e.g. /usr/bin/erl", p.display()))
-        };
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|d| d.join("erl"))
-        .find(|p| executable(p))
-        .ok_or_else(|| "erl (the Erlang VM) was not found on PATH; install Debian's erlang-nox (apt-get install erlang-nox) or pass --erl PATH".into())
+            e
+        }
+    })
 }
 
 fn eval_expr(source: &Path, plan: &Plan) -> String {
@@ -420,7 +418,8 @@ impl Probe for BeamProbe {
             .env("ERL_CRASH_DUMP_SECONDS", "0")
             .current_dir(dir.path());
         self.dir = Some(dir);
-        let (child, (at, wall, info)) = Child::start("the Erlang VM", &mut cmd, Session::new(false), sinks, START_LIMIT)?;
+        let (child, (at, wall, info)) =
+            Child::start("the Erlang VM", &mut cmd, Session::new(false), sinks, START_LIMIT)?;
         let pid = child.pid();
         self.child = Some(child);
         Ok(Started {

@@ -123,7 +123,12 @@ impl<S: Stream> Child<S> {
     /// Waits for the child's schedule to start. A child that dies, breaks the protocol or
     /// hangs before it starts is a failed run like one that does so later: the result says
     /// so, with the nothing that arrived.
-    fn await_start(&mut self, rx: &mpsc::Receiver<Begun<S::Info>>, interrupt: &AtomicBool, limit: Duration) -> Begun<S::Info> {
+    fn await_start(
+        &mut self,
+        rx: &mpsc::Receiver<Begun<S::Info>>,
+        interrupt: &AtomicBool,
+        limit: Duration,
+    ) -> Begun<S::Info> {
         let deadline = Instant::now() + limit;
         let now = || (Instant::now(), SystemTime::now(), S::Info::default());
         loop {
@@ -137,8 +142,11 @@ impl<S: Stream> Child<S> {
                     return now();
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
-                    self.hung =
-                        Some(format!("{} did not start its probe within {} s; it was killed", self.what, limit.as_secs()));
+                    self.hung = Some(format!(
+                        "{} did not start its probe within {} s; it was killed",
+                        self.what,
+                        limit.as_secs()
+                    ));
                     self.kill();
                     return now();
                 }
@@ -153,7 +161,11 @@ impl<S: Stream> Child<S> {
             return true;
         }
         if self.hung.is_none() && self.started.is_some_and(|s| s.elapsed() > limit) {
-            self.hung = Some(format!("{} stopped answering ({} s without finishing); it was killed", self.what, limit.as_secs()));
+            self.hung = Some(format!(
+                "{} stopped answering ({} s without finishing); it was killed",
+                self.what,
+                limit.as_secs()
+            ));
             self.kill();
         }
         false
@@ -246,6 +258,36 @@ fn last_words(stderr: &str) -> String {
     } else {
         format!("; it said: {}", crate::units::clip(last, 200))
     }
+}
+
+/// The program `name` to run: `given` (it must be an executable file), else `name` on PATH.
+/// The errors say how to get one: `flag` is the option that chooses it, `get` the fix when
+/// PATH has none (`install Debian's … or pass --erl PATH`).
+pub fn find_program(
+    name: &str,
+    given: Option<&std::path::Path>,
+    flag: &str,
+    get: &str,
+) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable =
+        |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if let Some(p) = given {
+        return if executable(p) {
+            Ok(p.to_path_buf())
+        } else {
+            Err(format!(
+                "{flag} {}: not an executable file; give the path of {name}, e.g. /usr/bin/{name}",
+                p.display()
+            ))
+        };
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(name))
+        .find(|p| executable(p))
+        .ok_or_else(|| format!("{name} was not found on PATH; {get}"))
 }
 
 /// An exit status in words (`exit code 3`, `killed by signal 9`).

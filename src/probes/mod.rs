@@ -12,6 +12,7 @@ pub mod child;
 pub mod noise;
 pub mod os_thread;
 pub mod rt_app;
+pub mod runtimes;
 pub mod setup;
 pub mod tokio_task;
 pub mod watch;
@@ -37,6 +38,8 @@ pub enum ProbeSpec {
     Tokio(tokio_task::Plan),
     /// A periodic process in the Erlang VM.
     Beam(beam::Plan),
+    /// A periodic wait in a program of another runtime (Ada, Go, Node.js, Python asyncio).
+    Runtime(runtimes::Plan),
     /// Busy threads that measure OS noise (`rtlab noise`).
     Noise(noise::Plan),
     /// Threads of any program, from the kernel's events (`rtlab watch`).
@@ -52,6 +55,7 @@ impl ProbeSpec {
             ProbeSpec::Os(p) => Box::new(os_thread::OsThreads::new(p.clone())),
             ProbeSpec::Tokio(p) => Box::new(tokio_task::TokioProbe::new(p.clone())),
             ProbeSpec::Beam(p) => Box::new(beam::BeamProbe::new(p.clone())),
+            ProbeSpec::Runtime(p) => Box::new(runtimes::RuntimeProbe::new(p.clone())),
             ProbeSpec::Noise(p) => Box::new(noise::NoiseProbe::new(p.clone())),
             ProbeSpec::Watch(p) => Box::new(watch::WatchProbe::new(p.clone())),
             ProbeSpec::RtApp(p) => Box::new(rt_app::RtAppProbe::new(p.clone())),
@@ -64,6 +68,7 @@ impl ProbeSpec {
             ProbeSpec::Os(_) => "os",
             ProbeSpec::Tokio(_) => "tokio",
             ProbeSpec::Beam(_) => "beam",
+            ProbeSpec::Runtime(p) => p.lang.name(),
             ProbeSpec::Noise(_) => "noise",
             ProbeSpec::Watch(_) => "watch",
             ProbeSpec::RtApp(_) => "os",
@@ -102,6 +107,7 @@ impl ProbeSpec {
             ProbeSpec::Os(_) | ProbeSpec::Noise(_) | ProbeSpec::Watch(_) | ProbeSpec::RtApp(_) => None,
             ProbeSpec::Tokio(p) => Some(("tokio", p.wait.name(), p.interval_ns, p.hogs)),
             ProbeSpec::Beam(p) => Some(("beam", p.method.name(), p.period_ms as i64 * 1_000_000, p.workers)),
+            ProbeSpec::Runtime(p) => Some((p.lang.name(), p.method, p.period_ns, p.workers)),
         }
     }
 
@@ -114,6 +120,7 @@ impl ProbeSpec {
             ProbeSpec::RtApp(p) => p.threads.clone(),
             ProbeSpec::Tokio(p) => vec![ThreadPlan::runtime_slot(p.interval_ns)],
             ProbeSpec::Beam(p) => vec![ThreadPlan::runtime_slot(p.period_ms as i64 * 1_000_000)],
+            ProbeSpec::Runtime(p) => vec![ThreadPlan::runtime_slot(p.period_ns)],
         }
     }
 
@@ -125,6 +132,7 @@ impl ProbeSpec {
             ProbeSpec::RtApp(p) => Some(p.describe()),
             ProbeSpec::Tokio(p) => Some(p.describe()),
             ProbeSpec::Beam(p) => Some(p.describe()),
+            ProbeSpec::Runtime(p) => Some(p.describe()),
         }
     }
 }
@@ -288,7 +296,12 @@ impl ThreadOutcome {
             cpus_allowed: None,
             last_cpu: None,
             timer_slack_ns: None,
-            outcome: LoopOutcome { iterations: summary.cycles, drift_ns: drift_ns.unwrap_or(0), break_hit: None, start_ns: 0 },
+            outcome: LoopOutcome {
+                iterations: summary.cycles,
+                drift_ns: drift_ns.unwrap_or(0),
+                break_hit: None,
+                start_ns: 0,
+            },
             drift_ns,
             summary,
             tid: pid as i32,

@@ -84,7 +84,7 @@ pub struct RunResult {
 /// A language runtime's probe: what was asked and what the runtime says of itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Runtime {
-    /// `beam` or `tokio`.
+    /// `beam`, `tokio`, `ada`, `go`, `node` or `python`.
     pub kind: String,
     /// The waiting method (`send-interval`, `abs-timer`, `receive-after`; `sleep-until`,
     /// `interval`).
@@ -117,6 +117,16 @@ pub struct Runtime {
     pub worker_priority: Option<String>,
     /// `spawn_blocking` tasks doing CPU-bound work (tokio).
     pub blocking_tasks: usize,
+    /// What the workers are (`goroutines`, `tasks`, `loop`, `threads`, `coroutines`) for the
+    /// runtimes that have several kinds (absent without workers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_kind: Option<String>,
+    /// What the runtime said of itself, as it said it (Ada: `delay_impl` — `nanosleep-loop`
+    /// without tasking, `cond-timedwait` with it —, `dispatching`, `drift_ns`; Go: `gomaxprocs`,
+    /// `locked_os_thread`, `sched_latency_p99_ns` from /sched/latencies; Node:
+    /// `event_loop_delay_p99_ns` from monitorEventLoopDelay; Python: `loop`, `switch_interval_ns`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub facts: std::collections::BTreeMap<String, String>,
 }
 
 /// The origin of imported data.

@@ -1,0 +1,191 @@
+//! `rtlab run --runtime ada|go|node|python`: the real runtimes (Debian's gnat, golang-go,
+//! nodejs and python3, installed by .ci/run) measured through rtlab's pipeline, their period
+//! counts exact, Ada's `delay` drifting and `delay until` not, and a broken, dying or missing
+//! runtime an error that keeps what arrived and leaves nothing behind.
+
+mod common;
+
+use common::{assert_valid_run_result, read_json, rtlab};
+use serde_json::Value;
+use std::path::Path;
+
+/// Runs `rtlab run --runtime …` with `args` into `json`; the result, after checking it is valid.
+fn run(dir: &Path, name: &str, args: &[&str]) -> Value {
+    let json = dir.join(format!("{name}.json"));
+    let o = rtlab().args(["run", "-q"]).args(args).arg("--json").arg(&json).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{name}: {err}");
+    let v = read_json(&json);
+    assert_valid_run_result(&v);
+    v
+}
+
+/// The toolchain a runtime needs, or a loud failure naming the package (.ci/run installs it).
+fn need(tool: &str, package: &str) {
+    let found = std::env::var_os("PATH").iter().flat_map(std::env::split_paths).any(|d| d.join(tool).is_file());
+    assert!(found, "{tool} is not installed: this test needs Debian's {package} (apt-get install {package})");
+}
+
+#[test]
+fn every_runtime_counts_its_periods_exactly_for_five_seconds() {
+    for (tool, package) in [("gnatmake", "gnat"), ("go", "golang-go"), ("node", "nodejs"), ("python3", "python3")] {
+        need(tool, package);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // (runtime, method, period, its workers): the runs go side by side; they count periods,
+    // which no noise changes (a late wakeup's skipped periods are counted as missed).
+    let cases: [(&str, &[&str], u64); 6] = [
+        ("ada", &["--ada-method", "task-delay-until", "-i", "200us"], 200_000),
+        ("ada", &["--ada-method", "delay-until", "-i", "1ms"], 1_000_000),
+        ("go", &["--go-method", "ticker", "-i", "1ms", "--runtime-workers", "1"], 1_000_000),
+        (
+            "node",
+            &["--node-method", "interval", "-i", "1ms", "--runtime-workers", "1", "--worker-kind", "threads"],
+            1_000_000,
+        ),
+        ("python", &["--python-method", "call-at", "-i", "1ms"], 1_000_000),
+        ("python", &["--python-method", "sleep", "-i", "1ms", "--runtime-workers", "1"], 1_000_000),
+    ];
+    let results: Vec<(String, Value, u64)> = std::thread::scope(|s| {
+        let handles: Vec<_> = cases
+            .iter()
+            .enumerate()
+            .map(|(i, (rt, args, period))| {
+                let dir = dir.path();
+                s.spawn(move || {
+                    let mut a = vec!["--runtime", rt, "-D", "5s"];
+                    a.extend_from_slice(args);
+                    (format!("{rt} {args:?}"), run(dir, &format!("{i}-{rt}"), &a), *period)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (name, v, period) in results {
+        let t = &v["threads"][0];
+        let periods = 5_000_000_000 / period;
+        let (cycles, missed) = (t["cycles"].as_u64().unwrap(), t["missed"].as_u64().unwrap());
+        assert_eq!(cycles + missed, periods, "{name}: every period is a sample or a missed one");
+        let rt = &v["runtime"];
+        assert!(rt["version"].as_str().is_some_and(|s| !s.is_empty()), "{name}: {rt}");
+        assert_eq!(rt["period_ns"].as_u64(), Some(period), "{name}");
+        assert!(rt["facts"].as_object().is_some_and(|f| !f.is_empty()), "{name}: the runtime says what it is");
+        if rt["workers"].as_u64() == Some(1) {
+            assert_eq!(v["loads"][0]["workers"], 1, "{name}: the workers are a load inside the runtime");
+            assert!(v["loads"][0]["ops"].as_u64().unwrap() > 0, "{name}: the workers worked");
+        }
+    }
+}
+
+#[test]
+fn adas_delay_drifts_by_every_cycles_overhead_and_delay_until_does_not() {
+    need("gnatmake", "gnat");
+    let dir = tempfile::tempdir().unwrap();
+    let (relative, absolute) = std::thread::scope(|s| {
+        let d = dir.path();
+        let rel = s.spawn(move || run(d, "delay", &["--runtime", "ada", "--ada-method", "delay", "-D", "10s"]));
+        let abs = s.spawn(move || run(d, "until", &["--runtime", "ada", "--ada-method", "delay-until", "-D", "10s"]));
+        (rel.join().unwrap(), abs.join().unwrap())
+    });
+    let figures = |v: &Value| {
+        let t = &v["threads"][0];
+        let sum = t["mean_ns"].as_f64().unwrap() * t["cycles"].as_f64().unwrap();
+        (t["drift_ns"].as_i64().unwrap(), sum.round() as i64, t["max_ns"].as_i64().unwrap())
+    };
+    // `delay`: the n-th wakeup is late by every earlier delay's lateness and the time between
+    // wakeup and the next delay, so the drift is at least the sum of the latencies.
+    let (drift, sum, _) = figures(&relative);
+    assert_eq!(relative["threads"][0]["cycles"], 10_000);
+    assert!(drift >= sum && sum > 0, "delay: drift {drift} ns against latencies summing to {sum} ns");
+    assert_eq!(relative["runtime"]["facts"]["delay_impl"], "nanosleep-loop");
+    // `delay until`: the last wakeup is late by its own latency only, never more than the largest.
+    let (drift, _, max) = figures(&absolute);
+    assert!((0..=max).contains(&drift), "delay until: drift {drift} ns, largest latency {max} ns");
+    // The summary says it per second.
+    let o = rtlab().arg("show").arg(dir.path().join("delay.json")).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("µs per second"), "{text}");
+}
+
+/// A stand-in `python3` that says what `body` says (a runtime that breaks, on purpose).
+fn broken_python(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\necho 'V broken'\necho 'T 0'\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn a_runtime_that_dies_or_garbles_is_an_error_that_keeps_what_arrived_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "garbage",
+            "echo 'S 1000 1000 0'\necho 'S 2000 2000 0'\necho 'S what'\nsleep 300",
+            "unexpected line from the Python program: 'S what'",
+        ),
+        ("crash", "echo 'S 1000 1000 0'\nkill -9 $$", "exited (killed by signal 9) after 1 sample"),
+        ("short", "echo 'S 1000 1000 0'\necho 'E 3 0'\nsleep 300", "says it sent 3 samples, 1 arrived"),
+    ];
+    for (name, body, expect) in cases {
+        let fake = broken_python(dir.path(), name, body);
+        let json = dir.path().join(format!("{name}.json"));
+        let o = rtlab()
+            .args(["run", "-q", "--runtime", "python", "-D", "5s", "--python3"])
+            .arg(&fake)
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains(expect), "{name}: {err}");
+        let v = read_json(&json);
+        assert_valid_run_result(&v);
+        assert_eq!(v["end_reason"], "failed", "{name}");
+        assert!(v["threads"][0]["cycles"].as_u64().unwrap() >= 1, "{name}: what arrived is kept");
+        let left = std::process::Command::new("pgrep").arg("-f").arg(&fake).output().unwrap();
+        assert!(
+            left.stdout.is_empty(),
+            "{name}: the stand-in was left running: {}",
+            String::from_utf8_lossy(&left.stdout)
+        );
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("rtlab-python-"))
+        .collect();
+    assert!(leftovers.is_empty(), "the probe's private directory was left: {leftovers:?}");
+}
+
+#[test]
+fn a_missing_toolchain_names_its_debian_package_and_bad_options_are_refused() {
+    for (rt, package, flag) in
+        [("ada", "gnat", "--gnatmake"), ("go", "golang-go", "--go"), ("node", "nodejs", "--node")]
+    {
+        let o = rtlab().args(["run", "--runtime", rt, "-D", "1s"]).env("PATH", "/nonexistent").output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{rt}: {err}");
+        assert!(err.contains(package) && err.contains(flag), "{rt}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{rt}: {err}");
+    }
+    for bad in [
+        vec!["--runtime", "go", "--gomaxprocs", "2"],
+        vec!["--runtime", "go", "-D", "1s", "--go", "/nonexistent/go"],
+        vec!["--runtime", "node", "-D", "1s", "-i", "500us"],
+        vec!["--runtime", "python", "-D", "1s", "--python-method", "select"],
+        vec!["--runtime", "python", "-D", "1s", "--worker-kind", "goroutines"],
+        vec!["--runtime", "ada", "-D", "1s", "--go-method", "ticker"],
+        vec!["--runtime", "ada", "-l", "100"],
+        vec!["--runtime", "go,node", "-D", "1s"],
+        vec!["--gomaxprocs", "2", "-D", "1s"],
+        vec!["--runtime", "ada", "-D", "1s", "--ada-priority", "98"],
+    ] {
+        let o = rtlab().arg("run").args(&bad).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{bad:?}: {err}");
+    }
+}
