@@ -149,14 +149,9 @@ fn usage(m: impl Into<String>) -> UsageError {
 }
 
 impl SweepArgs {
-    fn validate(self) -> Result<SweepOptions, UsageError> {
-        if self.run.duration.is_none() && self.run.loops.is_none() {
-            return Err(usage("every sweep point needs a length: give -D (e.g. -D 5s) or -l"));
-        }
-        if self.run.json.is_some() {
-            return Err(usage("--json does not apply to a sweep; every result goes into --out DIR"));
-        }
-        let kinds = self.run.runtime.runtime.0.clone();
+    /// Refuses the axes and options a runtime of the sweep cannot take: the OS threads' axes,
+    /// and the runtime's own worker count when `--workers` sweeps it.
+    fn check_runtimes(&self, kinds: &[RuntimeKind]) -> Result<(), UsageError> {
         for &runtime in kinds.iter().filter(|k| **k != RuntimeKind::Os) {
             let name = runtime.name();
             for (flag, given) in
@@ -178,6 +173,18 @@ impl SweepArgs {
                 return Err(usage(format!("--workers sweeps {} with --runtime {name}; drop {}", own.0, own.0)));
             }
         }
+        Ok(())
+    }
+
+    fn validate(self) -> Result<SweepOptions, UsageError> {
+        if self.run.duration.is_none() && self.run.loops.is_none() {
+            return Err(usage("every sweep point needs a length: give -D (e.g. -D 5s) or -l"));
+        }
+        if self.run.json.is_some() {
+            return Err(usage("--json does not apply to a sweep; every result goes into --out DIR"));
+        }
+        let kinds = self.run.runtime.runtime.0.clone();
+        self.check_runtimes(&kinds)?;
         // Each runtime its own grid, one after the other: the runtime is the outermost axis
         // (named only when there are several), so the picture draws a group per runtime.
         let mut points = Vec::new();
