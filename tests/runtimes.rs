@@ -46,26 +46,29 @@ fn every_runtime_counts_its_periods_exactly_for_five_seconds() {
         ("python", &["--python-method", "call-at", "-i", "1ms"], 1_000_000),
         ("python", &["--python-method", "sleep", "-i", "1ms", "--runtime-workers", "1"], 1_000_000),
     ];
-    let results: Vec<(String, Value, u64)> = std::thread::scope(|s| {
+    let results: Vec<(String, Value, u64, std::path::PathBuf)> = std::thread::scope(|s| {
         let handles: Vec<_> = cases
             .iter()
             .enumerate()
             .map(|(i, (rt, args, period))| {
                 let dir = dir.path();
                 s.spawn(move || {
-                    let mut a = vec!["--runtime", rt, "-D", "5s"];
+                    let samples = dir.join(format!("{i}-{rt}.samples"));
+                    let mut a = vec!["--runtime", rt, "-D", "5s", "--control", "--samples", samples.to_str().unwrap()];
                     a.extend_from_slice(args);
-                    (format!("{rt} {args:?}"), run(dir, &format!("{i}-{rt}"), &a), *period)
+                    let v = run(dir, &format!("{i}-{rt}"), &a);
+                    (format!("{rt} {args:?}"), v, *period, samples)
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    for (name, v, period) in results {
+    for (name, v, period, samples) in results {
         let t = &v["threads"][0];
         let periods = 5_000_000_000 / period;
         let (cycles, missed) = (t["cycles"].as_u64().unwrap(), t["missed"].as_u64().unwrap());
         assert_eq!(cycles + missed, periods, "{name}: every period is a sample or a missed one");
+        assert_controlled(&name, &v, &samples);
         let rt = &v["runtime"];
         assert!(rt["version"].as_str().is_some_and(|s| !s.is_empty()), "{name}: {rt}");
         assert_eq!(rt["period_ns"].as_u64(), Some(period), "{name}");
@@ -74,6 +77,36 @@ fn every_runtime_counts_its_periods_exactly_for_five_seconds() {
             assert_eq!(v["loads"][0]["workers"], 1, "{name}: the workers are a load inside the runtime");
             assert!(v["loads"][0]["ops"].as_u64().unwrap() > 0, "{name}: the workers worked");
         }
+    }
+}
+
+/// A run with `--control`: the OS thread beside the runtime is thread 1, named `control`, in
+/// the same samples file with every one of its samples; `all` is the runtime's alone; the
+/// comparison is the runtime's figure minus the control's, exactly.
+fn assert_controlled(name: &str, v: &Value, samples: &Path) {
+    let (runtime, control) = (&v["threads"][0], &v["threads"][1]);
+    assert_eq!(v["threads"].as_array().map(Vec::len), Some(2), "{name}");
+    assert_eq!((control["thread"].as_u64(), control["name"].as_str()), (Some(1), Some("control")), "{name}");
+    assert_eq!(control["policy"], "other", "{name}: the control is scheduled as the runtime's task is");
+    assert!(control["cycles"].as_u64().unwrap() > 0, "{name}: the control measured");
+    assert_eq!(v["runtime"]["control"]["thread"], 1, "{name}");
+    assert_eq!((v["all"]["threads"].as_u64(), &v["all"]["cycles"]), (Some(1), &runtime["cycles"]), "{name}");
+    let excess = &v["runtime"]["control"]["excess_ns"];
+    // A percentile above the histogram's range is unknown (null), and so is its difference.
+    let minus = |r: &Value, c: &Value| r.as_i64().zip(c.as_i64()).map(|(r, c)| r - c);
+    for k in ["50", "90", "99", "99.9"] {
+        let (r, c) = (&runtime["percentiles_ns"][k], &control["percentiles_ns"][k]);
+        assert_eq!(excess[k].as_i64(), minus(r, c), "{name}: p{k}");
+    }
+    assert!(excess["50"].as_i64().is_some(), "{name}: the medians are known");
+    assert_eq!(excess["max"].as_i64(), minus(&runtime["max_ns"], &control["max_ns"]), "{name}: max");
+    let o = rtlab().arg("samples").arg(samples).arg("--csv").output().unwrap();
+    assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for thread in [runtime, control] {
+        let n = thread["thread"].as_u64().unwrap().to_string();
+        let rows = text.lines().skip(1).filter(|l| l.split(',').next() == Some(n.as_str())).count();
+        assert_eq!(rows as u64, thread["cycles"].as_u64().unwrap(), "{name}: thread {n}'s samples in the file");
     }
 }
 
@@ -188,4 +221,58 @@ fn a_missing_toolchain_names_its_debian_package_and_bad_options_are_refused() {
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{bad:?}: {err}");
     }
+}
+
+#[test]
+fn a_control_runs_beside_tokio_too_is_refused_without_a_runtime_and_a_runtime_sweep_draws_it() {
+    need("python3", "python3");
+    need("node", "nodejs");
+    let dir = tempfile::tempdir().unwrap();
+    let samples = dir.path().join("tokio.samples");
+    let v = run(
+        dir.path(),
+        "tokio",
+        &["--runtime", "tokio", "-i", "1ms", "-D", "1s", "--control", "--samples", samples.to_str().unwrap()],
+    );
+    assert_controlled("tokio", &v, &samples);
+    let none = dir.path().join("none");
+    let none = none.to_str().unwrap();
+    for args in
+        [&["run", "--control", "-D", "1s"][..], &["sweep", "--runtime", "os", "--control", "-D", "1s", "--out", none]]
+    {
+        let o = rtlab().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--control measures an OS thread beside a runtime's probe"), "{err}");
+    }
+    // Three runtimes against their own workers: os is its own control, the others have one.
+    let out = dir.path().join("sweep");
+    let o = rtlab()
+        .args(["sweep", "--runtime", "os,python,node", "--workers", "0,1", "-i", "1ms", "-D", "1s", "--control"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    let column = |name: &str| rows[0].iter().position(|c| *c == name).unwrap();
+    let (runtime, workers, control) = (column("runtime"), column("cpu_workers"), column("control_p99_latency_ms"));
+    let points: Vec<(&str, &str, bool)> =
+        rows[1..].iter().map(|r| (r[runtime], r[workers], !r[control].is_empty())).collect();
+    assert_eq!(
+        points,
+        [
+            ("os", "0", false),
+            ("os", "1", false),
+            ("python", "0", true),
+            ("python", "1", true),
+            ("node", "0", true),
+            ("node", "1", true)
+        ]
+    );
+    let svg = dir.path().join("sweep.svg");
+    let o = rtlab().arg("plot").arg(&out).arg("-o").arg(&svg).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"), "the picture is drawn");
 }

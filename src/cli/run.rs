@@ -420,6 +420,11 @@ pub struct RuntimeArgs {
     #[arg(long = "runtime", value_name = "RUNTIME", default_value = "os", value_parser = runtimes)]
     pub runtime: Runtimes,
 
+    /// Measure an OS thread beside the runtime (same period, policy, CPUs): how much of the
+    /// runtime's lateness the OS shows too
+    #[arg(long)]
+    pub control: bool,
+
     /// How the Ada program waits: delay-until, delay (relative: drifts), task-delay-until
     #[arg(long, value_name = "METHOD", value_parser = |s: &str| method_of(crate::probes::runtimes::Lang::Ada, s))]
     pub ada_method: Option<String>,
@@ -938,6 +943,11 @@ impl RunArgs {
         let kind = r.runtime.first();
         self.refuse_other_runtimes(kind)?;
         if kind == RuntimeKind::Os {
+            if r.control {
+                return Err(usage(
+                    "--control measures an OS thread beside a runtime's probe; give --runtime tokio, beam, ada, go, node or python",
+                ));
+            }
             return Ok(None);
         }
         let os_only = [
@@ -964,7 +974,16 @@ impl RunArgs {
             None if kind == RuntimeKind::Beam => self.beam_probe()?,
             None => self.tokio_probe(online)?,
         };
-        Ok(Some(probe))
+        if !r.control {
+            return Ok(Some(probe));
+        }
+        // The control runs as the runtime's measuring task does: SCHED_OTHER, or Ada's priority.
+        let sched = match r.ada_priority {
+            Some(p) => SchedParams::simple(Policy::Fifo, p),
+            None => SchedParams::simple(Policy::Other, 0),
+        };
+        let control = crate::probes::control::plan(probe.slots().len(), self.interval, sched);
+        Ok(Some(ProbeSpec::Controlled { inner: Box::new(probe), control }))
     }
 
     /// Refuses the options of a runtime other than `kind`.

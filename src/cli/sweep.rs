@@ -152,6 +152,11 @@ impl SweepArgs {
     /// Refuses the axes and options a runtime of the sweep cannot take: the OS threads' axes,
     /// and the runtime's own worker count when `--workers` sweeps it.
     fn check_runtimes(&self, kinds: &[RuntimeKind]) -> Result<(), UsageError> {
+        if self.run.runtime.control && kinds.iter().all(|k| *k == RuntimeKind::Os) {
+            return Err(usage(
+                "--control measures an OS thread beside a runtime's probe; add a runtime to --runtime (e.g. os,go,node)",
+            ));
+        }
         for &runtime in kinds.iter().filter(|k| **k != RuntimeKind::Os) {
             let name = runtime.name();
             for (flag, given) in
@@ -222,6 +227,8 @@ impl SweepArgs {
             let runtime = runtime_of[p.index];
             let mut a = run.clone();
             a.runtime.runtime = super::run::Runtimes(vec![runtime]);
+            // OS threads are their own control.
+            a.runtime.control &= runtime != RuntimeKind::Os;
             a.loads = p.loads.clone();
             if let Some((policy, prio)) = p.probe {
                 a.policy = Some(policy);

@@ -131,16 +131,21 @@ pub fn summary_within(r: &RunResult, u: Unit, width: Option<usize>) -> String {
     .iter()
     .map(|h| h.to_string())
     .collect();
+    let control = r.runtime.as_ref().and_then(|rt| rt.control.as_ref());
     let mut rows: Vec<Vec<String>> = r
         .threads
         .iter()
         .map(|t| {
             let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
-            let label = t.watch.as_ref().map_or_else(|| t.thread.to_string(), |w| format!("{}:{}", w.comm, w.tid));
+            let label = match (&t.watch, control) {
+                (Some(w), _) => format!("{}:{}", w.comm, w.tid),
+                (None, Some(c)) if c.thread == t.thread => crate::probes::control::NAME.to_string(),
+                (None, _) => t.thread.to_string(),
+            };
             row(&label, &cpu, &policy_label(t.policy, t.priority), &t.stats, u)
         })
         .collect();
-    if r.threads.len() > 1 {
+    if r.all.threads > 1 {
         let pol = match (&r.all.policy, r.all.priority) {
             (Some(p), prio) => policy_label(p.parse().ok(), prio).replace('-', p),
             (None, _) => "-".into(),
@@ -158,6 +163,7 @@ pub fn summary_within(r: &RunResult, u: Unit, width: Option<usize>) -> String {
         out += &format!("max {} {l} on thread {t}{at}{when}\n", u.fmt(max));
     }
     out += &drifts(r);
+    out += &control_excess(r, u);
     if r.verdict.threshold_ns.is_some() || r.verdict.max_response_ns.is_some() || r.verdict.max_misses.is_some() {
         out += &r.verdict.message;
         out.push('\n');
@@ -171,6 +177,24 @@ pub fn rt_app(r: &RunResult, u: Unit) -> String {
     "\nhand-off = a release in one task → the woken task running its next event; lock = time blocked in lock\n"
         .to_string()
         + &grid(&header, &rows, 4)
+}
+
+/// What the runtime adds to the OS: per percentile, its lateness minus its control's
+/// (nothing without `--control`).
+fn control_excess(r: &RunResult, u: Unit) -> String {
+    let Some(c) = r.runtime.as_ref().and_then(|rt| rt.control.as_ref()) else { return String::new() };
+    let figures: Vec<String> = ["50", "99", "99.9", "max"]
+        .iter()
+        .filter_map(|k| {
+            let v = (*c.excess_ns.get(*k)?)?;
+            let name = if *k == "max" { "max".to_string() } else { format!("p{k}") };
+            Some(format!("{name} {}{}", if v >= 0 { "+" } else { "−" }, u.fmt(v.abs())))
+        })
+        .collect();
+    if figures.is_empty() {
+        return String::new();
+    }
+    format!("the runtime minus its control (the OS thread beside it), {}: {}\n", u.label(), figures.join(", "))
 }
 
 /// Each relative sleeper's period drift, in all and per second of schedule (nothing for

@@ -16,6 +16,8 @@ pub struct Row {
     pub latency: [Option<f64>; 4],
     /// The first load's throughput (per second).
     pub throughput: Option<f64>,
+    /// A runtime's control (`--control`): the p99 of the OS thread beside it (ns).
+    pub control_p99: Option<f64>,
 }
 
 /// The names of [`Row::latency`].
@@ -23,14 +25,17 @@ pub const METRICS: [&str; 4] = ["p50", "p99", "p99.9", "max"];
 
 impl Row {
     /// The row of one point's result: its response time when its tasks work, else its
-    /// wakeup latency.
+    /// wakeup latency (a runtime's, without its control's: that is [`Row::control_p99`]).
     pub fn of(x_label: String, r: &RunResult) -> Row {
         let st = r.all.work.as_ref().map_or(&r.all.stats, |w| &w.response);
-        let pct = |k: &str| st.percentiles_ns.get(k).copied().flatten().map(|v| v as f64);
+        let pct = |st: &crate::result::Stats, k: &str| st.percentiles_ns.get(k).copied().flatten().map(|v| v as f64);
+        let control = r.runtime.as_ref().and_then(|rt| rt.control.as_ref());
+        let control = control.and_then(|c| r.threads.iter().find(|t| t.thread == c.thread));
         Row {
             x_label,
-            latency: [pct("50"), pct("99"), pct("99.9"), st.max_ns.map(|v| v as f64)],
+            latency: [pct(st, "50"), pct(st, "99"), pct(st, "99.9"), st.max_ns.map(|v| v as f64)],
             throughput: r.loads.first().map(|l| l.rate_per_s),
+            control_p99: control.and_then(|t| pct(&t.stats, "99")),
         }
     }
 }
@@ -84,49 +89,98 @@ pub fn positions(s: &Sweep) -> (Vec<Vec<f64>>, Option<Vec<String>>) {
     (xs, Some(cats))
 }
 
-/// Draws the sweep (SVG text).
-pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
-    let (xs, cats) = positions(s);
-    let flat = xs.iter().flatten().copied();
-    let (x_lo, x_hi) = flat.clone().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
-    let (x_lo, x_hi) = if x_lo.is_finite() { (x_lo, x_hi.max(x_lo + 1.0)) } else { (0.0, 1.0) };
-    let pad = (x_hi - x_lo) * 0.04;
-    let lat = || s.groups.iter().flat_map(|g| g.rows.iter().flat_map(|r| r.latency.iter().flatten().map(|v| v / 1e3)));
-    let y_lo = log_bottom(lat().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min).min(1e9));
-    let y_top = log_top(lat().fold(0.0, f64::max), y_lo);
-    let tp_max = s.groups.iter().flat_map(|g| g.rows.iter().filter_map(|r| r.throughput)).fold(0.0, f64::max);
-    let has_tp = s.throughput_unit.is_some() && tp_max > 0.0;
+/// The picture's extent: x from `x.0` to `x.1` (padded), the log latency axis from `y.0` to
+/// `y.1` (µs), the throughput axis up to `tp_max`.
+struct Bounds {
+    x: (f64, f64),
+    y: (f64, f64),
+    tp_max: f64,
+}
+
+impl Bounds {
+    fn of(s: &Sweep, xs: &[Vec<f64>]) -> Bounds {
+        let flat = xs.iter().flatten().copied();
+        let (x_lo, x_hi) = flat.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+        let (x_lo, x_hi) = if x_lo.is_finite() { (x_lo, x_hi.max(x_lo + 1.0)) } else { (0.0, 1.0) };
+        let pad = (x_hi - x_lo) * 0.04;
+        let lat = || {
+            s.groups.iter().flat_map(|g| {
+                g.rows.iter().flat_map(|r| r.latency.iter().chain([&r.control_p99]).flatten().map(|v| v / 1e3))
+            })
+        };
+        let y_lo = log_bottom(lat().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min).min(1e9));
+        let y_top = log_top(lat().fold(0.0, f64::max), y_lo);
+        let tp_max = s.groups.iter().flat_map(|g| g.rows.iter().filter_map(|r| r.throughput)).fold(0.0, f64::max);
+        Bounds { x: (x_lo - pad, x_hi + pad), y: (y_lo, y_top), tp_max }
+    }
+}
+
+/// The legend's entries: per group its four figures (the group by its colour, the figure by
+/// its stroke; one group: by colour as well), its control's p99, its load's throughput.
+fn legend(s: &Sweep, has_tp: bool) -> Vec<(String, RGBColor, Stroke)> {
     let many = s.groups.len() > 1;
-    let integral = xs.iter().flatten().all(|x| x.fract() == 0.0);
-    let mut distinct: Vec<f64> = xs.iter().flatten().copied().collect();
-    distinct.sort_by(f64::total_cmp);
-    distinct.dedup();
-    let distinct = distinct.len().max(2);
-    // Every group shows p50, p99, p99.9 and max: the group by its colour, the figure by its
-    // stroke (one group: by colour as well); the legend is drawn below the chart, never on it.
-    let stroke_of = |mi: usize| if many { Stroke::of_metric(mi) } else { Stroke::Solid };
-    let mut legend: Vec<(String, RGBColor, Stroke)> = Vec::new();
+    let mut legend = Vec::new();
     for (gi, g) in s.groups.iter().enumerate() {
         let prefix = if g.label.is_empty() { String::new() } else { format!("{} ", g.label) };
         for (mi, name) in METRICS.iter().enumerate() {
-            let c = if many { color(gi) } else { color(mi) };
-            legend.push((clip(&format!("{prefix}{name}"), 40), c, stroke_of(mi)));
+            let (c, stroke) = if many { (color(gi), Stroke::of_metric(mi)) } else { (color(mi), Stroke::Solid) };
+            legend.push((clip(&format!("{prefix}{name}"), 40), c, stroke));
+        }
+        if g.rows.iter().any(|r| r.control_p99.is_some()) {
+            let c = if many { color(gi) } else { color(METRICS.len()) };
+            legend.push((clip(&format!("{prefix}control p99"), 40), c, Stroke::Control));
         }
         if has_tp {
             let c = if many { color(gi) } else { RGBColor(60, 60, 60) };
             legend.push((clip(&format!("{prefix}throughput (right axis)"), 40), c, Stroke::Throughput));
         }
     }
-    const PER_ROW: usize = 4;
+    legend
+}
+
+/// Legend entries per row below the chart.
+const PER_ROW: usize = 4;
+
+/// Draws the legend in rows on `below`, `w` px wide: each entry's stroke as it is drawn.
+fn draw_legend(
+    below: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    legend: &[(String, RGBColor, Stroke)],
+    w: u32,
+) -> Result<(), String> {
+    let col_w = (w as i32 - 80) / PER_ROW as i32;
+    for (i, (label, c, stroke)) in legend.iter().enumerate() {
+        let (x, y) = (70 + (i % PER_ROW) as i32 * col_w, 6 + (i / PER_ROW) as i32 * 22 + 8);
+        stroke.sample(below, (x, y), *c)?;
+        below.draw(&Text::new(label.clone(), (x + 40, y - 8), (FAMILY, 14).into_font())).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// A group's points of one figure (`value` of each row), at its x positions `gx`, in µs
+/// and never below the axis' bottom `y_lo`.
+fn points(g: &Group, gx: &[f64], y_lo: f64, value: impl Fn(&Row) -> Option<f64>) -> Vec<(f64, f64)> {
+    g.rows.iter().zip(gx).filter_map(|(r, x)| value(r).map(|v| (*x, at_least(v / 1e3, y_lo)))).collect()
+}
+
+/// Draws the sweep (SVG text).
+pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
+    let (xs, cats) = positions(s);
+    let Bounds { x: (x_lo, x_hi), y: (y_lo, y_top), tp_max } = Bounds::of(s, &xs);
+    let has_tp = s.throughput_unit.is_some() && tp_max > 0.0;
+    let integral = xs.iter().flatten().all(|x| x.fract() == 0.0);
+    let mut distinct: Vec<f64> = xs.iter().flatten().copied().collect();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    let legend = legend(s, has_tp);
     let legend_h = legend.len().div_ceil(PER_ROW) as u32 * 22 + 12;
     draw(caption, |area| {
         let (w, h) = area.dim_in_pixel();
         let (plot, below) = area.split_vertically(h.saturating_sub(legend_h));
         let mut chart = super::frame(&plot)
             .right_y_label_area_size(if has_tp { 110 } else { 0 })
-            .build_cartesian_2d((x_lo - pad)..(x_hi + pad), (y_lo..y_top).log_scale())
+            .build_cartesian_2d(x_lo..x_hi, (y_lo..y_top).log_scale())
             .map_err(err)?
-            .set_secondary_coord((x_lo - pad)..(x_hi + pad), 0f64..(tp_max * 1.15).max(1.0));
+            .set_secondary_coord(x_lo..x_hi, 0f64..(tp_max * 1.15).max(1.0));
         let cat_label = |v: &f64| {
             let i = v.round();
             match &cats {
@@ -136,7 +190,7 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
                 None => super::plain(v),
             }
         };
-        let n_labels = cats.as_ref().map_or(if integral { distinct.min(12) } else { 12 }, |c| c.len());
+        let n_labels = cats.as_ref().map_or(if integral { distinct.len().clamp(2, 12) } else { 12 }, |c| c.len());
         super::axes(&mut chart.configure_mesh())
             .x_labels(n_labels)
             .x_label_formatter(&cat_label)
@@ -155,20 +209,23 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
                 .draw()
                 .map_err(err)?;
         }
-        for (gi, (g, gx)) in s.groups.iter().zip(&xs).enumerate() {
+        // Drawn in the legend's order, with its colours and strokes.
+        let mut entries = legend.iter();
+        for (g, gx) in s.groups.iter().zip(&xs) {
             for mi in 0..METRICS.len() {
-                let c = if many { color(gi) } else { color(mi) };
-                let pts: Vec<(f64, f64)> = g
-                    .rows
-                    .iter()
-                    .zip(gx)
-                    .filter_map(|(r, x)| r.latency[mi].map(|v| (*x, at_least(v / 1e3, y_lo))))
-                    .collect();
-                stroke_of(mi).draw(&mut chart, pts.clone(), c)?;
+                let (_, c, stroke) = entries.next().cloned().ok_or("legend and lines disagree")?;
+                let pts = points(g, gx, y_lo, |r| r.latency[mi]);
+                stroke.draw(&mut chart, pts.clone(), c)?;
                 chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled()))).map_err(err)?;
             }
+            let control = points(g, gx, y_lo, |r| r.control_p99);
+            if !control.is_empty() {
+                let (_, c, stroke) = entries.next().cloned().ok_or("legend and lines disagree")?;
+                stroke.draw(&mut chart, control.clone(), c)?;
+                chart.draw_series(control.iter().map(|p| Cross::new(*p, 4, c.stroke_width(2)))).map_err(err)?;
+            }
             if has_tp {
-                let c = if many { color(gi) } else { RGBColor(60, 60, 60) };
+                let (_, c, _) = entries.next().cloned().ok_or("legend and lines disagree")?;
                 let pts: Vec<(f64, f64)> =
                     g.rows.iter().zip(gx).filter_map(|(r, x)| r.throughput.map(|t| (*x, t))).collect();
                 chart
@@ -177,14 +234,7 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
                 chart.draw_secondary_series(pts.iter().map(|p| Rectangle::new([*p, *p], c.filled()))).map_err(err)?;
             }
         }
-        // The legend, in rows below the chart: each entry's stroke as it is drawn.
-        let col_w = (w as i32 - 80) / PER_ROW as i32;
-        for (i, (label, c, stroke)) in legend.iter().enumerate() {
-            let (x, y) = (70 + (i % PER_ROW) as i32 * col_w, 6 + (i / PER_ROW) as i32 * 22 + 8);
-            stroke.sample(&below, (x, y), *c)?;
-            below.draw(&Text::new(label.clone(), (x + 40, y - 8), (FAMILY, 14).into_font())).map_err(err)?;
-        }
-        Ok(())
+        draw_legend(&below, &legend, w)
     })
 }
 
@@ -201,6 +251,8 @@ enum Stroke {
     LongDashed,
     /// Dashed, faded (throughput, right axis).
     Throughput,
+    /// Dash-dot, thin (a runtime's control, its p99).
+    Control,
 }
 
 impl Stroke {
@@ -221,6 +273,7 @@ impl Stroke {
             Stroke::Dashed => (Some((7, 4)), 2),
             Stroke::LongDashed => (Some((14, 5)), 1),
             Stroke::Throughput => (Some((10, 5)), 2),
+            Stroke::Control => (Some((4, 2)), 1),
         }
     }
 
@@ -268,7 +321,25 @@ mod tests {
     use super::*;
 
     fn row(x: &str) -> Row {
-        Row { x_label: x.into(), latency: [None; 4], throughput: None }
+        Row { x_label: x.into(), latency: [None; 4], throughput: None, control_p99: None }
+    }
+
+    #[test]
+    fn a_group_with_a_control_draws_its_p99_in_the_groups_colour_and_names_it_in_the_legend() {
+        let controlled = Row { control_p99: Some(50_000.0), ..row("1") };
+        let s = Sweep {
+            axis: "workers".into(),
+            groups: vec![
+                Group { label: "runtime=os".into(), rows: vec![row("0"), row("1")] },
+                Group { label: "runtime=go".into(), rows: vec![row("0"), controlled] },
+            ],
+            throughput_unit: None,
+            response: false,
+        };
+        let names: Vec<(String, RGBColor)> = legend(&s, false).into_iter().map(|(l, c, _)| (l, c)).collect();
+        let controls: Vec<&(String, RGBColor)> = names.iter().filter(|(l, _)| l.contains("control")).collect();
+        assert_eq!(controls, [&("runtime=go control p99".to_string(), color(1))]);
+        assert_eq!(names.len(), 2 * METRICS.len() + 1, "four figures a group, and the one control");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod beam;
 pub mod child;
+pub mod control;
 pub mod noise;
 pub mod os_thread;
 pub mod rt_app;
@@ -46,6 +47,13 @@ pub enum ProbeSpec {
     Watch(watch::Plan),
     /// An rt-app use case (`rtlab run --rt-app`).
     RtApp(rt_app::Plan),
+    /// A runtime's probe with an OS thread measured beside it (`--control`).
+    Controlled {
+        /// The runtime's probe.
+        inner: Box<ProbeSpec>,
+        /// The control (see [`control::plan`]).
+        control: os_thread::Plan,
+    },
 }
 
 impl ProbeSpec {
@@ -59,6 +67,9 @@ impl ProbeSpec {
             ProbeSpec::Noise(p) => Box::new(noise::NoiseProbe::new(p.clone())),
             ProbeSpec::Watch(p) => Box::new(watch::WatchProbe::new(p.clone())),
             ProbeSpec::RtApp(p) => Box::new(rt_app::RtAppProbe::new(p.clone())),
+            ProbeSpec::Controlled { inner, control } => {
+                Box::new(control::Controlled::new(inner.create(), control.clone()))
+            }
         }
     }
 
@@ -72,6 +83,7 @@ impl ProbeSpec {
             ProbeSpec::Noise(_) => "noise",
             ProbeSpec::Watch(_) => "watch",
             ProbeSpec::RtApp(_) => "os",
+            ProbeSpec::Controlled { inner, .. } => inner.runtime(),
         }
     }
 
@@ -108,6 +120,7 @@ impl ProbeSpec {
             ProbeSpec::Tokio(p) => Some(("tokio", p.wait.name(), p.interval_ns, p.hogs)),
             ProbeSpec::Beam(p) => Some(("beam", p.method.name(), p.period_ms as i64 * 1_000_000, p.workers)),
             ProbeSpec::Runtime(p) => Some((p.lang.name(), p.method, p.period_ns, p.workers)),
+            ProbeSpec::Controlled { inner, .. } => inner.runtime_settings(),
         }
     }
 
@@ -121,6 +134,11 @@ impl ProbeSpec {
             ProbeSpec::Tokio(p) => vec![ThreadPlan::runtime_slot(p.interval_ns)],
             ProbeSpec::Beam(p) => vec![ThreadPlan::runtime_slot(p.period_ms as i64 * 1_000_000)],
             ProbeSpec::Runtime(p) => vec![ThreadPlan::runtime_slot(p.period_ns)],
+            ProbeSpec::Controlled { inner, control } => {
+                let mut slots = inner.slots();
+                slots.extend(control.threads.iter().cloned());
+                slots
+            }
         }
     }
 
@@ -133,6 +151,13 @@ impl ProbeSpec {
             ProbeSpec::Tokio(p) => Some(p.describe()),
             ProbeSpec::Beam(p) => Some(p.describe()),
             ProbeSpec::Runtime(p) => Some(p.describe()),
+            ProbeSpec::Controlled { inner, control } => inner.describe().map(|d| {
+                let period = control.threads.first().map_or(0, |t| t.interval_ns);
+                format!(
+                    "{d}, beside an OS thread (the control: absolute clock_nanosleep every {})",
+                    crate::units::duration(period)
+                )
+            }),
         }
     }
 }

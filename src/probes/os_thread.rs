@@ -106,6 +106,40 @@ struct Shared {
     align_base: std::sync::atomic::AtomicI64,
 }
 
+impl Shared {
+    fn new(plan: &Plan, sinks: &Sinks, tracefs: Option<Tracefs>) -> Shared {
+        Shared {
+            gate: Gate::new(),
+            stop: Arc::clone(&sinks.stop),
+            // By thread index; an index this plan does not measure (a control's slot comes after
+            // the runtime's) has nothing to wait for.
+            finished: (0..plan.threads.iter().map(|t| t.index + 1).max().unwrap_or(0))
+                .map(|i| AtomicBool::new(!plan.threads.iter().any(|t| t.index == i)))
+                .collect(),
+            tracefs,
+            tracemark_written: AtomicBool::new(false),
+            stop_when_first_done: plan.stop_when_first_done,
+            align_base: std::sync::atomic::AtomicI64::new(0),
+        }
+    }
+}
+
+/// With `--align`: sets the schedule's common base and returns how long after now the schedule
+/// begins (up to 2 s: -D counts from there); zero without.
+fn aligned(plan: &Plan, shared: &Shared) -> Duration {
+    let Some(a) = plan.align else { return Duration::ZERO };
+    let now = crate::rt::clock::now(plan.clock.id());
+    let base = match a {
+        Align::Threads { .. } => now,
+        // The next full second, or the one after when this one is nearly over (cyclictest).
+        Align::Second { .. } => {
+            (now / 1_000_000_000 + if now % 1_000_000_000 > 900_000_000 { 2 } else { 1 }) * 1_000_000_000
+        }
+    };
+    shared.align_base.store(base, Relaxed);
+    Duration::from_nanos((base - crate::rt::clock::now(plan.clock.id())).max(0) as u64)
+}
+
 struct Setup {
     status: ThreadStatus,
     warnings: Vec<Warning>,
@@ -122,37 +156,37 @@ pub struct OsThreads {
     idle: Option<crate::rt::cpuidle::IdleLimit>,
     /// `--stages`: the watch probe on the measuring threads.
     stages: Option<Box<dyn Probe>>,
+    /// Sample times count from here instead of the schedule's start (see [`OsThreads::dated_from`]).
+    origin_ns: Option<i64>,
 }
 
 impl OsThreads {
     /// A probe for `plan`, not started.
     pub fn new(plan: Plan) -> OsThreads {
-        OsThreads { plan, shared: None, handles: Vec::new(), statuses: Vec::new(), dma: None, idle: None, stages: None }
-    }
-
-    fn abort(&mut self) {
-        if let Some(s) = &self.shared {
-            s.gate.open(GateState::Abort);
+        OsThreads {
+            plan,
+            shared: None,
+            handles: Vec::new(),
+            statuses: Vec::new(),
+            dma: None,
+            idle: None,
+            stages: None,
+            origin_ns: None,
         }
-        for h in self.handles.drain(..) {
-            let _ = h.join();
-        }
-    }
-}
-
-impl Probe for OsThreads {
-    fn slots(&self) -> usize {
-        self.plan.threads.len()
     }
 
-    fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
-        let plan = &self.plan.clone();
+    /// The same probe with its sample times counted from `origin_ns` (on the plan's clock)
+    /// instead of its schedule's start: a runtime's control dates its samples from the
+    /// runtime's start.
+    pub fn dated_from(mut self, origin_ns: i64) -> OsThreads {
+        self.origin_ns = Some(origin_ns);
+        self
+    }
+
+    /// Takes what the whole run holds (the PM QoS request, the idle limit) and opens tracefs
+    /// for `--tracemark`; what fails to be held is a warning.
+    fn hold(&mut self, plan: &Plan, warnings: &mut Vec<Warning>) -> Result<Option<Tracefs>, ProbeError> {
         let sim = plan.simulate.is_some();
-        let privileges = Privileges::current();
-        let mut warnings = Vec::new();
-        // A stop wakes the probes out of their sleep: without this, `-i 1h` would end an hour late.
-        signals::install_wake_handler()
-            .map_err(|e| ProbeError::Start(format!("cannot install the handler that wakes probes on a stop: {e}")))?;
         if let (Some(us), false) = (plan.dma_latency_us, sim) {
             match DmaLatencyGuard::acquire(us) {
                 Ok(g) => self.dma = Some(g),
@@ -166,21 +200,23 @@ impl Probe for OsThreads {
             self.idle = Some(crate::rt::cpuidle::IdleLimit::apply(&cpus, n).map_err(ProbeError::Start)?);
         }
         // The marker is real even in simulation, so that --tracemark can be tested deterministically.
-        let tracefs = if plan.tracemark {
+        Ok(if plan.tracemark {
             Tracefs::open().map_err(|why| warnings.push(Warning::TracemarkUnavailable { why })).ok()
         } else {
             None
-        };
-        let shared = Arc::new(Shared {
-            gate: Gate::new(),
-            stop: Arc::clone(&sinks.stop),
-            finished: plan.threads.iter().map(|_| AtomicBool::new(false)).collect(),
-            tracefs,
-            tracemark_written: AtomicBool::new(false),
-            stop_when_first_done: plan.stop_when_first_done,
-            align_base: std::sync::atomic::AtomicI64::new(0),
-        });
-        self.shared = Some(Arc::clone(&shared));
+        })
+    }
+
+    /// Starts a measuring thread per planned one and waits for each to finish its setup;
+    /// returns what they obtained, in index order (their warnings into `warnings`).
+    fn spawn_threads(
+        &mut self,
+        plan: &Plan,
+        sinks: &Sinks,
+        shared: &Arc<Shared>,
+        privileges: &Privileges,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<Vec<ThreadStatus>, ProbeError> {
         let (tx, rx) = std::sync::mpsc::channel::<Setup>();
         for tp in &plan.threads {
             let ctx = ThreadCtx {
@@ -206,7 +242,8 @@ impl Probe for OsThreads {
                 over_capacity: plan.over_capacity,
                 align: plan.align,
                 cyclictest_compat: plan.cyclictest_compat,
-                shared: Arc::clone(&shared),
+                origin_ns: self.origin_ns,
+                shared: Arc::clone(shared),
                 tx: tx.clone(),
             };
             let h = super::setup::spawn(format!("rtlab-probe-{}", tp.index), move || ctx.run());
@@ -219,7 +256,6 @@ impl Probe for OsThreads {
             }
         }
         drop(tx);
-
         // A probe that cannot even finish its setup is starved by something at a higher RT
         // priority; waiting forever would hang rtlab.
         let reports = match super::setup::collect(&rx, plan.threads.len(), Instant::now() + SETUP_TIMEOUT) {
@@ -240,7 +276,36 @@ impl Probe for OsThreads {
             warnings.extend(s.warnings);
         }
         statuses.sort_by_key(|s| s.index);
+        Ok(statuses)
+    }
 
+    fn abort(&mut self) {
+        if let Some(s) = &self.shared {
+            s.gate.open(GateState::Abort);
+        }
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Probe for OsThreads {
+    fn slots(&self) -> usize {
+        self.plan.threads.len()
+    }
+
+    fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
+        let plan = &self.plan.clone();
+        let sim = plan.simulate.is_some();
+        let privileges = Privileges::current();
+        let mut warnings = Vec::new();
+        // A stop wakes the probes out of their sleep: without this, `-i 1h` would end an hour late.
+        signals::install_wake_handler()
+            .map_err(|e| ProbeError::Start(format!("cannot install the handler that wakes probes on a stop: {e}")))?;
+        let tracefs = self.hold(plan, &mut warnings)?;
+        let shared = Arc::new(Shared::new(plan, sinks, tracefs));
+        self.shared = Some(Arc::clone(&shared));
+        let statuses = self.spawn_threads(plan, sinks, &shared, &privileges, &mut warnings)?;
         // Lock memory once every thread has mapped and touched its stack, histogram and ring, so
         // that everything the measuring loops use is locked.
         let main_affinity = plan.main_affinity.as_ref().filter(|_| !sim);
@@ -251,27 +316,9 @@ impl Probe for OsThreads {
                 return Err(e);
             }
         };
-        if let Some(a) = plan.align {
-            let now = crate::rt::clock::now(plan.clock.id());
-            let base = match a {
-                Align::Threads { .. } => now,
-                // The next full second, or the one after when this one is nearly over (cyclictest).
-                Align::Second { .. } => {
-                    (now / 1_000_000_000 + if now % 1_000_000_000 > 900_000_000 { 2 } else { 1 }) * 1_000_000_000
-                }
-            };
-            shared.align_base.store(base, Relaxed);
-        }
         let start_wall = SystemTime::now();
         let started = Instant::now();
-        // With an aligned start the schedule begins up to 2 s after the release: -D counts from there.
-        let schedule_delay = match plan.align {
-            Some(_) => {
-                let ahead = shared.align_base.load(Relaxed) - crate::rt::clock::now(plan.clock.id());
-                Duration::from_nanos(ahead.max(0) as u64)
-            }
-            None => Duration::ZERO,
-        };
+        let schedule_delay = aligned(plan, &shared);
         let mut stage_cells = Vec::new();
         if plan.stages && !sim {
             match watch_stages(plan, &statuses, &sinks.stop) {
@@ -362,6 +409,7 @@ struct ThreadCtx {
     over_capacity: usize,
     align: Option<Align>,
     cyclictest_compat: bool,
+    origin_ns: Option<i64>,
     shared: Arc<Shared>,
     tx: std::sync::mpsc::Sender<Setup>,
 }
@@ -483,7 +531,7 @@ impl ThreadCtx {
             warmup_cycles: tp.warmup_cycles,
             break_ns: self.break_ns,
             start_at: None,
-            origin_ns: None,
+            origin_ns: self.origin_ns,
             cyclictest_us: self.cyclictest_compat,
         };
         if let (Some(a), true, false) = (self.align, self.method.is_absolute(), simulated) {

@@ -155,15 +155,17 @@ impl RunResult {
     pub fn build(p: ProbeRun) -> RunResult {
         let at = p.start.unwrap_or(std::time::UNIX_EPOCH);
         let layout = p.probes.first().map_or(Layout::DEFAULT, |t| t.summary.counts.layout());
+        // A runtime's control is measured beside the runtime, not as part of it: `all`, the
+        // verdict and the warnings are the runtime's.
+        let control = p.runtime.as_ref().and_then(|r| r.control.as_ref()).map(|c| c.thread);
+        let measured: Vec<&ProbeFigures> = p.probes.iter().filter(|t| Some(t.thread) != control).collect();
         let mut all = Summary::empty(layout);
-        for t in &p.probes {
-            all.merge(&t.summary, t.thread);
-        }
+        measured.iter().for_each(|t| all.merge(&t.summary, t.thread));
         let known = |st: Stats| known_stats(st, p.missed_known, p.start.is_some());
         let threads: Vec<ThreadResult> = p.probes.iter().map(|t| thread_result(t, at, &known)).collect();
         let lost_events = p.watch.as_ref().map_or(0, |w| w.lost_events);
         let mut warnings = p.warnings;
-        let of_working_tasks = p.probes.iter().filter(|t| t.work.is_some()).map(|t| t.summary.missed).sum();
+        let of_working_tasks = measured.iter().filter(|t| t.work.is_some()).map(|t| t.summary.missed).sum();
         warnings.extend(standard_warnings(&all, (p.missed_known, of_working_tasks), p.kind, lost_events));
         let config = p.config.map(|mut c| {
             c.degraded = warnings.iter().any(Warning::is_downgrade);
@@ -173,8 +175,10 @@ impl RunResult {
             n.degraded = warnings.iter().any(Warning::is_downgrade);
             n
         });
-        let cpus = CpuSet::from_cpus(p.probes.iter().filter_map(|t| t.cpu));
-        let inputs: Vec<VerdictInput> = p.probes.iter().map(|t| (t.thread, t.cpu, &t.summary, t.break_hit)).collect();
+        let cpus = CpuSet::from_cpus(measured.iter().filter_map(|t| t.cpu));
+        let inputs: Vec<VerdictInput> = measured.iter().map(|t| (t.thread, t.cpu, &t.summary, t.break_hit)).collect();
+        let all_stats = known(stats_of(&all, at));
+        let subject: Vec<ThreadResult> = threads.iter().filter(|t| Some(t.thread) != control).cloned().collect();
         let end = p.end.or_else(|| p.start.zip(p.duration_s).map(|(s, d)| s + Duration::from_secs_f64(d.max(0.0))));
         let duration_s = match (p.start, p.end) {
             (Some(s), Some(e)) => Some(e.duration_since(s).unwrap_or_default().as_secs_f64()),
@@ -193,16 +197,16 @@ impl RunResult {
             environment: p.environment,
             config,
             all: AllResult {
-                threads: threads.len(),
-                policy: match common(&threads, |t| t.policy) {
+                threads: measured.len(),
+                policy: match common(&subject, |t| t.policy) {
                     Some(Some(Some(p))) => Some(p.to_string()),
                     Some(None) => Some("mixed".into()),
                     _ => None,
                 },
-                priority: common(&threads, |t| t.priority).flatten().flatten(),
+                priority: common(&subject, |t| t.priority).flatten().flatten(),
                 cpu: (!cpus.is_empty()).then(|| cpus.to_string()),
                 max_at_thread: all.max_at_thread,
-                stats: known(stats_of(&all, at)),
+                stats: all_stats.clone(),
                 work: all_work(&p.probes, layout, at),
             },
             verdict: verdict(&inputs, p.threshold_ns, at, p.tracemark_written, p.kind == crate::result::Kind::Noise)
@@ -215,10 +219,10 @@ impl RunResult {
                     p.max_misses,
                 )
                 .with_lost_events(lost_events),
-            threads,
             loads: Vec::new(),
             warnings: warnings.into_iter().map(WarningRecord::from).collect(),
-            runtime: p.runtime,
+            runtime: p.runtime.map(|r| with_excess(r, &all_stats, &threads)),
+            threads,
             explanations: p.explanations,
             explain: p.explain,
             kind: p.kind,
@@ -227,6 +231,22 @@ impl RunResult {
             rt_app: p.rt_app.map(|f| f.into_run(at)),
         }
     }
+}
+
+/// A runtime's section with its control's comparison filled in: per percentile and for the
+/// maximum, the runtime's lateness (`all`) minus the control thread's.
+fn with_excess(mut r: Runtime, all: &Stats, threads: &[ThreadResult]) -> Runtime {
+    if let Some(c) = r.control.as_mut() {
+        let Some(control) = threads.iter().find(|t| t.thread == c.thread).map(|t| &t.stats) else { return r };
+        let minus = |a: Option<i64>, b: Option<i64>| a.zip(b).map(|(a, b)| a - b);
+        c.excess_ns = all
+            .percentiles_ns
+            .iter()
+            .map(|(k, v)| (k.clone(), minus(*v, control.percentiles_ns.get(k).copied().flatten())))
+            .collect();
+        c.excess_ns.insert("max".into(), minus(all.max_ns, control.max_ns));
+    }
+    r
 }
 
 /// The warnings every result carries when they apply: missed periods, negative latencies, no

@@ -127,6 +127,22 @@ pub struct Runtime {
     /// `event_loop_delay_p99_ns` from monitorEventLoopDelay; Python: `loop`, `switch_interval_ns`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub facts: std::collections::BTreeMap<String, String>,
+    /// `--control`: the OS thread measured beside the runtime's probe, and how much later the
+    /// runtime woke than it (absent without a control).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<Control>,
+}
+
+/// An OS thread with the runtime's period, policy and CPUs, measured beside a runtime's probe
+/// in the same run (jHiccup's control): the lateness the OS shows as well. The runtime's
+/// figures are `all` (the control is not among them); the control's are its thread's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Control {
+    /// The control's index in `threads`.
+    pub thread: usize,
+    /// Per percentile (`50` … `99.999`) and `max`: the runtime's lateness minus the control's
+    /// (ns), what the runtime adds to the OS; `null` where either is unknown.
+    pub excess_ns: std::collections::BTreeMap<String, Option<i64>>,
 }
 
 /// The origin of imported data.
@@ -455,7 +471,8 @@ impl SampleLog {
     }
 }
 
-/// All threads together.
+/// All measured threads together (a runtime's control, `runtime.control`, is beside them,
+/// not among them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AllResult {
     /// Number of threads merged.

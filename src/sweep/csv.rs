@@ -37,6 +37,10 @@ pub const WORK_COLUMNS: [&str; 7] = [
     "max_run_ms",
 ];
 
+/// Columns added when a point's runtime had a control (`--control`): the p99 and max of the
+/// OS thread beside it (the other columns are the runtime's own).
+pub const CONTROL_COLUMNS: [&str; 2] = ["control_p99_latency_ms", "control_max_latency_ms"];
+
 /// The columns after the axes of a noise sweep (`rtlab noise sweep`): over all its CPUs, the
 /// least % of a CPU available, the noise per second and noises per second of the noisiest
 /// CPU, the largest single noise, the 99th percentile of the gaps, then the first load's
@@ -85,6 +89,12 @@ fn noise_csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
+/// The threads a point measured: all but a runtime's control.
+fn measured(r: &RunResult) -> impl Iterator<Item = &crate::result::ThreadResult> {
+    let control = r.runtime.as_ref().and_then(|rt| rt.control.as_ref()).map(|c| c.thread);
+    r.threads.iter().filter(move |t| Some(t.thread) != control)
+}
+
 /// `sweep.csv`: a header, then one row per point (written by the csv crate, which quotes a
 /// value that needs it); a noise sweep gets [`NOISE_COLUMNS`].
 pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
@@ -97,6 +107,10 @@ pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
     let working = rows.iter().any(|(_, r)| r.all.work.is_some());
     if working {
         header.extend(WORK_COLUMNS.iter().map(|c| c.to_string()));
+    }
+    let controlled = rows.iter().any(|(_, r)| r.runtime.as_ref().is_some_and(|rt| rt.control.is_some()));
+    if controlled {
+        header.extend(CONTROL_COLUMNS.iter().map(|c| c.to_string()));
     }
     let _ = w.write_record(&header);
     for (p, r) in rows {
@@ -116,7 +130,7 @@ pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
             load.map_or_else(String::new, |l| format!("{:.1}", l.rate_per_s)),
             load.map_or_else(String::new, |l| l.unit.clone()),
             load.and_then(|l| l.utilization).map_or_else(String::new, |u| format!("{u:.3}")),
-            ms(r.threads.iter().filter_map(|t| t.drift_ns).max_by_key(|d| d.abs()).map(|d| d as f64)),
+            ms(measured(r).filter_map(|t| t.drift_ns).max_by_key(|d| d.abs()).map(|d| d as f64)),
         ]);
         if working {
             let work = r.all.work.as_ref();
@@ -129,6 +143,14 @@ pub fn csv(axis_names: &[String], rows: &[(&Point, &RunResult)]) -> String {
                 work.map_or_else(String::new, |w| w.deadlines.misses.to_string()),
                 work.map_or_else(String::new, |w| format!("{:.6}", w.miss_ratio)),
                 ms(work.and_then(|w| w.run.max_ns).map(|v| v as f64)),
+            ]);
+        }
+        if controlled {
+            let c = r.runtime.as_ref().and_then(|rt| rt.control.as_ref());
+            let c = c.and_then(|c| r.threads.iter().find(|t| t.thread == c.thread)).map(|t| &t.stats);
+            cols.extend([
+                ms(c.and_then(|s| s.percentiles_ns.get("99").copied().flatten()).map(|v| v as f64)),
+                ms(c.and_then(|s| s.max_ns).map(|v| v as f64)),
             ]);
         }
         let _ = w.write_record(&cols);
