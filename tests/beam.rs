@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_valid_run_result, fake_erl, read_json, real_erl, rtlab, rtlab_path};
+use common::{assert_broken_run, assert_valid_run_result, fake_erl, read_json, real_erl, rtlab, rtlab_path};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -98,15 +98,8 @@ fn a_broken_stream_ends_the_run_with_an_error_and_keeps_what_arrived() {
     for (name, body, expect) in cases {
         let erl = fake_erl(dir.path(), name, body);
         let json = dir.path().join(format!("{name}.json"));
-        let o = rtlab().args(["beam", "run", "-D", "1s", "--erl"]).arg(&erl).arg("--json").arg(&json).output().unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
-        assert!(err.contains(expect), "{name}: {err}");
-        let v = read_json(&json);
-        assert_valid_run_result(&v);
-        assert_eq!(v["end_reason"], "failed", "{name}");
-        assert!(v["threads"][0]["cycles"].as_u64().unwrap() >= 1, "{name}");
-        assert!(v["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "runtime_failed"), "{name}");
+        let args = ["beam".as_ref(), "run".as_ref(), "-D".as_ref(), "1s".as_ref(), "--erl".as_ref(), erl.as_os_str()];
+        assert_broken_run(name, &args, &json, expect);
     }
 }
 

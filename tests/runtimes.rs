@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_valid_run_result, read_json, rtlab};
+use common::{assert_broken_run, assert_valid_run_result, read_json, rtlab};
 use serde_json::Value;
 use std::path::Path;
 
@@ -164,20 +164,12 @@ fn a_runtime_that_dies_or_garbles_is_an_error_that_keeps_what_arrived_and_leaves
     for (name, body, expect) in cases {
         let fake = broken_python(dir.path(), name, body);
         let json = dir.path().join(format!("{name}.json"));
-        let o = rtlab()
-            .args(["run", "-q", "--runtime", "python", "-D", "5s", "--python3"])
-            .arg(&fake)
-            .arg("--json")
-            .arg(&json)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
-        assert!(err.contains(expect), "{name}: {err}");
-        let v = read_json(&json);
-        assert_valid_run_result(&v);
-        assert_eq!(v["end_reason"], "failed", "{name}");
-        assert!(v["threads"][0]["cycles"].as_u64().unwrap() >= 1, "{name}: what arrived is kept");
+        let args: Vec<&std::ffi::OsStr> = ["run", "-q", "--runtime", "python", "-D", "5s", "--python3"]
+            .iter()
+            .map(|a| a.as_ref())
+            .chain([fake.as_os_str()])
+            .collect();
+        assert_broken_run(name, &args, &json, expect);
         let left = std::process::Command::new("pgrep").arg("-f").arg(&fake).output().unwrap();
         assert!(
             left.stdout.is_empty(),

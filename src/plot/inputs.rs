@@ -374,9 +374,15 @@ pub fn sweep_data(input: &Input) -> Option<sweep::Sweep> {
             None => groups.push(sweep::Group { label, rows: vec![row] }),
         }
     }
-    let throughput_unit = points.iter().find_map(|p| p.result.loads.first().map(|l| l.unit.clone()));
+    // Throughputs share an axis only when they count the same work: loads of one kind (not
+    // each runtime's own workers, whose units of work differ).
+    let kinds: Vec<&str> = points.iter().filter_map(|p| p.result.loads.first().map(|l| l.kind.as_str())).collect();
+    let comparable = kinds.windows(2).all(|w| w[0] == w[1]);
+    let throughput_unit =
+        points.iter().find_map(|p| p.result.loads.first().map(|l| l.unit.clone())).filter(|_| comparable);
     let response = !points.is_empty() && points.iter().all(|p| p.result.all.work.is_some());
-    Some(sweep::Sweep { axis, groups, throughput_unit, response })
+    let metrics = sweep::Sweep::metrics_for(groups.len());
+    Some(sweep::Sweep { axis, groups, throughput_unit, response, metrics })
 }
 
 /// Threads of a samples file drawn as tracks of their own; more are drawn as one.

@@ -60,6 +60,21 @@ pub struct Sweep {
     pub throughput_unit: Option<String>,
     /// The points' tasks work: the figures are response times.
     pub response: bool,
+    /// The figures drawn, as indexes into [`METRICS`] (every one, or p99 and max when many
+    /// groups would make the picture unreadable: the table has the rest).
+    pub metrics: Vec<usize>,
+}
+
+impl Sweep {
+    /// The figures a picture of `groups` groups draws: all four for up to four groups, p99 and
+    /// the maximum for more.
+    pub fn metrics_for(groups: usize) -> Vec<usize> {
+        if groups > 4 {
+            vec![1, 3]
+        } else {
+            (0..METRICS.len()).collect()
+        }
+    }
 }
 
 /// The x positions: the values themselves when every one is a number, else their order of
@@ -122,7 +137,8 @@ fn legend(s: &Sweep, has_tp: bool) -> Vec<(String, RGBColor, Stroke)> {
     let mut legend = Vec::new();
     for (gi, g) in s.groups.iter().enumerate() {
         let prefix = if g.label.is_empty() { String::new() } else { format!("{} ", g.label) };
-        for (mi, name) in METRICS.iter().enumerate() {
+        for &mi in &s.metrics {
+            let name = METRICS[mi];
             let (c, stroke) = if many { (color(gi), Stroke::of_metric(mi)) } else { (color(mi), Stroke::Solid) };
             legend.push((clip(&format!("{prefix}{name}"), 40), c, stroke));
         }
@@ -212,7 +228,7 @@ pub fn svg(caption: &Caption, s: &Sweep) -> Result<String, String> {
         // Drawn in the legend's order, with its colours and strokes.
         let mut entries = legend.iter();
         for (g, gx) in s.groups.iter().zip(&xs) {
-            for mi in 0..METRICS.len() {
+            for &mi in &s.metrics {
                 let (_, c, stroke) = entries.next().cloned().ok_or("legend and lines disagree")?;
                 let pts = points(g, gx, y_lo, |r| r.latency[mi]);
                 stroke.draw(&mut chart, pts.clone(), c)?;
@@ -335,11 +351,13 @@ mod tests {
             ],
             throughput_unit: None,
             response: false,
+            metrics: Sweep::metrics_for(2),
         };
         let names: Vec<(String, RGBColor)> = legend(&s, false).into_iter().map(|(l, c, _)| (l, c)).collect();
         let controls: Vec<&(String, RGBColor)> = names.iter().filter(|(l, _)| l.contains("control")).collect();
         assert_eq!(controls, [&("runtime=go control p99".to_string(), color(1))]);
         assert_eq!(names.len(), 2 * METRICS.len() + 1, "four figures a group, and the one control");
+        assert_eq!(Sweep::metrics_for(7).iter().map(|m| METRICS[*m]).collect::<Vec<_>>(), ["p99", "max"]);
     }
 
     #[test]
@@ -349,6 +367,7 @@ mod tests {
             groups: vec![Group { label: String::new(), rows: vec![row("0"), row("4"), row("2")] }],
             throughput_unit: None,
             response: false,
+            metrics: Sweep::metrics_for(2),
         };
         assert_eq!(positions(&s), (vec![vec![0.0, 4.0, 2.0]], None));
         let s = Sweep {
@@ -359,6 +378,7 @@ mod tests {
             ],
             throughput_unit: None,
             response: false,
+            metrics: Sweep::metrics_for(2),
         };
         let (xs, cats) = positions(&s);
         assert_eq!(xs, vec![vec![0.0, 1.0], vec![1.0, 2.0]]);
@@ -368,6 +388,7 @@ mod tests {
             groups: vec![Group { label: String::new(), rows: vec![row("50"), row("1000"), row("20000")] }],
             throughput_unit: None,
             response: true,
+            metrics: Sweep::metrics_for(1),
         };
         let (xs, cats) = positions(&s);
         assert_eq!((xs, cats.unwrap()), (vec![vec![0.0, 1.0, 2.0]], vec!["50".into(), "1000".into(), "20000".into()]));

@@ -3,7 +3,7 @@
 //! statistics, histogram and RunResult are built here exactly as for OS threads.
 
 use super::child::Child;
-use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadStatus};
+use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome};
 use crate::load::LoadResult;
 use crate::measure::stats::Recorder;
 use crate::result::warning::Warning;
@@ -420,26 +420,11 @@ impl Probe for BeamProbe {
         self.dir = Some(dir);
         let (child, (at, wall, info)) =
             Child::start("the Erlang VM", &mut cmd, Session::new(false), sinks, START_LIMIT)?;
-        let pid = child.pid();
+        let identity = format!("erlang process {}", info.probe_pid.as_deref().unwrap_or("(pid not reported)"));
+        let started =
+            child.started((at, wall), self.plan.period_ms as i64 * 1_000_000, identity, self.plan.runtime(&info));
         self.child = Some(child);
-        Ok(Started {
-            slots: vec![ThreadStatus {
-                index: 0,
-                cpu: None,
-                sched: crate::rt::sched::SchedParams::simple(crate::rt::sched::Policy::Other, 0),
-                interval_ns: self.plan.period_ms as i64 * 1_000_000,
-                tid: pid as i32,
-                identity: Some(format!("erlang process {}", info.probe_pid.as_deref().unwrap_or("(pid not reported)"))),
-            }],
-            warnings: Vec::new(),
-            dma_latency_us: None,
-            mlocked: false,
-            start: wall,
-            schedule_start: at,
-            own_duration: true,
-            runtime: Some(self.plan.runtime(&info)),
-            stages: Vec::new(),
-        })
+        Ok(started)
     }
 
     fn finished(&mut self) -> bool {
@@ -456,16 +441,12 @@ impl Probe for BeamProbe {
     fn join(mut self: Box<Self>) -> Finished {
         let Some(child) = self.child.take() else { return Finished::default() };
         let pid = child.pid();
-        let joined = child.join();
+        let mut joined = child.join();
         drop(self.dir.take());
         let plan = &self.plan;
-        let Some(fed) = joined.fed else {
-            let why = joined.failure.unwrap_or_default();
-            return Finished {
-                failure: Some(why.clone()),
-                warnings: vec![Warning::RuntimeFailed { why }],
-                ..Finished::default()
-            };
+        let fed = match joined.take_fed() {
+            Ok(fed) => fed,
+            Err(failed) => return *failed,
         };
         let mut fin = Finished {
             runtime: Some(plan.runtime(&fed.session.info)),

@@ -4,8 +4,11 @@
 //! (64 KiB) for its last words. It is killed — its whole group — on a stop, on a protocol error,
 //! when it does not start its probe in time, and when it stops answering.
 
-use super::{ProbeError, Sinks};
+use super::{Finished, ProbeError, Sinks, Started, ThreadStatus};
 use crate::measure::stats::{ExceedLog, Recorder, Summary};
+use crate::result::warning::Warning;
+use crate::result::Runtime;
+use crate::rt::sched::{Policy, SchedParams};
 use std::io::{BufRead, Read};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -116,6 +119,31 @@ impl<S: Stream> Child<S> {
         self.pgid
     }
 
+    /// The start of the one slot this child hosts, begun at `at` (monotonic, wall clock): a
+    /// task of period `interval_ns` named `identity`, scheduled by its runtime on SCHED_OTHER
+    /// threads, in a program that ends itself at its duration; `runtime` is what the runtime
+    /// said of itself.
+    pub fn started(&self, at: (Instant, SystemTime), interval_ns: i64, identity: String, runtime: Runtime) -> Started {
+        Started {
+            slots: vec![ThreadStatus {
+                index: 0,
+                cpu: None,
+                sched: SchedParams::simple(Policy::Other, 0),
+                interval_ns,
+                tid: self.pgid as i32,
+                identity: Some(identity),
+            }],
+            warnings: Vec::new(),
+            dma_latency_us: None,
+            mlocked: false,
+            start: at.1,
+            schedule_start: at.0,
+            own_duration: true,
+            runtime: Some(runtime),
+            stages: Vec::new(),
+        }
+    }
+
     fn kill(&self) {
         let _ = crate::rt::process::kill_group(self.pgid, crate::rt::signals::SIGKILL);
     }
@@ -199,6 +227,21 @@ impl<S: Stream> Child<S> {
             }),
         };
         Joined { fed, failure, interrupted: self.interrupted, started: self.started }
+    }
+}
+
+impl<S> Joined<S> {
+    /// What the child fed; when its reader left nothing, the probe's end instead: the run
+    /// failed, and its warning says why.
+    pub fn take_fed(&mut self) -> Result<Fed<S>, Box<Finished>> {
+        self.fed.take().ok_or_else(|| {
+            let why = self.failure.take().unwrap_or_default();
+            Box::new(Finished {
+                failure: Some(why.clone()),
+                warnings: vec![Warning::RuntimeFailed { why }],
+                ..Finished::default()
+            })
+        })
     }
 }
 

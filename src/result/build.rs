@@ -166,7 +166,8 @@ impl RunResult {
         let lost_events = p.watch.as_ref().map_or(0, |w| w.lost_events);
         let mut warnings = p.warnings;
         let of_working_tasks = measured.iter().filter(|t| t.work.is_some()).map(|t| t.summary.missed).sum();
-        warnings.extend(standard_warnings(&all, (p.missed_known, of_working_tasks), p.kind, lost_events));
+        let runtime = p.runtime.as_ref().map(|r| format!("{} ({})", r.kind, r.method));
+        warnings.extend(standard_warnings(&all, (p.missed_known, of_working_tasks), p.kind, lost_events, runtime));
         let config = p.config.map(|mut c| {
             c.degraded = warnings.iter().any(Warning::is_downgrade);
             c
@@ -251,19 +252,20 @@ fn with_excess(mut r: Runtime, all: &Stats, threads: &[ThreadResult]) -> Runtime
 
 /// The warnings every result carries when they apply: missed periods, negative latencies, no
 /// samples, an inexact stdev, trace events lost. `missed_known` with how many of the missed
-/// periods are working tasks'.
+/// periods are working tasks'; `runtime` names a runtime's probe (`node (interval)`).
 fn standard_warnings(
     all: &Summary,
     (missed_known, of_working_tasks): (bool, u64),
     kind: crate::result::Kind,
     lost_events: u64,
+    runtime: Option<String>,
 ) -> Vec<Warning> {
     let mut warnings = Vec::new();
     if missed_known && all.missed > 0 {
         warnings.push(Warning::MissedPeriods { count: all.missed, of_working_tasks });
     }
     if all.negative > 0 {
-        warnings.push(Warning::NegativeLatencies { count: all.negative });
+        warnings.push(Warning::NegativeLatencies { count: all.negative, runtime });
     }
     // A noise run without a single gap is a clean CPU, not an empty measurement.
     if all.cycles == 0 && kind != crate::result::Kind::Noise {

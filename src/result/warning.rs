@@ -77,10 +77,14 @@ pub enum Warning {
         /// Why.
         why: String,
     },
-    /// Samples with a negative latency were seen (the clock stepped backwards).
+    /// Samples with a negative latency were seen: the clock stepped backwards, or a runtime's
+    /// timer fired before the deadline rtlab measures against.
     NegativeLatencies {
         /// How many.
         count: u64,
+        /// The runtime and method that woke early (`node (interval)`); absent for OS threads.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
     },
     /// Periods were missed.
     MissedPeriods {
@@ -223,11 +227,7 @@ impl Warning {
                     "the reporting thread could not be pinned to CPUs {cpus} ({why}); it may disturb measuring CPUs."
                 )
             }
-            Warning::NegativeLatencies { count } => format!(
-                "{} woke before their deadline (negative latency), which means the clock stepped; \
-                 they count as 0 in the histogram. Fix: measure with --clock monotonic.",
-                crate::units::count(*count, "sample")
-            ),
+            Warning::NegativeLatencies { count, runtime } => negative_latencies(*count, runtime.as_deref()),
             Warning::MissedPeriods { count, of_working_tasks } => missed_periods(*count, *of_working_tasks),
             Warning::NoSamples => NO_SAMPLES.into(),
             Warning::SamplesLost { count, file } => format!(
@@ -330,9 +330,38 @@ impl From<Warning> for WarningRecord {
     }
 }
 
+/// The negative-latency warning: for OS threads a stepped clock; for a runtime (`runtime`
+/// names it and its method) a timer armed from the runtime's own notion of now (a cached or
+/// rounded loop time, a stale buffered tick), which can fire before the deadline.
+fn negative_latencies(count: u64, runtime: Option<&str>) -> String {
+    match runtime {
+        None => format!(
+            "{} woke before their deadline (negative latency), which means the clock stepped; \
+             they count as 0 in the histogram. Fix: measure with --clock monotonic.",
+            crate::units::count(count, "sample")
+        ),
+        Some(rt) => format!(
+            "{rt} delivered {} before their deadline (negative latency): its timers are armed from the runtime's \
+             own notion of now (a cached or rounded loop time, a buffered tick), not from the deadline, so they can \
+             fire early; they count as 0 in the histogram. Fix: a method that waits for an absolute deadline, if \
+             the runtime has one.",
+            crate::units::count(count, "wakeup")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runtime_that_woke_early_is_told_its_timer_fired_early_not_that_the_clock_stepped() {
+        let os = Warning::NegativeLatencies { count: 2, runtime: None }.message();
+        assert!(os.contains("the clock stepped") && os.contains("--clock monotonic"), "{os}");
+        let node = Warning::NegativeLatencies { count: 3, runtime: Some("node (interval)".into()) }.message();
+        assert!(node.contains("node (interval) delivered 3 wakeups before their deadline"), "{node}");
+        assert!(!node.contains("clock stepped") && !node.contains("--clock"), "{node}");
+    }
 
     #[test]
     fn missed_periods_of_working_tasks_name_the_job_not_only_a_late_wakeup() {

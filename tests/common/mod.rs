@@ -154,3 +154,18 @@ pub fn stop_bursts(mut child: std::process::Child) {
     let _ = std::process::Command::new("kill").args(["-KILL", &child.id().to_string()]).status();
     let _ = child.wait();
 }
+
+/// Runs `rtlab ARGS --json JSON` where the probe's program breaks its stream (`name` is the
+/// case): rtlab must exit 1 saying `expect`, and leave a valid result that failed, kept what
+/// arrived and says why in a `runtime_failed` warning.
+pub fn assert_broken_run(name: &str, args: &[&std::ffi::OsStr], json: &Path, expect: &str) {
+    let o = rtlab().args(args).arg("--json").arg(json).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+    assert!(err.contains(expect), "{name}: {err}");
+    let v = read_json(json);
+    assert_valid_run_result(&v);
+    assert_eq!(v["end_reason"], "failed", "{name}");
+    assert!(v["threads"][0]["cycles"].as_u64().unwrap() >= 1, "{name}: what arrived is kept");
+    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "runtime_failed"), "{name}");
+}

@@ -12,7 +12,7 @@
 //! ```
 
 use super::child::{Child, Stream};
-use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadStatus};
+use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome};
 use crate::load::LoadResult;
 use crate::measure::stats::Recorder;
 use crate::result::warning::Warning;
@@ -462,26 +462,9 @@ impl Probe for RuntimeProbe {
         self.dir = Some(dir);
         let session = Session::new(self.plan.lang.what());
         let (child, (at, wall, info)) = Child::start(self.plan.lang.what(), &mut cmd, session, sinks, START_LIMIT)?;
-        let pid = child.pid();
+        let started = child.started((at, wall), self.plan.period_ns, self.identity(), self.plan.runtime(&info));
         self.child = Some(child);
-        Ok(Started {
-            slots: vec![ThreadStatus {
-                index: 0,
-                cpu: None,
-                sched: crate::rt::sched::SchedParams::simple(crate::rt::sched::Policy::Other, 0),
-                interval_ns: self.plan.period_ns,
-                tid: pid as i32,
-                identity: Some(self.identity()),
-            }],
-            warnings: Vec::new(),
-            dma_latency_us: None,
-            mlocked: false,
-            start: wall,
-            schedule_start: at,
-            own_duration: true,
-            runtime: Some(self.plan.runtime(&info)),
-            stages: Vec::new(),
-        })
+        Ok(started)
     }
 
     fn finished(&mut self) -> bool {
@@ -498,15 +481,11 @@ impl Probe for RuntimeProbe {
     fn join(mut self: Box<Self>) -> Finished {
         let Some(child) = self.child.take() else { return Finished::default() };
         let pid = child.pid();
-        let joined = child.join();
+        let mut joined = child.join();
         drop(self.dir.take());
-        let Some(fed) = joined.fed else {
-            let why = joined.failure.unwrap_or_default();
-            return Finished {
-                failure: Some(why.clone()),
-                warnings: vec![Warning::RuntimeFailed { why }],
-                ..Finished::default()
-            };
+        let fed = match joined.take_fed() {
+            Ok(fed) => fed,
+            Err(failed) => return *failed,
         };
         let plan = &self.plan;
         let runtime = plan.runtime(&fed.session.info);
