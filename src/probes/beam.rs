@@ -2,12 +2,12 @@
 //! rtlab, `rtlab_probe.erl`) in it, and reads the samples the VM streams back on a pipe. The
 //! statistics, histogram and RunResult are built here exactly as for OS threads.
 
-use super::child::Child;
+use super::child::{Child, Hosted};
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome};
 use crate::load::LoadResult;
 use crate::measure::stats::Recorder;
 use crate::result::warning::Warning;
-use crate::result::{EndReason, Runtime};
+use crate::result::Runtime;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -366,14 +366,13 @@ fn eval_expr(source: &Path, plan: &Plan) -> String {
 /// folds into the slot's statistics (and samples ring) as it arrives ([`super::child`]).
 pub struct BeamProbe {
     plan: Plan,
-    child: Option<Child<Session>>,
-    dir: Option<tempfile::TempDir>,
+    host: Hosted<Session>,
 }
 
 impl BeamProbe {
     /// A probe for `plan`, not started.
     pub fn new(plan: Plan) -> BeamProbe {
-        BeamProbe { plan, child: None, dir: None }
+        BeamProbe { plan, host: Hosted::default() }
     }
 }
 
@@ -403,12 +402,8 @@ impl Probe for BeamProbe {
 
     fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
         let plan = &self.plan;
-        // An unpredictable directory of its own (0700): nothing planted in /tmp is written through.
-        let dir = tempfile::Builder::new()
-            .prefix("rtlab-beam-")
-            .tempdir()
-            .map_err(|e| ProbeError::Start(format!("cannot create a temporary directory: {e}")))?;
-        let source = dir.path().join("rtlab_probe.erl");
+        let dir = self.host.make_dir("rtlab-beam-")?.to_path_buf();
+        let source = dir.join("rtlab_probe.erl");
         std::fs::write(&source, PROBE_SOURCE)
             .map_err(|e| ProbeError::Start(format!("cannot write {}: {e}", source.display())))?;
         let erl = find_erl(plan.erl.as_deref()).map_err(ProbeError::Start)?;
@@ -416,33 +411,27 @@ impl Probe for BeamProbe {
         cmd.args(&plan.vm_args)
             .args(["-noshell", "-noinput", "-eval", &eval_expr(&source, plan)])
             .env("ERL_CRASH_DUMP_SECONDS", "0")
-            .current_dir(dir.path());
-        self.dir = Some(dir);
+            .current_dir(&dir);
         let (child, (at, wall, info)) =
             Child::start("the Erlang VM", &mut cmd, Session::new(false), sinks, START_LIMIT)?;
         let identity = format!("erlang process {}", info.probe_pid.as_deref().unwrap_or("(pid not reported)"));
         let started =
             child.started((at, wall), self.plan.period_ms as i64 * 1_000_000, identity, self.plan.runtime(&info));
-        self.child = Some(child);
+        self.host.hold(child);
         Ok(started)
     }
 
     fn finished(&mut self) -> bool {
         let limit = self.plan.duration + END_GRACE;
-        self.child.as_mut().is_none_or(|c| c.finished(limit))
+        self.host.finished(limit)
     }
 
     fn stop(&mut self) {
-        if let Some(c) = self.child.as_mut() {
-            c.stop();
-        }
+        self.host.stop();
     }
 
     fn join(mut self: Box<Self>) -> Finished {
-        let Some(child) = self.child.take() else { return Finished::default() };
-        let pid = child.pid();
-        let mut joined = child.join();
-        drop(self.dir.take());
+        let Some((pid, mut joined)) = self.host.join() else { return Finished::default() };
         let plan = &self.plan;
         let fed = match joined.take_fed() {
             Ok(fed) => fed,
@@ -451,7 +440,7 @@ impl Probe for BeamProbe {
         let mut fin = Finished {
             runtime: Some(plan.runtime(&fed.session.info)),
             warnings: vec![Warning::TimerGranularity { runtime: "The Erlang VM".into(), granularity_ns: 1_000_000 }],
-            end_reason: Some(if joined.interrupted { EndReason::Signal } else { EndReason::Duration }),
+            end_reason: Some(joined.end_reason()),
             ..Finished::default()
         };
         if plan.workers > 0 {

@@ -230,7 +230,68 @@ impl<S: Stream> Child<S> {
     }
 }
 
+/// A child-program probe's own things: its private directory (0700, removed once the child
+/// is joined) and, once started, the child.
+pub struct Hosted<S: Stream> {
+    dir: Option<tempfile::TempDir>,
+    child: Option<Child<S>>,
+}
+
+impl<S: Stream> Default for Hosted<S> {
+    fn default() -> Self {
+        Hosted { dir: None, child: None }
+    }
+}
+
+impl<S: Stream> Hosted<S> {
+    /// Creates the private directory, an unpredictable name starting with `prefix`: nothing
+    /// planted in /tmp is built, run or written through.
+    pub fn make_dir(&mut self, prefix: &str) -> Result<&std::path::Path, ProbeError> {
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir()
+            .map_err(|e| ProbeError::Start(format!("cannot create a temporary directory: {e}")))?;
+        Ok(self.dir.insert(dir).path())
+    }
+
+    /// Keeps the started child.
+    pub fn hold(&mut self, child: Child<S>) {
+        self.child = Some(child);
+    }
+
+    /// True once the child's reader ended (or it never started); see [`Child::finished`].
+    pub fn finished(&mut self, limit: Duration) -> bool {
+        self.child.as_mut().is_none_or(|c| c.finished(limit))
+    }
+
+    /// Ends the child now, if it runs.
+    pub fn stop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            c.stop();
+        }
+    }
+
+    /// Joins the child, then removes the directory: its process id and how it ended (`None`:
+    /// it never started).
+    pub fn join(&mut self) -> Option<(u32, Joined<S>)> {
+        let child = self.child.take()?;
+        let pid = child.pid();
+        let joined = child.join();
+        drop(self.dir.take());
+        Some((pid, joined))
+    }
+}
+
 impl<S> Joined<S> {
+    /// Why a child that fed its stream ended: stopped by the run, or at its own duration.
+    pub fn end_reason(&self) -> crate::result::EndReason {
+        if self.interrupted {
+            crate::result::EndReason::Signal
+        } else {
+            crate::result::EndReason::Duration
+        }
+    }
+
     /// What the child fed; when its reader left nothing, the probe's end instead: the run
     /// failed, and its warning says why.
     pub fn take_fed(&mut self) -> Result<Fed<S>, Box<Finished>> {

@@ -179,7 +179,7 @@ impl RunResult {
         let cpus = CpuSet::from_cpus(measured.iter().filter_map(|t| t.cpu));
         let inputs: Vec<VerdictInput> = measured.iter().map(|t| (t.thread, t.cpu, &t.summary, t.break_hit)).collect();
         let all_stats = known(stats_of(&all, at));
-        let subject: Vec<ThreadResult> = threads.iter().filter(|t| Some(t.thread) != control).cloned().collect();
+        let subject: Vec<&ThreadResult> = threads.iter().filter(|t| Some(t.thread) != control).collect();
         let end = p.end.or_else(|| p.start.zip(p.duration_s).map(|(s, d)| s + Duration::from_secs_f64(d.max(0.0))));
         let duration_s = match (p.start, p.end) {
             (Some(s), Some(e)) => Some(e.duration_since(s).unwrap_or_default().as_secs_f64()),
@@ -415,7 +415,7 @@ pub fn deadline_of(p: &SchedParams) -> Option<DeadlineParams> {
 
 /// `Some(Some(v))` when every thread has `v`, `Some(None)` when they differ, `None` when
 /// there is no thread.
-fn common<T: PartialEq + Copy>(threads: &[ThreadResult], f: impl Fn(&ThreadResult) -> T) -> Option<Option<T>> {
+fn common<T: PartialEq + Copy>(threads: &[&ThreadResult], f: impl Fn(&ThreadResult) -> T) -> Option<Option<T>> {
     let first = f(threads.first()?);
     Some(threads.iter().all(|t| f(t) == first).then_some(first))
 }

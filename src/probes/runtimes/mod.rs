@@ -11,12 +11,12 @@
 //! E <samples> <work_units>         the end: samples sent, units of work its workers did
 //! ```
 
-use super::child::{Child, Stream};
+use super::child::{Child, Hosted, Stream};
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome};
 use crate::load::LoadResult;
 use crate::measure::stats::Recorder;
 use crate::result::warning::Warning;
-use crate::result::{EndReason, Runtime};
+use crate::result::Runtime;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -406,14 +406,13 @@ impl Stream for Session {
 /// A runtime's probe in the pipeline.
 pub struct RuntimeProbe {
     plan: Plan,
-    child: Option<Child<Session>>,
-    dir: Option<tempfile::TempDir>,
+    host: Hosted<Session>,
 }
 
 impl RuntimeProbe {
     /// A probe for `plan`, not started.
     pub fn new(plan: Plan) -> RuntimeProbe {
-        RuntimeProbe { plan, child: None, dir: None }
+        RuntimeProbe { plan, host: Hosted::default() }
     }
 
     fn identity(&self) -> String {
@@ -453,46 +452,33 @@ impl Probe for RuntimeProbe {
     }
 
     fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
-        // An unpredictable directory of its own (0700): nothing planted in /tmp is built or run.
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("rtlab-{}-", self.plan.lang.name()))
-            .tempdir()
-            .map_err(|e| ProbeError::Start(format!("cannot create a temporary directory: {e}")))?;
-        let mut cmd = self.plan.prepare(dir.path())?;
-        self.dir = Some(dir);
+        let dir = self.host.make_dir(&format!("rtlab-{}-", self.plan.lang.name()))?;
+        let mut cmd = self.plan.prepare(dir)?;
         let session = Session::new(self.plan.lang.what());
         let (child, (at, wall, info)) = Child::start(self.plan.lang.what(), &mut cmd, session, sinks, START_LIMIT)?;
         let started = child.started((at, wall), self.plan.period_ns, self.identity(), self.plan.runtime(&info));
-        self.child = Some(child);
+        self.host.hold(child);
         Ok(started)
     }
 
     fn finished(&mut self) -> bool {
         let limit = self.plan.duration * 2 + END_GRACE;
-        self.child.as_mut().is_none_or(|c| c.finished(limit))
+        self.host.finished(limit)
     }
 
     fn stop(&mut self) {
-        if let Some(c) = self.child.as_mut() {
-            c.stop();
-        }
+        self.host.stop();
     }
 
     fn join(mut self: Box<Self>) -> Finished {
-        let Some(child) = self.child.take() else { return Finished::default() };
-        let pid = child.pid();
-        let mut joined = child.join();
-        drop(self.dir.take());
+        let Some((pid, mut joined)) = self.host.join() else { return Finished::default() };
         let fed = match joined.take_fed() {
             Ok(fed) => fed,
             Err(failed) => return *failed,
         };
         let plan = &self.plan;
         let runtime = plan.runtime(&fed.session.info);
-        let mut fin = Finished {
-            end_reason: Some(if joined.interrupted { EndReason::Signal } else { EndReason::Duration }),
-            ..Finished::default()
-        };
+        let mut fin = Finished { end_reason: Some(joined.end_reason()), ..Finished::default() };
         if runtime.timer_granularity_ns >= 1000 {
             let name = format!("{} ({})", plan.lang.name(), plan.method);
             fin.warnings
