@@ -280,12 +280,7 @@ impl OsThreads {
     }
 
     fn abort(&mut self) {
-        if let Some(s) = &self.shared {
-            s.gate.open(GateState::Abort);
-        }
-        for h in self.handles.drain(..) {
-            let _ = h.join();
-        }
+        super::setup::abort_threads(self.shared.as_ref().map(|s| &s.gate), &mut self.handles);
     }
 }
 

@@ -172,6 +172,17 @@ pub fn settle(
     Ok(mlocked)
 }
 
+/// Ends a start that failed before the schedule: the threads waiting at `gate` (if it was made)
+/// are released into an abort, and every one of `handles` is joined.
+pub fn abort_threads<T>(gate: Option<&Gate>, handles: &mut Vec<std::thread::JoinHandle<T>>) {
+    if let Some(g) = gate {
+        g.open(GateState::Abort);
+    }
+    for h in handles.drain(..) {
+        let _ = h.join();
+    }
+}
+
 /// Stack size of a measuring thread; all of it is locked by mlockall.
 pub const STACK_BYTES: usize = 256 * 1024;
 
