@@ -217,6 +217,10 @@ pub struct CyclictestArgs {
     #[arg(long = "rtlab-json", value_name = "FILE")]
     pub rtlab_json: Option<PathBuf>,
 
+    /// rtlab's HdrHistogram interval log
+    #[command(flatten)]
+    pub hlog: super::hlog::HlogArgs,
+
     /// Simulated probe: seed:N or file:PATH (testing only)
     #[arg(long, value_name = "SPEC", hide = true, value_parser = super::parse::simulation)]
     pub simulate: Option<crate::measure::simulate::Simulation>,
@@ -301,8 +305,8 @@ impl CyclictestArgs {
         if let Some(set) = &self.main_affinity {
             check_online(set, &online, "--mainaffinity")?;
         }
-        for (flag, path) in [("--json", &self.json), ("--rtlab-json", &self.rtlab_json), ("--histfile", &self.histfile)]
-        {
+        let outputs = [("--json", &self.json), ("--rtlab-json", &self.rtlab_json), ("--histfile", &self.histfile)];
+        for (flag, path) in outputs.into_iter().chain([("--hlog", &self.hlog.hlog)]) {
             if let Some(p) = path {
                 super::run::check_writable_target(p, flag)?;
             }
@@ -468,6 +472,7 @@ impl CyclictestArgs {
             }),
             // cyclictest's own outputs stay cyclictest's; the findings go with --rtlab-json.
             doctor: self.rtlab_json.is_some().then(crate::doctor::Sysroot::default),
+            hlog: self.hlog.plan()?,
             ..Plan::new(ProbeSpec::Os(os.clone()), layout)
         };
         plan.config = Some(crate::session::os_config(&os, &plan));

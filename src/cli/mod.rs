@@ -6,6 +6,7 @@ pub mod dispatch;
 pub mod docs;
 pub mod doctor;
 pub mod export;
+pub mod hlog;
 pub mod import;
 pub mod load;
 pub mod monitor;

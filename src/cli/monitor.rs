@@ -68,6 +68,7 @@ fn watch_args(target: &str, run: &RunArgs) -> Result<super::watch::WatchArgs, Us
         nsecs: false,
         json: None,
         samples: None,
+        hlog: run.hlog.clone(),
         explain: run.explain,
         explain_worst: run.explain_worst,
         stall: None,
@@ -124,7 +125,10 @@ impl MonitorOptions {
         // Every `le` bound and threshold is counted exactly by the probes (≤ b, > t).
         plan.cuts_ns = crate::serve::exposition::bucket_bounds_ns();
         plan.cuts_ns.extend(thresholds.iter().map(|t| *t as u64));
+        // With windows the log rotates with them, written by the monitor; else the run writes it.
+        let hlog = if json.is_some() { plan.hlog.take() } else { None };
         Ok(MonitorOptions {
+            hlog,
             plan,
             listen: a.listen,
             window: a.window,

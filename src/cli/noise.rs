@@ -88,8 +88,8 @@ impl crate::commands::sweep::SweepOptions {
         if a.noise.duration.is_none() {
             return Err(usage("every sweep point needs a length: give -D (e.g. -D 5s)"));
         }
-        if a.noise.json.is_some() || a.noise.samples.is_some() {
-            return Err(usage("--json and --samples do not apply to a sweep; every result goes into --out DIR"));
+        if a.noise.json.is_some() || a.noise.samples.is_some() || a.noise.hlog.hlog.is_some() {
+            return Err(usage("--json, --samples and --hlog do not apply to a sweep; every result goes into --out DIR"));
         }
         let axes = crate::sweep::Axes {
             deadlines: None,
@@ -196,6 +196,10 @@ pub struct NoiseArgs {
     /// Record every noise (CPU, time, length) into FILE (read it with `rtlab samples FILE`)
     #[arg(long = "samples", value_name = "FILE")]
     pub samples: Option<PathBuf>,
+
+    /// An HdrHistogram interval log
+    #[command(flatten)]
+    pub hlog: super::hlog::HlogArgs,
 
     /// Pin the reporting (main) thread and the trace reader to these CPUs
     #[arg(long = "mainaffinity", value_name = "CPUSET", value_parser = parse::cpuset)]
@@ -349,6 +353,7 @@ impl NoiseArgs {
             explain,
             loads: self.loads,
             samples: self.samples,
+            hlog: self.hlog.plan()?,
             doctor: Some(super::doctor::sysroot(self.sysroot.as_ref())?),
             ..Plan::new(ProbeSpec::Noise(probe), layout)
         };
@@ -453,6 +458,7 @@ impl NoiseArgs {
             }
             outputs.push(("--samples".into(), p));
         }
+        outputs.extend(self.hlog.output());
         crate::export::check_outputs(&outputs, &[]).map_err(usage)?;
         Ok(())
     }

@@ -268,6 +268,10 @@ pub struct RunArgs {
     #[arg(long = "samples", value_name = "FILE")]
     #[arg(help_heading = "Output")]
     pub samples: Option<PathBuf>,
+
+    /// An HdrHistogram interval log
+    #[command(flatten)]
+    pub hlog: super::hlog::HlogArgs,
     /// Read /proc, /sys and /dev under DIR for the doctor's findings instead of / (tests)
     #[arg(long = "sysroot", value_name = "DIR", hide = true)]
     pub sysroot: Option<PathBuf>,
@@ -580,6 +584,7 @@ impl RunArgs {
             explain,
             loads: self.loads.clone(),
             samples: self.samples.clone(),
+            hlog: self.hlog.plan()?,
             doctor: Some(super::doctor::sysroot(self.sysroot.as_ref())?),
             ..Plan::new(ProbeSpec::Os(os), layout)
         };
@@ -929,6 +934,7 @@ impl RunArgs {
         if let Some(p) = &self.samples {
             outputs.push(("--samples".into(), p));
         }
+        outputs.extend(self.hlog.output());
         crate::export::check_outputs(&outputs, &[]).map_err(usage)
     }
 

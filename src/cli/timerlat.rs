@@ -111,6 +111,9 @@ pub struct TimerlatArgs {
     /// Write the RunResult (schema rtlab.run/1) to FILE
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// rtlab's HdrHistogram interval log (tags thread0_cpu1, with _irq, _thread and _user stages)
+    #[command(flatten)]
+    pub hlog: super::hlog::HlogArgs,
 }
 
 /// The histogram options rtla's `timerlat hist` and `osnoise hist` share.
@@ -327,6 +330,10 @@ impl TimerlatArgs {
         }
         if let Some(j) = &self.json {
             argv.extend(["--json".into(), j.display().to_string(), "--no-checkpoint".into()]);
+        }
+        if let Some(h) = &self.hlog.hlog {
+            let secs = self.hlog.hlog_interval.as_secs_f64();
+            argv.extend(["--hlog".into(), h.display().to_string(), "--hlog-interval".into(), format!("{secs}s")]);
         }
         Ok(argv)
     }

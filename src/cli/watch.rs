@@ -96,6 +96,10 @@ pub struct WatchArgs {
     #[arg(long = "samples", value_name = "FILE")]
     pub samples: Option<PathBuf>,
 
+    /// An HdrHistogram interval log
+    #[command(flatten)]
+    pub hlog: super::hlog::HlogArgs,
+
     /// Explain late periods from every CPU's kernel events: each wakeup above TIME (default:
     /// --max-latency, else the worst one) split into timer delay, IRQs, softirqs, tasks, the
     /// switch; each response past its deadline (or --max-response) also into the preemption
@@ -187,6 +191,7 @@ impl RunOptions {
             max_misses: a.deadlines.max_misses,
             sample_ring: a.samples.is_some().then_some(crate::session::SAMPLE_RING),
             samples: a.samples,
+            hlog: a.hlog.plan()?,
             doctor: None,
             // The probe explains its own periods; the plan says it was asked.
             explain: probe_explain,
@@ -212,6 +217,7 @@ impl WatchArgs {
             }
             outputs.push(("--samples".into(), p));
         }
+        outputs.extend(self.hlog.output());
         crate::export::check_outputs(&outputs, &[]).map_err(usage)
     }
 

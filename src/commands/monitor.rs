@@ -37,6 +37,8 @@ pub struct MonitorOptions {
     pub rotate: Duration,
     /// Earlier windows kept (FILE.1 …).
     pub keep: usize,
+    /// `--hlog` beside the `--json` windows, rotated with them (without windows the plan writes it).
+    pub hlog: Option<session::observers::HlogPlan>,
 }
 
 /// Serves until SIGINT/SIGTERM (or `-D`); exit 0, 1 when the probe failed.
@@ -159,6 +161,8 @@ struct Windows {
     work: Vec<Option<WindowWork>>,
     /// The working tasks' figures at the checkpoint the window started from.
     work_base: Option<Vec<Option<crate::measure::work::WorkSummary>>>,
+    /// `--hlog`: the interval log beside the windows, rotated with them.
+    hlog: Option<session::observers::HlogWriter>,
 }
 
 /// A working task's figures over one window, from its samples.
@@ -212,6 +216,7 @@ impl Windows {
             failed: None,
             work: opts.plan.probe.slots().iter().map(|s| s.work.map(|w| WindowWork::new(s.interval_ns, w))).collect(),
             work_base: None,
+            hlog: opts.hlog.clone().map(|h| session::observers::HlogWriter::new(h, opts.plan.probe.kind())),
         }
     }
 
@@ -265,6 +270,9 @@ impl Windows {
         self.pending = Some(RunResult::build(figures));
         if closing {
             self.save(true);
+            if let Some(h) = self.hlog.as_mut() {
+                h.rotate(self.keep);
+            }
             self.base = Some(out.threads.iter().map(|t| t.summary.clone()).collect());
             self.work_base = Some(out.threads.iter().map(|t| t.work.clone()).collect());
             for w in self.work.iter_mut().flatten() {
@@ -301,6 +309,10 @@ impl Windows {
 
     /// At the end: the last window, up to the last checkpoint, as a closed one.
     fn finish(&mut self) -> Result<(), Error> {
+        if let Some(Err(e)) = self.hlog.take().map(session::observers::HlogWriter::finish) {
+            eprintln!("rtlab: warning: --hlog: {e}");
+            self.failed.get_or_insert(format!("--hlog: {e}"));
+        }
         if self.pending.is_some() && self.checkpoints > 0 {
             if let Some(r) = self.pending.as_mut() {
                 r.end_reason = crate::result::EndReason::Duration;
@@ -512,11 +524,23 @@ impl Observer for Monitor {
     fn schedule_start(&mut self, start: SystemTime) {
         // Samples are dated from it, as the RunResult dates its maxima.
         self.started = Some(start);
+        if let Some(h) = self.windows.as_mut().and_then(|w| w.hlog.as_mut()) {
+            h.schedule_start(start);
+        }
     }
 
-    fn started(&mut self, threads: &[ThreadStatus], _dma: Option<i32>) {
+    fn started(&mut self, threads: &[ThreadStatus], dma: Option<i32>) {
         self.statuses = threads.to_vec();
         self.seconds = threads.iter().map(|_| Seconds::default()).collect();
+        if let Some(h) = self.windows.as_mut().and_then(|w| w.hlog.as_mut()) {
+            h.started(threads, dma);
+        }
+    }
+
+    fn interval(&mut self, slot: usize, stage: Option<&'static str>, reading: &crate::measure::series::IntervalReading) {
+        if let Some(h) = self.windows.as_mut().and_then(|w| w.hlog.as_mut()) {
+            h.interval(slot, stage, reading);
+        }
     }
 
     fn samples(&mut self, thread: usize, samples: &[Sample]) {

@@ -4,6 +4,7 @@
 
 pub mod cyclictest_json;
 pub mod cyclictest_text;
+pub mod hlog;
 pub mod json;
 pub mod oslat;
 pub mod samples;

@@ -5,6 +5,7 @@
 
 pub mod cyclictest_json;
 pub mod cyclictest_text;
+pub mod hlog;
 pub mod input;
 pub mod prometheus;
 pub mod rt_app;
@@ -289,6 +290,9 @@ pub fn import_text(path: &Path, text: &str, unit: Option<Unit>) -> Result<RunRes
     }
     if rt_app::detect(text) {
         return rt_app::parse(path, text);
+    }
+    if hlog::detect(text) {
+        return hlog::parse(path, text);
     }
     if text.trim_start().starts_with('{') {
         if text.contains("\"schema\": \"rtlab.run/1\"") || text.contains("\"schema\":\"rtlab.run/1\"") {

@@ -228,6 +228,12 @@ impl Counts {
         self.counts.iter().sum()
     }
 
+    /// Counts `n` more samples of `v_ns` (saturating: a count cannot wrap).
+    pub fn add(&mut self, v_ns: u64, n: u64) {
+        let c = &mut self.counts[self.layout.index(v_ns)];
+        *c = c.saturating_add(n);
+    }
+
     /// Adds another histogram of the same layout.
     pub fn merge(&mut self, other: &Counts) {
         assert_eq!(self.layout, other.layout, "histograms of different layouts cannot be merged");

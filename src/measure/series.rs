@@ -3,6 +3,7 @@
 //! periods and its largest latency — so a result can draw latency over time from its JSON
 //! alone, with memory bounded however long the run.
 
+use super::hdr::{self, Hdr};
 use super::histogram::Counts;
 use super::stats::Summary;
 use serde::{Deserialize, Serialize};
@@ -32,6 +33,26 @@ pub struct LatencySeries {
     /// Time the series covers (ns): the last interval ends there. It may be shorter than the
     /// others, or longer by what was recorded while the run stopped (a few ms).
     pub span_ns: i64,
+    /// Each interval's distribution: an HdrHistogram of its latencies in ns (3 significant
+    /// figures, V2, deflated, base64: an interval log's text), `""` for an interval without
+    /// samples. Empty when the series was made without them (rtlab before interval logs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub histograms: Vec<String>,
+}
+
+/// What one reading of a thread's live cells added: the interval it closes.
+#[derive(Clone, Debug)]
+pub struct IntervalReading {
+    /// Where the reading was taken (ns since the start): the interval ends there.
+    pub at_ns: i64,
+    /// Samples added.
+    pub samples: u64,
+    /// Missed periods added.
+    pub missed: u64,
+    /// The largest latency added (as the series keeps it).
+    pub max_ns: Option<i64>,
+    /// The samples added.
+    pub histogram: Hdr,
 }
 
 impl LatencySeries {
@@ -46,11 +67,12 @@ impl LatencySeries {
         if n > MAX_POINTS {
             return Err(format!("{n} intervals: a run keeps at most {MAX_POINTS}"));
         }
-        if self.missed.len() != n || self.max_ns.len() != n {
+        if self.missed.len() != n || self.max_ns.len() != n || !(self.histograms.is_empty() || self.histograms.len() == n) {
             return Err(format!(
-                "samples, missed and max_ns differ in length ({n}, {}, {})",
+                "samples, missed, max_ns and histograms differ in length ({n}, {}, {}, {})",
                 self.missed.len(),
-                self.max_ns.len()
+                self.max_ns.len(),
+                self.histograms.len()
             ));
         }
         let fits = |v: &[u64]| v.iter().try_fold(0u64, |a, b| a.checked_add(*b)).is_some();
@@ -69,9 +91,11 @@ impl LatencySeries {
     }
 
     /// Adds what was read at `at_ns` after the start (the end of the interval it belongs to:
-    /// a reading at exactly 1 s closes the first interval).
-    pub fn add(&mut self, at_ns: i64, samples: u64, missed: u64, max_ns: Option<i64>) {
+    /// a reading at exactly 1 s closes the first interval), with its distribution when known (a
+    /// series keeps distributions only if every reading brings one).
+    pub fn add(&mut self, at_ns: i64, samples: u64, missed: u64, max_ns: Option<i64>, histogram: Option<&Hdr>) {
         let at_ns = at_ns.max(0);
+        let first = self.samples.is_empty();
         self.span_ns = self.span_ns.max(at_ns);
         let mut index = self.index_of(at_ns);
         while index >= MAX_POINTS {
@@ -87,6 +111,13 @@ impl LatencySeries {
         self.missed[index] += missed;
         // `None` orders below every latency: the larger of two, or the one there is.
         self.max_ns[index] = self.max_ns[index].max(max_ns);
+        match histogram {
+            Some(h) if first || !self.histograms.is_empty() => {
+                self.histograms.resize(self.samples.len(), String::new());
+                self.histograms[index] = merged(&[&self.histograms[index]], Some(h));
+            }
+            _ => self.histograms.clear(),
+        }
     }
 
     fn index_of(&self, at_ns: i64) -> usize {
@@ -100,7 +131,41 @@ impl LatencySeries {
         self.samples = self.samples.chunks(2).map(|p| p.iter().sum()).collect();
         self.missed = self.missed.chunks(2).map(|p| p.iter().sum()).collect();
         self.max_ns = self.max_ns.chunks(2).map(|p| p.iter().flatten().max().copied()).collect();
+        let pairs = self.histograms.chunks(2);
+        self.histograms = pairs.map(|p| merged(&p.iter().collect::<Vec<_>>(), None)).collect();
         self.interval_ns *= 2;
+    }
+
+    /// Every interval as a reading of it (its end, samples, missed periods, maximum and
+    /// distribution: an empty one where the series keeps none).
+    pub fn readings(&self) -> impl Iterator<Item = IntervalReading> + '_ {
+        (0..self.samples.len()).map(|k| IntervalReading {
+            at_ns: ((k as i64 + 1) * self.interval_ns).min(self.span_ns.max(k as i64 * self.interval_ns + 1)),
+            samples: self.samples[k],
+            missed: self.missed[k],
+            max_ns: self.max_ns[k],
+            histogram: self.histogram(k).unwrap_or_else(hdr::empty),
+        })
+    }
+
+    /// Interval `k`'s distribution, when the series keeps them and the interval has samples.
+    pub fn histogram(&self, k: usize) -> Option<Hdr> {
+        self.histograms.get(k).filter(|t| !t.is_empty()).and_then(|t| hdr::decode(t).ok())
+    }
+}
+
+/// The text of the sum of `texts` (interval histograms, `""` for none) and `more`; `""` when
+/// all are empty.
+fn merged(texts: &[&String], more: Option<&Hdr>) -> String {
+    let mut sum = hdr::empty();
+    for h in texts.iter().filter(|t| !t.is_empty()).filter_map(|t| hdr::decode(t).ok()).chain(more.cloned()) {
+        // Histograms that grow to any value take any other's values.
+        let _ = sum.add(&h);
+    }
+    if sum.is_empty() {
+        String::new()
+    } else {
+        hdr::encode(&sum)
     }
 }
 
@@ -129,8 +194,8 @@ impl SeriesRecorder {
     }
 
     /// Keeps what `now` (a checkpoint taken `at_ns` after the start) added since the last
-    /// reading.
-    pub fn read(&mut self, now: &Summary, at_ns: i64) {
+    /// reading, and says what that was.
+    pub fn read(&mut self, now: &Summary, at_ns: i64) -> IntervalReading {
         let samples = now.cycles.saturating_sub(self.cycles);
         let missed = now.missed.saturating_sub(self.missed);
         let max = if samples == 0 {
@@ -142,11 +207,13 @@ impl SeriesRecorder {
             top_added(&now.counts, &self.buckets)
                 .map(|hi| i64::try_from(hi).unwrap_or(i64::MAX).min(now.max_ns.unwrap_or(i64::MAX)))
         };
-        self.series.add(at_ns, samples, missed, max);
+        let histogram = hdr::of_added(&now.counts, &self.buckets, max);
+        self.series.add(at_ns, samples, missed, max, Some(&histogram));
         self.cycles = now.cycles;
         self.missed = now.missed;
         self.max_ns = now.max_ns.max(self.max_ns);
         self.buckets = now.counts.buckets().iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (i, *c)).collect();
+        IntervalReading { at_ns, samples, missed, max_ns: max, histogram }
     }
 
     /// Says the series covers `at_ns` from the start (its last interval ends there).
@@ -228,7 +295,7 @@ mod tests {
     fn a_long_series_merges_intervals_in_pairs_and_keeps_every_sum_and_maximum() {
         let mut series = LatencySeries::new();
         for k in 0..(MAX_POINTS as i64 + 1) {
-            series.add((k + 1) * INTERVAL_NS, 10, (k % 2) as u64, Some(k));
+            series.add((k + 1) * INTERVAL_NS, 10, (k % 2) as u64, Some(k), None);
         }
         assert_eq!(series.interval_ns, 2 * INTERVAL_NS);
         assert_eq!(series.samples.len(), MAX_POINTS / 2 + 1);
@@ -242,10 +309,10 @@ mod tests {
     #[test]
     fn readings_between_interval_ends_land_in_the_interval_they_close() {
         let mut series = LatencySeries::new();
-        series.add(0, 1, 0, Some(1));
-        series.add(1, 1, 0, Some(2));
-        series.add(INTERVAL_NS, 1, 0, Some(3));
-        series.add(INTERVAL_NS + 1, 1, 0, Some(4));
+        series.add(0, 1, 0, Some(1), None);
+        series.add(1, 1, 0, Some(2), None);
+        series.add(INTERVAL_NS, 1, 0, Some(3), None);
+        series.add(INTERVAL_NS + 1, 1, 0, Some(4), None);
         assert_eq!(series.samples, vec![3, 1]);
         assert_eq!(series.max_ns, vec![Some(3), Some(4)]);
     }

@@ -3,6 +3,8 @@
 //! command, its files and its verdicts deterministic.
 
 use super::probe::Waiter;
+use super::series::{LatencySeries, SeriesRecorder, INTERVAL_NS};
+use super::stats::Live;
 
 /// Where simulated latencies come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,20 +134,44 @@ fn splitmix64(state: &mut u64) -> u64 {
 pub const SIM_EPOCH_NS: i64 = 1_000_000_000;
 
 /// A simulated waiter on a virtual clock; `ABS` chooses an absolute or a relative schedule.
+/// With [`SimWaiter::reading`] it also keeps the thread's series on that clock, as the pipeline
+/// keeps a real thread's on the wall clock: a reading of the live cells at each whole virtual
+/// second.
 #[derive(Debug)]
-pub struct SimWaiter<const ABS: bool> {
+pub struct SimWaiter<'a, const ABS: bool> {
     source: SampleSource,
     now: i64,
+    series: Option<(&'a Live, SeriesRecorder)>,
+    /// The next reading, on the virtual clock.
+    next_read: i64,
 }
 
-impl<const ABS: bool> SimWaiter<ABS> {
+impl<'a, const ABS: bool> SimWaiter<'a, ABS> {
     /// A waiter replaying `source`.
     pub fn new(source: SampleSource) -> Self {
-        SimWaiter { source, now: SIM_EPOCH_NS }
+        SimWaiter { source, now: SIM_EPOCH_NS, series: None, next_read: SIM_EPOCH_NS + INTERVAL_NS }
+    }
+
+    /// Also reads `live` (the cells the loop records into) once each virtual second.
+    pub fn reading(mut self, live: &'a Live) -> Self {
+        self.series = Some((live, SeriesRecorder::new()));
+        self
+    }
+
+    /// The series read, with a last reading of what the run recorded after the last whole second.
+    pub fn series(self) -> Option<LatencySeries> {
+        let end = self.now - SIM_EPOCH_NS;
+        self.series.map(|(live, mut r)| {
+            if let Some(c) = live.checkpoint() {
+                r.read(&c, end.min(self.next_read - SIM_EPOCH_NS));
+            }
+            r.end_at(end);
+            r.finish()
+        })
     }
 }
 
-impl<const ABS: bool> Waiter for SimWaiter<ABS> {
+impl<const ABS: bool> Waiter for SimWaiter<'_, ABS> {
     const ABSOLUTE: bool = ABS;
     fn start(&mut self, _: i64, _: Option<i64>) -> i64 {
         self.now
@@ -154,6 +180,14 @@ impl<const ABS: bool> Waiter for SimWaiter<ABS> {
         let latency = self.source.next(interval);
         let intended = if ABS { next } else { self.now + interval };
         self.now = intended + latency;
+        // The cells hold every sample woken before this one: they close the second that ended
+        // first (the ones after it, if this wakeup skipped any, had no sample).
+        if let (true, Some((live, r))) = (self.now >= self.next_read, self.series.as_mut()) {
+            if let Some(c) = live.checkpoint() {
+                r.read(&c, self.next_read - SIM_EPOCH_NS);
+            }
+            self.next_read += ((self.now - self.next_read) / INTERVAL_NS + 1) * INTERVAL_NS;
+        }
         super::probe::Wake { intended, now: self.now, overrun: None }
     }
 }

@@ -307,6 +307,9 @@ pub struct ThreadOutcome {
     pub watch: Option<crate::result::watch::WatchFigures>,
     /// A working task's response, run and deadline figures.
     pub work: Option<crate::measure::work::WorkSummary>,
+    /// Latency over time, when the probe reads it itself (a simulated thread, on its virtual
+    /// clock); the pipeline reads every other thread's.
+    pub series: Option<crate::measure::series::LatencySeries>,
 }
 
 impl ThreadOutcome {
@@ -315,6 +318,7 @@ impl ThreadOutcome {
     /// runtime reported one.
     pub fn of_runtime(interval_ns: i64, summary: Summary, pid: u32, drift_ns: Option<i64>) -> ThreadOutcome {
         ThreadOutcome {
+            series: None,
             watch: None,
             plan: ThreadPlan::runtime_slot(interval_ns),
             sched: None,

@@ -447,6 +447,7 @@ fn finished(
         .derive(summary.cycles)
     });
     ThreadOutcome {
+ series: None,
         watch: None,
         plan: tp.clone(),
         sched: Some(sched_now),

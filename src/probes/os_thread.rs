@@ -7,6 +7,7 @@
 use super::setup::{enter, ready, settle, wake_until_finished, Gate, GateState};
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
 use crate::measure::probe::{self, ClockKind, LoopOutcome, LoopParams, Method, Waiter};
+use crate::measure::series::LatencySeries;
 use crate::measure::ring::SampleRing;
 use crate::measure::simulate::{SimWaiter, Simulation};
 use crate::measure::stats::{ExceedLog, Exceedance, Live, Recorder};
@@ -246,7 +247,8 @@ impl OsThreads {
                 shared: Arc::clone(shared),
                 tx: tx.clone(),
             };
-            let h = super::setup::spawn(format!("rtlab-probe-{}", tp.index), move || ctx.run());
+            let stack = if ctx.simulate.is_some() { super::setup::SIMULATED_STACK_BYTES } else { super::setup::STACK_BYTES };
+            let h = super::setup::spawn_with_stack(format!("rtlab-probe-{}", tp.index), stack, move || ctx.run());
             match h {
                 Ok(h) => self.handles.push(h),
                 Err(e) => {
@@ -450,8 +452,8 @@ impl ThreadCtx {
             None => self.loops,
         };
         let mut late_warnings = Vec::new();
-        let outcome = if self.shared.gate.wait() == GateState::Abort {
-            LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }
+        let (outcome, series) = if self.shared.gate.wait() == GateState::Abort {
+            (LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }, None)
         } else {
             let params = self.params(loops, sim.is_some());
             self.measure(sim, timer, work_rec.as_mut(), &params, &mut rec, &mut late_warnings)
@@ -466,6 +468,7 @@ impl ThreadCtx {
         signals::interrupt_sleeps_on(None);
         self.shared.finished[tp.index].store(true, Relaxed);
         ThreadOutcome {
+            series,
             watch: None,
             plan: tp.clone(),
             sched: Some(sched_now),
@@ -544,46 +547,65 @@ impl ThreadCtx {
     }
 
     /// The measuring loop on this thread's waiter (simulated, a sleep or a POSIX timer), with
-    /// its work; a timer that fails mid-run says so in `late_warnings`.
+    /// its work; a timer that fails mid-run says so in `late_warnings`. A simulated thread also
+    /// gives its series, read on its virtual clock.
     fn measure(
         &self,
         sim: Option<crate::measure::simulate::SampleSource>,
-        mut timer: Option<PosixTimer>,
+        timer: Option<PosixTimer>,
         work_rec: Option<&mut WorkRecorder<'_>>,
         params: &LoopParams,
         rec: &mut Recorder<'_>,
         late_warnings: &mut Vec<Warning>,
-    ) -> LoopOutcome {
+    ) -> (LoopOutcome, Option<LatencySeries>) {
         let stop = &self.shared.stop;
         let clock = self.clock.id();
+        let live = &*self.live;
         match (sim, work_rec.zip(self.work.as_deref())) {
             (Some(src), Some((wr, w))) => {
                 let mut job = SimJob { durations: vec![w.spec.amount_ns], next: 0 };
-                probe::run_work_loop(&mut SimWaiter::<true>::new(src), &mut job, wr, params, rec, stop)
+                let mut sim = SimWaiter::<true>::new(src).reading(live);
+                (probe::run_work_loop(&mut sim, &mut job, wr, params, rec, stop), sim.series())
             }
-            (None, Some((wr, w))) => working(&mut probe::AbsSleep(clock), clock, w, wr, params, rec, stop),
+            (None, Some((wr, w))) => (working(&mut probe::AbsSleep(clock), clock, w, wr, params, rec, stop), None),
             (Some(src), None) if self.method.is_absolute() => {
-                measure(&mut SimWaiter::<true>::new(src), params, rec, stop)
+                let mut sim = SimWaiter::<true>::new(src).reading(live);
+                (measure(&mut sim, params, rec, stop), sim.series())
             }
-            (Some(src), None) => measure(&mut SimWaiter::<false>::new(src), params, rec, stop),
-            (None, None) => match (self.method, timer.take()) {
-                (Method::Abs, _) => measure(&mut probe::AbsSleep(clock), params, rec, stop),
-                (Method::Rel, _) => measure(&mut probe::RelSleep(clock), params, rec, stop),
-                (Method::Nanosleep, _) => measure(&mut probe::NanoSleep(clock), params, rec, stop),
-                (Method::Sleep, _) => measure(&mut probe::StdSleep(clock), params, rec, stop),
-                (Method::PosixTimer, Some(timer)) => {
-                    let mut w = probe::TimerWait { clock, timer, failed: None };
-                    let out = measure(&mut w, params, rec, stop);
-                    late_warnings.extend(w.failed.map(|why| Warning::MethodDowngraded {
-                        thread: self.tp.index,
-                        asked: Method::PosixTimer.name().into(),
-                        got: Method::Abs.name().into(),
-                        why,
-                    }));
-                    out
-                }
-                (Method::PosixTimer, None) => measure(&mut probe::AbsSleep(clock), params, rec, stop),
-            },
+            (Some(src), None) => {
+                let mut sim = SimWaiter::<false>::new(src).reading(live);
+                (measure(&mut sim, params, rec, stop), sim.series())
+            }
+            (None, None) => (self.measure_real(timer, params, rec, late_warnings), None),
+        }
+    }
+
+    /// The measuring loop on a real clock: a sleep of this thread's method, or a POSIX timer.
+    fn measure_real(
+        &self,
+        timer: Option<PosixTimer>,
+        params: &LoopParams,
+        rec: &mut Recorder<'_>,
+        late_warnings: &mut Vec<Warning>,
+    ) -> LoopOutcome {
+        let (stop, clock) = (&self.shared.stop, self.clock.id());
+        match (self.method, timer) {
+            (Method::Abs, _) => measure(&mut probe::AbsSleep(clock), params, rec, stop),
+            (Method::Rel, _) => measure(&mut probe::RelSleep(clock), params, rec, stop),
+            (Method::Nanosleep, _) => measure(&mut probe::NanoSleep(clock), params, rec, stop),
+            (Method::Sleep, _) => measure(&mut probe::StdSleep(clock), params, rec, stop),
+            (Method::PosixTimer, Some(timer)) => {
+                let mut w = probe::TimerWait { clock, timer, failed: None };
+                let out = measure(&mut w, params, rec, stop);
+                late_warnings.extend(w.failed.map(|why| Warning::MethodDowngraded {
+                    thread: self.tp.index,
+                    asked: Method::PosixTimer.name().into(),
+                    got: Method::Abs.name().into(),
+                    why,
+                }));
+                out
+            }
+            (Method::PosixTimer, None) => measure(&mut probe::AbsSleep(clock), params, rec, stop),
         }
     }
 

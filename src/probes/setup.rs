@@ -186,12 +186,25 @@ pub fn abort_threads<T>(gate: Option<&Gate>, handles: &mut Vec<std::thread::Join
 /// Stack size of a measuring thread; all of it is locked by mlockall.
 pub const STACK_BYTES: usize = 256 * 1024;
 
+/// Stack size of a simulated thread, which also reads and encodes its own series (deflate
+/// wants more stack than a measuring loop).
+pub const SIMULATED_STACK_BYTES: usize = 8 << 20;
+
 /// Starts measuring thread `name` running `f`, with a [`STACK_BYTES`] stack.
 pub fn spawn<T: Send + 'static>(
     name: String,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<T>> {
-    std::thread::Builder::new().name(name).stack_size(STACK_BYTES).spawn(f)
+    spawn_with_stack(name, STACK_BYTES, f)
+}
+
+/// Starts thread `name` running `f` with a stack of `bytes`.
+pub fn spawn_with_stack<T: Send + 'static>(
+    name: String,
+    bytes: usize,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<T>> {
+    std::thread::Builder::new().name(name).stack_size(bytes).spawn(f)
 }
 
 /// Waits for one setup report from each of `n` threads until `deadline`; `Err(missing)` when

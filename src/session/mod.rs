@@ -10,7 +10,7 @@ pub mod signals;
 
 use crate::doctor::{DoctorReport, Examination};
 use crate::measure::ring::{Cursor, Sample, SampleRing};
-use crate::measure::series::{LatencySeries, SeriesRecorder, INTERVAL_NS};
+use crate::measure::series::{IntervalReading, LatencySeries, SeriesRecorder, INTERVAL_NS};
 use crate::measure::stats::{Exceedance, Live, LiveSnapshot, Summary};
 use crate::measure::work::WorkLive;
 use crate::probes::{Finished, ProbeError, ProbeSpec, Sinks, Started, ThreadOutcome, ThreadStatus};
@@ -54,6 +54,11 @@ pub trait Observer {
     fn finished(&mut self, _threads: &[ThreadStatus], _live: &[LiveSnapshot]) {}
     /// A warning, as soon as it is known (the setup's before the first sample).
     fn warning(&mut self, _warning: &Warning) {}
+    /// What slot `slot`'s live cells added in the interval that ends at `reading.at_ns` (once
+    /// a second while measuring, and a last one at the end; a simulated run's, on its virtual
+    /// clock, all at the end).
+    /// `stage` names a watched stage's cells (`irq`, `thread`, `user`), `None` the slot's own.
+    fn interval(&mut self, _slot: usize, _stage: Option<&'static str>, _reading: &IntervalReading) {}
 }
 
 /// Every event to every observer, in order.
@@ -86,6 +91,9 @@ impl Observer for Fanout<'_> {
     }
     fn warning(&mut self, w: &Warning) {
         self.0.iter_mut().for_each(|o| o.warning(w));
+    }
+    fn interval(&mut self, slot: usize, stage: Option<&'static str>, r: &IntervalReading) {
+        self.0.iter_mut().for_each(|o| o.interval(slot, stage, r));
     }
 }
 
@@ -393,7 +401,9 @@ impl<'p> Running<'p> {
             x.slots(slots.iter().map(|s| (s.cpu, s.tid)).collect(), dma_latency_us);
         }
         let n = wires.lives.len();
-        let keep_series = !plan.probe.simulated() && plan.probe.kind() != crate::result::Kind::Noise;
+        // A noise run's cells are read for the observers (its gaps' interval histograms) but it
+        // keeps a series of its own.
+        let keep_series = !plan.probe.simulated();
         Running {
             plan,
             wires,
@@ -464,7 +474,8 @@ impl<'p> Running<'p> {
                     .map(|e| examined(e.finish(), plan.probe.simulated(), observer, &mut self.warnings));
             }
             if self.keep_series {
-                self.readings.due(now - self.started, &self.wires.lives, &mut self.series);
+                let cells = Cells { lives: &self.wires.lives, works: &self.wires.works, stages: &self.stages };
+                self.readings.due(now - self.started, &cells, &mut self.series, observer);
             }
             if let (Some(at), Some(every)) = (next_checkpoint, plan.checkpoint) {
                 if now >= at {
@@ -567,8 +578,21 @@ impl<'p> Running<'p> {
             t.samples_lost = c.lost;
         }
         if self.keep_series {
-            self.readings.last(self.started.elapsed(), &self.wires.lives, &mut self.series);
+            let cells = Cells { lives: &self.wires.lives, works: &self.wires.works, stages: &self.stages };
+            self.readings.last(self.started.elapsed(), &cells, &mut self.series, observer);
         }
+        let series: Vec<Option<LatencySeries>> = if self.plan.probe.kind() == crate::result::Kind::Noise {
+            Vec::new()
+        } else if self.keep_series {
+            self.series.drain(..).map(|r| r.map(SeriesRecorder::finish)).collect()
+        } else {
+            // A simulated thread read its own, on its virtual clock: told now, interval by interval.
+            let own: Vec<Option<LatencySeries>> = threads.iter_mut().map(|t| t.series.take()).collect();
+            for (slot, s) in own.iter().enumerate() {
+                s.iter().flat_map(|s| s.readings()).for_each(|r| observer.interval(slot, None, &r));
+            }
+            own
+        };
         observer.finished(&self.statuses, &self.snapshots());
         let end_reason = match (failure.is_some(), break_hit.is_some(), polled) {
             (true, _, _) => EndReason::Failed,
@@ -597,7 +621,7 @@ impl<'p> Running<'p> {
             causes,
             watch,
             rt_app,
-            series: self.series.into_iter().map(|r| r.map(SeriesRecorder::finish)).collect(),
+            series,
         }
     }
 }
@@ -608,6 +632,16 @@ impl<'p> Running<'p> {
 struct Readings {
     /// Whole seconds read so far.
     done: i64,
+    /// Per slot and stage, the readings of a watched thread's stage cells (for the observers).
+    stages: std::collections::BTreeMap<(usize, &'static str), SeriesRecorder>,
+}
+
+/// The cells a reading reads: every slot's latency cells, and where its stages are published
+/// (a working task's cells, or `--stages`' own).
+struct Cells<'a> {
+    lives: &'a [Arc<Live>],
+    works: &'a [Option<Arc<WorkLive>>],
+    stages: &'a [Option<Arc<WorkLive>>],
 }
 
 impl Readings {
@@ -619,30 +653,51 @@ impl Readings {
     /// Reads every slot's live cells into `series` if a whole second has passed since the
     /// last reading (`elapsed` since the start). A slot whose probe is caught mid-sample for
     /// longer than a checkpoint waits keeps its samples for the next reading.
-    fn due(&mut self, elapsed: Duration, lives: &[Arc<Live>], series: &mut [Option<SeriesRecorder>]) {
+    fn due(
+        &mut self,
+        elapsed: Duration,
+        cells: &Cells<'_>,
+        series: &mut [Option<SeriesRecorder>],
+        observer: &mut dyn Observer,
+    ) {
         let whole = i64::try_from(elapsed.as_nanos()).unwrap_or(i64::MAX) / INTERVAL_NS;
         if whole <= self.done {
             return;
         }
         self.done = whole;
-        read_series(lives, series, whole * INTERVAL_NS);
+        self.read(cells, series, whole * INTERVAL_NS, observer);
     }
 
     /// The last reading, once every sample is in the live cells (`elapsed` since the start).
     /// What the run recorded while it stopped, after the last whole second's reading, belongs
     /// to the interval that reading opened, never to one of its own.
-    fn last(&self, elapsed: Duration, lives: &[Arc<Live>], series: &mut [Option<SeriesRecorder>]) {
+    fn last(
+        &mut self,
+        elapsed: Duration,
+        cells: &Cells<'_>,
+        series: &mut [Option<SeriesRecorder>],
+        observer: &mut dyn Observer,
+    ) {
         let elapsed = i64::try_from(elapsed.as_nanos()).unwrap_or(i64::MAX);
-        read_series(lives, series, elapsed.min(self.next().as_nanos() as i64));
+        self.read(cells, series, elapsed.min(self.next().as_nanos() as i64), observer);
         series.iter_mut().flatten().for_each(|r| r.end_at(elapsed));
     }
-}
 
-/// Reads every slot's live cells into its series, as of `at_ns` since the start.
-fn read_series(lives: &[Arc<Live>], series: &mut [Option<SeriesRecorder>], at_ns: i64) {
-    for (r, l) in series.iter_mut().zip(lives) {
-        if let (Some(r), Some(c)) = (r.as_mut(), l.checkpoint()) {
-            r.read(&c, at_ns);
+    /// Reads every slot's live cells into its series, and its stages' cells, as of `at_ns`
+    /// since the start, and tells the observer what each added.
+    fn read(&mut self, cells: &Cells<'_>, series: &mut [Option<SeriesRecorder>], at_ns: i64, observer: &mut dyn Observer) {
+        for (slot, (r, l)) in series.iter_mut().zip(cells.lives).enumerate() {
+            if let (Some(r), Some(c)) = (r.as_mut(), l.checkpoint()) {
+                observer.interval(slot, None, &r.read(&c, at_ns));
+            }
+            let work = cells.stages.get(slot).cloned().flatten().or_else(|| cells.works.get(slot).cloned().flatten());
+            let Some(st) = work.as_deref().and_then(|w| w.stages.as_ref()) else { continue };
+            for (name, live) in [("irq", &st.irq), ("thread", &st.thread), ("user", &st.user)] {
+                if let Some(c) = live.checkpoint().filter(|c| c.cycles > 0) {
+                    let r = self.stages.entry((slot, name)).or_default();
+                    observer.interval(slot, Some(name), &r.read(&c, at_ns));
+                }
+            }
         }
     }
 }
@@ -764,6 +819,7 @@ fn checkpoint_slots(
                 tp.interval_ns = s.interval_ns;
             }
             ThreadOutcome {
+ series: None,
                 work: works.get(tp.index).and_then(|w| w.as_ref()).and_then(|w| w.checkpoint()),
                 sched: (os || watch).then_some(s.sched),
                 cpus_allowed: os.then(|| tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default()),
@@ -835,6 +891,7 @@ pub fn measure(
         _ => "monotonic",
     };
     let mut writer = plan.samples.as_ref().map(|p| observers::SamplesWriter::new(p, clock, &plan.probe.slots()));
+    let mut hlog = plan.hlog.clone().map(|h| observers::HlogWriter::new(h, plan.probe.kind()));
     let mut ckpt = match (checkpoints, plan.checkpoint) {
         (Some(path), Some(_)) => Some(observers::Checkpoints::new(path.to_path_buf(), base.clone())),
         _ => None,
@@ -847,6 +904,9 @@ pub fn measure(
         if let Some(c) = ckpt.as_mut() {
             all.push(c);
         }
+        if let Some(h) = hlog.as_mut() {
+            all.push(h);
+        }
         run(plan, &mut Fanout(all), signals)
     };
     loads.stopping();
@@ -857,6 +917,10 @@ pub fn measure(
     let mut result = RunResult::build(out.record(base));
     result.loads.extend(out.runtime_loads.iter().cloned());
     result.attach_loads(std::mem::take(&mut loads.results));
+    if let (Some(Err(why)), Some(h)) = (hlog.map(observers::HlogWriter::finish), &plan.hlog) {
+        let w = Warning::OutputFailed { output: format!("--hlog {}", h.path.display()), why };
+        result.warnings.push(w.into());
+    }
     if let (Some(w), Some(path)) = (writer, &plan.samples) {
         // One count per slot of the header (a watch's slots may not all have found a thread).
         let mut lost = vec![0u64; plan.probe.slots().len().max(out.threads.len())];

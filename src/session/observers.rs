@@ -6,6 +6,7 @@ use crate::export::samples::{self, Header, Record, ThreadInfo, Trailer};
 use crate::export::{json::Json, write_output, Exporter};
 use crate::load::{LoadResult, LoadSet, LoadSpec};
 use crate::measure::ring::Sample;
+use crate::measure::series::IntervalReading;
 use crate::measure::stats::LiveSnapshot;
 use crate::probes::ThreadStatus;
 use crate::result::build::ProbeRun;
@@ -228,6 +229,171 @@ impl Observer for SamplesWriter {
             match f.write_all(&self.buf) {
                 Ok(()) => self.records += batch.len() as u64,
                 Err(e) => self.fail(e),
+            }
+        }
+    }
+}
+
+/// Where and how often `--hlog` writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HlogPlan {
+    /// The interval log.
+    pub path: PathBuf,
+    /// Seconds per interval (`--hlog-interval`, whole seconds: the pipeline reads once a second).
+    pub seconds: u32,
+}
+
+/// One tag's interval being gathered: where it began and ends so far, its largest latency,
+/// its histogram.
+#[derive(Debug)]
+struct Gathering {
+    begin_ns: i64,
+    end_ns: i64,
+    max_ns: Option<i64>,
+    histogram: crate::measure::hdr::Hdr,
+    readings: u32,
+}
+
+/// Writes `--hlog`: an HdrHistogram interval log of every slot (and stage), from the readings
+/// the pipeline takes of the live cells once a second. The file is made through an
+/// unpredictable temporary file and moved into place with its header when the probes start;
+/// each interval's lines are appended and flushed as it closes, the file is synced at the end,
+/// so a crash keeps every interval written and Ctrl-C every interval measured. Memory holds one
+/// interval per tag.
+pub struct HlogWriter {
+    plan: HlogPlan,
+    kind: crate::result::Kind,
+    start: Option<std::time::SystemTime>,
+    /// Per slot: thread index and CPU, for the tags.
+    slots: Vec<(usize, Option<usize>)>,
+    gathering: std::collections::BTreeMap<(usize, Option<&'static str>), Gathering>,
+    /// Where each tag's last interval ended.
+    ends: std::collections::BTreeMap<(usize, Option<&'static str>), i64>,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    /// Intervals written.
+    pub intervals: u64,
+    error: Option<String>,
+}
+
+impl HlogWriter {
+    /// A writer of `plan` for a run of `kind`.
+    pub fn new(plan: HlogPlan, kind: crate::result::Kind) -> HlogWriter {
+        HlogWriter {
+            plan,
+            kind,
+            start: None,
+            slots: Vec::new(),
+            gathering: Default::default(),
+            ends: Default::default(),
+            file: None,
+            intervals: 0,
+            error: None,
+        }
+    }
+
+    fn fail(&mut self, e: impl std::fmt::Display) {
+        if self.error.is_none() {
+            self.error = Some(format!("cannot write --hlog {}: {e}", self.plan.path.display()));
+        }
+        self.file = None;
+    }
+
+    /// Puts a new log with its header in place (replacing what is there, never through a symlink).
+    fn create(&mut self) {
+        let start = self.start.unwrap_or_else(std::time::SystemTime::now);
+        let header = crate::export::hlog::header(start, crate::export::hlog::what(self.kind));
+        let made = crate::export::temp_beside(&self.plan.path).and_then(|mut tmp| {
+            tmp.write_all(header.as_bytes())?;
+            tmp.persist(&self.plan.path).map_err(|e| e.error)
+        });
+        match made {
+            Ok(f) => self.file = Some(std::io::BufWriter::with_capacity(1 << 16, f)),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Writes every interval gathered so far (the run's last, shorter ones at its end).
+    fn write_all_gathered(&mut self) {
+        let gathered = std::mem::take(&mut self.gathering);
+        for (key, g) in gathered {
+            self.write(key, &g);
+        }
+    }
+
+    fn write(&mut self, (slot, stage): (usize, Option<&'static str>), g: &Gathering) {
+        let (thread, cpu) = self.slots.get(slot).copied().unwrap_or((slot, None));
+        let tag = crate::export::hlog::tag(thread, cpu, stage);
+        let line = crate::export::hlog::line(&tag, g.begin_ns, g.end_ns, g.max_ns, &g.histogram);
+        if let Some(f) = self.file.as_mut() {
+            match f.write_all(line.as_bytes()) {
+                Ok(()) => self.intervals += 1,
+                Err(e) => self.fail(e),
+            }
+        }
+    }
+
+    /// Closes the current log and starts the next (`rtlab monitor`'s windows): the closed one
+    /// moves to FILE.1 (older ones further, at most `keep`), the new one starts with its header.
+    pub fn rotate(&mut self, keep: usize) {
+        self.write_all_gathered();
+        self.sync();
+        if let Err(e) = crate::export::rotate(&self.plan.path, keep) {
+            self.fail(e);
+            return;
+        }
+        self.create();
+    }
+
+    fn sync(&mut self) {
+        if let Some(f) = self.file.as_mut() {
+            if let Err(e) = f.flush().and_then(|_| f.get_ref().sync_all()) {
+                self.fail(e);
+            }
+        }
+    }
+
+    /// Writes the last intervals and syncs the log; returns the intervals written, or why the
+    /// log is incomplete.
+    pub fn finish(mut self) -> Result<u64, String> {
+        self.write_all_gathered();
+        self.sync();
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(self.intervals),
+        }
+    }
+}
+
+impl Observer for HlogWriter {
+    fn schedule_start(&mut self, start: std::time::SystemTime) {
+        self.start = Some(start);
+    }
+    fn started(&mut self, threads: &[ThreadStatus], _: Option<i32>) {
+        self.slots = threads.iter().map(|t| (t.index, t.cpu)).collect();
+        self.create();
+    }
+    fn interval(&mut self, slot: usize, stage: Option<&'static str>, r: &IntervalReading) {
+        let key = (slot, stage);
+        // An interval begins where the tag's last one ended.
+        let begin_ns = self.ends.get(&key).copied().unwrap_or(0);
+        let g = self.gathering.entry(key).or_insert_with(|| Gathering {
+            begin_ns,
+            end_ns: begin_ns,
+            max_ns: None,
+            histogram: crate::measure::hdr::empty(),
+            readings: 0,
+        });
+        g.max_ns = g.max_ns.max(r.max_ns);
+        // Histograms that grow to any value take any other's values.
+        let _ = g.histogram.add(&r.histogram);
+        g.readings += 1;
+        g.end_ns = g.end_ns.max(r.at_ns);
+        if g.readings >= self.plan.seconds {
+            let g = self.gathering.remove(&key).expect("inserted above");
+            self.ends.insert(key, g.end_ns);
+            self.write(key, &g);
+            if let Some(Err(e)) = self.file.as_mut().map(|f| f.flush()) {
+                self.fail(e);
             }
         }
     }

@@ -45,6 +45,8 @@ pub struct Plan {
     pub loads: Vec<LoadSpec>,
     /// `--samples` target.
     pub samples: Option<PathBuf>,
+    /// `--hlog`: the interval log and its interval.
+    pub hlog: Option<super::observers::HlogPlan>,
     /// The configuration to record (OS threads; `None` for runtime probes).
     pub config: Option<Config>,
     /// Examine the machine with the doctor over the run's first second and record the findings
@@ -74,6 +76,7 @@ impl Plan {
             sample_ring: None,
             loads: Vec::new(),
             samples: None,
+            hlog: None,
             config: None,
             doctor: Some(Sysroot::default()),
             explain: None,

@@ -1,0 +1,250 @@
+//! Import of HdrHistogram interval logs (rtlab's `--hlog`, jHiccup's, wrk2's, any
+//! `HistogramLogWriter`'s): one thread per tag, its intervals merged into its statistics and
+//! kept as its series (each interval's count, largest value and histogram). Values are taken as
+//! ns. The file is not trusted: histograms are checked before they are inflated or allocated
+//! (`measure::hdr::decode`), intervals must come in time order per tag, and a file of more than
+//! [`MAX_INTERVALS`] intervals or [`MAX_TAGS`] tags is refused.
+
+use super::ImportError;
+use crate::measure::hdr::{self, Hdr};
+use crate::measure::histogram::{Counts, Layout};
+use crate::measure::series::LatencySeries;
+use crate::result::build::{percentiles, Stated, StatedRun};
+use crate::result::{Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult};
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The most intervals a log may hold: a week of 1 s intervals of one thread, or a day of twelve.
+pub const MAX_INTERVALS: usize = 1 << 20;
+
+/// The most tags (threads) a log may hold: as many threads as rtlab measures.
+pub const MAX_TAGS: usize = crate::export::samples::MAX_THREADS;
+
+/// A year in seconds: HdrHistogram's readers take timestamps this much below StartTime as
+/// offsets from it, others as seconds since the epoch.
+const YEAR_S: f64 = 365.25 * 86_400.0;
+
+/// Whether `text` is an interval log: its first line that is not blank is one of the headers
+/// HdrHistogram's writers put first, or an interval line (`[Tag=…,]start,length,max,HIST…`).
+pub fn detect(text: &str) -> bool {
+    let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty()) else { return false };
+    if ["#[Histogram log format version", "#[StartTime:", "#[BaseTime:", "\"StartTimestamp\""]
+        .iter()
+        .any(|h| first.starts_with(h))
+    {
+        return true;
+    }
+    let body = first.strip_prefix("Tag=").and_then(|r| r.split_once(',')).map_or(first, |(_, r)| r);
+    let fields: Vec<&str> = body.split(',').collect();
+    fields.len() == 4 && fields[..3].iter().all(|f| f.parse::<f64>().is_ok()) && fields[3].starts_with("HIST")
+}
+
+/// One tag's intervals as they are read.
+struct Tagged {
+    name: String,
+    merged: Hdr,
+    series: LatencySeries,
+    /// The largest value of the log, as the interval lines state it where they agree with their
+    /// histograms.
+    max_ns: Option<i64>,
+    last_start_ns: i64,
+    total: u64,
+}
+
+/// An interval's largest value: its max column read as ms (HdrHistogram's Java writer) when that
+/// lies within the histogram's precision of the histogram's largest value — exact to the ns for
+/// rtlab's logs — else the histogram's own.
+fn interval_max(stated: f64, h: &Hdr) -> i64 {
+    let top = h.max();
+    let ns = (stated * 1e6).round();
+    if ns.is_finite() && ns >= h.lowest_equivalent(top) as f64 && ns <= h.highest_equivalent(top) as f64 {
+        ns as i64
+    } else {
+        i64::try_from(top).unwrap_or(i64::MAX)
+    }
+}
+
+/// Reads the log `text` (from `path`) into a RunResult.
+pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
+    let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
+    let line_of = |s: &str| text[..(s.as_ptr() as usize).saturating_sub(text.as_ptr() as usize)].matches('\n').count() + 1;
+    let (mut start_time, mut base_time): (Option<f64>, Option<f64>) = (None, None);
+    let mut tags: Vec<Tagged> = Vec::new();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut origin: Option<f64> = None;
+    // Counted before any histogram is decoded: a log too long is refused at once.
+    let count = IntervalLogIterator::new(text.as_bytes())
+        .take(MAX_INTERVALS + 1)
+        .filter(|e| matches!(e, Ok(LogEntry::Interval(_))))
+        .count();
+    if count > MAX_INTERVALS {
+        return Err(err(
+            None,
+            format!("more than {MAX_INTERVALS} intervals; split the log, or write it with longer intervals"),
+        ));
+    }
+    for entry in IntervalLogIterator::new(text.as_bytes()) {
+        let entry = entry.map_err(|e| {
+            let hdrhistogram::serialization::interval_log::LogIteratorError::ParseError { offset } = e;
+            err(Some(text[..offset.min(text.len())].matches('\n').count() + 1), "not an interval log line (expected \
+                [Tag=NAME,]START,LENGTH,MAX,HISTOGRAM, a #[StartTime: …] or #[BaseTime: …] header, or a # comment)"
+                .into())
+        })?;
+        let iv = match entry {
+            LogEntry::StartTime(d) => {
+                start_time.get_or_insert(d.as_secs_f64());
+                continue;
+            }
+            LogEntry::BaseTime(d) => {
+                base_time.get_or_insert(d.as_secs_f64());
+                continue;
+            }
+            LogEntry::Interval(iv) => iv,
+        };
+        let line = line_of(iv.encoded_histogram());
+        let h = hdr::decode(iv.encoded_histogram()).map_err(|e| err(Some(line), e))?;
+        // Where interval times count from: BaseTime; else StartTime when they are offsets from
+        // it (HdrHistogram's reader's rule); else the epoch.
+        let ts = iv.start_timestamp().as_secs_f64();
+        let base = base_time.unwrap_or(match start_time {
+            Some(s) if ts < s - YEAR_S => s,
+            _ => 0.0,
+        });
+        let at = base + ts;
+        let run_start = *origin.get_or_insert(start_time.unwrap_or(at).min(at));
+        let name = iv.tag().map_or_else(|| "untagged".to_string(), |t| t.as_str().to_string());
+        let k = match index.get(&name) {
+            Some(k) => *k,
+            None if tags.len() >= MAX_TAGS => return Err(err(Some(line), format!("more than {MAX_TAGS} tags"))),
+            None => {
+                index.insert(name.clone(), tags.len());
+                tags.push(Tagged::new(name, iv.duration()));
+                tags.len() - 1
+            }
+        };
+        let start_ns = ((at - run_start) * 1e9).round() as i64;
+        let max = (!h.is_empty()).then(|| interval_max(iv.max(), &h));
+        tags[k].add(start_ns, iv.duration(), max, &h).map_err(|e| err(Some(line), e))?;
+    }
+    if tags.is_empty() {
+        return Err(err(None, "the interval log holds no interval".into()));
+    }
+    let start = origin.map(|s| UNIX_EPOCH + Duration::from_secs_f64(s.max(0.0)));
+    let end = tags.iter().map(|t| t.series.span_ns).max().unwrap_or(0);
+    Ok(result(path, tags, start, end))
+}
+
+impl Tagged {
+    fn new(name: String, first: Duration) -> Tagged {
+        // The series' interval is the log's, to the ms (jHiccup's wander by a few).
+        let interval_ns = (first.as_millis().max(1) as i64) * 1_000_000;
+        Tagged {
+            name,
+            merged: hdr::empty(),
+            series: LatencySeries { interval_ns, ..LatencySeries::new() },
+            max_ns: None,
+            last_start_ns: i64::MIN,
+            total: 0,
+        }
+    }
+
+    /// Adds an interval starting `start_ns` after the log's start.
+    fn add(&mut self, start_ns: i64, length: Duration, max: Option<i64>, h: &Hdr) -> Result<(), String> {
+        if start_ns < self.last_start_ns {
+            return Err(format!(
+                "tag {}: this interval starts before the one above it; an interval log is in time order",
+                self.name
+            ));
+        }
+        self.last_start_ns = start_ns;
+        self.total = self.total.checked_add(h.len()).ok_or_else(|| format!("tag {}: its counts add up past 64 bits", self.name))?;
+        let _ = self.merged.add(h);
+        self.max_ns = self.max_ns.max(max);
+        let w = self.series.interval_ns;
+        // A reading that closes the interval the start falls in.
+        self.series.add(start_ns.max(0) + w, h.len(), 0, max, Some(h));
+        self.series.span_ns = self.series.span_ns.max(start_ns.max(0) + length.as_nanos().min(i64::MAX as u128) as i64);
+        Ok(())
+    }
+
+    /// `thread3_cpu1` (rtlab's tags) gives the thread's CPU.
+    fn cpu(&self) -> Option<usize> {
+        let rest = self.name.strip_prefix("thread")?;
+        let (_, cpu) = rest.split_once("_cpu")?;
+        cpu.split('_').next()?.parse().ok()
+    }
+
+    fn into_thread(self, index: usize) -> ThreadResult {
+        let mut counts = Counts::empty(Layout::DEFAULT);
+        for (_, hi, n) in hdr::ranges(&self.merged) {
+            counts.add(hi - 1, n);
+        }
+        let histogram = HistogramRecord {
+            bucket_ns: Layout::DEFAULT.bucket_ns,
+            range_ns: Layout::DEFAULT.range_ns,
+            buckets: counts.nonzero().map(|(lo_ns, hi_ns, count)| Bucket { lo_ns, hi_ns, count }).collect(),
+            unbinned: None,
+        };
+        let (percentiles_ns, percentiles_above_ns) = percentiles(&histogram, self.total, self.max_ns);
+        let cpu = self.cpu();
+        let stats = Stats {
+            cycles: self.total,
+            missed: None,
+            negative: None,
+            min_ns: (self.total > 0).then(|| i64::try_from(self.merged.min()).unwrap_or(i64::MAX)),
+            max_ns: self.max_ns,
+            max_at_cycle: None,
+            max_at_ns: None,
+            max_at_time: None,
+            mean_ns: (self.total > 0).then(|| self.merged.mean()),
+            mean_us_truncated: None,
+            stdev_ns: (self.total > 0).then(|| self.merged.stdev()),
+            percentiles_ns,
+            percentiles_above_ns,
+            over_threshold: 0,
+            histogram: Some(histogram),
+        };
+        ThreadResult {
+            name: Some(self.name),
+            work: None,
+            thread: index,
+            cpu,
+            cpus_allowed: None,
+            last_cpu: None,
+            policy: None,
+            priority: None,
+            deadline: None,
+            interval_ns: None,
+            timer_slack_ns: None,
+            drift_ns: None,
+            samples_lost: None,
+            stats,
+            logs: None,
+            noise: None,
+            watch: None,
+            series: Some(self.series),
+        }
+    }
+}
+
+fn result(path: &Path, tags: Vec<Tagged>, start: Option<SystemTime>, end_ns: i64) -> RunResult {
+    let threads: Vec<ThreadResult> = tags.into_iter().enumerate().map(|(i, t)| t.into_thread(i)).collect();
+    let rfc = crate::timefmt::rfc3339;
+    let source = Source {
+        format: "hdrhistogram-interval-log".into(),
+        file: path.display().to_string(),
+        tool_version: None,
+        command_line: None,
+        unit: "ns".into(),
+    };
+    let stated = Stated {
+        command_line: None,
+        tool_version: None,
+        start_time: start.map(rfc),
+        end_time: start.map(|s| rfc(s + Duration::from_nanos(end_ns.max(0) as u64))),
+        environment: None,
+    };
+    RunResult::from_stated(StatedRun { threads, stated, source })
+}

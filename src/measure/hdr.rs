@@ -1,0 +1,184 @@
+//! HdrHistogram interval histograms, the form latency tools exchange (jHiccup, wrk2,
+//! HistogramLogAnalyzer): what one interval of a thread added to its own histogram, as an
+//! HdrHistogram of [`SIGFIG`] significant figures, and its text form in an interval log (V2,
+//! deflated, base64). Built off the hot path from two readings of the live cells: the probe keeps
+//! its own histogram.
+
+use super::histogram::{Counts, Layout};
+use base64::Engine;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use std::io::Read;
+
+/// Significant figures of every histogram rtlab writes: a value is kept within 0.1 % (1 ns below
+/// 2 µs), HdrHistogram's usual precision.
+pub const SIGFIG: u8 = 3;
+
+/// An interval's histogram (counts of ns).
+pub type Hdr = hdrhistogram::Histogram<u64>;
+
+/// The largest inflated histogram a log may hold: a histogram of 5 significant figures over the
+/// whole 64-bit range needs about 6 MB of varints; anything larger is not one.
+const MAX_INFLATED: u64 = 8 << 20;
+
+/// The most significant figures accepted in a file (HdrHistogram allows at most 5).
+const MAX_SIGFIG: u32 = 5;
+
+/// V2's cookies: plain and deflated (HdrHistogram's `V2EncodingCookieBase | 0x10`).
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_DEFLATED_COOKIE: u32 = 0x1c84_9314;
+
+/// An empty histogram that grows to any value.
+pub fn empty() -> Hdr {
+    hdrhistogram::Histogram::new(SIGFIG).expect("3 significant figures is a valid precision")
+}
+
+/// What `now` holds beyond `before` (the non-empty buckets of an earlier reading of the same
+/// histogram, ascending), as an HdrHistogram. Each bucket's added count is recorded at the largest
+/// value the bucket holds, never above `max_ns` (the interval's largest latency, so that the
+/// histogram's maximum is the interval's) and never below the bucket's lower edge: percentiles
+/// read from it are those rtlab reports (the upper edge of their bucket) within 1 ns and the
+/// HdrHistogram's precision.
+pub fn of_added(now: &Counts, before: &[(usize, u64)], max_ns: Option<i64>) -> Hdr {
+    let mut h = empty();
+    let layout = now.layout();
+    let cap = max_ns.map_or(u64::MAX, |m| m.max(0) as u64);
+    let mut prev = before.iter().peekable();
+    for (i, &c) in now.buckets().iter().enumerate() {
+        while prev.next_if(|(k, _)| *k < i).is_some() {}
+        let had = prev.next_if(|(k, _)| *k == i).map_or(0, |(_, n)| *n);
+        if c > had {
+            let v = representative(layout, i, cap);
+            // It grows to any u64 value; were it ever refused, the value is clamped, not lost.
+            if h.record_n(v, c - had).is_err() {
+                h.saturating_record_n(v, c - had);
+            }
+        }
+    }
+    h
+}
+
+/// The value bucket `i`'s samples are recorded at: its largest, capped at `cap`, not below its
+/// lower edge.
+fn representative(layout: Layout, i: usize, cap: u64) -> u64 {
+    let (lo, hi) = layout.bounds(i);
+    (hi - 1).min(cap).max(lo)
+}
+
+/// The text of `h` in an interval log: V2, deflated, base64 (it starts `HISTF`).
+pub fn encode(h: &Hdr) -> String {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new().serialize(h, &mut bytes).expect("a histogram serializes into memory");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Reads an interval log's histogram (V2, deflated or not, base64) without trusting it: its
+/// inflated size, precision and payload length are checked before anything is allocated for it.
+pub fn decode(text: &str) -> Result<Hdr, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("its histogram is not base64 ({e})"))?;
+    let cookie = |b: &[u8]| b.get(..4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+    let plain = match cookie(&bytes) {
+        Some(V2_COOKIE) => bytes,
+        Some(V2_DEFLATED_COOKIE) if bytes.len() >= 8 => {
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(&bytes[8..])
+                .take(MAX_INFLATED + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("its histogram does not inflate ({e})"))?;
+            if out.len() as u64 > MAX_INFLATED {
+                return Err(format!("its histogram inflates past {} MiB", MAX_INFLATED >> 20));
+            }
+            out
+        }
+        _ => return Err("its histogram is not an HdrHistogram V2 one (no V2 cookie)".into()),
+    };
+    check_header(&plain)?;
+    Deserializer::new().deserialize(&mut plain.as_slice()).map_err(|e| format!("its histogram is damaged ({e:?})"))
+}
+
+/// V2's header: cookie, payload length, normalizing offset, significant figures, lowest and
+/// highest trackable values, integer-to-double ratio (40 bytes, big-endian).
+fn check_header(b: &[u8]) -> Result<(), String> {
+    let u32_at = |o: usize| b.get(o..o + 4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+    let (Some(V2_COOKIE), Some(len), Some(sigfig)) = (u32_at(0), u32_at(4), u32_at(12)) else {
+        return Err("its histogram is cut short or not V2".into());
+    };
+    if b.len() < 40 || len as usize != b.len() - 40 {
+        return Err(format!("its histogram says {len} bytes of counts and holds {}", b.len().saturating_sub(40)));
+    }
+    if sigfig > MAX_SIGFIG {
+        return Err(format!("its histogram has {sigfig} significant figures; HdrHistogram allows at most 5"));
+    }
+    Ok(())
+}
+
+/// The `(lower edge, upper edge exclusive, count)` of every value range `h` holds, ascending.
+pub fn ranges(h: &Hdr) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+    h.iter_recorded().map(|v| {
+        let at = v.value_iterated_to();
+        (h.lowest_equivalent(at), at.saturating_add(1), v.count_at_value())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::stats::{Live, Recorder};
+
+    #[test]
+    fn an_interval_holds_what_its_reading_added_at_each_buckets_top_capped_at_its_maximum() {
+        let live = Live::new(Layout::DEFAULT);
+        let mut rec = Recorder::new(&live, None);
+        for v in [5_400, 5_100, 40_000] {
+            rec.record(v, 0, 0);
+        }
+        let first = live.checkpoint().unwrap();
+        let before: Vec<(usize, u64)> =
+            first.counts.buckets().iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (i, *c)).collect();
+        for v in [5_900, 12_345, 12_001] {
+            rec.record(v, 0, 0);
+        }
+        let h = of_added(&live.checkpoint().unwrap().counts, &before, Some(12_345));
+        assert_eq!(h.len(), 3);
+        // [5000, 6000) gained one: recorded at 5999; [12000, 13000) two, capped at 12 345.
+        assert_eq!(ranges(&h).map(|r| r.2).collect::<Vec<_>>(), vec![1, 2]);
+        assert!(h.equivalent(h.min(), 5_999) && h.equivalent(h.max(), 12_345));
+    }
+
+    #[test]
+    fn encoded_histograms_decode_to_the_same_counts() {
+        let mut h = empty();
+        h.record_n(3_000, 7).unwrap();
+        h.record_n(2_000_000, 1).unwrap();
+        let text = encode(&h);
+        assert!(text.starts_with("HISTF"), "{text}");
+        let back = decode(&text).unwrap();
+        assert_eq!(back, h);
+    }
+
+    #[test]
+    fn damaged_or_oversized_histograms_are_refused_without_allocating_for_them() {
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        assert!(decode("not base64!").unwrap_err().contains("base64"));
+        assert!(decode(&b64(b"HIST")).unwrap_err().contains("V2"));
+        // A plain V2 header claiming 4 GiB of counts.
+        let mut claim = Vec::new();
+        claim.extend_from_slice(&V2_COOKIE.to_be_bytes());
+        claim.extend_from_slice(&u32::MAX.to_be_bytes());
+        claim.extend_from_slice(&[0; 4]);
+        claim.extend_from_slice(&3u32.to_be_bytes());
+        claim.extend_from_slice(&1u64.to_be_bytes());
+        claim.extend_from_slice(&u64::MAX.to_be_bytes());
+        claim.extend_from_slice(&1f64.to_be_bytes());
+        assert!(decode(&b64(&claim)).unwrap_err().contains("says 4294967295 bytes"));
+        // Deflated zeros past the bound.
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut z, &V2_COOKIE.to_be_bytes()).unwrap();
+        std::io::Write::write_all(&mut z, &vec![0u8; (MAX_INFLATED + 10) as usize]).unwrap();
+        let mut bomb = V2_DEFLATED_COOKIE.to_be_bytes().to_vec();
+        bomb.extend_from_slice(&[0; 4]);
+        bomb.extend(z.finish().unwrap());
+        assert!(decode(&b64(&bomb)).unwrap_err().contains("inflates past"));
+    }
+}
