@@ -15,6 +15,8 @@ pub enum FormatArg {
     CyclictestHist,
     /// cyclictest's --spike list (from a result written by rtlab cyclictest)
     CyclictestSpikes,
+    /// An HdrHistogram interval log (from a result whose series keeps each interval's histogram)
+    Hlog,
 }
 
 /// Which rt-tests release's layout to write.
@@ -93,6 +95,7 @@ impl ExportOptions {
                 FormatArg::CyclictestJson => ExportFormat::CyclictestJson { v2_4 },
                 FormatArg::CyclictestHist => ExportFormat::CyclictestHist { v2_4, histofall: a.histofall },
                 FormatArg::CyclictestSpikes => ExportFormat::CyclictestSpikes,
+                FormatArg::Hlog => ExportFormat::Hlog,
             },
             nsecs: a.nsecs,
             histogram_us: a.histogram_size,

@@ -27,6 +27,8 @@ pub enum ExportFormat {
     },
     /// cyclictest's `--spike` list.
     CyclictestSpikes,
+    /// An HdrHistogram interval log.
+    Hlog,
 }
 
 /// A validated `rtlab export`.
@@ -77,6 +79,7 @@ pub fn execute(opts: &ExportOptions) -> Result<i32, Error> {
             size: histogram_us.unwrap_or_else(|| default_size(&result)),
         }),
         ExportFormat::CyclictestSpikes => Box::new(CyclictestSpikes { nsecs: opts.nsecs }),
+        ExportFormat::Hlog => Box::new(crate::export::hlog::Hlog),
     };
     let bytes = exporter.serialize(&result).map_err(|e| Error::Usage(format!("{}: {e}", opts.file.display())))?;
     write_output(&opts.output, &bytes)

@@ -1,0 +1,244 @@
+//! HdrHistogram interval logs: `--hlog` against the run's own histogram and series, import of a
+//! log written by another implementation (the `hdrhistogram` crate's writer), hostile logs, and
+//! a long simulated run drawn from its series.
+
+mod common;
+
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Per tag, in file order: `(start s, length s, max ns from the max column, histogram)`.
+fn read_log(path: &Path) -> Vec<(String, Vec<(f64, f64, i64, Histogram<u64>)>)> {
+    let text = std::fs::read(path).unwrap();
+    let mut out: Vec<(String, Vec<(f64, f64, i64, Histogram<u64>)>)> = Vec::new();
+    for e in IntervalLogIterator::new(&text) {
+        let LogEntry::Interval(iv) = e.expect("every line parses") else { continue };
+        let bytes = base64_decode(iv.encoded_histogram());
+        let h: Histogram<u64> = Deserializer::new().deserialize(&mut bytes.as_slice()).unwrap();
+        let tag = iv.tag().expect("rtlab tags every interval").as_str().to_string();
+        let row = (iv.start_timestamp().as_secs_f64(), iv.duration().as_secs_f64(), (iv.max() * 1e6).round() as i64, h);
+        match out.iter_mut().find(|(t, _)| *t == tag) {
+            Some((_, rows)) => rows.push(row),
+            None => out.push((tag, vec![row])),
+        }
+    }
+    out
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(text).unwrap()
+}
+
+fn encode(h: &Histogram<u64>) -> String {
+    use base64::Engine;
+    let mut b = Vec::new();
+    V2DeflateSerializer::new().serialize(h, &mut b).unwrap();
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+#[test]
+fn a_30_s_runs_log_merges_to_its_histogram_and_each_interval_max_is_the_series_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, json) = (dir.path().join("run.hlog"), dir.path().join("run.json"));
+    let out = common::rtlab()
+        .args(["run", "-t", "2", "-i", "1ms", "-D", "30", "-q", "--no-checkpoint", "--hlog"])
+        .arg(&log)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("#[Histogram log format version 1.3]\n"), "{text}");
+    assert!(text.contains("#[StartTime: ") && text.contains("#[BaseTime: ") && text.contains("\"StartTimestamp\""));
+    let r = common::read_json(&json);
+    let tags = read_log(&log);
+    assert_eq!(tags.len(), 2, "a tag per thread");
+    for t in r["threads"].as_array().unwrap() {
+        let tag = format!("thread{}_cpu{}", t["thread"], t["cpu"]);
+        let rows = &tags.iter().find(|(n, _)| *n == tag).unwrap_or_else(|| panic!("no {tag}")).1;
+        let mut merged = Histogram::<u64>::new(3).unwrap();
+        rows.iter().for_each(|r| merged.add(&r.3).unwrap());
+        // Count and max exact.
+        assert_eq!(merged.len(), t["stats"]["cycles"].as_u64().unwrap(), "{tag}");
+        let max = rows.iter().map(|r| r.2).max().unwrap();
+        assert_eq!(max, t["stats"]["max_ns"].as_i64().unwrap(), "{tag}");
+        // Every bucket within the precision: each run bucket's samples lie, in the log, within
+        // 0.1 % of its edges.
+        for b in t["stats"]["histogram"]["buckets"].as_array().unwrap() {
+            let (lo, hi, n) = (b["lo_ns"].as_u64().unwrap(), b["hi_ns"].as_u64().unwrap(), b["count"].as_u64().unwrap());
+            let slack = hi / 1000 + 1;
+            let in_log = merged.count_between(lo.saturating_sub(slack), hi + slack);
+            assert!(in_log >= n, "{tag}: bucket [{lo}, {hi}) holds {n}, the log {in_log} around it");
+        }
+        // Each interval is the series' second: its count and maximum.
+        let s = &t["series"];
+        let samples = s["samples"].as_array().unwrap();
+        assert_eq!(rows.len(), samples.len(), "{tag}: an interval per second");
+        for (k, row) in rows.iter().enumerate() {
+            assert_eq!(row.3.len(), samples[k].as_u64().unwrap(), "{tag} interval {k}");
+            match s["max_ns"][k].as_i64() {
+                Some(m) => assert_eq!(row.2, m, "{tag} interval {k}"),
+                None => assert!(row.3.is_empty()),
+            }
+            assert!((row.0 - k as f64).abs() < 1e-9, "{tag} interval {k} starts at {}", row.0);
+        }
+    }
+    // The same log back into a result: one thread per tag, the same counts and maxima.
+    let back = dir.path().join("back.json");
+    let imp = common::rtlab().args(["import"]).arg(&log).arg("-o").arg(&back).output().unwrap();
+    assert!(imp.status.success(), "{}", String::from_utf8_lossy(&imp.stderr));
+    let b = common::read_json(&back);
+    for (a, t) in r["threads"].as_array().unwrap().iter().zip(b["threads"].as_array().unwrap()) {
+        assert_eq!(a["stats"]["cycles"], t["stats"]["cycles"]);
+        assert_eq!(a["stats"]["max_ns"], t["stats"]["max_ns"]);
+        assert_eq!(a["cpu"], t["cpu"]);
+    }
+    // And out again from the result: the same intervals.
+    let again = dir.path().join("again.hlog");
+    let exp = common::rtlab().args(["export"]).arg(&json).args(["--format", "hlog", "-o"]).arg(&again).output().unwrap();
+    assert!(exp.status.success(), "{}", String::from_utf8_lossy(&exp.stderr));
+    let (first, second) = (read_log(&log), read_log(&again));
+    for ((ta, ra), (tb, rb)) in first.iter().zip(&second) {
+        assert_eq!(ta, tb);
+        assert_eq!(ra.iter().map(|r| (r.2, r.3.len())).collect::<Vec<_>>(), rb.iter().map(|r| (r.2, r.3.len())).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn a_log_written_by_another_implementation_imports_with_its_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("foreign.hlog");
+    let mut bytes = Vec::new();
+    {
+        let mut ser = V2DeflateSerializer::new();
+        let mut w = IntervalLogWriterBuilder::new()
+            .add_comment("written by the hdrhistogram crate")
+            .with_start_time(std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000))
+            .with_base_time(std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000))
+            .begin_log_with(&mut bytes, &mut ser)
+            .unwrap();
+        for k in 0..10u64 {
+            let mut h = Histogram::<u64>::new(3).unwrap();
+            h.record_n(20_000 + k * 1_000, 100).unwrap();
+            h.record(5_000_000).unwrap_or(());
+            w.write_histogram(&h, Duration::from_secs(k), Duration::from_secs(1), Tag::new("wrk2")).unwrap();
+        }
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let out = dir.path().join("r.json");
+    let imp = common::rtlab().args(["import"]).arg(&path).arg("-o").arg(&out).output().unwrap();
+    assert!(imp.status.success(), "{}", String::from_utf8_lossy(&imp.stderr));
+    let r = common::read_json(&out);
+    common::assert_valid_run_result(&r);
+    let t = &r["threads"][0];
+    assert_eq!(t["name"], "wrk2");
+    assert_eq!(t["stats"]["cycles"], 1010);
+    // The crate writes its histogram's max (the top of 5 ms's range): within 0.1 %.
+    let max = t["stats"]["max_ns"].as_i64().unwrap();
+    assert!((5_000_000..=5_005_000).contains(&max), "{max}");
+    assert_eq!(t["series"]["samples"].as_array().unwrap().len(), 10);
+    assert!(r["start_time"].as_str().unwrap().starts_with("2023-11-14T22:13:20"), "{}", r["start_time"]);
+    // Its figures are plotted like any run's.
+    let png = dir.path().join("p.svg");
+    let plot = common::rtlab().args(["plot", "--kind", "timeseries"]).arg(&out).arg("-o").arg(&png).output().unwrap();
+    assert!(plot.status.success(), "{}", String::from_utf8_lossy(&plot.stderr));
+}
+
+#[test]
+fn hostile_logs_are_refused_with_the_line_and_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    h.record(1_000).unwrap();
+    let good = encode(&h);
+    let mut huge = Histogram::<u64>::new(3).unwrap();
+    huge.record_n(1_000, u64::MAX / 2 + 1).unwrap();
+    let huge = encode(&huge);
+    let head = "#[Histogram log format version 1.3]\n#[BaseTime: 0.000 (seconds since epoch)]\n";
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("base64", format!("{head}Tag=a,0.000,1.000,0.001,HIST!!notbase64\n"), "not base64"),
+        ("counts", format!("{head}Tag=a,0.000,1.000,0.001,{huge}\nTag=a,1.000,1.000,0.001,{huge}\n"), "past 64 bits"),
+        (
+            "unsorted",
+            format!("{head}Tag=a,5.000,1.000,0.001,{good}\nTag=a,2.000,1.000,0.001,{good}\n"),
+            "in time order",
+        ),
+        ("garbage", format!("{head}Tag=a,0.000,1.000\n"), "not an interval log line"),
+    ];
+    for (name, text, expect) in cases {
+        let p = dir.path().join(format!("{name}.hlog"));
+        std::fs::write(&p, text).unwrap();
+        let out = common::rtlab().args(["import"]).arg(&p).arg("-o").arg(dir.path().join("x.json")).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(expect) && err.contains(&format!("{name}.hlog:")), "{name}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{name}: one line: {err}");
+    }
+    // Ten million intervals: refused before a histogram is decoded, quickly.
+    let p = dir.path().join("long.hlog");
+    let mut text = String::from(head);
+    let line = format!("0.000,1.000,0.001,{good}\n");
+    text.reserve(line.len() * 10_000_000);
+    (0..10_000_000).for_each(|_| text.push_str(&line));
+    std::fs::write(&p, text).unwrap();
+    let t = Instant::now();
+    let out = common::rtlab().args(["import"]).arg(&p).arg("-o").arg(dir.path().join("x.json")).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("more than 1048576 intervals") || err.contains("larger than"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(60), "took {:?}", t.elapsed());
+}
+
+#[test]
+fn a_two_hour_simulated_run_draws_its_interval_maxima_in_under_five_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log, svg) = (dir.path().join("r.json"), dir.path().join("r.hlog"), dir.path().join("r.svg"));
+    let out = common::rtlab()
+        .args(["run", "--simulate", "seed:5", "-t", "1", "-i", "1ms", "-D", "2h", "-q", "--json"])
+        .arg(&json)
+        .arg("--hlog")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = common::read_json(&json);
+    let t = &r["threads"][0];
+    let s = &t["series"];
+    let n = s["samples"].as_array().unwrap().len();
+    let interval = s["interval_ns"].as_i64().unwrap();
+    // Two hours of 1 s readings, merged in pairs past 3 600 intervals: every interval kept.
+    assert!(n <= 3_600 && n as i64 * interval >= 7_200_000_000_000, "{n} intervals of {interval} ns");
+    let series_max = s["max_ns"].as_array().unwrap().iter().filter_map(Value::as_i64).max();
+    assert_eq!(series_max, t["stats"]["max_ns"].as_i64(), "the series keeps the run's maximum");
+    let total: u64 = s["samples"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(total, t["stats"]["cycles"].as_u64().unwrap());
+    // The log holds the same intervals.
+    let rows = read_log(&log);
+    assert_eq!(rows[0].1.len(), n);
+    assert_eq!(rows[0].1.iter().map(|r| r.2).max(), series_max);
+    let started = Instant::now();
+    let plot = common::rtlab().args(["plot", "--kind", "timeseries"]).arg(&json).arg("-o").arg(&svg).output().unwrap();
+    assert!(plot.status.success(), "{}", String::from_utf8_lossy(&plot.stderr));
+    assert!(started.elapsed() < Duration::from_secs(5), "the plot took {:?}", started.elapsed());
+}
+
+#[test]
+fn bad_hlog_options_are_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("x.hlog");
+    let log = log.to_str().unwrap();
+    for (args, expect) in [
+        (vec!["run", "-D", "1", "--hlog", log, "--hlog-interval", "1500ms"], "--hlog-interval 1.5 s"),
+        (vec!["run", "-D", "1", "--hlog", "-"], "--hlog -"),
+        (vec!["run", "-D", "1", "--hlog-interval", "2s"], "--hlog"),
+        (vec!["cyclictest", "-D", "1", "--hlog", "/proc/x.hlog"], "--hlog"),
+    ] {
+        let err = common::refused(&args);
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+}
