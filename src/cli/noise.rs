@@ -89,7 +89,9 @@ impl crate::commands::sweep::SweepOptions {
             return Err(usage("every sweep point needs a length: give -D (e.g. -D 5s)"));
         }
         if a.noise.json.is_some() || a.noise.samples.is_some() || a.noise.hlog.hlog.is_some() {
-            return Err(usage("--json, --samples and --hlog do not apply to a sweep; every result goes into --out DIR"));
+            return Err(usage(
+                "--json, --samples and --hlog do not apply to a sweep; every result goes into --out DIR",
+            ));
         }
         let axes = crate::sweep::Axes {
             deadlines: None,

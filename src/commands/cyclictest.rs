@@ -149,7 +149,8 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
     let mut hlog = plan.hlog.clone().map(|h| session::observers::HlogWriter::new(h, crate::result::Kind::Wakeup));
     let mut observers: Vec<&mut dyn session::Observer> = vec![&mut view, &mut warnings];
     observers.extend(hlog.as_mut().map(|h| h as &mut dyn session::Observer));
-    let out = session::run(plan, &mut session::Fanout(observers), &signals).map_err(|e| Error::Runtime(e.to_string()))?;
+    let out =
+        session::run(plan, &mut session::Fanout(observers), &signals).map_err(|e| Error::Runtime(e.to_string()))?;
     if let Some(Err(e)) = hlog.map(session::observers::HlogWriter::finish) {
         eprintln!("rtlab: warning: {e}");
     }

@@ -537,7 +537,12 @@ impl Observer for Monitor {
         }
     }
 
-    fn interval(&mut self, slot: usize, stage: Option<&'static str>, reading: &crate::measure::series::IntervalReading) {
+    fn interval(
+        &mut self,
+        slot: usize,
+        stage: Option<&'static str>,
+        reading: &crate::measure::series::IntervalReading,
+    ) {
         if let Some(h) = self.windows.as_mut().and_then(|w| w.hlog.as_mut()) {
             h.interval(slot, stage, reading);
         }

@@ -118,11 +118,10 @@ mod tests {
         let l = line(&tag(0, Some(1), None), 2_000_000_000, 3_000_000_000, Some(54_321), &h);
         assert!(l.starts_with("Tag=thread0_cpu1,2.000,1.000,0.054321,HISTF"), "{l}");
         assert_eq!(tag(3, None, Some("irq")), "thread3_irq");
-        let parsed: Vec<_> = hdrhistogram::serialization::interval_log::IntervalLogIterator::new(
-            format!("{}{l}", header(SystemTime::UNIX_EPOCH, "test")).as_bytes(),
-        )
-        .collect::<Result<_, _>>()
-        .unwrap();
+        let text = format!("{}{l}", header(SystemTime::UNIX_EPOCH, "test"));
+        let parsed: Vec<_> = hdrhistogram::serialization::interval_log::IntervalLogIterator::new(text.as_bytes())
+            .collect::<Result<_, _>>()
+            .unwrap();
         assert_eq!(parsed.len(), 3, "StartTime, BaseTime and the interval");
     }
 }

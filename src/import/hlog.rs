@@ -29,14 +29,23 @@ const YEAR_S: f64 = 365.25 * 86_400.0;
 /// Whether `text` is an interval log: its first line that is not blank is one of the headers
 /// HdrHistogram's writers put first, or an interval line (`[Tag=…,]start,length,max,HIST…`).
 pub fn detect(text: &str) -> bool {
-    let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty()) else { return false };
-    if ["#[Histogram log format version", "#[StartTime:", "#[BaseTime:", "\"StartTimestamp\""]
-        .iter()
-        .any(|h| first.starts_with(h))
-    {
-        return true;
+    const HEADERS: [&str; 4] = ["#[Histogram log format version", "#[StartTime:", "#[BaseTime:", "\"StartTimestamp\""];
+    // Writers open with free comments of their own (jHiccup's "#[Logged with jHiccup…]", the Rust
+    // crate's "#…"): the first known header or the first line that is not a comment decides.
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()).take(1_000) {
+        if HEADERS.iter().any(|h| line.starts_with(h)) {
+            return true;
+        }
+        if !line.starts_with('#') {
+            return is_interval_line(line);
+        }
     }
-    let body = first.strip_prefix("Tag=").and_then(|r| r.split_once(',')).map_or(first, |(_, r)| r);
+    false
+}
+
+/// Whether `line` is an interval line: `[Tag=T,]start,length,max,HIST…`.
+fn is_interval_line(line: &str) -> bool {
+    let body = line.strip_prefix("Tag=").and_then(|r| r.split_once(',')).map_or(line, |(_, r)| r);
     let fields: Vec<&str> = body.split(',').collect();
     fields.len() == 4 && fields[..3].iter().all(|f| f.parse::<f64>().is_ok()) && fields[3].starts_with("HIST")
 }
@@ -69,7 +78,8 @@ fn interval_max(stated: f64, h: &Hdr) -> i64 {
 /// Reads the log `text` (from `path`) into a RunResult.
 pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
     let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
-    let line_of = |s: &str| text[..(s.as_ptr() as usize).saturating_sub(text.as_ptr() as usize)].matches('\n').count() + 1;
+    let line_of =
+        |s: &str| text[..(s.as_ptr() as usize).saturating_sub(text.as_ptr() as usize)].matches('\n').count() + 1;
     let (mut start_time, mut base_time): (Option<f64>, Option<f64>) = (None, None);
     let mut tags: Vec<Tagged> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
@@ -88,9 +98,12 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
     for entry in IntervalLogIterator::new(text.as_bytes()) {
         let entry = entry.map_err(|e| {
             let hdrhistogram::serialization::interval_log::LogIteratorError::ParseError { offset } = e;
-            err(Some(text[..offset.min(text.len())].matches('\n').count() + 1), "not an interval log line (expected \
+            err(
+                Some(text[..offset.min(text.len())].matches('\n').count() + 1),
+                "not an interval log line (expected \
                 [Tag=NAME,]START,LENGTH,MAX,HISTOGRAM, a #[StartTime: …] or #[BaseTime: …] header, or a # comment)"
-                .into())
+                    .into(),
+            )
         })?;
         let iv = match entry {
             LogEntry::StartTime(d) => {
@@ -159,7 +172,10 @@ impl Tagged {
             ));
         }
         self.last_start_ns = start_ns;
-        self.total = self.total.checked_add(h.len()).ok_or_else(|| format!("tag {}: its counts add up past 64 bits", self.name))?;
+        self.total = self
+            .total
+            .checked_add(h.len())
+            .ok_or_else(|| format!("tag {}: its counts add up past 64 bits", self.name))?;
         let _ = self.merged.add(h);
         self.max_ns = self.max_ns.max(max);
         let w = self.series.interval_ns;
@@ -247,4 +263,21 @@ fn result(path: &Path, tags: Vec<Tagged>, start: Option<SystemTime>, end_ns: i64
         environment: None,
     };
     RunResult::from_stated(StatedRun { threads, stated, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_is_known_by_its_headers_or_its_first_interval_line_after_any_comments() {
+        assert!(detect("#written by the hdrhistogram crate\n#[StartTime: 1.000 (seconds since epoch)]\n"));
+        assert!(detect("#[Logged with jHiccup version 2.0.10]\n#[Histogram log format version 1.2]\n"));
+        assert!(detect("# a comment\nTag=a,0.000,1.000,0.001,HISTFAAAA\n"));
+        assert!(detect("0.127,1.007,2.769,HISTFAAAAEV42pNpmSzMwMCgyAABTBDKT4GBgZnNmq\n"));
+        // cyclictest's -h output and -q lines are not logs, nor is a file of comments alone.
+        assert!(!detect("# /dev/cpu_dma_latency set to 0us\n# Histogram\n000000 000000\n"));
+        assert!(!detect("T: 0 ( 1234) P:80 I:1000 C:   1000 Min:      3 Act:    5 Avg:    4 Max:      12\n"));
+        assert!(!detect("# only\n# comments\n"));
+    }
 }

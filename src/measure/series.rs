@@ -67,7 +67,10 @@ impl LatencySeries {
         if n > MAX_POINTS {
             return Err(format!("{n} intervals: a run keeps at most {MAX_POINTS}"));
         }
-        if self.missed.len() != n || self.max_ns.len() != n || !(self.histograms.is_empty() || self.histograms.len() == n) {
+        if self.missed.len() != n
+            || self.max_ns.len() != n
+            || !(self.histograms.is_empty() || self.histograms.len() == n)
+        {
             return Err(format!(
                 "samples, missed, max_ns and histograms differ in length ({n}, {}, {}, {})",
                 self.missed.len(),

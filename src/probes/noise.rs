@@ -447,7 +447,7 @@ fn finished(
         .derive(summary.cycles)
     });
     ThreadOutcome {
- series: None,
+        series: None,
         watch: None,
         plan: tp.clone(),
         sched: Some(sched_now),

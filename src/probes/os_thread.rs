@@ -7,8 +7,8 @@
 use super::setup::{enter, ready, settle, wake_until_finished, Gate, GateState};
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
 use crate::measure::probe::{self, ClockKind, LoopOutcome, LoopParams, Method, Waiter};
-use crate::measure::series::LatencySeries;
 use crate::measure::ring::SampleRing;
+use crate::measure::series::LatencySeries;
 use crate::measure::simulate::{SimWaiter, Simulation};
 use crate::measure::stats::{ExceedLog, Exceedance, Live, Recorder};
 use crate::measure::work::{calibrate, BusyJob, SimJob, SpinJob, WorkKind, WorkLive, WorkRecorder};
@@ -247,7 +247,8 @@ impl OsThreads {
                 shared: Arc::clone(shared),
                 tx: tx.clone(),
             };
-            let stack = if ctx.simulate.is_some() { super::setup::SIMULATED_STACK_BYTES } else { super::setup::STACK_BYTES };
+            let stack =
+                if ctx.simulate.is_some() { super::setup::SIMULATED_STACK_BYTES } else { super::setup::STACK_BYTES };
             let h = super::setup::spawn_with_stack(format!("rtlab-probe-{}", tp.index), stack, move || ctx.run());
             match h {
                 Ok(h) => self.handles.push(h),

@@ -418,7 +418,7 @@ impl Probe for TokioProbe {
             fin.loads.push(in_runtime("tokio-blocking", plan.blocking, o.terms.1, "tokio blocking pool"));
         }
         fin.slots.push(ThreadOutcome {
- series: None,
+            series: None,
             watch: None,
             plan: ThreadPlan::runtime_slot(plan.interval_ns),
             sched: None,

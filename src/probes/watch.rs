@@ -1280,7 +1280,7 @@ impl Reader {
         };
         let summary = exact(recs.wakeup[i].finish());
         ThreadOutcome {
- series: None,
+            series: None,
             plan: ThreadPlan {
                 name: Some(f.comm.clone()),
                 interval_ns: f.period_ns.unwrap_or(0),

@@ -685,7 +685,13 @@ impl Readings {
 
     /// Reads every slot's live cells into its series, and its stages' cells, as of `at_ns`
     /// since the start, and tells the observer what each added.
-    fn read(&mut self, cells: &Cells<'_>, series: &mut [Option<SeriesRecorder>], at_ns: i64, observer: &mut dyn Observer) {
+    fn read(
+        &mut self,
+        cells: &Cells<'_>,
+        series: &mut [Option<SeriesRecorder>],
+        at_ns: i64,
+        observer: &mut dyn Observer,
+    ) {
         for (slot, (r, l)) in series.iter_mut().zip(cells.lives).enumerate() {
             if let (Some(r), Some(c)) = (r.as_mut(), l.checkpoint()) {
                 observer.interval(slot, None, &r.read(&c, at_ns));
@@ -819,7 +825,7 @@ fn checkpoint_slots(
                 tp.interval_ns = s.interval_ns;
             }
             ThreadOutcome {
- series: None,
+                series: None,
                 work: works.get(tp.index).and_then(|w| w.as_ref()).and_then(|w| w.checkpoint()),
                 sched: (os || watch).then_some(s.sched),
                 cpus_allowed: os.then(|| tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default()),

@@ -618,7 +618,7 @@ impl ThreadCtx {
     ) -> ThreadOutcome {
         let origin = self.shared.origin.load(Relaxed);
         ThreadOutcome {
- series: None,
+            series: None,
             plan: self.plan.clone(),
             sched: sched::current_thread().ok(),
             cpus_allowed: affinity::current_thread().ok(),
