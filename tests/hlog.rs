@@ -235,6 +235,16 @@ fn a_two_hour_simulated_run_draws_its_interval_maxima_in_under_five_seconds() {
     let plot = common::rtlab().args(["plot", "--kind", "timeseries"]).arg(&json).arg("-o").arg(&svg).output().unwrap();
     assert!(plot.status.success(), "{}", String::from_utf8_lossy(&plot.stderr));
     assert!(started.elapsed() < Duration::from_secs(5), "the plot took {:?}", started.elapsed());
+    // What the picture draws: every interval, the run's maximum marked, each interval's band.
+    let input = rtlab::import::input::load(&json, None).unwrap();
+    let (tracks, end, resolution) = rtlab::plot::inputs::timeseries_tracks(&input).unwrap().unwrap();
+    assert_eq!(tracks.len(), 1);
+    assert_eq!(tracks[0].intervals, s["max_ns"].as_array().unwrap().iter().filter(|m| m.is_i64()).count());
+    assert_eq!(tracks[0].max.map(|m| m.0), series_max);
+    assert_eq!(tracks[0].bins.iter().flatten().map(|b| b.1).max(), series_max, "no maximum is lost in a column");
+    assert_eq!(resolution, rtlab::plot::timeseries::Resolution::Intervals(interval));
+    assert_eq!(end, s["span_ns"].as_i64().unwrap());
+    assert!(tracks[0].bands.iter().flatten().count() > 900, "a band in nearly every column");
 }
 
 #[test]

@@ -422,7 +422,8 @@ pub fn has_series(r: &RunResult) -> bool {
     r.threads.iter().any(|t| t.series.as_ref().is_some_and(|s| s.max_ns.iter().any(Option::is_some)))
 }
 
-/// Latency over time from the series of a run's threads, each interval's largest latency.
+/// Latency over time from the series of a run's threads: each interval's largest latency, and
+/// the p50–p99 band of its histogram where the series keeps one.
 fn series_tracks(r: &RunResult) -> Option<(Vec<timeseries::Track>, i64, timeseries::Resolution)> {
     if !has_series(r) {
         return None;
@@ -444,7 +445,12 @@ fn series_tracks(r: &RunResult) -> Option<(Vec<timeseries::Track>, i64, timeseri
         for (k, (max, samples)) in s.max_ns.iter().zip(&s.samples).enumerate() {
             if let Some(max) = max {
                 let start = k as i64 * s.interval_ns;
-                b.add_interval(track, start, s.interval_ns.min(s.span_ns - start), *samples, *max);
+                let len = s.interval_ns.min(s.span_ns - start);
+                b.add_interval(track, start, len, *samples, *max);
+                // Threads drawn together have no band: their intervals' merge is not in time order.
+                if let (false, Some(h)) = (together, s.histogram(k)) {
+                    b.add_histogram(track, start, len, &h);
+                }
             }
         }
         // The run knows when its largest latency happened, closer than its interval.

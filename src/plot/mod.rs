@@ -230,8 +230,12 @@ pub fn describe(r: &RunResult) -> String {
     } else {
         parts.push(format!("{} CPU{}", r.threads.len(), if r.threads.len() == 1 { "" } else { "s" }));
     }
-    if let Some(d) = r.duration_s {
-        parts.push(format!("{d:.1} s"));
+    // A simulated run's clock is virtual: its length is its series', not the seconds it took.
+    let simulated_ns = r.threads.iter().filter_map(|t| t.series.as_ref()).map(|s| s.span_ns).max();
+    match (r.simulated, simulated_ns, r.duration_s) {
+        (true, Some(ns), _) => parts.push(format!("{} simulated", crate::units::duration(ns))),
+        (_, _, Some(d)) => parts.push(format!("{d:.1} s")),
+        _ => {}
     }
     for l in &r.loads {
         parts.push(format!("load {}", l.spec));
