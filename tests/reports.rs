@@ -349,3 +349,62 @@ fn the_html_report_renders_in_chromium() {
         assert!(!log.contains(bad), "the browser reported '{bad}':\n{log}");
     }
 }
+
+/// Checks that `svg` scales to its box (a viewBox of its own size, so a page narrower than the
+/// picture shrinks it instead of cutting its right side off) and that its legend's text lies
+/// inside the legend's box, and the box inside the picture.
+fn assert_fits(svg: &str, what: &str) {
+    let num = |re: &str| -> Vec<f64> {
+        let caps = regex::Regex::new(re).unwrap().captures(svg).unwrap_or_else(|| panic!("{what}: no {re}"));
+        caps.iter().skip(1).map(|c| c.unwrap().as_str().parse().unwrap()).collect()
+    };
+    let size = num(r#"^<svg width="([\d.]+)" height="([\d.]+)""#);
+    let view = num(r#"^<svg [^>]*viewBox="0 0 ([\d.]+) ([\d.]+)""#);
+    assert_eq!(view, size, "{what}: the viewBox is the picture's size");
+    let Some(legend) =
+        regex::Regex::new(r##"stroke="#b4b4b4" d="M ([\d.]+) ([\d.]+) L ([\d.]+) [\d.]+ L [\d.]+ ([\d.]+)"##)
+            .unwrap()
+            .captures(svg)
+    else {
+        return;
+    };
+    let b: Vec<f64> = legend.iter().skip(1).map(|c| c.unwrap().as_str().parse().unwrap()).collect();
+    let (left, top, right, bottom) = (b[0], b[1], b[2], b[3]);
+    assert!(left >= 0.0 && right <= size[0], "{what}: the legend [{left}, {right}] leaves the picture");
+    // The glyphs drawn after the box, on its rows, are its labels.
+    let rest = &svg[legend.get(0).unwrap().end()..];
+    let point = regex::Regex::new(r"([\d.]+) ([\d.]+)").unwrap();
+    let glyphs = regex::Regex::new(r##"<path fill="#[0-9a-f]{6}" stroke="none" d="([^"]*)""##).unwrap();
+    let xs: Vec<f64> = glyphs
+        .captures_iter(rest)
+        .flat_map(|g| {
+            point
+                .captures_iter(g.get(1).unwrap().as_str())
+                .map(|p| (p[1].parse().unwrap(), p[2].parse().unwrap()))
+                .collect::<Vec<(f64, f64)>>()
+        })
+        .filter(|(_, y)| (top..=bottom).contains(y))
+        .map(|(x, _)| x)
+        .collect();
+    assert!(!xs.is_empty(), "{what}: no legend text found");
+    let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+    assert!(lo >= left && hi <= right, "{what}: legend text [{lo}, {hi}] outside its box [{left}, {right}]");
+}
+
+#[test]
+fn a_reports_pictures_shrink_with_the_page_and_every_legend_fits_its_picture() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, _) = sim_run(dir.path(), "two", 3);
+    let html = dir.path().join("r.html");
+    rtlab().arg("report").arg(&json).arg("-o").arg(&html).assert().success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    let svgs: Vec<&str> =
+        page.match_indices("<svg").map(|(at, _)| &page[at..at + page[at..].find("</svg>").unwrap()]).collect();
+    assert!(svgs.len() >= 3, "histogram, cdf and timeseries: {}", svgs.len());
+    svgs.iter().enumerate().for_each(|(i, svg)| assert_fits(svg, &format!("picture {i} of the report")));
+    for kind in ["histogram", "histogram-linear", "cdf", "timeseries"] {
+        let out = dir.path().join(format!("{kind}.svg"));
+        rtlab().args(["plot", "--kind", kind]).arg(&json).arg("-o").arg(&out).assert().success();
+        assert_fits(&std::fs::read_to_string(&out).unwrap(), kind);
+    }
+}

@@ -165,7 +165,16 @@ fn write_svg(tree: &resvg::usvg::Tree, prefix: &str) -> String {
         transforms_precision: 4,
         ..Default::default()
     };
-    tree.to_string(&wo)
+    let svg = tree.to_string(&wo);
+    // Without a viewBox a browser lays a picture narrower than its width out by cutting its
+    // right side off (the legend first) instead of shrinking it.
+    let size = tree.size();
+    match svg.find('>') {
+        Some(end) if svg.starts_with("<svg ") && !svg[..end].contains("viewBox") => {
+            format!("{} viewBox=\"0 0 {} {}\"{}", &svg[..end], size.width(), size.height(), &svg[end..])
+        }
+        _ => svg,
+    }
 }
 
 /// The picture's bytes: SVG with every text turned into outlines, or a PNG rendered with the
