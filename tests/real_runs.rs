@@ -603,7 +603,13 @@ fn latency_over_time_is_kept_per_second_and_its_intervals_add_up_to_each_threads
     rtlab().arg("report").arg(&json).arg("-o").arg(&html).assert().success();
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("id=\"timeseries-0\""), "the report draws latency over time from the series");
-    // A simulated run's samples are on a virtual clock: no series.
+    // A simulated run's series is on its virtual clock: 500 periods of 1 ms are one interval
+    // of half a second, whatever the seconds the simulation took.
     let (sim, _) = real_run(&["--simulate", "seed:3", "-l", "500"]);
-    assert!(sim["threads"][0].get("series").is_none(), "{}", sim["threads"][0]);
+    let t = &sim["threads"][0];
+    let s = &t["series"];
+    assert_eq!(s["samples"], serde_json::json!([500]), "{t}");
+    assert_eq!(s["max_ns"][0], t["max_ns"], "{t}");
+    let span = s["span_ns"].as_i64().unwrap();
+    assert!((500_000_000..501_000_000).contains(&span), "{t}");
 }

@@ -32,29 +32,48 @@ pub fn empty() -> Hdr {
     hdrhistogram::Histogram::new(SIGFIG).expect("3 significant figures is a valid precision")
 }
 
-/// What `now` holds beyond `before` (the non-empty buckets of an earlier reading of the same
-/// histogram, ascending), as an HdrHistogram. Each bucket's added count is recorded at the largest
-/// value the bucket holds, never above `max_ns` (the interval's largest latency, so that the
-/// histogram's maximum is the interval's) and never below the bucket's lower edge: percentiles
-/// read from it are those rtlab reports (the upper edge of their bucket) within 1 ns and the
-/// HdrHistogram's precision.
-pub fn of_added(now: &Counts, before: &[(usize, u64)], max_ns: Option<i64>) -> Hdr {
+/// What a reading added to a histogram of `layout` (`(bucket, added count)`, ascending; see
+/// [`added`]) as an HdrHistogram. Each bucket's added count is recorded at the largest value the
+/// bucket holds, never above `max_ns` (the interval's largest latency, so that the histogram's
+/// maximum is the interval's) and never below the bucket's lower edge: percentiles read from it
+/// are those rtlab reports (the upper edge of their bucket) within 1 ns and the HdrHistogram's
+/// precision.
+pub fn of_added(layout: Layout, added: &[(usize, u64)], max_ns: Option<i64>) -> Hdr {
     let mut h = empty();
-    let layout = now.layout();
     let cap = max_ns.map_or(u64::MAX, |m| m.max(0) as u64);
-    let mut prev = before.iter().peekable();
-    for (i, &c) in now.buckets().iter().enumerate() {
-        while prev.next_if(|(k, _)| *k < i).is_some() {}
-        let had = prev.next_if(|(k, _)| *k == i).map_or(0, |(_, n)| *n);
-        if c > had {
-            let v = representative(layout, i, cap);
-            // It grows to any u64 value; were it ever refused, the value is clamped, not lost.
-            if h.record_n(v, c - had).is_err() {
-                h.saturating_record_n(v, c - had);
-            }
+    for &(i, n) in added {
+        let v = representative(layout, i, cap);
+        // It grows to any u64 value; were it ever refused, the value is clamped, not lost.
+        if h.record_n(v, n).is_err() {
+            h.saturating_record_n(v, n);
         }
     }
     h
+}
+
+/// What `now` holds beyond `before` (the non-empty buckets of an earlier reading of the same
+/// histogram, ascending): `(bucket, added count)` of each bucket that grew, ascending, and
+/// `now`'s non-empty buckets for the next reading. One pass over the buckets, with plain
+/// indices: it runs every second per thread, and every virtual second of a simulated day.
+pub fn added(now: &Counts, before: &[(usize, u64)]) -> (Vec<(usize, u64)>, Vec<(usize, u64)>) {
+    let counts = now.buckets();
+    let (mut grew, mut nonzero) = (Vec::new(), Vec::with_capacity(before.len() + 8));
+    let mut k = 0;
+    for i in 0..counts.len() {
+        let c = counts[i];
+        if c == 0 {
+            continue;
+        }
+        while k < before.len() && before[k].0 < i {
+            k += 1;
+        }
+        let had = if k < before.len() && before[k].0 == i { before[k].1 } else { 0 };
+        if c > had {
+            grew.push((i, c - had));
+        }
+        nonzero.push((i, c));
+    }
+    (grew, nonzero)
 }
 
 /// The value bucket `i`'s samples are recorded at: its largest, capped at `cap`, not below its
@@ -139,7 +158,8 @@ mod tests {
         for v in [5_900, 12_345, 12_001] {
             rec.record(v, 0, 0);
         }
-        let h = of_added(&live.checkpoint().unwrap().counts, &before, Some(12_345));
+        let (grew, _) = added(&live.checkpoint().unwrap().counts, &before);
+        let h = of_added(Layout::DEFAULT, &grew, Some(12_345));
         assert_eq!(h.len(), 3);
         // [5000, 6000) gained one: recorded at 5999; [12000, 13000) two, capped at 12 345.
         assert_eq!(ranges(&h).map(|r| r.2).collect::<Vec<_>>(), vec![1, 2]);

@@ -4,7 +4,6 @@
 //! alone, with memory bounded however long the run.
 
 use super::hdr::{self, Hdr};
-use super::histogram::Counts;
 use super::stats::Summary;
 use serde::{Deserialize, Serialize};
 
@@ -201,21 +200,24 @@ impl SeriesRecorder {
     pub fn read(&mut self, now: &Summary, at_ns: i64) -> IntervalReading {
         let samples = now.cycles.saturating_sub(self.cycles);
         let missed = now.missed.saturating_sub(self.missed);
+        let (grew, nonzero) = hdr::added(&now.counts, &self.buckets);
         let max = if samples == 0 {
             None
         } else if now.max_ns > self.max_ns {
             // The run's maximum rose in this interval: it is this interval's, exactly.
             now.max_ns
         } else {
-            top_added(&now.counts, &self.buckets)
+            // The upper edge of the highest bucket that grew.
+            grew.last()
+                .map(|(i, _)| now.counts.layout().bounds(*i).1)
                 .map(|hi| i64::try_from(hi).unwrap_or(i64::MAX).min(now.max_ns.unwrap_or(i64::MAX)))
         };
-        let histogram = hdr::of_added(&now.counts, &self.buckets, max);
+        let histogram = hdr::of_added(now.counts.layout(), &grew, max);
         self.series.add(at_ns, samples, missed, max, Some(&histogram));
         self.cycles = now.cycles;
         self.missed = now.missed;
         self.max_ns = now.max_ns.max(self.max_ns);
-        self.buckets = now.counts.buckets().iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (i, *c)).collect();
+        self.buckets = nonzero;
         IntervalReading { at_ns, samples, missed, max_ns: max, histogram }
     }
 
@@ -233,14 +235,6 @@ impl SeriesRecorder {
     pub fn finish(self) -> LatencySeries {
         self.series
     }
-}
-
-/// The upper edge of the highest bucket of `now` that holds more than `before` (non-empty
-/// buckets, ascending) did.
-fn top_added(now: &Counts, before: &[(usize, u64)]) -> Option<u64> {
-    let had = |i: usize| before.binary_search_by_key(&i, |b| b.0).map_or(0, |k| before[k].1);
-    let counts = now.buckets();
-    (0..counts.len()).rev().find(|&i| counts[i] > had(i)).map(|i| now.layout().bounds(i).1)
 }
 
 #[cfg(test)]
