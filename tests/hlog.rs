@@ -11,10 +11,13 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Per tag, in file order: `(start s, length s, max ns from the max column, histogram)`.
-fn read_log(path: &Path) -> Vec<(String, Vec<(f64, f64, i64, Histogram<u64>)>)> {
+/// An interval as read: `(start s, length s, max ns from the max column, histogram)`.
+type Row = (f64, f64, i64, Histogram<u64>);
+
+/// Per tag, in file order, its intervals.
+fn read_log(path: &Path) -> Vec<(String, Vec<Row>)> {
     let text = std::fs::read(path).unwrap();
-    let mut out: Vec<(String, Vec<(f64, f64, i64, Histogram<u64>)>)> = Vec::new();
+    let mut out: Vec<(String, Vec<Row>)> = Vec::new();
     for e in IntervalLogIterator::new(&text) {
         let LogEntry::Interval(iv) = e.expect("every line parses") else { continue };
         let bytes = base64_decode(iv.encoded_histogram());

@@ -101,7 +101,7 @@ fn plots_refuse_inputs_that_do_not_fit_with_exit_code_2() {
     let nohist = format!("{FIXTURES}/v2.4-t1-nohist.json");
     let png = dir.path().join("x.png");
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["--kind".into(), "timeseries".into(), json.display().to_string()], "needs a samples file"),
+        (vec!["--kind".into(), "timeseries".into(), nohist.clone()], "needs a samples file"),
         (vec!["--kind".into(), "sweep".into(), json.display().to_string()], "needs a sweep directory"),
         (vec![nohist.clone()], "no histogram"),
         (vec![garbage.display().to_string()], "garbage.json"),
@@ -203,8 +203,12 @@ fn an_html_report_is_one_self_contained_page_with_every_section() {
     ] {
         assert!(headings.iter().any(|x| x == h), "missing heading {h} in {headings:?}");
     }
-    assert_eq!(page.matches("<figure").count(), 10, "compare cdf + 2 per run ×3 + timeseries + sweep + sweep cdf");
-    assert_eq!(page.matches("<svg").count(), 10);
+    assert_eq!(
+        page.matches("<figure").count(),
+        11,
+        "compare cdf + 2 per run ×3 + a timeseries per run with a series (a.json) or samples (a.smp) + sweep + sweep cdf"
+    );
+    assert_eq!(page.matches("<svg").count(), 11);
     assert!(page.contains("id=\"timeseries-1\""));
     assert!(page.contains("class=\"verdict not_checked\""));
     // Each run opens with the answer: its headline and its pictures before its tables; the
@@ -344,7 +348,8 @@ fn the_html_report_renders_in_chromium() {
     ] {
         assert!(dump.contains(h), "{h} not in the DOM");
     }
-    assert_eq!(dump.matches("<svg").count(), 5);
+    // compare cdf, then per simulated run a histogram, a cdf and a timeseries (its series).
+    assert_eq!(dump.matches("<svg").count(), 7);
     for bad in ["Failed to load resource", "Refused to", "net::ERR_", "Content Security Policy"] {
         assert!(!log.contains(bad), "the browser reported '{bad}':\n{log}");
     }

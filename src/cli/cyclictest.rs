@@ -285,11 +285,57 @@ impl CyclictestOptions {
     }
 }
 
+/// A cyclictest threshold of `us` µs in ns: cyclictest compares whole microseconds, so
+/// "diff > US" means a latency of at least (US + 1) µs.
+fn above_us(us: i64) -> i64 {
+    (us + 1) * 1000 - 1
+}
+
 impl CyclictestArgs {
     fn validate(self) -> Result<CyclictestOptions, UsageError> {
-        let usage = |m: String| UsageError(m);
         let online = affinity::online_cpus();
         let mut notices = Vec::new();
+        self.check_flags(&online)?;
+        let histofall = self.histofall.is_some();
+        let histogram_us = self.histofall.or(self.histogram);
+        if let Some(h) = histogram_us {
+            if h > 10_000_000 {
+                return Err(UsageError(format!("histogram size {h} µs is above 10 s; use a smaller -h")));
+            }
+        }
+        let (n, cpus) = self.placement(&online)?;
+        let (policy, priority, spread) = self.scheduling(n, &mut notices)?;
+        let distance_us = if histogram_us.is_some() {
+            if self.distance.is_some() {
+                notices.push("WARN: distance is ignored and set to 0, if histogram enabled".into());
+            }
+            0
+        } else {
+            self.distance.unwrap_or(500)
+        };
+        let threads = self.thread_plans(n, cpus.as_ref(), (policy, priority, spread), distance_us)?;
+        let layout = match histogram_us {
+            Some(h) => Layout::new(1_000, (h as u64 * 1000).max(64)).map_err(UsageError)?,
+            None => Layout::DEFAULT,
+        };
+        layout.check_memory(threads.len()).map_err(|_| {
+            UsageError(format!(
+                "-h/-H {} µs for {} threads takes {} MiB of histograms, more than rtlab allows; use a smaller -h or fewer threads",
+                histogram_us.unwrap_or(0),
+                threads.len(),
+                (layout.len() * 8 * threads.len()) >> 20
+            ))
+        })?;
+        let os = self.os_plan(threads, histogram_us);
+        let plan = self.plan(os, layout)?;
+        let args = self.outputs();
+        Ok(CyclictestOptions { plan, histogram_us, histofall, policy, notices, args })
+    }
+
+    /// Flags that exclude or need each other, CPUs that must be online, outputs that must be
+    /// writable.
+    fn check_flags(&self, online: &CpuSet) -> Result<(), UsageError> {
+        let usage = |m: String| UsageError(m);
         if self.aligned.is_some() && self.secaligned.is_some() {
             return Err(usage("-A/--aligned and --secaligned cannot be combined; choose one".into()));
         }
@@ -300,10 +346,10 @@ impl CyclictestArgs {
             return Err(usage("--tracemark needs -b USEC: the marker is written when that latency is exceeded".into()));
         }
         if let Some(Some(set)) = &self.affinity {
-            check_online(set, &online, "-a")?;
+            check_online(set, online, "-a")?;
         }
         if let Some(set) = &self.main_affinity {
-            check_online(set, &online, "--mainaffinity")?;
+            check_online(set, online, "--mainaffinity")?;
         }
         let outputs = [("--json", &self.json), ("--rtlab-json", &self.rtlab_json), ("--histfile", &self.histfile)];
         for (flag, path) in outputs.into_iter().chain([("--hlog", &self.hlog.hlog)]) {
@@ -311,21 +357,17 @@ impl CyclictestArgs {
                 super::run::check_writable_target(p, flag)?;
             }
         }
-        let histofall = self.histofall.is_some();
-        let histogram_us = self.histofall.or(self.histogram);
-        if let Some(h) = histogram_us {
-            if h > 10_000_000 {
-                return Err(usage(format!("histogram size {h} µs is above 10 s; use a smaller -h")));
-            }
-        }
         if self.smi {
             if self.affinity.is_none() && !self.smp {
                 return Err(usage("--smi counts per CPU, so the threads must be pinned: add -a or -S".into()));
             }
-            crate::rt::msr::SmiCounter::check(&online).map_err(usage)?;
+            crate::rt::msr::SmiCounter::check(online).map_err(usage)?;
         }
+        Ok(())
+    }
 
-        // Threads and their CPUs, as cyclictest places them.
+    /// The number of threads and the CPUs they may use, as cyclictest places them.
+    fn placement(&self, online: &CpuSet) -> Result<(usize, Option<CpuSet>), UsageError> {
         let current = affinity::current_thread().unwrap_or_else(|_| online.clone());
         let (n, cpus): (usize, Option<CpuSet>) = if self.smp {
             (current.len(), Some(current.clone()))
@@ -344,11 +386,15 @@ impl CyclictestArgs {
         };
         if let Some(sim) = self.simulate.as_ref().and_then(|s| s.thread_count()) {
             if sim != n {
-                return Err(usage(format!("the simulation samples define {sim} threads but -t asks for {n}")));
+                return Err(UsageError(format!("the simulation samples define {sim} threads but -t asks for {n}")));
             }
         }
+        Ok((n, cpus))
+    }
 
-        // Policy and priority with cyclictest's defaulting.
+    /// Policy, priority and whether priorities spread, with cyclictest's defaulting (its notices
+    /// go to `notices`).
+    fn scheduling(&self, n: usize, notices: &mut Vec<String>) -> Result<(Policy, u32, bool), UsageError> {
         let mut policy = self.policy.unwrap_or(Policy::Other);
         let mut priority = self.priority.unwrap_or(0);
         if self.priority.is_some() && !policy.is_realtime_priority() {
@@ -366,48 +412,49 @@ impl CyclictestArgs {
         }
         let spread = self.priospread && !self.smp;
         if spread && (n as u32) > priority {
-            return Err(usage(format!(
+            return Err(UsageError(format!(
                 "--priospread with {n} threads from priority {priority} would go below 1; raise -p or use fewer threads"
             )));
         }
+        Ok((policy, priority, spread))
+    }
 
-        let distance_us = if histogram_us.is_some() {
-            if self.distance.is_some() {
-                notices.push("WARN: distance is ignored and set to 0, if histogram enabled".into());
-            }
-            0
-        } else {
-            self.distance.unwrap_or(500)
-        };
-        let interval_ns = self.interval;
-        let placed = os_thread::placement(n, cpus.as_ref());
+    /// One plan per thread: its CPU, its priority (spread or not), its interval (`-d` apart).
+    fn thread_plans(
+        &self,
+        n: usize,
+        cpus: Option<&CpuSet>,
+        (policy, priority, spread): (Policy, u32, bool),
+        distance_us: i64,
+    ) -> Result<Vec<ThreadPlan>, UsageError> {
         let mut threads = Vec::with_capacity(n);
-        for (i, cpu) in placed.into_iter().enumerate() {
-            let this_interval = interval_ns
+        for (i, cpu) in os_thread::placement(n, cpus).into_iter().enumerate() {
+            let interval_ns = self
+                .interval
                 .checked_add(distance_us.saturating_mul(1000).saturating_mul(i as i64))
                 .filter(|v| *v <= 3_600_000_000_000)
-                .ok_or_else(|| usage(format!("-d {distance_us} makes thread {i}'s interval longer than 1 h")))?;
-            let prio = if policy.is_realtime_priority() {
-                if spread {
-                    priority - i as u32
-                } else {
-                    priority
-                }
-            } else {
-                0
+                .ok_or_else(|| UsageError(format!("-d {distance_us} makes thread {i}'s interval longer than 1 h")))?;
+            let prio = match (policy.is_realtime_priority(), spread) {
+                (false, _) => 0,
+                (true, true) => priority - i as u32,
+                (true, false) => priority,
             };
             threads.push(ThreadPlan {
                 index: i,
                 cpu,
                 sched: SchedParams::simple(policy, prio),
-                interval_ns: this_interval,
+                interval_ns,
                 warmup_cycles: 0,
                 name: None,
                 work: None,
                 offset_ns: 0,
             });
         }
+        Ok(threads)
+    }
 
+    /// The OS threads' plan: the method, the clock and cyclictest's run-wide options.
+    fn os_plan(&self, threads: Vec<ThreadPlan>, histogram_us: Option<i64>) -> os_thread::Plan {
         let method = if self.posix_timers {
             Method::PosixTimer
         } else if self.system {
@@ -417,23 +464,8 @@ impl CyclictestArgs {
         } else {
             Method::Abs
         };
-        let bucket_ns = 1_000;
-        let layout = match histogram_us {
-            Some(h) => Layout::new(bucket_ns, (h as u64 * 1000).max(64)).map_err(usage)?,
-            None => Layout::DEFAULT,
-        };
-        layout.check_memory(threads.len()).map_err(|_| {
-            usage(format!(
-                "-h/-H {} µs for {} threads takes {} MiB of histograms, more than rtlab allows; use a smaller -h or fewer threads",
-                histogram_us.unwrap_or(0),
-                threads.len(),
-                (layout.len() * 8 * threads.len()) >> 20
-            ))
-        })?;
-        // cyclictest compares whole microseconds: "diff > US" means latency >= (US + 1) µs.
-        let above_us = |us: i64| (us + 1) * 1000 - 1;
         let loops = self.loops.filter(|l| *l > 0);
-        let os = os_thread::Plan {
+        os_thread::Plan {
             threads,
             method,
             clock: self.clock.unwrap_or(ClockKind::Monotonic),
@@ -457,7 +489,12 @@ impl CyclictestArgs {
             stage_stop: Default::default(),
             stage_trace: None,
             deepest_idle_state: None,
-        };
+        }
+    }
+
+    /// The session's plan around the OS threads' plan `os`.
+    fn plan(&self, os: os_thread::Plan, layout: Layout) -> Result<Plan, UsageError> {
+        let loops = self.loops.filter(|l| *l > 0);
         let mut plan = Plan {
             loops,
             duration: self.duration,
@@ -476,7 +513,12 @@ impl CyclictestArgs {
             ..Plan::new(ProbeSpec::Os(os.clone()), layout)
         };
         plan.config = Some(crate::session::os_config(&os, &plan));
-        let args = Outputs {
+        Ok(plan)
+    }
+
+    /// What is printed and written, and how.
+    fn outputs(&self) -> Outputs {
+        Outputs {
             quiet: self.quiet,
             verbose: self.verbose,
             nsecs: self.nsecs,
@@ -496,7 +538,6 @@ impl CyclictestArgs {
             },
             spike: self.spike.is_some(),
             breaktrace: self.breaktrace.is_some(),
-        };
-        Ok(CyclictestOptions { plan, histogram_us, histofall, policy, notices, args })
+        }
     }
 }

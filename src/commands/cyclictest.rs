@@ -88,33 +88,7 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
     let os = plan.os().ok_or_else(|| Error::Runtime("internal: cyclictest measures OS threads".into()))?;
     let nsecs = args.nsecs;
     let mut err = std::io::stderr();
-    for n in notices {
-        let _ = writeln!(err, "{n}");
-    }
-    if args.dbg {
-        for t in &os.threads {
-            let _ = writeln!(
-                err,
-                "# rtlab: thread {} cpu {} policy {}:{} interval {} us method {:?} clock {:?}",
-                t.index,
-                t.cpu.map_or("any".into(), |c| c.to_string()),
-                t.sched.policy,
-                t.sched.priority,
-                t.interval_ns / 1000,
-                os.method,
-                os.clock
-            );
-        }
-    }
-    if args.resolution {
-        let id = os.clock.id();
-        if let (Some(reported), Some(measured)) = (clock::resolution(id), clock::measured_resolution(id, 100_000)) {
-            if args.verbose || measured > reported {
-                let _ = writeln!(err, "WARN: reported clock resolution: {reported} nsec");
-                let _ = writeln!(err, "WARN: measured clock resolution approximately: {measured} nsec");
-            }
-        }
-    }
+    announce(notices, args, os);
     let used_cpus = CpuSet::from_cpus(os.threads.iter().filter_map(|t| t.cpu));
     let _idle = match args.deepest_idle_state {
         Some(n) => {
@@ -160,54 +134,8 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
 
     let result = RunResult::build(out.record(session::base_record(plan, Provenance { command_line, environment })));
     let broke = out.break_hit.is_some();
-    if let Some(path) = &args.json {
-        let exporter = CyclictestJson {
-            version: match args.compat {
-                Compat::V2_10 => Version::V2_10,
-                Compat::V2_4 => Version::V2_4,
-            },
-            nsecs,
-            histogram_us,
-            return_code: 0,
-        };
-        let bytes = exporter.serialize(&result).map_err(Error::Runtime)?;
-        write_output(path, &bytes)
-            .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", path.display())))?;
-    }
-    if let Some(path) = &args.rtlab_json {
-        let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
-        write_output(path, &bytes)
-            .map_err(|e| Error::Runtime(format!("cannot write --rtlab-json {}: {e}", path.display())))?;
-    }
-
-    let mut text = String::new();
-    if args.spike {
-        text += &text_of(&CyclictestSpikes { nsecs }, &result)?;
-    }
-    if let Some(size) = histogram_us {
-        let layout = match args.compat {
-            Compat::V2_10 => Layout::V2_10,
-            Compat::V2_4 => Layout::V2_4,
-        };
-        let block = text_of(&CyclictestHistogram { layout, histofall, nsecs, size: size as usize }, &result)?;
-        match &args.histfile {
-            Some(p) => write_output(p, block.as_bytes())
-                .map_err(|e| Error::Runtime(format!("cannot write --histfile {}: {e}", p.display())))?,
-            None => text += &block,
-        }
-    }
-    if args.breaktrace {
-        let tids: Vec<i32> = out.threads.iter().map(|t| t.tid).collect();
-        let hit = out.break_hit.map(|(i, e)| (out.threads[i].tid, unit(e.latency_ns, nsecs)));
-        text += &break_footer(&tids, hit);
-        // Why it broke, as comment lines after cyclictest's own.
-        let why = crate::output::explain::blocks(&result);
-        text += &why.lines().filter(|l| !l.is_empty()).map(|l| format!("# {l}\n")).collect::<String>();
-    }
-    let missed: Vec<u64> = out.threads.iter().map(|t| t.summary.missed).collect();
-    if missed.iter().any(|m| *m > 0) {
-        text += &format!("# Missed periods:{}\n", missed.iter().map(|m| format!(" {m:05}")).collect::<String>());
-    }
+    write_files(args, histogram_us, &result)?;
+    let text = end_text(args, (histogram_us, histofall), &out, &result)?;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
@@ -221,6 +149,104 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
         );
     }
     Ok(if broke { 3 } else { 0 })
+}
+
+/// cyclictest's notices, and with --dbg and -R the threads' setup and the clock's resolution,
+/// on stderr before measuring.
+fn announce(notices: &[String], args: &Outputs, os: &crate::probes::os_thread::Plan) {
+    let mut err = std::io::stderr();
+    for n in notices {
+        let _ = writeln!(err, "{n}");
+    }
+    if args.dbg {
+        for t in &os.threads {
+            let _ = writeln!(
+                err,
+                "# rtlab: thread {} cpu {} policy {}:{} interval {} us method {:?} clock {:?}",
+                t.index,
+                t.cpu.map_or("any".into(), |c| c.to_string()),
+                t.sched.policy,
+                t.sched.priority,
+                t.interval_ns / 1000,
+                os.method,
+                os.clock
+            );
+        }
+    }
+    if args.resolution {
+        let id = os.clock.id();
+        if let (Some(reported), Some(measured)) = (clock::resolution(id), clock::measured_resolution(id, 100_000)) {
+            if args.verbose || measured > reported {
+                let _ = writeln!(err, "WARN: reported clock resolution: {reported} nsec");
+                let _ = writeln!(err, "WARN: measured clock resolution approximately: {measured} nsec");
+            }
+        }
+    }
+}
+
+/// The --json (cyclictest's) and --rtlab-json files.
+fn write_files(args: &Outputs, histogram_us: Option<i64>, result: &RunResult) -> Result<(), Error> {
+    if let Some(path) = &args.json {
+        let exporter = CyclictestJson {
+            version: match args.compat {
+                Compat::V2_10 => Version::V2_10,
+                Compat::V2_4 => Version::V2_4,
+            },
+            nsecs: args.nsecs,
+            histogram_us,
+            return_code: 0,
+        };
+        let bytes = exporter.serialize(result).map_err(Error::Runtime)?;
+        write_output(path, &bytes)
+            .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.rtlab_json {
+        let bytes = Json.serialize(result).map_err(Error::Runtime)?;
+        write_output(path, &bytes)
+            .map_err(|e| Error::Runtime(format!("cannot write --rtlab-json {}: {e}", path.display())))?;
+    }
+
+    Ok(())
+}
+
+/// What cyclictest prints after the run: spikes, the histogram (or writes it to --histfile), the
+/// break footer with why it broke, missed periods.
+fn end_text(
+    args: &Outputs,
+    (histogram_us, histofall): (Option<i64>, bool),
+    out: &session::Output,
+    result: &RunResult,
+) -> Result<String, Error> {
+    let nsecs = args.nsecs;
+    let mut text = String::new();
+    if args.spike {
+        text += &text_of(&CyclictestSpikes { nsecs }, result)?;
+    }
+    if let Some(size) = histogram_us {
+        let layout = match args.compat {
+            Compat::V2_10 => Layout::V2_10,
+            Compat::V2_4 => Layout::V2_4,
+        };
+        let block = text_of(&CyclictestHistogram { layout, histofall, nsecs, size: size as usize }, result)?;
+        match &args.histfile {
+            Some(p) => write_output(p, block.as_bytes())
+                .map_err(|e| Error::Runtime(format!("cannot write --histfile {}: {e}", p.display())))?,
+            None => text += &block,
+        }
+    }
+    if args.breaktrace {
+        let tids: Vec<i32> = out.threads.iter().map(|t| t.tid).collect();
+        let hit = out.break_hit.map(|(i, e)| (out.threads[i].tid, unit(e.latency_ns, nsecs)));
+        text += &break_footer(&tids, hit);
+        // Why it broke, as comment lines after cyclictest's own.
+        let why = crate::output::explain::blocks(result);
+        text += &why.lines().filter(|l| !l.is_empty()).map(|l| format!("# {l}\n")).collect::<String>();
+    }
+    let missed: Vec<u64> = out.threads.iter().map(|t| t.summary.missed).collect();
+    if missed.iter().any(|m| *m > 0) {
+        text += &format!("# Missed periods:{}\n", missed.iter().map(|m| format!(" {m:05}")).collect::<String>());
+    }
+    Ok(text)
 }
 
 /// An end-of-run block as text.

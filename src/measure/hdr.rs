@@ -51,16 +51,17 @@ pub fn of_added(layout: Layout, added: &[(usize, u64)], max_ns: Option<i64>) -> 
     h
 }
 
+/// Buckets of a histogram: `(index, count)`, ascending.
+pub type Buckets = Vec<(usize, u64)>;
+
 /// What `now` holds beyond `before` (the non-empty buckets of an earlier reading of the same
 /// histogram, ascending): `(bucket, added count)` of each bucket that grew, ascending, and
 /// `now`'s non-empty buckets for the next reading. One pass over the buckets, with plain
 /// indices: it runs every second per thread, and every virtual second of a simulated day.
-pub fn added(now: &Counts, before: &[(usize, u64)]) -> (Vec<(usize, u64)>, Vec<(usize, u64)>) {
-    let counts = now.buckets();
+pub fn added(now: &Counts, before: &[(usize, u64)]) -> (Buckets, Buckets) {
     let (mut grew, mut nonzero) = (Vec::new(), Vec::with_capacity(before.len() + 8));
     let mut k = 0;
-    for i in 0..counts.len() {
-        let c = counts[i];
+    for (i, &c) in now.buckets().iter().enumerate() {
         if c == 0 {
             continue;
         }

@@ -535,6 +535,28 @@ impl<'p> Running<'p> {
         observer.checkpoint(&partial);
     }
 
+    /// The threads' series at the end: read one last time; a simulated thread's, which it read
+    /// on its virtual clock, taken from it and told to `observer` interval by interval; none for
+    /// noise, which keeps its own.
+    fn series_of(&mut self, threads: &mut [ThreadOutcome], observer: &mut dyn Observer) -> Vec<Option<LatencySeries>> {
+        if self.keep_series {
+            let cells = Cells { lives: &self.wires.lives, works: &self.wires.works, stages: &self.stages };
+            self.readings.last(self.started.elapsed(), &cells, &mut self.series, observer);
+        }
+        if self.plan.probe.kind() == crate::result::Kind::Noise {
+            Vec::new()
+        } else if self.keep_series {
+            self.series.drain(..).map(|r| r.map(SeriesRecorder::finish)).collect()
+        } else {
+            // A simulated thread read its own, on its virtual clock: told now, interval by interval.
+            let own: Vec<Option<LatencySeries>> = threads.iter_mut().map(|t| t.series.take()).collect();
+            for (slot, s) in own.iter().enumerate() {
+                s.iter().flat_map(|s| s.readings()).for_each(|r| observer.interval(slot, None, &r));
+            }
+            own
+        }
+    }
+
     /// The run's output once the probe is joined (`finished`): the last samples drained, the
     /// explanations done, and why it ended.
     fn finish(
@@ -577,22 +599,7 @@ impl<'p> Running<'p> {
         for (t, c) in threads.iter_mut().zip(&self.cursors) {
             t.samples_lost = c.lost;
         }
-        if self.keep_series {
-            let cells = Cells { lives: &self.wires.lives, works: &self.wires.works, stages: &self.stages };
-            self.readings.last(self.started.elapsed(), &cells, &mut self.series, observer);
-        }
-        let series: Vec<Option<LatencySeries>> = if self.plan.probe.kind() == crate::result::Kind::Noise {
-            Vec::new()
-        } else if self.keep_series {
-            self.series.drain(..).map(|r| r.map(SeriesRecorder::finish)).collect()
-        } else {
-            // A simulated thread read its own, on its virtual clock: told now, interval by interval.
-            let own: Vec<Option<LatencySeries>> = threads.iter_mut().map(|t| t.series.take()).collect();
-            for (slot, s) in own.iter().enumerate() {
-                s.iter().flat_map(|s| s.readings()).for_each(|r| observer.interval(slot, None, &r));
-            }
-            own
-        };
+        let series = self.series_of(&mut threads, observer);
         observer.finished(&self.statuses, &self.snapshots());
         let end_reason = match (failure.is_some(), break_hit.is_some(), polled) {
             (true, _, _) => EndReason::Failed,
