@@ -132,3 +132,52 @@ fn loop_bookkeeping_per_sample_with_work(bencher: divan::Bencher) {
         rtlab::measure::probe::run_work_loop(&mut w, &mut Instant, &mut wr, &params, &mut rec, &stop)
     });
 }
+
+/// One second of a 1 kHz thread (a thousand of the benchmark's latencies) recorded into a
+/// `Live`, alone: the baseline the series reading below is measured against.
+#[divan::bench]
+fn a_second_recorded(bencher: divan::Bencher) {
+    let live = Live::new(Layout::DEFAULT);
+    let mut rec = Recorder::new(&live, None);
+    let lat = latencies();
+    let mut k = 0usize;
+    bencher.bench_local(|| {
+        for _ in 0..1000 {
+            rec.record(divan::black_box(lat[k & 4095]), 0, 0);
+            k += 1;
+        }
+    });
+}
+
+/// The same second, then what the session does once a second per thread off the hot path: a
+/// checkpoint of the `Live` and the series' reading of it (the buckets that grew, the interval's
+/// HdrHistogram, its V2-deflate-base64 text kept in the series) — the cost of the series'
+/// histograms and of `--hlog` (whose line encodes the histogram once more).
+#[divan::bench]
+fn a_second_recorded_and_read_into_the_series(bencher: divan::Bencher) {
+    let live = Live::new(Layout::DEFAULT);
+    let mut rec = Recorder::new(&live, None);
+    let mut series = rtlab::measure::series::SeriesRecorder::new();
+    let lat = latencies();
+    let (mut k, mut at) = (0usize, 0i64);
+    bencher.bench_local(|| {
+        for _ in 0..1000 {
+            rec.record(divan::black_box(lat[k & 4095]), 0, 0);
+            k += 1;
+        }
+        at += 1_000_000_000;
+        let now = live.checkpoint().expect("no probe is recording");
+        divan::black_box(series.read(&now, at));
+    });
+}
+
+/// Encoding and decoding one interval's histogram (a second of the benchmark's latencies).
+#[divan::bench]
+fn an_interval_histogram_encoded_and_decoded(bencher: divan::Bencher) {
+    let mut h = rtlab::measure::hdr::empty();
+    latencies().iter().take(1000).for_each(|v| h.record(*v as u64).unwrap());
+    bencher.bench_local(|| {
+        let text = rtlab::measure::hdr::encode(divan::black_box(&h));
+        divan::black_box(rtlab::measure::hdr::decode(&text).unwrap())
+    });
+}

@@ -265,3 +265,119 @@ fn bad_hlog_options_are_refused_before_measuring() {
         assert!(err.contains(expect), "{args:?}: {err}");
     }
 }
+
+/// Per tag: its intervals' total count and their start times (s).
+fn totals(path: &Path) -> std::collections::BTreeMap<String, (u64, Vec<f64>)> {
+    let mut out = std::collections::BTreeMap::new();
+    for (tag, rows) in read_log(path) {
+        let e: &mut (u64, Vec<f64>) = out.entry(tag).or_default();
+        for r in rows {
+            e.0 += r.3.len();
+            e.1.push(r.0);
+        }
+    }
+    out
+}
+
+/// A free TCP port on the loopback.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn ctrl_c_keeps_every_interval_and_the_log_holds_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, json) = (dir.path().join("c.hlog"), dir.path().join("c.json"));
+    let mut child = std::process::Command::new(common::rtlab_path())
+        .args(["run", "-t", "2", "-i", "1ms", "-D", "60", "-q", "--no-checkpoint", "--hlog"])
+        .arg(&log)
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3_500));
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        written.lines().filter(|l| l.starts_with("Tag=")).count() >= 4,
+        "intervals are written as they close:\n{written}"
+    );
+    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0), "Ctrl-C ends the run cleanly");
+    let r = common::read_json(&json);
+    let tags = totals(&log);
+    for t in r["threads"].as_array().unwrap() {
+        let (count, starts) = &tags[&format!("thread{}_cpu{}", t["thread"], t["cpu"])];
+        assert_eq!(*count, t["cycles"].as_u64().unwrap(), "every sample of the run is in the log");
+        assert!(starts.len() >= 3 && starts.windows(2).all(|w| w[1] > w[0]), "{starts:?}");
+    }
+}
+
+#[test]
+fn every_command_that_takes_hlog_writes_its_threads_and_stages() {
+    assert!(common::is_root(), "watch and timerlat read the kernel's events: run the suite as root");
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name);
+    let ok = |out: std::process::Output, what: &str| {
+        assert!(
+            out.status.code().is_some_and(|c| c == 0 || c == 3),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // cyclictest: its threads, every cycle.
+    let out = common::rtlab()
+        .args(["cyclictest", "-t1", "-a0", "-i1000", "-l2000", "-q", "--hlog"])
+        .arg(at("ct.hlog"))
+        .arg("--rtlab-json")
+        .arg(at("ct.json"))
+        .output()
+        .unwrap();
+    ok(out, "cyclictest");
+    assert_eq!(totals(&at("ct.hlog"))["thread0_cpu0"].0, common::read_json(&at("ct.json"))["threads"][0]["cycles"]);
+    // timerlat: a tag per stage beside the thread's own.
+    let out =
+        common::rtlab().args(["timerlat", "hist", "-c", "0", "-d", "2", "--hlog"]).arg(at("tl.hlog")).output().unwrap();
+    ok(out, "timerlat");
+    let tags: Vec<String> = totals(&at("tl.hlog")).into_keys().collect();
+    assert_eq!(tags, ["thread0_cpu0", "thread0_cpu0_irq", "thread0_cpu0_thread", "thread0_cpu0_user"]);
+    // noise: a tag per measured CPU.
+    let out = common::rtlab().args(["noise", "-c", "0", "-D", "2", "-q", "--hlog"]).arg(at("n.hlog")).output().unwrap();
+    ok(out, "noise");
+    assert_eq!(totals(&at("n.hlog")).into_keys().collect::<Vec<_>>(), ["thread0_cpu0"]);
+    // watch: the watched program's periodic thread, every period.
+    let out = common::rtlab()
+        .args(["watch", "-q", "--json"])
+        .arg(at("w.json"))
+        .arg("--hlog")
+        .arg(at("w.hlog"))
+        .args(["--", "cyclictest", "-t1", "-a0", "-p80", "-i1000", "-l2000", "-q"])
+        .output()
+        .unwrap();
+    ok(out, "watch");
+    let r = common::read_json(&at("w.json"));
+    let t = r["threads"].as_array().unwrap().iter().find(|t| t["priority"] == 80).expect("the FIFO 80 thread");
+    // A watched thread is not pinned by rtlab: its tag has no CPU.
+    let tag = match t["cpu"].as_u64() {
+        Some(c) => format!("thread{}_cpu{c}", t["thread"]),
+        None => format!("thread{}", t["thread"]),
+    };
+    let logged = totals(&at("w.hlog"));
+    assert_eq!(logged.get(&tag).map(|v| v.0), t["cycles"].as_u64(), "{tag} in {:?}", logged.keys());
+    // monitor: the log rotates with the --json windows, each file a log of its own window.
+    let out = common::rtlab()
+        .args(["monitor", "-a", "0", "-i", "1ms", "-D", "7", "--rotate", "3s", "--keep", "5", "--listen"])
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--json")
+        .arg(at("m.json"))
+        .arg("--hlog")
+        .arg(at("m.hlog"))
+        .output()
+        .unwrap();
+    ok(out, "monitor");
+    let starts: Vec<Vec<f64>> =
+        ["m.hlog.2", "m.hlog.1", "m.hlog"].iter().map(|f| totals(&at(f))["thread0_cpu0"].1.clone()).collect();
+    assert_eq!(starts[..2], [vec![0.0, 1.0, 2.0], vec![3.0, 4.0, 5.0]], "{starts:?}");
+    assert_eq!(starts[2].first(), Some(&6.0), "{starts:?}");
+}

@@ -6,7 +6,7 @@
 
 use super::histogram::{Counts, Layout};
 use base64::Engine;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use std::io::Read;
 
 /// Significant figures of every histogram rtlab writes: a value is kept within 0.1 % (1 ns below
@@ -85,9 +85,37 @@ fn representative(layout: Layout, i: usize, cap: u64) -> u64 {
 }
 
 /// The text of `h` in an interval log: V2, deflated, base64 (it starts `HISTF`).
+///
+/// HdrHistogram's own `V2DeflateSerializer` builds a fresh compressor at its default level for
+/// every histogram: 160 µs each here, most of it setting up the compressor. This one keeps a
+/// compressor per thread at the fast level (about a tenth of that; the text is a few percent
+/// longer), and writes the same V2 bytes any HdrHistogram reader inflates.
 pub fn encode(h: &Hdr) -> String {
-    let mut bytes = Vec::new();
-    V2DeflateSerializer::new().serialize(h, &mut bytes).expect("a histogram serializes into memory");
+    thread_local! {
+        static COMPRESS: std::cell::RefCell<flate2::Compress> =
+            std::cell::RefCell::new(flate2::Compress::new(flate2::Compression::fast(), true));
+    }
+    let mut plain = Vec::new();
+    V2Serializer::new().serialize(h, &mut plain).expect("a histogram serializes into memory");
+    let mut bytes = Vec::with_capacity(plain.len() / 2 + 64);
+    bytes.extend_from_slice(&V2_DEFLATED_COOKIE.to_be_bytes());
+    bytes.extend_from_slice(&[0; 4]);
+    COMPRESS.with(|c| {
+        let mut c = c.borrow_mut();
+        c.reset();
+        loop {
+            bytes.reserve(plain.len() / 2 + 64);
+            let read = c.total_in() as usize;
+            let status = c
+                .compress_vec(&plain[read..], &mut bytes, flate2::FlushCompress::Finish)
+                .expect("deflating into memory cannot fail");
+            if status == flate2::Status::StreamEnd {
+                break;
+            }
+        }
+    });
+    let deflated = (bytes.len() - 8) as u32;
+    bytes[4..8].copy_from_slice(&deflated.to_be_bytes());
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 

@@ -242,7 +242,10 @@ pub fn describe(r: &RunResult) -> String {
     // A simulated run's clock is virtual: its length is its series', not the seconds it took.
     let simulated_ns = r.threads.iter().filter_map(|t| t.series.as_ref()).map(|s| s.span_ns).max();
     match (r.simulated, simulated_ns, r.duration_s) {
-        (true, Some(ns), _) => parts.push(format!("{} simulated", crate::units::duration(ns))),
+        (true, Some(ns), _) => {
+            let (unit, per) = timeseries::time_unit(ns);
+            parts.push(format!("{:.1} {unit} simulated", ns as f64 / per));
+        }
         (_, _, Some(d)) => parts.push(format!("{d:.1} s")),
         _ => {}
     }
