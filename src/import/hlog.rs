@@ -222,26 +222,7 @@ impl Tagged {
             over_threshold: 0,
             histogram: Some(histogram),
         };
-        ThreadResult {
-            name: Some(self.name),
-            work: None,
-            thread: index,
-            cpu,
-            cpus_allowed: None,
-            last_cpu: None,
-            policy: None,
-            priority: None,
-            deadline: None,
-            interval_ns: None,
-            timer_slack_ns: None,
-            drift_ns: None,
-            samples_lost: None,
-            stats,
-            logs: None,
-            noise: None,
-            watch: None,
-            series: Some(self.series),
-        }
+        ThreadResult { name: Some(self.name), series: Some(self.series), ..ThreadResult::of_figures(index, cpu, stats) }
     }
 }
 

@@ -142,24 +142,9 @@ pub fn build(file: &Path, format: &str, unit: Unit, p: Stated, figures: &[Thread
         .iter()
         .enumerate()
         .map(|(i, f)| ThreadResult {
-            name: None,
-            work: None,
-            thread: i,
-            cpu: f.cpu,
-            cpus_allowed: None,
-            last_cpu: None,
-            policy: None,
             priority: f.priority,
-            deadline: None,
             interval_ns: f.interval_us.map(|i| i * 1000),
-            timer_slack_ns: None,
-            drift_ns: None,
-            samples_lost: None,
-            stats: stats_of(f, unit),
-            logs: None,
-            noise: None,
-            watch: None,
-            series: None,
+            ..ThreadResult::of_figures(i, f.cpu, stats_of(f, unit))
         })
         .collect();
     let source = Source {

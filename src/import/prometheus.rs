@@ -325,26 +325,7 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
             histogram: Some(h),
         };
         let threads = hosts.entry(host).or_default();
-        threads.push(ThreadResult {
-            name: None,
-            work: None,
-            thread: threads.len(),
-            cpu: cpu.parse().ok(),
-            cpus_allowed: None,
-            last_cpu: None,
-            policy: None,
-            priority: None,
-            deadline: None,
-            interval_ns: None,
-            timer_slack_ns: None,
-            drift_ns: None,
-            samples_lost: None,
-            stats,
-            logs: None,
-            noise: None,
-            watch: None,
-            series: None,
-        });
+        threads.push(ThreadResult::of_figures(threads.len(), cpu.parse().ok(), stats));
     }
     let version: BTreeMap<String, String> =
         versions.iter().map(|(l, _)| (key(l).0, l.get("version").cloned().unwrap_or_default())).collect();

@@ -371,6 +371,34 @@ pub struct WorkResult {
     pub deadlines: crate::measure::work::DeadlineFigures,
 }
 
+/// The part of a thread another tool's file can tell: its index, CPU and statistics.
+impl ThreadResult {
+    /// A thread known only by its figures (an imported file): everything rtlab would have
+    /// observed itself (policy, affinity, timer slack, logs, series…) left unknown.
+    pub fn of_figures(thread: usize, cpu: Option<usize>, stats: Stats) -> ThreadResult {
+        ThreadResult {
+            name: None,
+            work: None,
+            thread,
+            cpu,
+            cpus_allowed: None,
+            last_cpu: None,
+            policy: None,
+            priority: None,
+            deadline: None,
+            interval_ns: None,
+            timer_slack_ns: None,
+            drift_ns: None,
+            samples_lost: None,
+            stats,
+            logs: None,
+            noise: None,
+            watch: None,
+            series: None,
+        }
+    }
+}
+
 /// One measuring thread.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThreadResult {
