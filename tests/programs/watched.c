@@ -22,7 +22,8 @@
  *       20 µs).
  *   watched mutex COUNT OUT   50 µs busy, then 20 µs busy holding a mutex, then 30 µs busy;
  *       a thread "holder" (on another CPU) takes that mutex 20 µs after the release of about
- *       one period in ten, at random, and holds it 200 µs busy.
+ *       one period in ten, at random, and holds it 200 µs busy. OUT's lines have a third
+ *       column: 1 when the job found the mutex held (and waited for it), else 0.
  *   watched pipemid COUNT OUT   50 µs busy, a request written to a thread "device" which
  *       answers 80 µs later through a second pipe (ctl blocks in read), 50 µs busy.
  *   watched tfdmid COUNT OUT    released by a periodic 1 ms timerfd; 100 µs busy, a 50 µs
@@ -57,6 +58,8 @@ static struct timespec ts(long long ns) {
 
 static long work_us, period_us, count, prio, every = 1;
 static long job_index;
+/* Whether the current job found the mutex held (mode mutex). */
+static int job_waited;
 static const char *out_path;
 
 static void *busy(void *arg) {
@@ -195,7 +198,10 @@ static void job(const char *mode) {
         spin_us(us);
     } else if (!strcmp(mode, "mutex")) {
         spin_us(50);
-        pthread_mutex_lock(&lock);
+        if (pthread_mutex_trylock(&lock) != 0) {
+            job_waited = 1;
+            pthread_mutex_lock(&lock);
+        }
         spin_us(20);
         pthread_mutex_unlock(&lock);
         spin_us(30);
@@ -251,7 +257,7 @@ static void *ctl(void *arg) {
     be_ctl(ncpus() - 1);
     FILE *out = open_out();
     /* Kept in memory and written at the end: a job ends at its wait, not after a log write. */
-    long long(*own)[2] = calloc((size_t)count, sizeof *own);
+    long long(*own)[3] = calloc((size_t)count, sizeof *own);
     if (!own) exit(1);
     int tfd = -1;
     long long next = now_ns() + 10000000LL;
@@ -274,10 +280,12 @@ static void *ctl(void *arg) {
         /* One period in ten, at random, the holder takes the lock 20 µs after the next release. */
         if (!strcmp(mode, "mutex") && hold_at == 0 && rand() % 10 == 0) hold_at = next + 1020000LL;
         job_index = i;
+        job_waited = 0;
         job(mode);
         long long done = now_ns();
         own[i][0] = next;
         own[i][1] = done - next;
+        own[i][2] = job_waited;
         next += (long long)n * 1000000LL;
         while (tfd < 0 && next < done) next += 1000000LL;
     }
@@ -290,7 +298,12 @@ static void *ctl(void *arg) {
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
     }
     hold_at = -1;
-    for (long i = 0; i < count; i++) fprintf(out, "%lld %lld\n", own[i][0], own[i][1]);
+    for (long i = 0; i < count; i++) {
+        if (!strcmp(mode, "mutex"))
+            fprintf(out, "%lld %lld %lld\n", own[i][0], own[i][1], own[i][2]);
+        else
+            fprintf(out, "%lld %lld\n", own[i][0], own[i][1]);
+    }
     fclose(out);
     if (!strcmp(mode, "pipemid")) close(req[1]);
     return NULL;
