@@ -6,7 +6,6 @@
 
 use super::Exporter;
 use crate::measure::hdr::{self, Hdr};
-use crate::measure::series::IntervalReading;
 use crate::result::{RunResult, ThreadResult};
 use std::fmt::Write;
 use std::time::SystemTime;
@@ -62,12 +61,6 @@ pub fn line(tag: &str, start_ns: i64, end_ns: i64, max_ns: Option<i64>, histogra
         secs((end_ns - start_ns).max(0)),
         hdr::encode(histogram)
     )
-}
-
-/// The line of a reading of the pipeline (an interval of `interval_ns` or less, ending at the
-/// reading).
-pub fn reading_line(tag: &str, r: &IntervalReading, interval_ns: i64) -> String {
-    line(tag, (r.at_ns - interval_ns).max(0), r.at_ns, r.max_ns, &r.histogram)
 }
 
 /// A result's series as an interval log: every thread's intervals, in time order. Only a

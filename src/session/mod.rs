@@ -401,9 +401,10 @@ impl<'p> Running<'p> {
             x.slots(slots.iter().map(|s| (s.cpu, s.tid)).collect(), dma_latency_us);
         }
         let n = wires.lives.len();
-        // A noise run's cells are read for the observers (its gaps' interval histograms) but it
-        // keeps a series of its own.
-        let keep_series = !plan.probe.simulated();
+        // A noise run keeps a series of its own: its cells are read only for an interval log
+        // (its gaps' interval histograms).
+        let keep_series =
+            !plan.probe.simulated() && (plan.probe.kind() != crate::result::Kind::Noise || plan.hlog.is_some());
         Running {
             plan,
             wires,
