@@ -495,3 +495,122 @@ fn explain_follows_an_rt_app_threads_late_wakeups() {
     assert!(r["explain"]["explained"].as_u64().unwrap() > 0, "{}", r["explain"]);
     assert!(r["explanations"].as_array().unwrap().iter().all(|x| x["thread"] == 0), "one thread, pinned");
 }
+
+#[test]
+fn an_io_device_that_exists_is_never_written_and_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join("keep.txt");
+    std::fs::write(&keep, "precious").unwrap();
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("inner.txt"), "precious").unwrap();
+    std::os::unix::fs::symlink(&sub, dir.path().join("link")).unwrap();
+    std::os::unix::fs::symlink(&keep, dir.path().join("filelink")).unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+    let cases: [(PathBuf, &str); 8] = [
+        (keep.clone(), "a file that exists"),
+        (dir.path().join("link/inner.txt"), "a file that exists"),
+        (dir.path().join("link/new.bin"), "behind the symlink"),
+        (dir.path().join("filelink"), "a symlink"),
+        (fifo, "a FIFO"),
+        (sub.clone(), "a directory"),
+        (dir.path().join("nowhere/new.bin"), "does not exist"),
+        (PathBuf::from("/proc/self/comm"), "a file that exists"),
+    ];
+    for (device, says) in &cases {
+        let f = dir.path().join("io.json");
+        let json = format!(
+            r#"{{ "global": {{ "io_device": "{}" }}, "tasks": {{ "t": {{ "iorun": 4096, "sleep": 1000 }} }} }}"#,
+            device.display()
+        );
+        std::fs::write(&f, json).unwrap();
+        let t0 = std::time::Instant::now();
+        let (code, stderr, r) = run_in(dir.path(), &f, &["-D", "1s"]);
+        assert_eq!((code, stderr.lines().count()), (Some(2), 1), "{}: {stderr}", device.display());
+        assert!(stderr.contains("io_device") && stderr.contains(says), "{}: {stderr}", device.display());
+        assert!(r.is_none() && t0.elapsed() < std::time::Duration::from_secs(5), "refused before running");
+    }
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "precious");
+    assert_eq!(std::fs::read_to_string(sub.join("inner.txt")).unwrap(), "precious");
+    assert_eq!(std::fs::read_to_string("/proc/self/comm").unwrap(), comm);
+    assert!(!sub.join("new.bin").exists());
+    // /dev/null is written as it is, and a new file is created for the run and removed after.
+    for device in ["/dev/null".to_string(), dir.path().join("scratch.bin").display().to_string()] {
+        let f = dir.path().join("ok.json");
+        let json = format!(
+            r#"{{ "global": {{ "io_device": "{device}" }}, "tasks": {{ "t": {{ "iorun": 4096, "sleep": 1000 }} }} }}"#
+        );
+        std::fs::write(&f, json).unwrap();
+        let (code, stderr, r) = run_in(dir.path(), &f, &["-D", "1s"]);
+        assert_eq!(code, Some(0), "{device}: {stderr}");
+        assert!(r.unwrap()["rt_app"]["threads"][0]["phase_loops"].as_u64().unwrap() > 0, "{device}");
+    }
+    assert!(!dir.path().join("scratch.bin").exists(), "the file rtlab made for iorun is gone after the run");
+}
+
+/// Tasks that each hold one mutex, meet at a barrier, then lock the next one's: a cycle of
+/// `n` waits that no task can leave (`pi`: priority-inheriting mutexes), or `forever` with no
+/// duration.
+fn lock_cycle(n: usize, pi: bool, duration: i64) -> String {
+    let tasks: Vec<String> = (0..n)
+        .map(|i| {
+            let (mine, next) = (format!("m{i}"), format!("m{}", (i + 1) % n));
+            format!(
+                r#""t{i}": {{ "lock": "{mine}", "barrier": "all", "lock1": "{next}", "unlock1": "{next}", "unlock": "{mine}" }}"#
+            )
+        })
+        .collect();
+    format!(r#"{{ "global": {{ "pi_enabled": {pi}, "duration": {duration} }}, "tasks": {{ {} }} }}"#, tasks.join(", "))
+}
+
+#[test]
+fn a_lock_order_deadlock_ends_at_the_duration_with_the_result_written_and_the_cycle_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for (n, pi) in [(2, false), (2, true), (3, false), (3, true)] {
+        let f = dir.path().join("cycle.json");
+        std::fs::write(&f, lock_cycle(n, pi, 2)).unwrap();
+        let t0 = std::time::Instant::now();
+        let (code, stderr, r) = run_in(dir.path(), &f, &[]);
+        assert_eq!(code, Some(0), "{n} tasks, pi {pi}: {stderr}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(7), "ended at its 2 s duration (+5 s)");
+        let r = r.unwrap();
+        let w = r["warnings"].as_array().unwrap().iter().find(|w| w["kind"] == "mutex_waits").expect(&stderr);
+        assert_eq!(w["deadlock"], true, "{w}");
+        for i in 0..n {
+            assert!(w["waits"].as_str().unwrap().contains(&format!("t{i} waited for mutex m{}", (i + 1) % n)), "{w}");
+        }
+        assert!(stderr.contains("deadlock: "), "said on stderr too: {stderr}");
+    }
+}
+
+#[test]
+fn a_deadlocked_use_case_without_a_duration_ends_at_one_ctrl_c_or_sigterm_with_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("forever.json");
+    std::fs::write(&f, lock_cycle(2, true, -1)).unwrap();
+    for signal in ["-INT", "-TERM"] {
+        let json = dir.path().join(format!("r{signal}.json"));
+        let mut child = std::process::Command::new(rtlab_path())
+            .args(["run", "-q", "--rt-app"])
+            .arg(&f)
+            .arg("--json")
+            .arg(&json)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        std::process::Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        let t0 = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() && t0.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let status = child.try_wait().unwrap();
+        let _ = child.kill();
+        assert!(status.is_some(), "{signal}: still running 5 s after one signal");
+        let r = read_json(&json);
+        assert!(r["warnings"].as_array().unwrap().iter().any(|w| w["deadlock"] == true), "{signal}: {r}");
+    }
+}

@@ -67,7 +67,25 @@ pub fn read(path: &Path, online: &CpuSet) -> Result<UseCase, String> {
         };
         format!("--rt-app {shown}: not rt-app JSON (line {}): {e}{hint}", e.line())
     })?;
-    parse(top, online).map_err(|e| format!("--rt-app {shown}: {e}"))
+    let uc = parse(top, online).map_err(|e| format!("--rt-app {shown}: {e}"))?;
+    check_io_device(&uc).map_err(|e| format!("--rt-app {shown}: {e}"))?;
+    Ok(uc)
+}
+
+/// Where `iorun` writes, checked before anything runs when a thread has one: only a sink
+/// device or a new file rtlab creates (never an existing file, never through a symlink, never
+/// `/proc` or `/sys`).
+fn check_io_device(uc: &UseCase) -> Result<(), String> {
+    if !uc.threads.iter().flat_map(|t| t.phases.iter().flat_map(|p| &p.events)).any(|e| matches!(e, Event::IoRun(_))) {
+        return Ok(());
+    }
+    crate::rt::fs::io_target(&uc.io_device).map(|_| ()).map_err(|what| {
+        format!(
+            "global.io_device {} is {what}: rtlab's iorun writes only to /dev/null, /dev/zero or a new file it \
+             creates (and removes at the end); give a path that does not exist yet in an ordinary directory",
+            crate::units::printable(&uc.io_device.display().to_string())
+        )
+    })
 }
 
 /// A key's value; one serde cannot hold (`1e400`) is an error naming the key and the value.

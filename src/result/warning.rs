@@ -174,6 +174,14 @@ pub enum Warning {
         /// Events the kernel's buffers overwrote or dropped.
         count: u64,
     },
+    /// An rt-app run ended with threads waiting for mutexes (a lock-order deadlock when they
+    /// wait on each other in a cycle): the run ended at its duration or stop, not at its loops.
+    MutexWaits {
+        /// Who waited for which mutex held by whom, in the cycle's order for a deadlock.
+        waits: String,
+        /// The waits form a cycle.
+        deadlock: bool,
+    },
 }
 
 impl Warning {
@@ -260,6 +268,13 @@ impl Warning {
             ),
             Warning::AnchoredSchedule { min_ns } => anchored_schedule(*min_ns),
             Warning::EventsLost { count } => events_lost(*count),
+            Warning::MutexWaits { waits, deadlock: true } => format!(
+                "deadlock: {waits}; each waits for a mutex another holds, so they would wait for ever (rt-app \
+                 too): the run ended at its duration or stop. Fix: take the mutexes in one order in every task."
+            ),
+            Warning::MutexWaits { waits, deadlock: false } => {
+                format!("when the run ended, {waits}; those threads' last phase loops are not counted.")
+            }
         }
     }
 }

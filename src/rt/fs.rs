@@ -68,11 +68,96 @@ pub fn write_atomically(
     Ok(())
 }
 
-/// Opens an existing file or device for writing, never through a symlink and never creating
-/// or truncating anything (rt-app's `io_device`, where `iorun` writes).
-pub fn open_for_writing(path: &Path) -> std::io::Result<std::fs::File> {
+/// Where rt-app's `iorun` may write (its `io_device`): a sink device, or a file that does not
+/// exist yet and that rtlab creates itself (and removes at the end). Nothing that exists is
+/// ever written: not a regular file, not a file behind a symlink, not `/proc` or `/sys`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoTarget {
+    /// `/dev/null` or `/dev/zero` (character devices 1:3 and 1:5): writes go nowhere.
+    Sink,
+    /// A new file in an ordinary directory reached without a symlink.
+    NewFile,
+}
+
+/// What `path` is as an `io_device`, or what it is that rtlab refuses to write to ("a FIFO",
+/// "behind the symlink /x"), for the caller's sentence.
+pub fn io_target(path: &Path) -> Result<IoTarget, String> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => {
+            let t = m.file_type();
+            if t.is_char_device() && sink_device(m.rdev()) {
+                return Ok(IoTarget::Sink);
+            }
+            Err(if t.is_symlink() {
+                "a symlink"
+            } else if t.is_dir() {
+                "a directory"
+            } else if t.is_fifo() {
+                "a FIFO"
+            } else if t.is_socket() {
+                "a socket"
+            } else if t.is_char_device() || t.is_block_device() {
+                "a device other than /dev/null and /dev/zero"
+            } else {
+                "a file that exists"
+            }
+            .to_string())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => new_file_target(path),
+        Err(e) => Err(format!("unreadable ({e})")),
+    }
+}
+
+use std::os::unix::fs::MetadataExt;
+
+/// `/dev/null` (1:3) or `/dev/zero` (1:5).
+fn sink_device(rdev: u64) -> bool {
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    major == 1 && (minor == 3 || minor == 5)
+}
+
+/// A path that does not exist: its directory must exist, be reached through no symlink and
+/// not be on a kernel pseudo-filesystem.
+fn new_file_target(path: &Path) -> Result<IoTarget, String> {
+    let absolute = std::path::absolute(path).map_err(|e| format!("not a usable path ({e})"))?;
+    let dir = parent_of(&absolute);
+    for a in dir.ancestors() {
+        match std::fs::symlink_metadata(a) {
+            Ok(m) if m.file_type().is_symlink() => return Err(format!("behind the symlink {}", a.display())),
+            Ok(m) if a == dir && !m.is_dir() => return Err("in something that is not a directory".into()),
+            Ok(_) => {}
+            Err(_) if a == dir => return Err("in a directory that does not exist".into()),
+            Err(e) => return Err(format!("behind {} ({e})", a.display())),
+        }
+    }
+    match pseudo_filesystem(dir) {
+        Some(fs) => Err(format!("in the kernel's {fs} filesystem")),
+        None => Ok(IoTarget::NewFile),
+    }
+}
+
+/// Opens an `io_device` that [`io_target`] allowed: a sink device as it is, a new file created
+/// here (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600: never a file that appeared since the check,
+/// never through a symlink).
+pub fn open_io_target(path: &Path, target: IoTarget) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    if target == IoTarget::NewFile {
+        o.create_new(true).mode(0o600);
+    }
+    let f = o.open(path)?;
+    let m = f.metadata()?;
+    use std::os::unix::fs::FileTypeExt;
+    let ok = match target {
+        IoTarget::Sink => m.file_type().is_char_device() && sink_device(m.rdev()),
+        IoTarget::NewFile => m.is_file(),
+    };
+    if !ok {
+        return Err(std::io::Error::other("it changed since it was checked"));
+    }
+    Ok(f)
 }
 
 #[cfg(test)]

@@ -83,9 +83,10 @@ impl Meet {
         }
     }
 
-    /// Waits for a release (`mutex`, held by the caller, is released while waiting and held
-    /// again after); `None` when the run stopped first.
-    pub fn wait(&self, mutex: Option<&PMutex>, stop: &AtomicBool) -> Option<Stamp> {
+    /// Waits for a release (`mutex`, held by the caller, is released while waiting and taken
+    /// again after); `None` when the run stopped first. The flag: the mutex is held again (a
+    /// stop can end the wait to take it back too).
+    pub fn wait(&self, mutex: Option<&PMutex>, stop: &AtomicBool) -> (Option<Stamp>, bool) {
         let mut s = self.state();
         let token = s.next;
         s.next += 1;
@@ -95,10 +96,8 @@ impl Meet {
         }
         let (s, got) = self.until_released(s, token, stop);
         drop(s);
-        if let Some(m) = mutex {
-            let _ = m.lock();
-        }
-        got
+        let held = mutex.is_some_and(|m| m.lock_until(stop).is_ok());
+        (got, held)
     }
 
     /// A barrier of `users`: the last to arrive releases the others, as rt-app's barrier
@@ -216,6 +215,10 @@ pub struct Ran {
     pub phase_loops: u64,
     /// The log could not be written: why.
     pub log_error: Option<String>,
+    /// The run stopped while the thread waited for this mutex.
+    pub blocked_on: Option<usize>,
+    /// The mutexes it held when it stopped.
+    pub held: Vec<usize>,
 }
 
 /// One phase loop's figures, as rt-app logs them (µs) and as the job model needs them (ns).
@@ -351,8 +354,10 @@ impl<'a> Runner<'a> {
         true
     }
 
-    /// Unlocks what the thread holds (a stop may come between a lock and its unlock).
+    /// Unlocks what the thread holds (a stop may come between a lock and its unlock), kept
+    /// in its figures for the deadlock report.
     fn release_held(&mut self) {
+        self.ran.held = self.held.clone();
         while let Some(m) = self.held.pop() {
             if let Res::Mutex(m) = &self.shared.resources[m] {
                 let _ = m.unlock();
@@ -391,17 +396,13 @@ impl<'a> Runner<'a> {
                 self.held.retain(|h| *h != m);
             }
             Event::Suspend(r) => {
-                let got = self.meet(r).wait(None, &self.shared.stop);
+                let (got, _) = self.meet(r).wait(None, &self.shared.stop);
                 self.handed(r, got);
             }
-            Event::Wait { cond, mutex } => {
-                let got = self.meet(cond).wait(Some(self.mutex(mutex)), &self.shared.stop);
-                self.handed(cond, got);
-            }
+            Event::Wait { cond, mutex } => self.wait_on(cond, mutex),
             Event::Sync { cond, mutex } => {
                 self.meet(cond).release(true, self.stamp("sync"));
-                let got = self.meet(cond).wait(Some(self.mutex(mutex)), &self.shared.stop);
-                self.handed(cond, got);
+                self.wait_on(cond, mutex);
             }
             Event::Resume(r) => self.meet(r).release(false, self.stamp("resume")),
             Event::Signal(r) => self.meet(r).release(true, self.stamp("signal")),
@@ -544,10 +545,26 @@ impl Runner<'_> {
         self.job = Job { release, latency: now - release, run_ns: 0 };
     }
 
-    /// `lock`: the wait for the mutex is recorded.
+    /// `wait`/`sync`'s wait on `cond` with `mutex` held: released while waiting, taken back
+    /// after (unless the run stopped first).
+    fn wait_on(&mut self, cond: usize, mutex: usize) {
+        let (got, held) = self.meet(cond).wait(Some(self.mutex(mutex)), &self.shared.stop);
+        if !held {
+            self.held.retain(|h| *h != mutex);
+            self.cut = true;
+        }
+        self.handed(cond, got);
+    }
+
+    /// `lock`: the wait for the mutex is recorded; a stop ends the wait (the phase loop is
+    /// cut, and the mutex and its holder are kept for the deadlock report).
     fn lock(&mut self, m: usize) {
         let t0 = clock::now(MONO);
-        let _ = self.mutex(m).lock();
+        if self.mutex(m).lock_until(&self.shared.stop).is_err() {
+            self.ran.blocked_on = Some(m);
+            self.cut = true;
+            return;
+        }
         let t1 = clock::now(MONO);
         self.held.push(m);
         if let Some((_, r)) = self.series.locks.iter_mut().find(|(x, _)| *x == m) {

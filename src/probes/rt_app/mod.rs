@@ -162,6 +162,8 @@ struct Done {
     timers: Vec<TimerDone>,
     log: Option<(tempfile::NamedTempFile, PathBuf)>,
     log_error: Option<String>,
+    blocked_on: Option<usize>,
+    held: Vec<usize>,
 }
 
 struct Setup {
@@ -177,6 +179,10 @@ pub struct RtAppProbe {
     finished: Arc<Vec<AtomicBool>>,
     handles: Vec<std::thread::JoinHandle<Done>>,
     statuses: Vec<ThreadStatus>,
+    /// Where `iorun` writes (opened once, each thread with an `iorun` given its own handle),
+    /// and the file rtlab created for it, removed when the run ends.
+    io: Option<std::fs::File>,
+    io_created: Option<PathBuf>,
 }
 
 impl RtAppProbe {
@@ -190,6 +196,39 @@ impl RtAppProbe {
             finished: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
             handles: Vec::new(),
             statuses: Vec::new(),
+            io: None,
+            io_created: None,
+        }
+    }
+
+    /// Opens the io device when a thread has an `iorun`: checked again as the reader checked
+    /// it (a sink device, or a new file created here), since the path may have changed since.
+    fn open_io(&mut self) -> Result<(), ProbeError> {
+        let uc = &self.plan.use_case;
+        if !uc
+            .threads
+            .iter()
+            .flat_map(|t| t.phases.iter().flat_map(|p| &p.events))
+            .any(|e| matches!(e, Event::IoRun(_)))
+        {
+            return Ok(());
+        }
+        let path = &uc.io_device;
+        let fail = |why: String| ProbeError::Start(format!("cannot open io_device {}: {why}", path.display()));
+        let target = crate::rt::fs::io_target(path).map_err(|what| fail(format!("it is {what}")))?;
+        let file = crate::rt::fs::open_io_target(path, target).map_err(|e| fail(e.to_string()))?;
+        if target == crate::rt::fs::IoTarget::NewFile {
+            self.io_created = Some(path.clone());
+        }
+        self.io = Some(file);
+        Ok(())
+    }
+
+    /// Removes the file rtlab created for `iorun`.
+    fn remove_io(&mut self) {
+        self.io = None;
+        if let Some(p) = self.io_created.take() {
+            let _ = std::fs::remove_file(p);
         }
     }
 
@@ -198,6 +237,7 @@ impl RtAppProbe {
         for h in self.handles.drain(..) {
             let _ = h.join();
         }
+        self.remove_io();
     }
 }
 
@@ -274,6 +314,7 @@ impl Probe for RtAppProbe {
         let ps_per_unit = if runs { calibrate_on(cpu, &sinks.interrupt) } else { 1000 };
         let shared = Arc::new(shared_of(uc, ps_per_unit, &sinks.stop)?);
         self.shared = Some(Arc::clone(&shared));
+        self.open_io()?;
         let setups = self.spawn_threads(uc, &shared, sinks, &privileges)?;
         let mut statuses: Vec<ThreadStatus> = Vec::new();
         for s in setups {
@@ -333,6 +374,7 @@ impl Probe for RtAppProbe {
             // A measuring thread does not panic; if one did, the run fails loudly.
             done.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         }
+        self.remove_io();
         let mut figures = RtAppFigures {
             file: self.plan.file.clone(),
             pi_enabled: self.plan.use_case.pi_enabled,
@@ -351,6 +393,9 @@ impl Probe for RtAppProbe {
             }
             t
         };
+        if let Some(w) = self.mutex_waits(&done) {
+            fin.warnings.push(w);
+        }
         for d in done {
             let i = d.outcome.plan.index;
             let spec = &uc.threads[i];
@@ -405,6 +450,47 @@ impl Probe for RtAppProbe {
     }
 }
 
+impl RtAppProbe {
+    /// The threads the stop found waiting for a mutex, each with the mutex and its holder, and
+    /// whether they wait on each other in a cycle (a deadlock): `None` when none waited.
+    fn mutex_waits(&self, done: &[Done]) -> Option<Warning> {
+        let uc = &self.plan.use_case;
+        let holder_of = |m: usize| done.iter().find(|d| d.held.contains(&m)).map(|d| d.outcome.plan.index);
+        // Thread → (mutex, the thread holding it).
+        let waits: Vec<(usize, usize, Option<usize>)> =
+            done.iter().filter_map(|d| d.blocked_on.map(|m| (d.outcome.plan.index, m, holder_of(m)))).collect();
+        if waits.is_empty() {
+            return None;
+        }
+        let next = |t: usize| waits.iter().find(|w| w.0 == t).and_then(|w| w.2);
+        // A cycle: following holders from a waiter comes back to it.
+        let cycle = waits.iter().find_map(|&(start, _, _)| {
+            let mut path = vec![start];
+            let mut at = next(start)?;
+            while at != start {
+                if path.contains(&at) || path.len() > waits.len() {
+                    return None;
+                }
+                path.push(at);
+                at = next(at)?;
+            }
+            Some(path)
+        });
+        let said = |&(t, m, h): &(usize, usize, Option<usize>)| {
+            let by = h.map_or_else(|| "no thread".to_string(), |h| uc.threads[h].name.clone());
+            format!("{} waited for mutex {} held by {by}", uc.threads[t].name, uc.resources[m].name)
+        };
+        let shown: Vec<&(usize, usize, Option<usize>)> = match &cycle {
+            Some(path) => path.iter().filter_map(|t| waits.iter().find(|w| w.0 == *t)).collect(),
+            None => waits.iter().collect(),
+        };
+        Some(Warning::MutexWaits {
+            waits: shown.into_iter().map(said).collect::<Vec<_>>().join(", "),
+            deadlock: cycle.is_some(),
+        })
+    }
+}
+
 /// Adds `s` (thread `thread`'s) to the series of `key`, made when new.
 fn merge_into<K: PartialEq>(into: &mut Vec<(K, Summary)>, key: K, s: &Summary, thread: usize) {
     match into.iter_mut().find(|(k, _)| *k == key) {
@@ -451,7 +537,7 @@ impl RtAppProbe {
                 max_latency_ns: sinks.max_latency_ns,
                 max_response_ns: sinks.max_response_ns,
                 privileges: privileges.clone(),
-                io_device: uc.io_device.clone(),
+                io: self.io_for(&uc.threads[i])?,
                 mem_buffer_size: uc.mem_buffer_size,
                 log,
                 tx: tx.clone(),
@@ -473,6 +559,21 @@ impl RtAppProbe {
                 SETUP_TIMEOUT.as_secs()
             ))
         })
+    }
+
+    /// The thread's own handle on the io device, when it has an `iorun`.
+    fn io_for(&mut self, t: &ThreadSpec) -> Result<Option<std::fs::File>, ProbeError> {
+        let (Some(f), true) = (&self.io, t.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::IoRun(_))))
+        else {
+            return Ok(None);
+        };
+        match f.try_clone() {
+            Ok(f) => Ok(Some(f)),
+            Err(e) => {
+                self.abort();
+                Err(ProbeError::Start(format!("cannot share the io device between threads: {e}")))
+            }
+        }
     }
 
     /// A temporary file beside each thread's log, its header written (rt-app 1.0's two lines).
@@ -519,7 +620,7 @@ struct ThreadCtx {
     max_latency_ns: Option<i64>,
     max_response_ns: Option<i64>,
     privileges: Privileges,
-    io_device: PathBuf,
+    io: Option<std::fs::File>,
     mem_buffer_size: usize,
     log: Option<(tempfile::NamedTempFile, PathBuf)>,
     tx: std::sync::mpsc::Sender<Setup>,
@@ -536,7 +637,7 @@ impl ThreadCtx {
         let timer_lives = engine::lives(timers.len(), layout);
         let uses_buffer =
             self.spec.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::Mem(_) | Event::IoRun(_)));
-        let io = self.io(&mut warnings);
+        let io = self.io.take();
         ready(&self.shared.stop, &self.live, self.ring.as_deref());
         let status = ThreadStatus {
             index: self.index,
@@ -604,6 +705,8 @@ impl ThreadCtx {
             timers,
             log: self.log.take(),
             log_error: ran.log_error.or(log_error),
+            blocked_on: ran.blocked_on,
+            held: ran.held,
         }
     }
 
@@ -634,21 +737,6 @@ impl ThreadCtx {
             watch: None,
             work,
         }
-    }
-
-    /// The io device, opened when the thread has an `iorun` (a warning when it cannot be).
-    fn io(&self, warnings: &mut Vec<Warning>) -> Option<std::fs::File> {
-        if !self.spec.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::IoRun(_))) {
-            return None;
-        }
-        crate::rt::fs::open_for_writing(&self.io_device)
-            .map_err(|e| {
-                warnings.push(Warning::OutputFailed {
-                    output: format!("io_device {}", self.io_device.display()),
-                    why: e.to_string(),
-                })
-            })
-            .ok()
     }
 
     /// Enters the thread: control signals blocked, its CPUs and its scheduling applied.
