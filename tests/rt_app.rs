@@ -614,3 +614,35 @@ fn a_deadlocked_use_case_without_a_duration_ends_at_one_ctrl_c_or_sigterm_with_i
         assert!(r["warnings"].as_array().unwrap().iter().any(|w| w["deadlock"] == true), "{signal}: {r}");
     }
 }
+
+#[test]
+fn small_rt_app_files_that_would_allocate_gigabytes_are_refused_before_anything_is_allocated() {
+    let dir = tempfile::tempdir().unwrap();
+    // 400 tasks that each wait on and release one resource: 160 000 hand-off series (about
+    // 14 GB of histograms) from a 17 KB file.
+    let tasks: Vec<String> = (0..400).map(|i| format!(r#""t{i}": {{ "suspend": "x", "resume": "x" }}"#)).collect();
+    let handoffs = format!(r#"{{ "tasks": {{ {} }} }}"#, tasks.join(", "));
+    // 1 024 threads with a 4 MiB buffer each: 4 GiB.
+    let buffers = r#"{ "global": { "mem_buffer_size": 4194304 }, "tasks": { "t": { "instance": 1024, "mem": 10, "sleep": 1000 } } }"#;
+    for (json, says) in [(handoffs.as_str(), "series"), (buffers, "MiB in all")] {
+        assert!(json.len() < 21_000);
+        let f = dir.path().join("big.json");
+        std::fs::write(&f, json).unwrap();
+        let t0 = std::time::Instant::now();
+        let (code, stderr, r) = run_in(dir.path(), &f, &["-D", "1s"]);
+        assert_eq!((code, stderr.lines().count()), (Some(2), 1), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(r.is_none() && t0.elapsed() < std::time::Duration::from_secs(10), "refused before running");
+    }
+    // A task's ignored keys are said once, not once per instance.
+    let keys: Vec<String> = (0..30).map(|k| format!(r#""junk{k}": 1"#)).collect();
+    let f = dir.path().join("many.json");
+    std::fs::write(
+        &f,
+        format!(r#"{{ "tasks": {{ "t": {{ "instance": 64, {}, "sleep": 1000 }} }} }}"#, keys.join(", ")),
+    )
+    .unwrap();
+    let (code, stderr, _) = run_in(dir.path(), &f, &["-D", "1s"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr.lines().filter(|l| l.contains("junk")).count(), 30, "{stderr}");
+}

@@ -52,6 +52,9 @@ pub const MAX_EVENTS: usize = 200_000;
 const MAX_US: i64 = 3_600_000_000;
 /// The most bytes one `mem`/`iorun` event or `mem_buffer_size` may ask for (1 GiB).
 const MAX_BYTES: i64 = 1 << 30;
+/// The most bytes the threads' `mem`/`iorun` buffers may take together (1 GiB); the
+/// histograms are bounded apart (`Layout::check_memory`, counted before any is allocated).
+pub const MAX_BUFFERS: usize = 1 << 30;
 
 /// Reads an rt-app file: `online` are the CPUs a `cpus` array may name.
 pub fn read(path: &Path, online: &CpuSet) -> Result<UseCase, String> {
@@ -265,6 +268,8 @@ impl Builder<'_> {
         }
         for i in 0..head.instances {
             let index = self.uc.threads.len();
+            // What the first instance said of its keys is said once, not once per instance.
+            let said = self.uc.ignored.len();
             let mut phases = Vec::new();
             match &phases_raw {
                 Some(raw) => {
@@ -292,6 +297,9 @@ impl Builder<'_> {
                         .collect();
                     phases.push(self.phase(name, index, "phase0", &own, false)?);
                 }
+            }
+            if i > 0 {
+                self.uc.ignored.truncate(said);
             }
             check_deadline(&head.sched, &phases)?;
             self.uc.threads.push(ThreadSpec {
@@ -574,8 +582,13 @@ impl Builder<'_> {
             .iter()
             .filter(|t| t.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::Mem(_) | Event::IoRun(_))))
             .count();
-        if buffers.saturating_mul(self.uc.mem_buffer_size) > 4 << 30 {
-            return Err(format!("{buffers} threads with a buffer of mem_buffer_size {} bytes each: more than 4 GiB; lower mem_buffer_size", self.uc.mem_buffer_size));
+        if buffers.saturating_mul(self.uc.mem_buffer_size) > MAX_BUFFERS {
+            return Err(format!(
+                "{buffers} threads with a buffer of mem_buffer_size {} bytes each: more than {} MiB in all; lower \
+                 mem_buffer_size",
+                self.uc.mem_buffer_size,
+                MAX_BUFFERS >> 20
+            ));
         }
         Ok(self.uc)
     }

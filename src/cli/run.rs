@@ -554,7 +554,14 @@ impl RunArgs {
             for why in &r.use_case.ignored {
                 eprintln!("rtlab: warning: --rt-app: {}", crate::units::printable(why));
             }
-            layout.check_memory(threads.len() * 3).map_err(usage)?;
+            layout.check_memory(r.histograms()).map_err(|e| {
+                usage(format!(
+                    "--rt-app {}: its {} threads measure {} series (wakeups, jobs, hand-offs, lock waits, timers): {e}",
+                    crate::units::printable(&r.file),
+                    threads.len(),
+                    r.histograms()
+                ))
+            })?;
         } else if let Some(set) = self.task_set(&online, SchedParams::simple(policy, priority))? {
             threads = set
                 .tasks

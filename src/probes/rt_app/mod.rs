@@ -118,22 +118,77 @@ fn slot(index: usize, t: &ThreadSpec) -> ThreadPlan {
     }
 }
 
-/// The hand-offs thread `i` can receive: per resource it waits on, each task that releases
-/// that resource and how.
-fn handoff_keys(uc: &UseCase, task_of: &[usize], i: usize) -> Vec<engine::HandoffKey> {
-    let waits: Vec<usize> = uc.threads[i].phases.iter().flat_map(|p| &p.events).filter_map(Event::waits_on).collect();
-    let mut keys = Vec::new();
+/// Each task's index, by thread (a task's instances share it).
+fn tasks_of(uc: &UseCase) -> Vec<usize> {
+    let mut tasks: Vec<&str> = Vec::new();
+    uc.threads
+        .iter()
+        .map(|t| match tasks.iter().position(|n| *n == t.task) {
+            Some(i) => i,
+            None => {
+                tasks.push(&t.task);
+                tasks.len() - 1
+            }
+        })
+        .collect()
+}
+
+/// Per resource, each (task, event) that releases it, once, with its rank in file order:
+/// one pass over the events, so that hand-offs are counted and keyed in time linear in the
+/// file whatever its threads and tasks.
+type Releasers = Vec<Vec<(usize, usize, &'static str)>>;
+
+fn releasers(uc: &UseCase, task_of: &[usize]) -> Releasers {
+    let mut out: Releasers = vec![Vec::new(); uc.resources.len()];
+    let mut rank = 0;
     for (j, t) in uc.threads.iter().enumerate() {
         for e in t.phases.iter().flat_map(|p| &p.events) {
-            if let Some(r) = e.releases().filter(|r| waits.contains(r)) {
-                let key = (task_of[j], r, e.name());
-                if !keys.contains(&key) {
-                    keys.push(key);
+            if let Some(r) = e.releases() {
+                if !out[r].iter().any(|(_, task, via)| *task == task_of[j] && *via == e.name()) {
+                    out[r].push((rank, task_of[j], e.name()));
+                    rank += 1;
                 }
             }
         }
     }
-    keys
+    out
+}
+
+/// The resources thread `t` waits on, each once.
+fn waited(t: &ThreadSpec) -> Vec<usize> {
+    let mut waits: Vec<usize> = t.phases.iter().flat_map(|p| &p.events).filter_map(Event::waits_on).collect();
+    waits.sort_unstable();
+    waits.dedup();
+    waits
+}
+
+/// The hand-offs thread `i` can receive: per resource it waits on, each task that releases
+/// that resource and how, in file order.
+fn handoff_keys(uc: &UseCase, releasers: &Releasers, i: usize) -> Vec<engine::HandoffKey> {
+    let mut keys: Vec<(usize, engine::HandoffKey)> = waited(&uc.threads[i])
+        .into_iter()
+        .flat_map(|r| releasers[r].iter().map(move |&(rank, task, via)| (rank, (task, r, via))))
+        .collect();
+    keys.sort_unstable_by_key(|k| k.0);
+    keys.into_iter().map(|k| k.1).collect()
+}
+
+impl Plan {
+    /// How many histograms the run allocates, counted without allocating any: per thread its
+    /// wakeups, its jobs' two (with a timer), and one per hand-off it can receive, mutex it
+    /// locks and timer it waits on.
+    pub fn histograms(&self) -> usize {
+        let uc = &self.use_case;
+        let releasers = releasers(uc, &tasks_of(uc));
+        uc.threads
+            .iter()
+            .map(|t| {
+                let (locks, timers) = used(t);
+                let handoffs: usize = waited(t).into_iter().map(|r| releasers[r].len()).sum();
+                1 + if timers.is_empty() { 0 } else { 2 } + handoffs + locks.len() + timers.len()
+            })
+            .fold(0usize, usize::saturating_add)
+    }
 }
 
 /// The mutexes thread `t` locks and the timers it waits on (each once, in first use order).
@@ -256,18 +311,7 @@ fn calibrate_on(cpu: usize, stop: &AtomicBool) -> u64 {
 
 /// What the threads of `uc` share: its resources, each thread's task, `run`'s unit.
 fn shared_of(uc: &UseCase, ps_per_unit: u64, stop: &Arc<AtomicBool>) -> Result<Shared, ProbeError> {
-    let mut tasks: Vec<&str> = Vec::new();
-    let task_of = uc
-        .threads
-        .iter()
-        .map(|t| match tasks.iter().position(|n| *n == t.task) {
-            Some(i) => i,
-            None => {
-                tasks.push(&t.task);
-                tasks.len() - 1
-            }
-        })
-        .collect();
+    let task_of = tasks_of(uc);
     Ok(Shared {
         resources: resources(uc)?,
         kinds: uc.resources.iter().map(|r| r.kind).collect(),
@@ -522,12 +566,13 @@ impl RtAppProbe {
     ) -> Result<Vec<Setup>, ProbeError> {
         let logs = self.open_logs()?;
         let (tx, rx) = std::sync::mpsc::channel::<Setup>();
+        let releasers = releasers(uc, &shared.task_of);
         for (i, log) in logs.into_iter().enumerate() {
             let ctx = ThreadCtx {
                 index: i,
                 plan: self.plan.threads[i].clone(),
                 spec: uc.threads[i].clone(),
-                keys: handoff_keys(uc, &shared.task_of, i),
+                keys: handoff_keys(uc, &releasers, i),
                 shared: Arc::clone(shared),
                 gate: Arc::clone(&self.gate),
                 finished: Arc::clone(&self.finished),
