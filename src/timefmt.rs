@@ -2,14 +2,24 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// RFC 3339 with microseconds, UTC.
+/// The last second RFC 3339's four-digit years can write: 9999-12-31T23:59:59Z.
+pub const LATEST_S: u64 = 253_402_300_799;
+
+/// RFC 3339 with microseconds, UTC; a time after year 9999 (which RFC 3339 cannot write, and
+/// which input is refused for before it gets here) is written as the last second of 9999.
 pub fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_micros(t).to_string()
+    let latest = UNIX_EPOCH + Duration::from_secs(LATEST_S);
+    humantime::format_rfc3339_micros(t.min(latest)).to_string()
 }
 
-/// Parses RFC 3339.
+/// Parses RFC 3339 (years up to 9999).
 pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(s).ok()
+}
+
+/// A time in seconds since the epoch that RFC 3339 can write (1970 to 9999), as a SystemTime.
+pub fn from_epoch_secs(s: f64) -> Option<SystemTime> {
+    (s.is_finite() && (0.0..=LATEST_S as f64).contains(&s)).then(|| UNIX_EPOCH + Duration::from_secs_f64(s))
 }
 
 /// RFC 2822 in UTC, as cyclictest's `strftime("%a, %d %b %Y %H:%M:%S %z")` prints it.

@@ -381,3 +381,87 @@ fn every_command_that_takes_hlog_writes_its_threads_and_stages() {
     assert_eq!(starts[..2], [vec![0.0, 1.0, 2.0], vec![3.0, 4.0, 5.0]], "{starts:?}");
     assert_eq!(starts[2].first(), Some(&6.0), "{starts:?}");
 }
+
+#[test]
+fn a_log_from_after_year_9999_is_refused_in_one_line_and_a_result_that_says_so_is_refused_by_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    h.record(1_000).unwrap();
+    let good = encode(&h);
+    let p = dir.path().join("future.hlog");
+    std::fs::write(
+        &p,
+        format!("#[StartTime: 300000000000.000 (seconds since epoch)]\n#[BaseTime: 300000000000.000 (seconds since epoch)]\nTag=a,0.000,1.000,0.001,{good}\n"),
+    )
+    .unwrap();
+    let out = common::rtlab().args(["import"]).arg(&p).arg("-o").arg(dir.path().join("x.json")).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), err.trim().lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("9999"), "{err}");
+    // A result whose start is after 9999 (edited by hand) is refused by show, plot, report and
+    // compare in one line, not a panic.
+    let json = dir.path().join("r.json");
+    common::rtlab()
+        .args(["run", "--simulate", "seed:1", "-t", "1", "-D", "2s", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&json).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let start = v["start_time"].as_str().unwrap().to_string();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, text.replace(&start, "+12000-01-01T00:00:00Z")).unwrap();
+    for args in [
+        vec!["show"],
+        vec!["plot", "-o", dir.path().join("p.svg").to_str().unwrap()],
+        vec!["report", "-o", dir.path().join("r.html").to_str().unwrap()],
+        vec!["compare", json.to_str().unwrap()],
+    ] {
+        let out = common::rtlab().args(&args).arg(&bad).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn import_is_linear_fifty_thousand_intervals_or_ten_megabytes_of_comments_in_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    h.record(1_000).unwrap();
+    h.record(25_000).unwrap();
+    let good = encode(&h);
+    let head = "\u{feff}#[Histogram log format version 1.3]\n#[BaseTime: 0.000 (seconds since epoch)]\n";
+    let mut text = String::from(head);
+    for i in 0..50_000 {
+        text.push_str(&format!("Tag=a,{i}.000,1.000,0.025,{good}\n"));
+    }
+    let mut comments = String::from(head);
+    while comments.len() < 10 << 20 {
+        comments.push_str("# a comment line of the kind writers leave, long enough to count for something\n");
+    }
+    comments.push_str(&format!("Tag=a,0.000,1.000,0.025,{good}\n"));
+    let mut precise = Histogram::<u64>::new(5).unwrap();
+    (1..2_000u64).for_each(|v| precise.record(v * 997).unwrap());
+    let precise = encode(&precise);
+    let mut many = String::from(head);
+    for i in 0..200 {
+        many.push_str(&format!("Tag=a,{i}.000,1.000,2.000,{precise}\n"));
+    }
+    for (name, text, intervals) in [("long", text, 50_000), ("comments", comments, 1), ("precise", many, 200)] {
+        let p = dir.path().join(format!("{name}.hlog"));
+        std::fs::write(&p, text).unwrap();
+        let json = dir.path().join(format!("{name}.json"));
+        let t = Instant::now();
+        let out = common::rtlab().args(["import"]).arg(&p).arg("-o").arg(&json).output().unwrap();
+        let took = t.elapsed();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let r = common::read_json(&json);
+        eprintln!("{name}: {took:?}");
+        let per = if name == "precise" { 1999 } else { 2 };
+        assert_eq!(r["threads"][0]["cycles"].as_u64(), Some(per * intervals), "{name}: every interval's count");
+        // Release: 2 s (the bound); a debug build is about ten times slower. Quadratic
+        // import took 35 s, 90 s and 13 s in release, minutes in debug.
+        assert!(took < Duration::from_secs(if cfg!(debug_assertions) { 30 } else { 2 }), "{name}: {took:?}");
+    }
+}

@@ -8,13 +8,14 @@
 use super::ImportError;
 use crate::measure::hdr::{self, Hdr};
 use crate::measure::histogram::{Counts, Layout};
-use crate::measure::series::LatencySeries;
+use crate::measure::series::{LatencySeries, MAX_POINTS};
 use crate::result::build::{percentiles, Stated, StatedRun};
 use crate::result::{Bucket, HistogramRecord, RunResult, Source, Stats, ThreadResult};
+use crate::timefmt::from_epoch_secs as from_epoch;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// The most intervals a log may hold: a week of 1 s intervals of one thread, or a day of twelve.
 pub const MAX_INTERVALS: usize = 1 << 20;
@@ -50,11 +51,21 @@ fn is_interval_line(line: &str) -> bool {
     fields.len() == 4 && fields[..3].iter().all(|f| f.parse::<f64>().is_ok()) && fields[3].starts_with("HIST")
 }
 
+/// The series' interval a tag is gathering: its reading's time, count, largest value and
+/// histogram.
+struct Open {
+    at_ns: i64,
+    samples: u64,
+    max_ns: Option<i64>,
+    histogram: Hdr,
+}
+
 /// One tag's intervals as they are read.
 struct Tagged {
     name: String,
     merged: Hdr,
     series: LatencySeries,
+    open: Option<Open>,
     /// The largest value of the log, as the interval lines state it where they agree with their
     /// histograms.
     max_ns: Option<i64>,
@@ -78,28 +89,21 @@ fn interval_max(stated: f64, h: &Hdr) -> i64 {
 /// Reads the log `text` (from `path`) into a RunResult.
 pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
     let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
-    let line_of =
-        |s: &str| text[..(s.as_ptr() as usize).saturating_sub(text.as_ptr() as usize)].matches('\n').count() + 1;
     let (mut start_time, mut base_time): (Option<f64>, Option<f64>) = (None, None);
     let mut tags: Vec<Tagged> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     let mut origin: Option<f64> = None;
     // Counted before any histogram is decoded: a log too long is refused at once.
-    let count = IntervalLogIterator::new(text.as_bytes())
-        .take(MAX_INTERVALS + 1)
-        .filter(|e| matches!(e, Ok(LogEntry::Interval(_))))
-        .count();
-    if count > MAX_INTERVALS {
+    let Some(width) = series_width(text) else {
         return Err(err(
             None,
             format!("more than {MAX_INTERVALS} intervals; split the log, or write it with longer intervals"),
         ));
-    }
-    for entry in IntervalLogIterator::new(text.as_bytes()) {
-        let entry = entry.map_err(|e| {
-            let hdrhistogram::serialization::interval_log::LogIteratorError::ParseError { offset } = e;
+    };
+    for (line, entry) in entries(text) {
+        let entry = entry.map_err(|()| {
             err(
-                Some(text[..offset.min(text.len())].matches('\n').count() + 1),
+                Some(line),
                 "not an interval log line (expected \
                 [Tag=NAME,]START,LENGTH,MAX,HISTOGRAM, a #[StartTime: …] or #[BaseTime: …] header, or a # comment)"
                     .into(),
@@ -116,7 +120,6 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
             }
             LogEntry::Interval(iv) => iv,
         };
-        let line = line_of(iv.encoded_histogram());
         let h = hdr::decode(iv.encoded_histogram()).map_err(|e| err(Some(line), e))?;
         // Where interval times count from: BaseTime; else StartTime when they are offsets from
         // it (HdrHistogram's reader's rule); else the epoch.
@@ -126,6 +129,14 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
             _ => 0.0,
         });
         let at = base + ts;
+        if crate::timefmt::from_epoch_secs(at).is_none() || start_time.is_some_and(|s| from_epoch(s).is_none()) {
+            return Err(err(
+                Some(line),
+                "its time is before 1970 or after year 9999 (StartTime, BaseTime and the interval's start added): \
+                 not a time rtlab can write"
+                    .into(),
+            ));
+        }
         let run_start = *origin.get_or_insert(start_time.unwrap_or(at).min(at));
         let name = iv.tag().map_or_else(|| "untagged".to_string(), |t| t.as_str().to_string());
         let k = match index.get(&name) {
@@ -133,7 +144,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
             None if tags.len() >= MAX_TAGS => return Err(err(Some(line), format!("more than {MAX_TAGS} tags"))),
             None => {
                 index.insert(name.clone(), tags.len());
-                tags.push(Tagged::new(name, iv.duration()));
+                tags.push(Tagged::new(name, width));
                 tags.len() - 1
             }
         };
@@ -144,22 +155,73 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
     if tags.is_empty() {
         return Err(err(None, "the interval log holds no interval".into()));
     }
-    let start = origin.map(|s| UNIX_EPOCH + Duration::from_secs_f64(s.max(0.0)));
+    tags.iter_mut().for_each(Tagged::close);
+    let start = origin.and_then(from_epoch);
     let end = tags.iter().map(|t| t.series.span_ns).max().unwrap_or(0);
     Ok(result(path, tags, start, end))
 }
 
+/// The log's entries with their line numbers: each line parsed alone by HdrHistogram's parser
+/// (which, given the whole text, rereads the rest of the file at every comment: a log of
+/// comments took minutes), free comments skipped, the first line it cannot read an error.
+fn entries(text: &str) -> impl Iterator<Item = (usize, Result<LogEntry<'_>, ()>)> {
+    let headers = ["#[StartTime:", "#[BaseTime:"];
+    text.split_inclusive('\n')
+        .enumerate()
+        .filter(move |(_, l)| !l.starts_with('#') || headers.iter().any(|h| l.starts_with(h)))
+        .filter_map(|(i, l)| {
+            let entry = IntervalLogIterator::new(l.as_bytes()).next()?;
+            Some((i + 1, entry.map_err(|_| ())))
+        })
+        .scan(false, |failed, (i, e)| {
+            // Nothing is read past the first line that is not the log's.
+            (!std::mem::replace(failed, e.is_err())).then_some((i, e))
+        })
+}
+
+/// The width of the series' intervals: the log's first interval, to the ms (jHiccup's wander by
+/// a few), doubled until the log's time span fits the [`MAX_POINTS`] a series keeps, so that
+/// each of its intervals is encoded once and never merged again. Found in one pass that decodes
+/// no histogram; `None` when the log holds more than [`MAX_INTERVALS`] intervals.
+fn series_width(text: &str) -> Option<i64> {
+    let (mut first, mut lo, mut hi, mut n) = (None, f64::INFINITY, f64::NEG_INFINITY, 0usize);
+    for (_, e) in entries(text) {
+        if let Ok(LogEntry::Interval(iv)) = e {
+            n += 1;
+            if n > MAX_INTERVALS {
+                return None;
+            }
+            first.get_or_insert(iv.duration());
+            let ts = iv.start_timestamp().as_secs_f64();
+            (lo, hi) = (lo.min(ts), hi.max(ts));
+        }
+    }
+    let mut width = (first.map_or(1, |d| d.as_millis().clamp(1, 1 << 40)) as i64) * 1_000_000;
+    let span = if n > 0 { ((hi - lo) * 1e9).min(1e18) as i64 } else { 0 };
+    while span / width >= MAX_POINTS as i64 - 1 && width < 1 << 60 {
+        width *= 2;
+    }
+    Some(width)
+}
+
 impl Tagged {
-    fn new(name: String, first: Duration) -> Tagged {
-        // The series' interval is the log's, to the ms (jHiccup's wander by a few).
-        let interval_ns = (first.as_millis().max(1) as i64) * 1_000_000;
+    fn new(name: String, interval_ns: i64) -> Tagged {
         Tagged {
             name,
             merged: hdr::empty(),
             series: LatencySeries { interval_ns, ..LatencySeries::new() },
+            open: None,
             max_ns: None,
             last_start_ns: i64::MIN,
             total: 0,
+        }
+    }
+
+    /// Adds the interval being gathered to the series, its histogram encoded once.
+    fn close(&mut self) {
+        if let Some(o) = self.open.take() {
+            hdr::add_into(&mut self.merged, &o.histogram);
+            self.series.add(o.at_ns, o.samples, 0, o.max_ns, Some(&o.histogram));
         }
     }
 
@@ -176,11 +238,23 @@ impl Tagged {
             .total
             .checked_add(h.len())
             .ok_or_else(|| format!("tag {}: its counts add up past 64 bits", self.name))?;
-        let _ = self.merged.add(h);
         self.max_ns = self.max_ns.max(max);
         let w = self.series.interval_ns;
-        // A reading that closes the interval the start falls in.
-        self.series.add(start_ns.max(0) + w, h.len(), 0, max, Some(h));
+        // A reading that closes the interval the start falls in; the log's intervals that fall
+        // in one of the series' are gathered before it is added.
+        let at_ns = start_ns.max(0).saturating_add(w);
+        let slot = (at_ns - 1) / w;
+        if self.open.as_ref().is_some_and(|o| (o.at_ns - 1) / w != slot) {
+            self.close();
+        }
+        match &mut self.open {
+            Some(o) => {
+                o.samples += h.len();
+                o.max_ns = o.max_ns.max(max);
+                hdr::add_into(&mut o.histogram, h);
+            }
+            None => self.open = Some(Open { at_ns, samples: h.len(), max_ns: max, histogram: h.clone() }),
+        }
         self.series.span_ns = self.series.span_ns.max(start_ns.max(0) + length.as_nanos().min(i64::MAX as u128) as i64);
         Ok(())
     }

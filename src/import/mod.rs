@@ -228,7 +228,9 @@ pub fn read_text_input(path: &Path) -> Result<String, (Detected, String)> {
             format!("is larger than {} MiB, more than any result file", MAX_TEXT_INPUT >> 20),
         ));
     }
-    String::from_utf8(bytes)
+    // A UTF-8 byte order mark (Windows editors write one) is not part of any format's text.
+    let body = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes).to_vec();
+    String::from_utf8(body)
         .map_err(|e| (Detected::Binary, format!("holds binary data at byte {}", e.utf8_error().valid_up_to())))
 }
 
@@ -292,6 +294,17 @@ pub fn import_text(path: &Path, text: &str, unit: Option<Unit>) -> Result<RunRes
                         crate::export::samples::MAX_THREADS
                     ),
                 ));
+            }
+            for (name, t) in [("start_time", &r.start_time), ("end_time", &r.end_time)] {
+                if let Some(t) = t.as_deref().filter(|t| crate::timefmt::parse_rfc3339(t).is_none()) {
+                    return Err(err(
+                        None,
+                        format!(
+                            "{name} {}: not an RFC 3339 time of the years 1970 to 9999, which rtlab writes",
+                            crate::units::printable(&crate::units::clip(t, 40))
+                        ),
+                    ));
+                }
             }
             for t in &r.threads {
                 if let Some(Err(why)) = t.series.as_ref().map(|s| s.check()) {

@@ -32,6 +32,21 @@ pub fn empty() -> Hdr {
     hdrhistogram::Histogram::new(SIGFIG).expect("3 significant figures is a valid precision")
 }
 
+/// Adds every count of `from` to `into` (the crate's `add`, a plain walk of the counts where the
+/// two are laid out alike); should it refuse, value by value, a value `into` cannot hold clamped
+/// to its range, never lost.
+pub fn add_into(into: &mut Hdr, from: &Hdr) {
+    if into.add(from).is_ok() {
+        return;
+    }
+    for v in from.iter_recorded() {
+        let (at, n) = (v.value_iterated_to(), v.count_at_value());
+        if into.record_n(at, n).is_err() {
+            into.saturating_record_n(at, n);
+        }
+    }
+}
+
 /// What a reading added to a histogram of `layout` (`(bucket, added count)`, ascending; see
 /// [`added`]) as an HdrHistogram. Each bucket's added count is recorded at the largest value the
 /// bucket holds, never above `max_ns` (the interval's largest latency, so that the histogram's

@@ -160,9 +160,11 @@ impl LatencySeries {
 /// all are empty.
 fn merged(texts: &[&String], more: Option<&Hdr>) -> String {
     let mut sum = hdr::empty();
-    for h in texts.iter().filter(|t| !t.is_empty()).filter_map(|t| hdr::decode(t).ok()).chain(more.cloned()) {
-        // Histograms that grow to any value take any other's values.
-        let _ = sum.add(&h);
+    for h in texts.iter().filter(|t| !t.is_empty()).filter_map(|t| hdr::decode(t).ok()) {
+        hdr::add_into(&mut sum, &h);
+    }
+    if let Some(h) = more {
+        hdr::add_into(&mut sum, h);
     }
     if sum.is_empty() {
         String::new()
