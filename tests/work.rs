@@ -253,10 +253,14 @@ fn a_fifo_blocker_makes_the_task_miss_at_the_blockers_rate() {
     let windows: std::collections::BTreeSet<i64> = late.iter().map(|(wake, _)| wake / 20_000_000).collect();
     let total_windows = 4_000 / 20;
     assert!(windows.len() * 2 >= total_windows, "misses in {} of {total_windows} blocker periods", windows.len());
-    // Phase: the 4 ms band (of 20) holding the most late wakeups holds most of them.
-    let in_band = |start: i64| late.iter().filter(|(_, ph)| (ph - start).rem_euclid(20_000_000) < 4_000_000).count();
-    let best = (0..20).map(|k| in_band(k * 1_000_000)).max().unwrap();
-    assert!(best * 10 >= late.len() * 8, "{best} of {} late wakeups in the blocker's phase", late.len());
+    // Phase: one 4 ms band (of 20) holds a late wakeup in most blocker periods — the blocker's
+    // (a busy machine adds late jobs elsewhere too, so their share is not asserted).
+    let periods_in_band = |start: i64| {
+        let hit = late.iter().filter(|(_, ph)| (ph - start).rem_euclid(20_000_000) < 4_000_000);
+        hit.map(|(wake, _)| wake / 20_000_000).collect::<std::collections::BTreeSet<_>>().len()
+    };
+    let best = (0..20).map(|k| periods_in_band(k * 1_000_000)).max().unwrap();
+    assert!(best * 2 >= total_windows, "the blocker's phase holds a late wakeup in {best} of {total_windows} periods");
     assert!(u(&w["worst_misses_in_window"]) >= 1);
 }
 

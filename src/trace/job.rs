@@ -117,6 +117,11 @@ impl Shape {
 struct KeyStats {
     key: TimerKey,
     cadence: Cadence,
+    /// A relative timer's armed durations (its expiry − when it was armed): the program's
+    /// own period, steady however late its wakeups come, where its releases drift by them.
+    armed: Cadence,
+    /// When the latest period armed the timer (ns, absolute).
+    last_armed: Option<i64>,
     last_release: Option<i64>,
     releases: u64,
     /// How long the thread slept before each release (ns), the first few.
@@ -163,6 +168,8 @@ impl Learner {
                 self.keys.push(KeyStats {
                     key,
                     cadence: Cadence::new(None),
+                    armed: Cadence::new(None),
+                    last_armed: None,
                     last_release: None,
                     releases: 0,
                     sleeps: Vec::new(),
@@ -182,6 +189,12 @@ impl Learner {
             _ => {}
         }
         k.last_release = Some(p.release_ns);
+        if p.relative {
+            if let Some(armed_at) = k.last_armed {
+                k.armed.observe_interval(p.release_ns - armed_at);
+            }
+            k.last_armed = p.armed_last.as_ref().filter(|a| a.relative).map(|a| p.release_ns + a.at.at_ns);
+        }
         if let Some(s) = p.slept_ns.filter(|_| k.sleeps.len() < 64) {
             k.sleeps.push(s);
         }
@@ -201,12 +214,14 @@ impl Learner {
             .keys
             .iter()
             .filter(|k| k.releases >= least)
-            .map(|k| {
-                let mut c = k.cadence.clone();
+            .filter_map(|k| {
+                let (mut c, mut armed) = (k.cadence.clone(), k.armed.clone());
                 c.settle();
-                (k, c)
+                armed.settle();
+                // A relative timer armed for one duration each period is the program's period
+                // even when a busy machine makes its releases drift.
+                (c.periodic() || k.key.relative && armed.periodic()).then_some((k, c))
             })
-            .filter(|(_, c)| c.periodic())
             .collect();
         // The program's schedule: an absolute timer before a relative one, then the timer it
         // sleeps longest on (a period's rest, not a pause inside the work); with --period, the
@@ -730,6 +745,38 @@ mod tests {
         assert!(matches!(&shape, Shape::TimerPeriodic(k) if !k.relative && k.syscall == Some(230)), "{shape:?}");
         assert_eq!(cadence.period_ns(), Some(1_000_000));
         assert_eq!(shape.evidence(&l), "clock_nanosleep on one absolute timer (hrtimer_wakeup) at a steady period");
+    }
+
+    #[test]
+    fn a_relative_timer_armed_for_one_duration_is_periodic_however_late_its_wakeups_come_under_load() {
+        // Each period sleeps 1 ms from where it armed the timer; a busy machine makes each
+        // wakeup late by anything up to 0.9 ms, so the releases drift far from any grid.
+        let mut l = Learner::new(Arch::X86_64);
+        let mut release = 0;
+        for k in 0..12i64 {
+            let late = 50_000 + (k * 337_000) % 900_000;
+            let p = Period {
+                tid: 7,
+                release_ns: release,
+                timer: true,
+                relative: true,
+                timer_addr: Some("ffa".into()),
+                timer_function: Some(ON_STACK.into()),
+                wakeup_ns: Some(late),
+                syscall: Some(230),
+                slept_ns: Some(1_000_000),
+                armed_last: Some(Arming {
+                    at: Mark { at_ns: late + 20_000, running_ns: 20_000, preempted_ns: 0 },
+                    relative: true,
+                    timer: "ffa".into(),
+                }),
+                ..Default::default()
+            };
+            l.observe(&p);
+            release += late + 20_000 + 1_000_000;
+        }
+        let (shape, _) = l.decide(None, false).expect("decided");
+        assert!(matches!(&shape, Shape::TimerPeriodic(k) if k.relative), "{shape:?}");
     }
 
     #[test]
