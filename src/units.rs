@@ -131,6 +131,13 @@ pub fn printable_but(s: &str, keep: &[char]) -> String {
     }
 }
 
+/// A whole document (SVG, HTML, Markdown, a terminal's text) made printable: [`printable`],
+/// keeping its line ends and tabs. Every such output passes here once, whatever text from
+/// outside (a watched thread's own name, an rt-app task, a log's tag, a host name) it holds.
+pub fn printable_text(s: &str) -> String {
+    printable_but(s, &['\n', '\r', '\t'])
+}
+
 /// `s` cut to `n` characters with an ellipsis.
 pub fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {

@@ -413,3 +413,49 @@ fn a_reports_pictures_shrink_with_the_page_and_every_legend_fits_its_picture() {
         assert_fits(&std::fs::read_to_string(&out).unwrap(), kind);
     }
 }
+
+#[test]
+fn a_control_character_in_a_name_cannot_deny_a_result_its_pictures_report_or_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = rtlab()
+        .args(["run", "--simulate", "seed:3", "-t", "2", "-D", "2s", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3));
+    // A watched program names its own threads, an rt-app file its tasks, a log its tags: here a
+    // thread and the host carry terminal escapes and a byte that is no XML.
+    let mut r: serde_json::Value = common::read_json(&json);
+    r["threads"][0]["name"] = "evil\u{1}\u{1b}[2Jname".into();
+    r["environment"]["hostname"] = "host\u{1b}]0;pwned\u{7}".into();
+    let evil = dir.path().join("evil.json");
+    std::fs::write(&evil, serde_json::to_string(&r).unwrap()).unwrap();
+    for (args, file) in [
+        (vec!["plot", "-o"], "p.svg"),
+        (vec!["plot", "-o"], "p.png"),
+        (vec!["report", "-o"], "r.html"),
+        (vec!["report", "-o"], "r.md"),
+        (vec!["show"], ""),
+    ] {
+        let mut cmd = rtlab();
+        cmd.args(&args);
+        if !file.is_empty() {
+            cmd.arg(dir.path().join(file));
+        }
+        let out = cmd.arg(&evil).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?} {file}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = if file.is_empty() || file.ends_with("png") {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        } else {
+            std::fs::read_to_string(dir.path().join(file)).unwrap()
+        };
+        let bad = text.chars().find(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'));
+        assert_eq!(bad, None, "{args:?} {file}: a control character reached the output");
+    }
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(
+        html.contains("evil\u{fffd}\u{fffd}[2Jname") || html.contains("host\u{fffd}]0;pwned\u{fffd}"),
+        "shown, made printable"
+    );
+}

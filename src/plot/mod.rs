@@ -154,8 +154,11 @@ fn options() -> resvg::usvg::Options<'static> {
     opt
 }
 
+/// Every picture passes here: its text made printable first (a control character in a thread's
+/// or a tag's name is no XML, and would deny the whole result its pictures).
 fn parse(svg: &str) -> Result<resvg::usvg::Tree, String> {
-    resvg::usvg::Tree::from_str(svg, &options()).map_err(|e| format!("internal SVG error: {e}"))
+    let svg = crate::units::printable_text(svg);
+    resvg::usvg::Tree::from_str(&svg, &options()).map_err(|e| format!("internal SVG error: {e}"))
 }
 
 fn write_svg(tree: &resvg::usvg::Tree, prefix: &str) -> String {

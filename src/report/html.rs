@@ -112,5 +112,6 @@ pub fn render(blocks: &[Block]) -> Vec<u8> {
             }
         }
     };
-    page.into_string().into_bytes()
+    // maud escapes markup; the text from outside (names, hosts, warnings) is made printable too.
+    crate::units::printable_text(&page.into_string()).into_bytes()
 }

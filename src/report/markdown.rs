@@ -77,7 +77,7 @@ pub fn render(blocks: &[Block], stem: &str) -> (Vec<u8>, Vec<(String, Vec<u8>)>)
     let mut out = String::new();
     let mut files = Vec::new();
     write(blocks, stem, &mut out, &mut files);
-    (out.into_bytes(), files)
+    (crate::units::printable_text(&out).into_bytes(), files)
 }
 
 fn write(blocks: &[Block], stem: &str, out: &mut String, files: &mut Vec<(String, Vec<u8>)>) {
