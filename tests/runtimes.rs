@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_broken_run, assert_valid_run_result, read_json, rtlab};
+use common::{assert_broken_run, assert_valid_run_result, is_root, read_json, rtlab, rtlab_path};
 use serde_json::Value;
 use std::path::Path;
 
@@ -267,4 +267,121 @@ fn a_control_runs_beside_tokio_too_is_refused_without_a_runtime_and_a_runtime_sw
     let o = rtlab().arg("plot").arg(&out).arg("-o").arg(&svg).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"), "the picture is drawn");
+}
+
+/// True when a process whose command line holds `marker` is alive.
+fn alive(marker: &str) -> bool {
+    !std::process::Command::new("pgrep").arg("-f").arg(marker).output().unwrap().stdout.is_empty()
+}
+
+#[test]
+fn a_daemon_that_keeps_the_probes_pipes_open_neither_hangs_rtlab_nor_outlives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // It sends one sample and its end, leaves a daemon of its own session holding its stdout
+    // and stderr, and exits.
+    let fake = broken_python(dir.path(), "daemon", "echo 'S 1000 1000 0'\necho 'E 1 0'\nsetsid sleep 3901 &\nexit 0");
+    let json = dir.path().join("d.json");
+    let t0 = std::time::Instant::now();
+    let out = rtlab()
+        .args(["run", "-q", "--runtime", "python", "-D", "3s", "--python3"])
+        .arg(&fake)
+        .arg("--json")
+        .arg(&json)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some(), "rtlab hung on the daemon's pipe");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(20), "ended with its run: {:?}", t0.elapsed());
+    assert_eq!(read_json(&json)["threads"][0]["cycles"], 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!alive("sleep 3901"), "the daemon outlived rtlab");
+}
+
+#[test]
+fn a_build_that_never_ends_or_floods_its_output_is_stopped_bounded_and_leaves_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let tool = |name: &str, body: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    };
+    // A compiler that hangs (with a helper of its own session): one Ctrl-C ends rtlab at once.
+    let hang = tool("hang-gnatmake", "setsid sleep 3902 &\nsleep 3903");
+    let mut child = std::process::Command::new(rtlab_path())
+        .args(["run", "-q", "--runtime", "ada", "-D", "2s", "--gnatmake"])
+        .arg(&hang)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(alive("sleep 3903"), "the build runs");
+    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let ended = child.try_wait().unwrap();
+    let _ = child.kill();
+    assert!(ended.is_some(), "one Ctrl-C ends a build");
+    assert!(!alive("sleep 3902") && !alive("sleep 3903"), "the build and its helper ended with rtlab");
+    // A compiler that writes 300 MB on stderr and fails: its last words, in bounded memory.
+    let flood = tool(
+        "flood-gnatmake",
+        "head -c 300000000 /dev/zero | tr '\\0' 'x' | fold -w 1000 >&2\necho >&2\necho 'the last word' >&2\nexit 4",
+    );
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(rtlab_path())
+        .args(["run", "-q", "--runtime", "ada", "-D", "2s", "--gnatmake"])
+        .arg(&flood)
+        .output()
+        .expect("GNU time (apt-get install time)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did not build (exit code 4): the last word"), "{err}");
+    let rss_kb: u64 = err.lines().last().unwrap().trim().parse().unwrap();
+    assert!(rss_kb < 100_000, "the build's output was kept whole: {rss_kb} KB");
+}
+
+#[test]
+fn adas_workers_never_run_above_its_measuring_task() {
+    need("gnatmake", "gnat");
+    if !is_root() {
+        eprintln!("NOT CHECKED (FIFO priorities need root)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("a.json");
+    let mut child = std::process::Command::new(rtlab_path())
+        .args(["run", "-q", "--runtime", "ada", "--ada-priority", "10", "--runtime-workers", "1", "-D", "6s", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The program's threads and their real-time priorities while it measures.
+    let mut prios: Vec<i64> = Vec::new();
+    let t0 = std::time::Instant::now();
+    while prios.len() < 2 && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let pids = std::process::Command::new("pgrep").args(["-f", "rtlab_probe_tasks"]).output().unwrap();
+        for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+            prios = tasks
+                .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
+                .filter_map(|s| s.rsplit(')').next()?.split_whitespace().nth(37)?.parse().ok())
+                .filter(|p: &i64| *p > 0)
+                .collect();
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{:?}", child.stderr.take().map(std::io::read_to_string));
+    // rt_priority (stat field 40; the 38th from the state on) of the FIFO threads: the
+    // environment task, which measures, at the asked 10 (GNAT maps Ada P to SCHED_FIFO P + 1:
+    // 11), and the worker, which spins and must be below it.
+    prios.sort_unstable();
+    eprintln!("the Ada program's FIFO threads: {prios:?}");
+    assert_eq!(prios.last(), Some(&11), "the measuring task at the asked priority: {prios:?}");
+    assert!(prios[0] < 11, "the worker below the measurer: {prios:?}");
 }

@@ -54,6 +54,9 @@ pub struct Child<S: Stream> {
     started: Option<Instant>,
     interrupted: bool,
     hung: Option<String>,
+    /// rtlab's children before this one started: any other found at the end is something it
+    /// left behind, ended with it.
+    before: Vec<u32>,
 }
 
 /// How a child's run ended, once joined.
@@ -82,6 +85,10 @@ impl<S: Stream> Child<S> {
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
+        // What the program starts and leaves (a daemon of its own session holding its pipes)
+        // becomes rtlab's to end.
+        let _ = crate::rt::process::become_subreaper();
+        let before = crate::rt::process::children();
         let mut child = crate::rt::process::spawn(cmd, &Default::default()).map_err(|e| {
             ProbeError::Start(format!("cannot start {what} ({}): {e}", cmd.get_program().to_string_lossy()))
         })?;
@@ -108,6 +115,7 @@ impl<S: Stream> Child<S> {
             started: None,
             interrupted: false,
             hung: None,
+            before,
         };
         let begun = c.await_start(&rx, &sinks.interrupt, start_limit);
         c.started = Some(begun.0);
@@ -199,6 +207,23 @@ impl<S: Stream> Child<S> {
         false
     }
 
+    /// Waits for the stream to end. Once the program itself has exited, its stream has a second
+    /// more; then whatever it left holding the pipe (a daemon in a session of its own, out of
+    /// its process group) is killed, so the stream ends and rtlab never waits for it for ever.
+    fn await_stream(&mut self) {
+        let mut exited: Option<Instant> = None;
+        while self.reader.as_ref().is_some_and(|h| !h.is_finished()) {
+            if exited.is_none() && matches!(self.child.try_wait(), Ok(Some(_))) {
+                exited = Some(Instant::now());
+            }
+            if exited.is_some_and(|t| t.elapsed() > Duration::from_secs(1)) {
+                self.kill();
+                crate::rt::process::end_children_except(&self.before);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Ends the child now (its samples so far are kept).
     pub fn stop(&mut self) {
         if self.reader.as_ref().is_some_and(|h| !h.is_finished()) {
@@ -210,11 +235,13 @@ impl<S: Stream> Child<S> {
     /// Waits for the reader and the child (killing it unless it ended on its own) and says
     /// how the run ended.
     pub fn join(mut self) -> Joined<S> {
+        self.await_stream();
         let fed = self.reader.take().and_then(|h| h.join().ok());
         if fed.as_ref().is_none_or(|f| !f.session.ended()) {
             self.kill();
         }
         let status = self.child.wait().ok();
+        crate::rt::process::end_children_except(&self.before);
         let said = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
         let failure = match (&fed, self.hung.take(), self.interrupted) {
             (None, _, _) => Some(format!("the reader of {}'s stream panicked", self.what)),

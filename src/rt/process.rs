@@ -139,6 +139,56 @@ pub fn spawn_held(mut cmd: Command, opts: SpawnOptions) -> io::Result<Held> {
     Ok(Held { pid: i32::from_ne_bytes(buf), go: std::fs::File::from(go_w), waiter, container })
 }
 
+/// Makes rtlab the reaper of its orphaned descendants (`PR_SET_CHILD_SUBREAPER`): a daemon a
+/// child leaves behind (in a session of its own, out of its process group) becomes rtlab's
+/// child instead of init's, so that [`end_children_except`] can find and end it.
+pub fn become_subreaper() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// rtlab's children (of every thread), ascending.
+pub fn children() -> Vec<u32> {
+    let mut v: Vec<u32> = std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+                .flat_map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<u32>>())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Kills (SIGKILL, each with its process group) and reaps every child of rtlab's that is not in
+/// `keep` (ascending), again while that makes new orphans of theirs rtlab's: what a program
+/// left behind ends with the run. How many were ended.
+pub fn end_children_except(keep: &[u32]) -> usize {
+    let mut ended = 0;
+    for _ in 0..50 {
+        let left: Vec<u32> = children().into_iter().filter(|c| keep.binary_search(c).is_err()).collect();
+        if left.is_empty() {
+            break;
+        }
+        for &pid in &left {
+            let _ = kill_group(pid, libc::SIGKILL);
+            // SAFETY: kill and waitpid on a child of ours; no memory is involved.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);
+            }
+            ended += 1;
+        }
+    }
+    ended
+}
+
 /// The threads of process `pid` (`/proc/PID/task`), ascending; empty when it is gone.
 pub fn thread_ids(pid: i32) -> Vec<i32> {
     let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))

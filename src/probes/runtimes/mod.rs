@@ -20,7 +20,8 @@ use crate::result::Runtime;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
 
 const ADA_SPEC: &str = include_str!("rtlab_report.ads");
 const ADA_BODY: &str = include_str!("rtlab_report.adb");
@@ -205,7 +206,7 @@ impl Plan {
 
     /// Writes the program into `dir`, builds it when its language is compiled, and returns
     /// the command that runs it.
-    fn prepare(&self, dir: &Path) -> Result<Command, ProbeError> {
+    fn prepare(&self, dir: &Path, interrupt: &AtomicBool) -> Result<Command, ProbeError> {
         let tool = find_tool(self.lang, self.tool.as_deref()).map_err(ProbeError::Start)?;
         let write = |name: &str, text: &str| {
             std::fs::write(dir.join(name), text)
@@ -225,7 +226,9 @@ impl Plan {
                     write("gnat.adc", "pragma Task_Dispatching_Policy (FIFO_Within_Priorities);\n")?;
                 }
                 let main = if self.ada_tasking() { "rtlab_probe_tasks" } else { "rtlab_probe" };
-                build(self.lang, Command::new(&tool).args(["-q", "-O2", "-gnat2022", &format!("{main}.adb")]), dir)?;
+                let mut b = Command::new(&tool);
+                b.args(["-q", "-O2", "-gnat2022", &format!("{main}.adb")]);
+                build(self.lang, &mut b, dir, interrupt)?;
                 Command::new(dir.join(main))
             }
             Lang::Go => {
@@ -236,7 +239,7 @@ impl Plan {
                     .env("GOPATH", dir.join("go-path"))
                     .env("GO111MODULE", "off")
                     .env("GOFLAGS", "");
-                build(self.lang, &mut b, dir)?;
+                build(self.lang, &mut b, dir, interrupt)?;
                 Command::new(dir.join("rtlab_probe"))
             }
             Lang::Node => {
@@ -258,23 +261,63 @@ impl Plan {
     }
 }
 
-/// Runs a build in `dir`; its failure is a start error with the compiler's last words.
-fn build(lang: Lang, cmd: &mut Command, dir: &Path) -> Result<(), ProbeError> {
-    let out = cmd
-        .current_dir(dir)
+/// The longest a probe's build may take (a cold Go build takes about 20 s here, gnatmake 2 s).
+pub const BUILD_LIMIT: Duration = Duration::from_secs(120);
+
+/// The compiler's last words kept (its output beyond is read and dropped).
+const BUILD_WORDS: usize = 64 << 10;
+
+/// Runs a build in `dir`, in a process group of its own, for at most [`BUILD_LIMIT`] and not past
+/// a stop (Ctrl-C): what it started is ended with it either way. Its failure is a start error
+/// with the compiler's last words.
+fn build(lang: Lang, cmd: &mut Command, dir: &Path, interrupt: &AtomicBool) -> Result<(), ProbeError> {
+    use std::io::Read;
+    cmd.current_dir(dir)
         .stdin(std::process::Stdio::null())
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let _ = crate::rt::process::become_subreaper();
+    let before = crate::rt::process::children();
+    let mut child = crate::rt::process::spawn(cmd, &Default::default())
         .map_err(|e| ProbeError::Start(format!("cannot run {}: {e}", lang.tool().0)))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let said = String::from_utf8_lossy(&out.stderr);
+    let mut stderr = child.stderr.take().expect("piped");
+    let words = std::thread::spawn(move || {
+        let (mut kept, mut buf) = (Vec::new(), [0u8; 8192]);
+        while let Ok(n @ 1..) = stderr.read(&mut buf) {
+            kept.extend_from_slice(&buf[..n]);
+            if kept.len() > 2 * BUILD_WORDS {
+                kept.drain(..kept.len() - BUILD_WORDS);
+            }
+        }
+        kept
+    });
+    let began = Instant::now();
+    let ended = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if interrupt.load(Relaxed) => break Err("stopped (Ctrl-C)".to_string()),
+            Ok(None) if began.elapsed() > BUILD_LIMIT => {
+                break Err(format!("did not finish within {} s", BUILD_LIMIT.as_secs()))
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => break Err(e.to_string()),
+        }
+    };
+    let _ = crate::rt::process::kill_group(child.id(), crate::rt::signals::SIGKILL);
+    let _ = child.wait();
+    crate::rt::process::end_children_except(&before);
+    let said = words.join().unwrap_or_default();
+    let said = String::from_utf8_lossy(&said);
     let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(nothing on stderr)");
+    let how = match ended {
+        Ok(s) if s.success() => return Ok(()),
+        Ok(s) => super::child::describe_status(s),
+        Err(why) => why,
+    };
     Err(ProbeError::Start(format!(
-        "{} did not build ({}): {}",
+        "{} did not build ({how}): {}",
         lang.what(),
-        super::child::describe_status(out.status),
-        crate::units::clip(last.trim(), 200)
+        crate::units::printable(&crate::units::clip(last.trim(), 200))
     )))
 }
 
@@ -453,7 +496,7 @@ impl Probe for RuntimeProbe {
 
     fn start(&mut self, sinks: &Sinks) -> Result<Started, ProbeError> {
         let dir = self.host.make_dir(&format!("rtlab-{}-", self.plan.lang.name()))?;
-        let mut cmd = self.plan.prepare(dir)?;
+        let mut cmd = self.plan.prepare(dir, &sinks.interrupt)?;
         let session = Session::new(self.plan.lang.what());
         let (child, (at, wall, info)) = Child::start(self.plan.lang.what(), &mut cmd, session, sinks, START_LIMIT)?;
         let started = child.started((at, wall), self.plan.period_ns, self.identity(), self.plan.runtime(&info));

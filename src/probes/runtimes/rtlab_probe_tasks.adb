@@ -5,6 +5,7 @@
 with Ada.Real_Time; use Ada.Real_Time;
 with Rtlab_Report; use Rtlab_Report;
 with System;
+with Ada.Dynamic_Priorities;
 
 procedure Rtlab_Probe_Tasks is
    function Ns (S : Time_Span) return Long_Long_Integer is
@@ -41,7 +42,13 @@ procedure Rtlab_Probe_Tasks is
 
    Done : Boolean := False with Atomic;
 
-   task type Spinner;
+   --  The workers never run above the measuring task: with a priority asked, one below it
+   --  (GNAT's default, 48, would put busy FIFO workers above a measurer asked below that).
+   function Spinner_Priority return System.Any_Priority is
+     (if Priority = 0 then System.Default_Priority
+      else System.Any_Priority (Integer'Max (Priority - 1, 0)));
+
+   task type Spinner with Priority => Spinner_Priority;
    task body Spinner is
       N : Long_Long_Integer := 0;
    begin
@@ -60,6 +67,11 @@ procedure Rtlab_Probe_Tasks is
    function Measurer_Priority return System.Any_Priority is
      (if Priority = 0 then System.Default_Priority else System.Any_Priority (Priority));
 begin
+   --  The environment task measures too (every method but task-delay-until): at the asked
+   --  priority, not GNAT's default.
+   if Priority > 0 then
+      Ada.Dynamic_Priorities.Set_Priority (Measurer_Priority);
+   end if;
    Announce ("cond-timedwait", "real-time clock_resolution_ns=1", Tasking => True);
    declare
       Spinners : array (1 .. Workers) of Spinner;
