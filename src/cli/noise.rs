@@ -258,15 +258,12 @@ pub fn refuse_starving(
     rt_runtime_us: Option<i64>,
     force: bool,
 ) -> Option<String> {
-    let every = online.difference(cpus).is_empty();
-    (policy.is_realtime_priority() && every && rt_runtime_us == Some(-1) && !force).then(|| {
-        format!(
-            "refusing a busy SCHED_{} thread on every CPU ({cpus}) while RT throttling is disabled \
-             (sched_rt_runtime_us = -1): it would starve the kernel's own threads and can hang the machine; \
-             leave a CPU out of -c, use --policy other, or pass --force",
-            policy.name().to_uppercase()
-        )
-    })
+    if !policy.is_realtime_priority() {
+        return None;
+    }
+    let what = format!("a busy SCHED_{} thread", policy.name().to_uppercase());
+    let fix = "leave a CPU out of -c, or use --policy other";
+    crate::rt::privileges::refuse_rt_starvation(&what, (cpus, 0), online, rt_runtime_us, (force, fix))
 }
 
 impl NoiseOptions {

@@ -664,6 +664,20 @@ mod tests {
     }
 
     #[test]
+    fn fifo_tasks_that_never_wait_are_the_busy_ones_the_starvation_rule_counts() {
+        let uc = case(
+            r#"{ "tasks": {
+                "spin": { "policy": "SCHED_FIFO", "cpus": [0], "run": 1000 },
+                "free": { "policy": "SCHED_RR", "instance": 2, "runtime": 1000 },
+                "periodic": { "policy": "SCHED_FIFO", "run": 1000, "timer": { "ref": "t", "period": 2000 } },
+                "fair": { "run": 1000 } } }"#,
+        )
+        .unwrap();
+        let plan = crate::probes::rt_app::Plan::new("f".into(), uc);
+        assert_eq!(plan.busy_rt_threads(), (CpuSet::from_cpus([0]), 2));
+    }
+
+    #[test]
     fn events_keep_their_file_order_and_repeated_keys_all_run() {
         let uc = case(
             r#"{ "tasks": { "t": { "run": 10, "lock": "m", "run": 20, "unlock": "m", "sleep": 0,

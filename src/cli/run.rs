@@ -859,6 +859,18 @@ impl RunArgs {
         self.refuse_beside_task_set("--rt-app")?;
         let uc = super::rt_app::read(p, online).map_err(usage)?;
         let mut plan = crate::probes::rt_app::Plan::new(p.display().to_string(), uc);
+        let (covered, free) = plan.busy_rt_threads();
+        let throttling = crate::rt::privileges::Privileges::current().sched_rt_runtime_us;
+        let fix = "give the busy FIFO/RR tasks a sleep or a timer, or leave a CPU free";
+        if let Some(why) = crate::rt::privileges::refuse_rt_starvation(
+            "rt-app's FIFO/RR tasks that never wait",
+            (&covered, free),
+            online,
+            throttling,
+            (self.force, fix),
+        ) {
+            return Err(usage(format!("--rt-app {}: {why}", p.display())));
+        }
         if let Some(dir) = &self.rt_app_logs {
             let basename = plan.log.as_ref().map_or_else(|| "rt-app".to_string(), |l| l.basename.clone());
             plan.log = Some(crate::probes::rt_app::model::LogSpec { dir: dir.clone(), basename });

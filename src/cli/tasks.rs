@@ -269,6 +269,9 @@ pub fn check(tasks: &[TaskSpec], online: &CpuSet, rt_share: Option<f64>, force: 
             ));
         }
     }
+    if rt_share.is_none() {
+        return refuse_busy(tasks, online, force);
+    }
     let (Some(share), false) = (rt_share, force) else { return Ok(()) };
     // Busy RT time per CPU: pinned tasks on their CPU; free ones spread over all of them.
     let mut pinned = vec![0f64; online.cpus().iter().max().map_or(1, |m| m + 1)];
@@ -315,6 +318,34 @@ pub fn check(tasks: &[TaskSpec], online: &CpuSet, rt_share: Option<f64>, force: 
         ));
     }
     Ok(())
+}
+
+/// With RT throttling off, the FIFO/RR tasks that would keep every CPU busy (pinned ones whose
+/// work fills their CPU, and as many CPUs' worth of unpinned work as the rest) are refused by
+/// the rule `noise` and `load` keep too.
+fn refuse_busy(tasks: &[TaskSpec], online: &CpuSet, force: bool) -> Result<(), String> {
+    let mut pinned = vec![0f64; online.cpus().iter().max().map_or(1, |m| m + 1)];
+    let mut free = 0f64;
+    for t in tasks.iter().filter(|t| t.sched.policy.is_realtime_priority()) {
+        let u = t.work.map_or(0.0, |(_, w)| w as f64 / t.period_ns as f64);
+        match t.cpu {
+            Some(c) => pinned[c] += u,
+            None => free += u,
+        }
+    }
+    let full = CpuSet::from_cpus(pinned.iter().enumerate().filter(|(_, u)| **u >= 1.0).map(|(c, _)| c));
+    let unpinned = free.floor() as usize;
+    let fix = "lighten the tasks or leave a CPU free";
+    match crate::rt::privileges::refuse_rt_starvation(
+        "FIFO/RR tasks busy",
+        (&full, unpinned),
+        online,
+        Some(-1),
+        (force, fix),
+    ) {
+        Some(why) => Err(why),
+        None => Ok(()),
+    }
 }
 
 /// The share of each CPU RT tasks may use, from sched_rt_runtime_us and sched_rt_period_us
@@ -390,6 +421,13 @@ mod tests {
         check(&heavy, &online, Some(0.95), true).unwrap();
         check(&heavy, &online, None, false).unwrap();
         check(&heavy[..1], &online, Some(0.95), false).unwrap();
+        // Without throttling, the rule of noise and load: tasks that keep every CPU busy are
+        // refused unless forced; one CPU left is enough.
+        let busy = vec![t("name=a,period=1ms,work=1ms,cpu=0"), t("name=b,period=1ms,work=1ms")];
+        let e = check(&busy, &online, None, false).unwrap_err();
+        assert!(e.contains("sched_rt_runtime_us = -1") && e.contains("--force"), "{e}");
+        check(&busy, &online, None, true).unwrap();
+        check(&busy[..1], &online, None, false).unwrap();
         let dup = vec![t("name=a,period=1ms"), t("name=a,period=2ms")];
         assert!(check(&dup, &online, None, false).unwrap_err().contains("used twice"));
         let off = vec![t("name=a,period=1ms,cpu=7")];

@@ -191,13 +191,17 @@ pub fn check_safety(specs: &[LoadSpec], bounded: bool, force: bool, privileges: 
             None => unpinned_workers += s.workers,
         }
     }
-    if unpinned_workers >= online.len() || online.difference(&covered).is_empty() && !covered.is_empty() {
-        return Err("refusing an RT-priority busy load on every CPU while RT throttling is disabled \
-             (sched_rt_runtime_us = -1): it would starve the kernel's own threads and can hang the machine; \
-             leave a CPU free (cpus=…), use fewer workers, or pass --force"
-            .into());
+    let fix = "leave a CPU free (cpus=…), or use fewer workers";
+    match crate::rt::privileges::refuse_rt_starvation(
+        "an RT-priority busy load",
+        (&covered, unpinned_workers),
+        &online,
+        privileges.sched_rt_runtime_us,
+        (false, fix),
+    ) {
+        Some(why) => Err(why),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// What the workers of one load say about themselves while they run.

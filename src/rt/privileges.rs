@@ -1,6 +1,7 @@
 //! What the process may do, and why not: root, CAP_SYS_NICE, RLIMIT_RTPRIO, RLIMIT_MEMLOCK,
 //! RT throttling, containers.
 
+use super::affinity::CpuSet;
 use serde::{Deserialize, Serialize};
 
 /// Linux capability number of CAP_SYS_NICE.
@@ -123,5 +124,47 @@ impl Privileges {
             "{limit}{}; fix: run as root, raise memlock in /etc/security/limits.conf or `ulimit -l unlimited`",
             if self.cap_ipc_lock { "" } else { " and there is no CAP_IPC_LOCK" }
         )
+    }
+}
+
+/// Why real-time threads that can keep CPUs busy are refused (the one rule of `noise`, `load`,
+/// task sets and rt-app files): they would cover every online CPU — the CPUs they are pinned to
+/// (`covered`) with as many unpinned ones as the rest (`unpinned`) — while RT throttling is off
+/// (`sched_rt_runtime_us` = -1), starving the kernel's own threads; `None` when allowed (a CPU
+/// is left, throttling protects, or `force`). `what` names the threads, `fix` says what to change.
+pub fn refuse_rt_starvation(
+    what: &str,
+    (covered, unpinned): (&CpuSet, usize),
+    online: &CpuSet,
+    rt_runtime_us: Option<i64>,
+    (force, fix): (bool, &str),
+) -> Option<String> {
+    let left = online.difference(covered).len();
+    let every = !online.is_empty() && (unpinned >= left);
+    (every && rt_runtime_us == Some(-1) && !force).then(|| {
+        format!(
+            "refusing {what} on every CPU while RT throttling is disabled (sched_rt_runtime_us = -1): it would \
+             starve the kernel's own threads and can hang the machine; {fix}, or pass --force"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rt_threads_that_cover_every_cpu_without_throttling_are_refused_by_one_rule() {
+        let online = CpuSet::from_cpus([0, 1]);
+        let refuse = |covered: &[usize], free: usize, rt: Option<i64>, force: bool| {
+            refuse_rt_starvation("x", (&CpuSet::from_cpus(covered.iter().copied()), free), &online, rt, (force, "fix"))
+        };
+        assert!(refuse(&[0, 1], 0, Some(-1), false).is_some(), "pinned on both");
+        assert!(refuse(&[0], 1, Some(-1), false).is_some(), "one pinned, one free");
+        assert!(refuse(&[], 2, Some(-1), false).is_some(), "two free");
+        assert!(refuse(&[0], 0, Some(-1), false).is_none(), "a CPU left");
+        assert!(refuse(&[], 0, Some(-1), false).is_none(), "nothing busy");
+        assert!(refuse(&[0, 1], 0, Some(950_000), false).is_none(), "throttling protects");
+        assert!(refuse(&[0, 1], 0, Some(-1), true).is_none(), "forced");
     }
 }

@@ -174,6 +174,27 @@ fn handoff_keys(uc: &UseCase, releasers: &Releasers, i: usize) -> Vec<engine::Ha
 }
 
 impl Plan {
+    /// The FIFO/RR threads that never wait (no sleep, timer or wait for another thread in any
+    /// phase: busy for as long as they run): the CPUs those pinned to one CPU fill, and how
+    /// many others there are.
+    pub fn busy_rt_threads(&self) -> (CpuSet, usize) {
+        let waits =
+            |e: &Event| matches!(e, Event::Sleep(_) | Event::Timer { .. } | Event::Lock(_)) || e.waits_on().is_some();
+        let busy = self.use_case.threads.iter().filter(|t| {
+            let rt = t.sched.policy.is_realtime_priority()
+                || t.phases.iter().any(|p| p.sched.is_some_and(|s| s.policy.is_realtime_priority()));
+            rt && !t.phases.iter().flat_map(|p| &p.events).any(waits)
+        });
+        let (mut pinned, mut free) = (Vec::new(), 0);
+        for t in busy {
+            match t.cpus.as_ref().filter(|c| c.len() == 1) {
+                Some(c) => pinned.push(c.cpus()[0]),
+                None => free += 1,
+            }
+        }
+        (CpuSet::from_cpus(pinned), free)
+    }
+
     /// How many histograms the run allocates, counted without allocating any: per thread its
     /// wakeups, its jobs' two (with a timer), and one per hand-off it can receive, mutex it
     /// locks and timer it waits on.
