@@ -315,3 +315,20 @@ fn rtla_osnoise_stops_at_the_first_single_noise_above_s_with_exit_2() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("Runtime shorter than 100 us"));
 }
+
+#[test]
+fn a_stand_ins_bad_cpu_list_is_named_as_the_user_typed_it_not_as_rtlabs_option() {
+    let (dir, rtla) = rtla();
+    let oslat = dir.path().join("oslat");
+    std::os::unix::fs::symlink(common::rtlab_path(), &oslat).unwrap();
+    for (tool, args, flag) in [
+        (&rtla, vec!["timerlat", "-H", "99", "-d", "1"], "-H 99"),
+        (&rtla, vec!["osnoise", "-H", "99", "-d", "1"], "-H 99"),
+        (&oslat, vec!["-C", "99", "-D", "1"], "-C 99"),
+    ] {
+        let out = std::process::Command::new(tool).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((out.status.code(), err.lines().count()), (Some(1), 1), "{args:?}: {err}");
+        assert!(err.contains(flag) && !err.contains("--mainaffinity"), "{args:?}: {err}");
+    }
+}

@@ -75,7 +75,9 @@ fn translate(args: &[String]) -> Result<Vec<String>, UsageError> {
                 }
             }
             "-c" | "--cpu-list" => out.extend(["-c".into(), value(flag)?]),
-            "-C" | "--cpu-main-thread" => out.extend(["--mainaffinity".into(), value(flag)?]),
+            "-C" | "--cpu-main-thread" => {
+                out.extend(["--mainaffinity".into(), super::run::stand_in_cpus(&value(flag)?, flag)?])
+            }
             "-D" | "--duration" => out.extend(["-D".into(), duration(&value(flag)?)?]),
             "--json" => out.extend(["--json".into(), value(flag)?]),
             "-f" | "--rtprio" => out.extend(["--policy".into(), "fifo".into(), "-p".into(), value(flag)?]),

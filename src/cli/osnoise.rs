@@ -144,7 +144,7 @@ impl OsnoiseArgs {
             argv.extend(["-c".into(), c.clone()]);
         }
         if let Some(h) = &self.house_keeping {
-            argv.extend(["--mainaffinity".into(), h.clone()]);
+            argv.extend(["--mainaffinity".into(), super::run::stand_in_cpus(h, "-H")?]);
         }
         if let Some(d) = &self.duration {
             argv.extend(["-D".into(), super::timerlat::duration_seconds(d)?]);

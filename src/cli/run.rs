@@ -1177,6 +1177,14 @@ struct TaskSet {
     tasks: Vec<TaskSpec>,
 }
 
+/// A stand-in's CPU list option (`-H`, `-C`), checked under its own name before it becomes
+/// rtlab's `--mainaffinity`: a message names what the user typed, not rtlab's option.
+pub fn stand_in_cpus(text: &str, flag: &str) -> Result<String, UsageError> {
+    let set = CpuSet::parse(text).map_err(|e| usage(format!("{flag} {}: {e}", crate::units::printable(text))))?;
+    check_online(&set, &crate::rt::affinity::online_cpus(), flag)?;
+    Ok(text.to_string())
+}
+
 /// Checks that every CPU of `set` is online; the error names the missing ones and the online set.
 pub fn check_online(set: &CpuSet, online: &CpuSet, flag: &str) -> Result<(), UsageError> {
     let missing = set.difference(online);

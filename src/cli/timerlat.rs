@@ -318,7 +318,7 @@ impl TimerlatArgs {
             argv.extend(["-D".into(), duration_seconds(d)?]);
         }
         if let Some(h) = &self.house_keeping {
-            argv.extend(["--mainaffinity".into(), h.clone()]);
+            argv.extend(["--mainaffinity".into(), super::run::stand_in_cpus(h, "-H")?]);
         }
         // A stop is analysed from its explanation: every wakeup above the lowest threshold is
         // explained (an IRQ or thread latency above it makes the wakeup above it too).
