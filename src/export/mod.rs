@@ -44,14 +44,22 @@ pub fn stream_output(path: &Path, produce: impl FnOnce(&mut dyn Write) -> std::i
 }
 
 /// Shifts the generations of `path` for a rotating output: `path.{keep-1}` → `path.{keep}`, …,
-/// `path` → `path.1` (renames: a symlink is moved, never followed); the oldest beyond `keep`
-/// is replaced. `path` itself is then free for [`write_output`].
+/// `path` → `path.1` (renames, of regular files only: anything else planted at one of the
+/// names is refused and left where it is); the oldest beyond `keep` is replaced. `path` itself is then free for [`write_output`].
 pub fn rotate(path: &Path, keep: usize) -> std::io::Result<()> {
     let gen = |i: usize| -> PathBuf {
         let mut s = path.as_os_str().to_owned();
         s.push(format!(".{i}"));
         PathBuf::from(s)
     };
+    // Only rtlab's own generations move: a symlink, a directory or anything but a regular file
+    // planted at a generation's name is refused before anything moves, never carried along.
+    for p in (1..=keep).map(gen).chain([path.to_path_buf()]) {
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.file_type().is_file()) {
+            let why = format!("{} is not a regular file: rtlab rotates only its own files", p.display());
+            return Err(std::io::Error::other(why));
+        }
+    }
     for i in (1..keep).rev() {
         if std::fs::symlink_metadata(gen(i)).is_ok() {
             std::fs::rename(gen(i), gen(i + 1))?;
@@ -253,6 +261,28 @@ pub fn check_distinct(outputs: &[(String, &Path)], inputs: &[&Path]) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rotation_moves_only_regular_files_and_leaves_a_planted_symlink_or_directory_where_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("m.hlog");
+        std::fs::write(&log, "current").unwrap();
+        let target = dir.path().join("victim");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("m.hlog.1")).unwrap();
+        assert!(rotate(&log, 3).is_err());
+        assert!(std::fs::symlink_metadata(dir.path().join("m.hlog.1")).unwrap().file_type().is_symlink());
+        assert!(!dir.path().join("m.hlog.2").exists() && log.exists(), "nothing moved");
+        std::fs::remove_file(dir.path().join("m.hlog.1")).unwrap();
+        std::fs::create_dir(dir.path().join("m.hlog.2")).unwrap();
+        std::fs::write(dir.path().join("m.hlog.1"), "older").unwrap();
+        assert!(rotate(&log, 3).is_err(), "a directory at .2 is refused");
+        std::fs::remove_dir(dir.path().join("m.hlog.2")).unwrap();
+        rotate(&log, 3).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("m.hlog.2")).unwrap(), "older");
+        assert_eq!(std::fs::read_to_string(dir.path().join("m.hlog.1")).unwrap(), "current");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
 
     #[test]
     fn atomic_writes_replace_the_file_and_leave_no_temporary_behind() {

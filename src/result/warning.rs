@@ -169,7 +169,7 @@ pub enum Warning {
         min_ns: i64,
     },
     /// The kernel dropped trace events of a watch before rtlab read them: periods are missing
-    /// and the figures may understate (the verdict cannot pass).
+    /// and others joined or cut, so the figures may be wrong either way (the verdict cannot pass).
     EventsLost {
         /// Events the kernel's buffers overwrote or dropped.
         count: u64,
@@ -299,9 +299,10 @@ fn anchored_schedule(min_ns: i64) -> String {
 
 fn events_lost(count: u64) -> String {
     format!(
-        "the kernel dropped {} of the watched threads before rtlab read them: periods are missing and the \
-         figures may understate the latency (a verdict over them cannot pass). Fix: give the reader its own \
-         CPU (--mainaffinity) or watch fewer threads.",
+        "the kernel dropped {} of the watched threads before rtlab read them: periods are missing, and a \
+         lost wakeup or switch joins two periods into one long one or cuts one short, so the figures may \
+         overstate as well as understate the latency (a verdict over them cannot pass). Fix: give the reader \
+         its own CPU (--mainaffinity) or watch fewer threads.",
         crate::units::count(count, "trace event")
     )
 }
@@ -368,6 +369,12 @@ fn negative_latencies(count: u64, runtime: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lost_events_are_said_to_make_the_figures_wrong_either_way_not_only_low() {
+        let m = Warning::EventsLost { count: 5 }.message();
+        assert!(m.contains("overstate as well as understate"), "{m}");
+    }
 
     #[test]
     fn a_runtime_that_woke_early_is_told_its_timer_fired_early_not_that_the_clock_stepped() {
