@@ -860,3 +860,25 @@ fn stress_ngs_cyclic_stressor_watched_agrees_with_its_own_median() {
     // returns: a little later on both ends than the timer's expiry and the return to user.
     assert!((0..=5_000).contains(&(theirs - ours)), "stress-ng {theirs} ns, watched {ours} ns");
 }
+
+#[test]
+fn a_fifteen_byte_thread_name_that_is_not_utf8_is_watched_by_its_name() {
+    use std::os::unix::ffi::OsStrExt;
+    need_root();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // A program that names itself with 15 bytes, three of them not UTF-8, and wakes every 5 ms.
+    let script = "import ctypes, time\nctypes.CDLL(None).prctl(15, b'\\xff\\xfe\\xfdabcdefghijkl', 0, 0, 0)\n\
+                  end = time.time() + 8\nwhile time.time() < end: time.sleep(0.005)\n";
+    let mut child = std::process::Command::new("python3").arg("-c").arg(script).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let name = std::ffi::OsStr::from_bytes(b"\xff\xfe\xfdabcdefghijkl");
+    let json = dir.path().join("w.json");
+    let out = rtlab().args(["watch", "-q", "-D", "2s", "--json"]).arg(&json).arg("--comm").arg(name).output().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let r = read_json(&json);
+    assert_eq!(r["threads"].as_array().unwrap().len(), 1, "the thread of that name: {err}");
+}

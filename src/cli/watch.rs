@@ -266,7 +266,10 @@ impl WatchArgs {
             return Ok(Target::Threads(tids));
         }
         if let Some(name) = &self.comm {
-            if name.is_empty() || name.len() > 15 {
+            // Arguments reach rtlab with bytes that are not UTF-8 as U+FFFD (and /proc's names
+            // are read the same way, so they still match): such a byte counts as one.
+            let bytes: usize = name.chars().map(|c| if c == '\u{fffd}' { 1 } else { c.len_utf8() }).sum();
+            if bytes == 0 || bytes > 15 {
                 return Err(usage(format!(
                     "--comm '{}': a thread name has 1 to 15 bytes (the kernel cuts longer ones); give the name as \
                      /proc/TID/comm shows it",
