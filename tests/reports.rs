@@ -459,3 +459,45 @@ fn a_control_character_in_a_name_cannot_deny_a_result_its_pictures_report_or_sum
         "shown, made printable"
     );
 }
+
+#[test]
+fn hostile_series_and_histograms_are_refused_by_every_reader_in_one_line_never_drawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = rtlab()
+        .args(["run", "--simulate", "seed:4", "-t", "1", "-D", "3s", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3));
+    let good: serde_json::Value = common::read_json(&json);
+    let edits: [(&str, fn(&mut serde_json::Value)); 4] = [
+        ("interval", |r| r["threads"][0]["series"]["interval_ns"] = i64::MAX.into()),
+        ("negative", |r| {
+            let n = r["threads"][0]["series"]["max_ns"].as_array().unwrap().len();
+            r["threads"][0]["series"]["max_ns"] = vec![-5_000_000i64; n].into();
+        }),
+        ("unsorted", |r| r["threads"][0]["histogram"]["buckets"].as_array_mut().unwrap().reverse()),
+        ("overflow", |r| {
+            let b = r["threads"][0]["histogram"]["buckets"].as_array_mut().unwrap();
+            b[0]["count"] = u64::MAX.into();
+            b[1]["count"] = u64::MAX.into();
+        }),
+    ];
+    for (name, edit) in edits {
+        let mut r = good.clone();
+        edit(&mut r);
+        let bad = dir.path().join(format!("{name}.json"));
+        std::fs::write(&bad, serde_json::to_string(&r).unwrap()).unwrap();
+        for args in [
+            vec!["plot", "-o", dir.path().join("p.svg").to_str().unwrap()],
+            vec!["report", "-o", dir.path().join("r.html").to_str().unwrap()],
+            vec!["show"],
+            vec!["compare", json.to_str().unwrap()],
+        ] {
+            let out = rtlab().args(&args).arg(&bad).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!((out.status.code(), err.trim().lines().count()), (Some(2), 1), "{name} {args:?}: {err}");
+        }
+    }
+}

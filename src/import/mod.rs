@@ -275,47 +275,55 @@ pub fn import_text(path: &Path, text: &str, unit: Option<Unit>) -> Result<RunRes
     if text.bytes().all(|b| b.is_ascii_whitespace()) {
         return Err(err(None, "the file is empty; give a cyclictest --json file, -h/-H histogram or -q output".into()));
     }
-    if rt_app::detect(text) {
-        return rt_app::parse(path, text);
-    }
-    if hlog::detect(text) {
-        return hlog::parse(path, text);
-    }
-    if text.trim_start().starts_with('{') {
+    let r = if rt_app::detect(text) {
+        rt_app::parse(path, text)?
+    } else if hlog::detect(text) {
+        hlog::parse(path, text)?
+    } else if text.trim_start().starts_with('{') {
         if text.contains("\"schema\": \"rtlab.run/1\"") || text.contains("\"schema\":\"rtlab.run/1\"") {
-            let r: RunResult = serde_json::from_str(text)
-                .map_err(|e| err(Some(e.line()), format!("not a valid rtlab.run/1 file: {e}")))?;
-            if r.threads.len() > crate::export::samples::MAX_THREADS {
-                return Err(err(
-                    None,
-                    format!(
-                        "{} threads: rtlab measures at most {}; the file is not one of its results",
-                        r.threads.len(),
-                        crate::export::samples::MAX_THREADS
-                    ),
-                ));
-            }
-            for (name, t) in [("start_time", &r.start_time), ("end_time", &r.end_time)] {
-                if let Some(t) = t.as_deref().filter(|t| crate::timefmt::parse_rfc3339(t).is_none()) {
-                    return Err(err(
-                        None,
-                        format!(
-                            "{name} {}: not an RFC 3339 time of the years 1970 to 9999, which rtlab writes",
-                            crate::units::printable(&crate::units::clip(t, 40))
-                        ),
-                    ));
-                }
-            }
-            for t in &r.threads {
-                if let Some(Err(why)) = t.series.as_ref().map(|s| s.check()) {
-                    return Err(err(None, format!("thread {}'s series is not one rtlab writes: {why}", t.thread)));
-                }
-            }
-            return Ok(r);
+            serde_json::from_str(text).map_err(|e| err(Some(e.line()), format!("not a valid rtlab.run/1 file: {e}")))?
+        } else {
+            cyclictest_json::parse(path, text)?
         }
-        return cyclictest_json::parse(path, text);
+    } else {
+        cyclictest_text::parse(path, text, unit)?
+    };
+    // Whatever the source, a result is one rtlab writes and reads back: an import that could
+    // not be read again is refused here rather than written.
+    check_result(&r).map_err(|why| err(None, why))?;
+    Ok(r)
+}
+
+/// Whether a result (read, or imported) is one rtlab writes: at most its threads, times it can
+/// write, histograms ascending with counts that fit 64 bits, series it can draw.
+fn check_result(r: &RunResult) -> Result<(), String> {
+    if r.threads.len() > crate::export::samples::MAX_THREADS {
+        return Err(format!(
+            "{} threads: rtlab measures at most {}; the file is not one of its results",
+            r.threads.len(),
+            crate::export::samples::MAX_THREADS
+        ));
     }
-    cyclictest_text::parse(path, text, unit)
+    for (name, t) in [("start_time", &r.start_time), ("end_time", &r.end_time)] {
+        if let Some(t) = t.as_deref().filter(|t| crate::timefmt::parse_rfc3339(t).is_none()) {
+            return Err(format!(
+                "{name} {}: not an RFC 3339 time of the years 1970 to 9999, which rtlab writes",
+                crate::units::printable(&crate::units::clip(t, 40))
+            ));
+        }
+    }
+    let histograms = r.threads.iter().map(|t| (t.thread.to_string(), &t.stats.histogram));
+    for (who, h) in histograms.chain([("ALL".to_string(), &r.all.stats.histogram)]) {
+        if let Some(Err(why)) = h.as_ref().map(|h| h.check()) {
+            return Err(format!("thread {who}'s histogram is not one rtlab writes: {why}"));
+        }
+    }
+    for t in &r.threads {
+        if let Some(Err(why)) = t.series.as_ref().map(|s| s.check()) {
+            return Err(format!("thread {}'s series is not one rtlab writes: {why}", t.thread));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@ pub const INTERVAL_NS: i64 = 1_000_000_000;
 /// the interval doubles (a day at 1 s becomes 5 400 intervals of 16 s… at most this many).
 pub const MAX_POINTS: usize = 3_600;
 
+/// The longest interval a series may have (ns): a day, a ten-year run's.
+pub const MAX_INTERVAL_NS: i64 = 86_400 * 1_000_000_000;
+
 /// A thread's latency over time: per interval since measuring began, the samples read in it,
 /// the periods missed and its largest latency.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -83,6 +86,13 @@ impl LatencySeries {
         }
         if self.span_ns < 0 {
             return Err(format!("span_ns {} is negative", self.span_ns));
+        }
+        // A ten-year run keeps intervals of a day at most; nothing longer is a run's.
+        if self.interval_ns > MAX_INTERVAL_NS || self.span_ns > MAX_INTERVAL_NS.saturating_mul(MAX_POINTS as i64) {
+            return Err(format!("interval_ns {} or span_ns {} is longer than any run", self.interval_ns, self.span_ns));
+        }
+        if let Some(m) = self.max_ns.iter().flatten().find(|m| **m < 0) {
+            return Err(format!("an interval's max_ns {m} is negative (rtlab clamps negative latencies to 0)"));
         }
         Ok(())
     }

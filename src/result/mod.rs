@@ -282,6 +282,29 @@ pub struct HistogramRecord {
     pub unbinned: Option<Unbinned>,
 }
 
+impl HistogramRecord {
+    /// Whether a histogram read from a file is one rtlab can draw: buckets of positive width,
+    /// ascending and apart, and counts whose sum fits 64 bits; the error says which rule fails.
+    pub fn check(&self) -> Result<(), String> {
+        if self.bucket_ns == 0 {
+            return Err("bucket_ns is 0".into());
+        }
+        let mut prev_hi = 0u64;
+        let mut total = self.unbinned.map_or(0, |u| u.count);
+        for b in &self.buckets {
+            if b.lo_ns >= b.hi_ns || b.lo_ns < prev_hi {
+                return Err(format!(
+                    "bucket [{}, {}) is empty, or not above the one before (buckets are ascending and apart)",
+                    b.lo_ns, b.hi_ns
+                ));
+            }
+            prev_hi = b.hi_ns;
+            total = total.checked_add(b.count).ok_or("its counts add up past 64 bits")?;
+        }
+        Ok(())
+    }
+}
+
 /// Samples known only to be at least some value (cyclictest's histogram overflows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Unbinned {
