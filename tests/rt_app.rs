@@ -646,3 +646,19 @@ fn small_rt_app_files_that_would_allocate_gigabytes_are_refused_before_anything_
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stderr.lines().filter(|l| l.contains("junk")).count(), 30, "{stderr}");
 }
+
+#[test]
+fn a_log_that_would_fill_the_disk_is_said_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("fast.json");
+    let json = format!(
+        r#"{{ "global": {{ "logdir": "{}" }}, "tasks": {{ "fast": {{ "timer": {{ "ref": "t", "period": 1 }} }}, "slow": {{ "timer": {{ "ref": "u", "period": 10000 }} }} }} }}"#,
+        dir.path().display()
+    );
+    std::fs::write(&f, json).unwrap();
+    let (code, stderr, _) = run_in(dir.path(), &f, &["-D", "1s"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("fills the disk")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].contains("thread fast") && said[0].contains("120 MB a second"), "{stderr}");
+}

@@ -875,6 +875,14 @@ impl RunArgs {
             let basename = plan.log.as_ref().map_or_else(|| "rt-app".to_string(), |l| l.basename.clone());
             plan.log = Some(crate::probes::rt_app::model::LogSpec { dir: dir.clone(), basename });
         }
+        for (task, rate) in plan.heavy_logs(10e6) {
+            eprintln!(
+                "rtlab: warning: --rt-app: the log of thread {} takes a line per phase loop, about {:.0} MB a second \
+                 (rt-app's rate too): a long run fills the disk; lengthen its period or drop logdir",
+                crate::units::printable(&task),
+                rate / 1e6
+            );
+        }
         if let Some(l) = &plan.log {
             let probe = l.dir.join(".rtlab-check");
             if !l.dir.is_dir() || crate::rt::fs::temp_beside(&probe).is_err() {

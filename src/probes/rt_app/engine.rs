@@ -264,7 +264,13 @@ pub struct Runner<'a> {
     ran: Ran,
     /// A wait of the current phase loop was cut short by the stop.
     cut: bool,
+    /// Lines written to its log.
+    logged: u64,
 }
+
+/// The most lines one thread's log takes (about 1 GiB of rt-app's 120-byte lines): past it the
+/// log stops, said, and the run goes on — a 1 µs timer would fill a disk.
+pub const MAX_LOG_LINES: u64 = 9_000_000;
 
 impl<'a> Runner<'a> {
     /// A runner for thread `index`; it starts at [`Runner::run`].
@@ -289,6 +295,7 @@ impl<'a> Runner<'a> {
             job: Job { release: 0, latency: 0, run_ns: 0 },
             ran: Ran::default(),
             cut: false,
+            logged: 0,
         }
     }
 
@@ -625,8 +632,14 @@ impl Runner<'_> {
             d.c_period_us,
             d.wu_lat_us
         );
+        self.logged += 1;
         if let Err(e) = r {
             self.ran.log_error.get_or_insert(e.to_string());
+            self.series.log = None;
+        } else if self.logged >= MAX_LOG_LINES {
+            self.ran.log_error.get_or_insert(format!(
+                "it stopped at {MAX_LOG_LINES} lines (about 1 GiB, rtlab's bound per log); the run went on"
+            ));
             self.series.log = None;
         }
     }

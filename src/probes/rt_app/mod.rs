@@ -195,6 +195,33 @@ impl Plan {
         (CpuSet::from_cpus(pinned), free)
     }
 
+    /// The threads whose logs would grow past `bytes_per_s` (a line of about 120 bytes per
+    /// phase loop, a loop no shorter than its timers, sleeps and work): each with its rate.
+    pub fn heavy_logs(&self, bytes_per_s: f64) -> Vec<(String, f64)> {
+        if self.log.is_none() {
+            return Vec::new();
+        }
+        let loop_ns = |p: &model::Phase| -> i64 {
+            p.events
+                .iter()
+                .map(|e| match *e {
+                    Event::Timer { period_ns, .. } => period_ns,
+                    Event::Sleep(ns) | Event::Run(ns) | Event::Runtime(ns) => ns,
+                    _ => 0,
+                })
+                .sum()
+        };
+        self.use_case
+            .threads
+            .iter()
+            .filter_map(|t| {
+                let shortest = t.phases.iter().map(loop_ns).min()?.max(1);
+                let rate = 120.0 * 1e9 / shortest as f64;
+                (rate > bytes_per_s).then(|| (t.name.clone(), rate))
+            })
+            .collect()
+    }
+
     /// How many histograms the run allocates, counted without allocating any: per thread its
     /// wakeups, its jobs' two (with a timer), and one per hand-off it can receive, mutex it
     /// locks and timer it waits on.
