@@ -331,3 +331,36 @@ fn a_watched_process_left_a_zombie_by_its_parent_ends_the_watch() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(took < Duration::from_secs(8), "a zombie is gone: the watch ended after {took:?}, not at -D 20s");
 }
+
+#[test]
+fn a_dead_rtlabs_private_directory_and_an_outputs_stale_temporary_file_are_removed_at_the_next_start() {
+    if !common::is_root() {
+        eprintln!("NOT CHECKED (the repair at start runs as root)");
+        return;
+    }
+    // A runtime probe's directory of a pid that cannot be alive, and one of this (live) process.
+    let dead = std::env::temp_dir().join("rtlab-python-4194305-AbCdEf");
+    let live = std::env::temp_dir().join(format!("rtlab-python-{}-AbCdEf", std::process::id()));
+    for d in [&dead, &live] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("rtlab_probe.py"), "left").unwrap();
+    }
+    // A rotated log's temporary file left an hour ago, and one just made (a live writer's).
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("m.hlog");
+    let (stale, fresh) = (dir.path().join(".m.hlog.ABCDEFGHIJKL.tmp"), dir.path().join(".m.hlog.MNOPQRSTUVWX.tmp"));
+    std::fs::write(&stale, "half").unwrap();
+    std::fs::write(&fresh, "half").unwrap();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&stale).unwrap().set_modified(hour_ago).unwrap();
+    let out = common::rtlab()
+        .args(["run", "--simulate", "seed:1", "-t", "1", "-D", "2s", "-q", "--hlog"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dead.exists(), "the dead rtlab's directory is removed");
+    assert!(live.exists(), "a live process's directory is kept");
+    assert!(!stale.exists() && fresh.exists(), "only the stale temporary file is removed");
+    std::fs::remove_dir_all(&live).unwrap();
+}

@@ -274,8 +274,10 @@ impl<S: Stream> Hosted<S> {
     /// Creates the private directory, an unpredictable name starting with `prefix`: nothing
     /// planted in /tmp is built, run or written through.
     pub fn make_dir(&mut self, prefix: &str) -> Result<&std::path::Path, ProbeError> {
+        // The pid in the name: a dead rtlab's directory is told apart and removed at the next
+        // start (rt::fs::remove_stale_private_dirs).
         let dir = tempfile::Builder::new()
-            .prefix(prefix)
+            .prefix(&format!("{prefix}{}-", std::process::id()))
             .tempdir()
             .map_err(|e| ProbeError::Start(format!("cannot create a temporary directory: {e}")))?;
         Ok(self.dir.insert(dir).path())

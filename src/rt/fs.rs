@@ -45,12 +45,66 @@ pub fn parent_of(path: &Path) -> &Path {
 /// file that exists), mode 0644 before the umask. It is removed when dropped unless persisted.
 pub fn temp_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    remove_stale_temps(parent_of(path), &name);
     tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
         .rand_bytes(12)
         .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(parent_of(path))
+}
+
+/// How old a temporary file beside an output must be to be a dead rtlab's: a live one keeps
+/// such a file for the moment of a write and a rename.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes what a dead rtlab left beside an output named `name` in `dir`: regular files of this
+/// user named as [`temp_beside`] names them (`.NAME.` + 12 characters + `.tmp`), unchanged for
+/// a minute.
+fn remove_stale_temps(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.");
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(f) = file.to_str() else { continue };
+        let Some(middle) = f.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".tmp")) else { continue };
+        let old =
+            |m: &std::fs::Metadata| m.modified().ok().and_then(|t| t.elapsed().ok()).is_some_and(|a| a > STALE_AFTER);
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        if middle.len() == 12
+            && std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.file_type().is_file() && m.uid() == me && old(&m))
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Removes the private directories of dead rtlab processes in the temporary directory
+/// (`rtlab-KIND-PID-XXXXXX`, this user's, their PID gone: a runtime probe's sources and build
+/// after a SIGKILL); the names removed.
+pub fn remove_stale_private_dirs() -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return removed };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(f) = file.to_str() else { continue };
+        let mut parts = f.splitn(4, '-');
+        let (Some("rtlab"), Some(_), Some(pid), Some(_)) = (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        let dead = !Path::new(&format!("/proc/{pid}")).exists();
+        if dead && std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir() && m.uid() == me) {
+            if std::fs::remove_dir_all(e.path()).is_ok() {
+                removed.push(e.path().display().to_string());
+            }
+        }
+    }
+    removed
 }
 
 /// Writes what `produce` writes to a [`temp_beside`] file (buffered), syncs it and renames it

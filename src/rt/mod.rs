@@ -29,6 +29,9 @@ pub fn repair_left_behind() -> Vec<String> {
     tracefs::remove_stale();
     let mut said = cpuidle::repair();
     said.extend(
+        fs::remove_stale_private_dirs().into_iter().map(|d| format!("a dead rtlab's directory {d} is removed")),
+    );
+    said.extend(
         container::remove_stale().into_iter().map(|name| {
             format!("the programs a dead rtlab started were still running (cgroup {name}); they are ended")
         }),
