@@ -255,3 +255,26 @@ fn real_rt_app_logs_import_and_the_fuzzers_crashing_inputs_are_refused_without_a
         assert!(!stderr.contains("panicked") && stderr.trim().lines().count() == 1, "{}: {stderr}", path.display());
     }
 }
+
+#[test]
+fn an_import_is_refused_when_its_counts_overflow_and_what_it_writes_rtlab_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let footer = "# Total: 000000003\n# Min Latencies: 00000\n# Avg Latencies: 00001\n# Max Latencies: 00005\n# Histogram Overflows: 00000\n";
+    let over = dir.path().join("over.txt");
+    std::fs::write(&over, format!("# Histogram\n000000 18446744073709551615\n000001 000002\n{footer}")).unwrap();
+    let out = rtlab().arg("import").arg(&over).arg("-o").arg(dir.path().join("o.json")).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), err.trim().lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("past 64 bits"), "{err}");
+    // A bucket at the edge of 64 bits of ns: imported only as a result rtlab reads back.
+    let edge = dir.path().join("edge.txt");
+    std::fs::write(&edge, format!("# Histogram\n000000 000001\n18446744073709551 000002\n{footer}")).unwrap();
+    let json = dir.path().join("e.json");
+    let out = rtlab().arg("import").arg(&edge).arg("-o").arg(&json).output().unwrap();
+    if out.status.success() {
+        let show = rtlab().arg("show").arg(&json).output().unwrap();
+        assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}

@@ -146,7 +146,10 @@ fn parse_histogram(ctx: &Ctx<'_>, lines: &[(usize, &str)], unit: Unit) -> Result
     let mut figures = Vec::with_capacity(n);
     for t in 0..n {
         let hist: BTreeMap<u64, u64> = rows.iter().map(|(_, b, c)| (*b, c[t])).filter(|(_, c)| *c > 0).collect();
-        let binned: u64 = hist.values().sum();
+        let binned = hist
+            .values()
+            .try_fold(0u64, |a, c| a.checked_add(*c))
+            .ok_or_else(|| ctx.err(min_no, format!("thread {t}'s bucket counts add up past 64 bits")))?;
         let ofl = u64::try_from(overflows[t]).map_err(|_| ctx.err(min_no, "a negative overflow count"))?;
         if let Some((no, totals)) = footer.get("Total") {
             if totals.get(t).is_some_and(|v| *v != binned as i64) {
