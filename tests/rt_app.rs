@@ -449,7 +449,11 @@ fn bad_and_hostile_rt_app_files_are_refused_or_bounded_with_one_line() {
     let (code, stderr, r) = run_in(dir.path(), &cycle, &["-D", "1s"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(t0.elapsed() < std::time::Duration::from_secs(20), "ended at its duration");
-    assert_eq!(r.unwrap()["rt_app"]["threads"][0]["phase_loops"].as_u64(), Some(0));
+    let r = r.unwrap();
+    assert_eq!(r["rt_app"]["threads"][0]["phase_loops"].as_u64(), Some(0));
+    // The result says who waited on what when the run ended.
+    let w = r["warnings"].as_array().unwrap().iter().find(|w| w["kind"] == "mutex_waits").expect(&stderr);
+    assert_eq!(w["waits"], "a waited for a resume of a, b waited for a resume of b", "{w}");
     // 10 000 tasks are refused before any thread starts; a phase looping 2^62 times ends with
     // the run's duration.
     let many = dir.path().join("many.json");

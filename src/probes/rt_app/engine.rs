@@ -215,7 +215,8 @@ pub struct Ran {
     pub phase_loops: u64,
     /// The log could not be written: why.
     pub log_error: Option<String>,
-    /// The run stopped while the thread waited for this mutex.
+    /// The run stopped while the thread waited for this resource (a mutex, or a condition,
+    /// suspension or barrier it was not released from).
     pub blocked_on: Option<usize>,
     /// The mutexes it held when it stopped.
     pub held: Vec<usize>,
@@ -422,7 +423,10 @@ impl<'a> Runner<'a> {
                 match self.meet(r).barrier(users, self.stamp("barrier"), &self.shared.stop) {
                     Some(None) => {}
                     Some(got) => self.handed(r, got),
-                    None => self.cut = true,
+                    None => {
+                        self.ran.blocked_on.get_or_insert(r);
+                        self.cut = true;
+                    }
                 }
             }
             Event::Mem(n) => self.mem(n),
@@ -582,6 +586,7 @@ impl Runner<'_> {
     /// A wait on `r` ended by `got`'s release: the hand-off from its thread is recorded.
     fn handed(&mut self, r: usize, got: Option<Stamp>) {
         let Some(s) = got else {
+            self.ran.blocked_on.get_or_insert(r);
             self.cut = true;
             return;
         };

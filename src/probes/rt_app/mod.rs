@@ -547,7 +547,12 @@ impl RtAppProbe {
     /// whether they wait on each other in a cycle (a deadlock): `None` when none waited.
     fn mutex_waits(&self, done: &[Done]) -> Option<Warning> {
         let uc = &self.plan.use_case;
-        let holder_of = |m: usize| done.iter().find(|d| d.held.contains(&m)).map(|d| d.outcome.plan.index);
+        // Only a mutex has a holder: a wait on anything else is no edge of a cycle.
+        let holder_of = |m: usize| {
+            (uc.resources[m].kind == ResourceKind::Mutex)
+                .then(|| done.iter().find(|d| d.held.contains(&m)).map(|d| d.outcome.plan.index))
+                .flatten()
+        };
         // Thread → (mutex, the thread holding it).
         let waits: Vec<(usize, usize, Option<usize>)> =
             done.iter().filter_map(|d| d.blocked_on.map(|m| (d.outcome.plan.index, m, holder_of(m)))).collect();
@@ -568,9 +573,17 @@ impl RtAppProbe {
             }
             Some(path)
         });
-        let said = |&(t, m, h): &(usize, usize, Option<usize>)| {
-            let by = h.map_or_else(|| "no thread".to_string(), |h| uc.threads[h].name.clone());
-            format!("{} waited for mutex {} held by {by}", uc.threads[t].name, uc.resources[m].name)
+        let said = |&(t, r, h): &(usize, usize, Option<usize>)| {
+            let (who, res) = (&uc.threads[t].name, &uc.resources[r]);
+            match res.kind {
+                ResourceKind::Mutex => {
+                    let by = h.map_or_else(|| "no thread".to_string(), |h| uc.threads[h].name.clone());
+                    format!("{who} waited for mutex {} held by {by}", res.name)
+                }
+                ResourceKind::Barrier { .. } => format!("{who} waited at barrier {}", res.name),
+                ResourceKind::Suspension => format!("{who} waited for a resume of {}", res.name),
+                _ => format!("{who} waited on condition {}", res.name),
+            }
         };
         let shown: Vec<&(usize, usize, Option<usize>)> = match &cycle {
             Some(path) => path.iter().filter_map(|t| waits.iter().find(|w| w.0 == *t)).collect(),
