@@ -261,8 +261,9 @@ impl Plan {
     }
 }
 
-/// The longest a probe's build may take (a cold Go build takes about 20 s here, gnatmake 2 s).
-pub const BUILD_LIMIT: Duration = Duration::from_secs(120);
+/// The longest a probe's build may take before measuring starts (measured here: go build 1 s
+/// with a cold cache, gnatmake 2 s: fifteen times the slowest).
+pub const BUILD_LIMIT: Duration = Duration::from_secs(30);
 
 /// The compiler's last words kept (its output beyond is read and dropped).
 const BUILD_WORDS: usize = 64 << 10;
