@@ -317,7 +317,7 @@ fn rtla_osnoise_stops_at_the_first_single_noise_above_s_with_exit_2() {
 }
 
 #[test]
-fn a_stand_ins_bad_cpu_list_is_named_as_the_user_typed_it_not_as_rtlabs_option() {
+fn a_stand_ins_bad_cpu_list_or_priority_is_named_as_the_user_typed_it_not_as_rtlabs_option() {
     let (dir, rtla) = rtla();
     let oslat = dir.path().join("oslat");
     std::os::unix::fs::symlink(common::rtlab_path(), &oslat).unwrap();
@@ -325,11 +325,15 @@ fn a_stand_ins_bad_cpu_list_is_named_as_the_user_typed_it_not_as_rtlabs_option()
         (&rtla, vec!["timerlat", "-H", "99", "-d", "1"], "-H 99"),
         (&rtla, vec!["osnoise", "-H", "99", "-d", "1"], "-H 99"),
         (&oslat, vec!["-C", "99", "-D", "1"], "-C 99"),
+        (&rtla, vec!["timerlat", "-c", "99", "-d", "1"], "-c 99"),
+        (&rtla, vec!["timerlat", "-P", "f:100", "-d", "1"], "-P 'f:100'"),
+        (&rtla, vec!["osnoise", "-P", "r:0", "-d", "1"], "-P 'r:0'"),
     ] {
         let out = std::process::Command::new(tool).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!((out.status.code(), err.lines().count()), (Some(1), 1), "{args:?}: {err}");
-        assert!(err.contains(flag) && !err.contains("--mainaffinity"), "{args:?}: {err}");
+        let internal = ["--mainaffinity", "--priority", "-p 80", "-a 99"];
+        assert!(err.contains(flag) && !internal.iter().any(|o| err.contains(o)), "{args:?}: {err}");
     }
 }
 

@@ -152,20 +152,15 @@ impl OsnoiseArgs {
         if let Some(w) = self.warm_up {
             argv.extend(["--warm-up".into(), format!("{}s", w.max(1))]);
         }
-        match self.priority.as_deref().map(|p| p.split(':').collect::<Vec<_>>()) {
-            None => {}
-            Some(p) => match p.as_slice() {
-                ["o", "0"] => argv.extend(["--policy".into(), "other".into()]),
-                ["f", prio] => argv.extend(["--policy".into(), "fifo".into(), "-p".into(), prio.to_string()]),
-                ["r", prio] => argv.extend(["--policy".into(), "rr".into(), "-p".into(), prio.to_string()]),
-                _ => {
-                    return Err(usage(format!(
-                        "-P '{}': rtlab's busy threads take o:0, f:PRIO or r:PRIO (a deadline busy loop would only run \
-                         its runtime)",
-                        self.priority.as_deref().unwrap_or("")
-                    )))
-                }
-            },
+        if let Some(p) = self.priority.as_deref() {
+            let sched = super::timerlat::priority(p)?;
+            if sched.iter().any(|a| a == "deadline") {
+                return Err(usage(format!(
+                    "-P '{p}': rtlab's busy threads take o:0, f:PRIO or r:PRIO (a deadline busy loop would only run \
+                     its runtime)"
+                )));
+            }
+            argv.extend(sched);
         }
         if let Some(j) = &self.json {
             argv.extend(["--json".into(), j.display().to_string()]);

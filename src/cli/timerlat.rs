@@ -209,7 +209,7 @@ pub fn duration_seconds(text: &str) -> Result<String, UsageError> {
 }
 
 /// rtla's `-P`: `o:NICE`, `r:PRIO`, `f:PRIO`, `d:RUNTIME:PERIOD` as `rtlab run` flags.
-fn priority(text: &str) -> Result<Vec<String>, UsageError> {
+pub fn priority(text: &str) -> Result<Vec<String>, UsageError> {
     let bad = || usage(format!("-P '{text}': give o:NICE, r:PRIO, f:PRIO or d:RUNTIME:PERIOD (e.g. -P f:95)"));
     let parts: Vec<&str> = text.split(':').collect();
     Ok(match parts.as_slice() {
@@ -217,8 +217,14 @@ fn priority(text: &str) -> Result<Vec<String>, UsageError> {
             0 => vec!["--policy".into(), "other".into()],
             _ => return Err(usage(format!("-P '{text}': rtlab's probes take no nice value; use -P o:0"))),
         },
-        ["r", p] => vec!["--policy".into(), "rr".into(), "-p".into(), p.to_string()],
-        ["f", p] => vec!["--policy".into(), "fifo".into(), "-p".into(), p.to_string()],
+        [policy @ ("r" | "f"), p] => {
+            // Checked here, under -P: rtlab's own -p would name itself in the message.
+            let prio = p.parse::<u32>().ok().filter(|n| (1..=99).contains(n));
+            let prio =
+                prio.ok_or_else(|| usage(format!("-P '{text}': the priority must be 1 to 99 (e.g. -P f:95)")))?;
+            let name = if *policy == "r" { "rr" } else { "fifo" };
+            vec!["--policy".into(), name.into(), "-p".into(), prio.to_string()]
+        }
         ["d", runtime, period] => {
             let ns = |v: &str| if v.chars().all(|c| c.is_ascii_digit()) { format!("{v}ns") } else { v.to_string() };
             vec![
@@ -300,7 +306,7 @@ impl TimerlatArgs {
         argv.extend(["-i".into(), format!("{}us", self.period)]);
         argv.extend(self.hist.layout_args());
         match &self.cpus {
-            Some(c) => argv.extend(["-a".into(), c.clone(), "-t".into()]),
+            Some(c) => argv.extend(["-a".into(), super::run::stand_in_cpus(c, "-c")?, "-t".into()]),
             None => argv.push("-t".into()),
         }
         argv.extend(
