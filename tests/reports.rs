@@ -471,7 +471,8 @@ fn hostile_series_and_histograms_are_refused_by_every_reader_in_one_line_never_d
         .unwrap();
     assert!(out.status.code().is_some_and(|c| c == 0 || c == 3));
     let good: serde_json::Value = common::read_json(&json);
-    let edits: [(&str, fn(&mut serde_json::Value)); 4] = [
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit); 4] = [
         ("interval", |r| r["threads"][0]["series"]["interval_ns"] = i64::MAX.into()),
         ("negative", |r| {
             let n = r["threads"][0]["series"]["max_ns"].as_array().unwrap().len();

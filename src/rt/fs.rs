@@ -98,10 +98,9 @@ pub fn remove_stale_private_dirs() -> Vec<String> {
         };
         let Ok(pid) = pid.parse::<u32>() else { continue };
         let dead = !Path::new(&format!("/proc/{pid}")).exists();
-        if dead && std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir() && m.uid() == me) {
-            if std::fs::remove_dir_all(e.path()).is_ok() {
-                removed.push(e.path().display().to_string());
-            }
+        let ours = std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if dead && ours && std::fs::remove_dir_all(e.path()).is_ok() {
+            removed.push(e.path().display().to_string());
         }
     }
     removed
