@@ -53,7 +53,12 @@ pub fn parse(path: &Path, text: &str, unit: Option<Unit>) -> Result<RunResult, I
     }
 }
 
-fn parse_histogram(ctx: &Ctx<'_>, lines: &[(usize, &str)], unit: Unit) -> Result<RunResult, ImportError> {
+/// A histogram's rows (line, bucket, counts) in order, its `# Label:` footer lines, and how many
+/// `# Thread N:` overflow lines it has.
+type Histogram<'a> = (Vec<(usize, u64, Vec<u64>)>, BTreeMap<&'a str, (usize, Vec<i64>)>, usize);
+
+/// Reads the rows and the footer after `# Histogram`.
+fn read_rows<'a>(ctx: &Ctx<'_>, lines: &[(usize, &'a str)]) -> Result<Histogram<'a>, ImportError> {
     let start = lines.iter().position(|(_, l)| l.trim_end() == "# Histogram").unwrap_or(0);
     let mut rows: Vec<(usize, u64, Vec<u64>)> = Vec::new();
     let mut footer: BTreeMap<&str, (usize, Vec<i64>)> = BTreeMap::new();
@@ -95,6 +100,33 @@ fn parse_histogram(ctx: &Ctx<'_>, lines: &[(usize, &str)], unit: Unit) -> Result
         }
         rows.push((no, bucket, counts));
     }
+    Ok((rows, footer, overflow_lines))
+}
+
+/// Each row has a count per thread (and with -H a sum column that adds them up), as many as the
+/// first row.
+fn check_rows(ctx: &Ctx<'_>, rows: &[(usize, u64, Vec<u64>)], n: usize) -> Result<(), ImportError> {
+    let width = rows.first().map_or(n, |(_, _, c)| c.len());
+    for (no, _, counts) in rows {
+        let sum_column = n > 1 && counts.len() == n + 1;
+        if counts.len() != n && !sum_column {
+            return Err(ctx.err(*no, format!("histogram row has {} counts for {n} threads", counts.len())));
+        }
+        if counts.len() != width {
+            return Err(
+                ctx.err(*no, format!("histogram row has {} counts where the first row has {width}", counts.len()))
+            );
+        }
+        let sum = counts[..n].iter().try_fold(0u64, |a, c| a.checked_add(*c));
+        if sum_column && sum != Some(counts[n]) {
+            return Err(ctx.err(*no, format!("the -H sum column {} does not add up the threads' counts", counts[n])));
+        }
+    }
+    Ok(())
+}
+
+fn parse_histogram(ctx: &Ctx<'_>, lines: &[(usize, &str)], unit: Unit) -> Result<RunResult, ImportError> {
+    let (rows, footer, overflow_lines) = read_rows(ctx, lines)?;
     let (min_no, mins) = footer.get("Min Latencies").cloned().ok_or_else(|| {
         ctx.err(lines.last().map_or(1, |l| l.0), "the histogram has no '# Min Latencies:' line; is the file complete?")
     })?;
@@ -125,21 +157,7 @@ fn parse_histogram(ctx: &Ctx<'_>, lines: &[(usize, &str)], unit: Unit) -> Result
     let maxes = need("Max Latencies")?;
     let overflows = need("Histogram Overflows")?;
     // -H adds a column with the sum of the threads (only for more than one thread).
-    let width = rows.first().map_or(n, |(_, _, c)| c.len());
-    for (no, _, counts) in &rows {
-        let sum_column = n > 1 && counts.len() == n + 1;
-        if counts.len() != n && !sum_column {
-            return Err(ctx.err(*no, format!("histogram row has {} counts for {n} threads", counts.len())));
-        }
-        if counts.len() != width {
-            return Err(
-                ctx.err(*no, format!("histogram row has {} counts where the first row has {width}", counts.len()))
-            );
-        }
-        if sum_column && counts[n] != counts[..n].iter().sum::<u64>() {
-            return Err(ctx.err(*no, format!("the -H sum column {} does not add up the threads' counts", counts[n])));
-        }
-    }
+    check_rows(ctx, &rows, n)?;
     // 2.4 prints every bucket up to the size, so overflows start right after the last row; 2.10
     // omits zero rows, so the last row only gives a lower bound, which is all that is claimed.
     let range = rows.last().map_or(0, |(_, b, _)| b + 1);

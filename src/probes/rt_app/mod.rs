@@ -118,6 +118,17 @@ fn slot(index: usize, t: &ThreadSpec) -> ThreadPlan {
     }
 }
 
+/// The tasks' names, each once, in file order (what [`tasks_of`] indexes).
+fn task_names(uc: &UseCase) -> Vec<String> {
+    let mut t: Vec<String> = Vec::new();
+    for th in &uc.threads {
+        if !t.contains(&th.task) {
+            t.push(th.task.clone());
+        }
+    }
+    t
+}
+
 /// Each task's index, by thread (a task's instances share it).
 fn tasks_of(uc: &UseCase) -> Vec<usize> {
     let mut tasks: Vec<&str> = Vec::new();
@@ -476,15 +487,7 @@ impl Probe for RtAppProbe {
             timers: Vec::new(),
         };
         let uc = &self.plan.use_case;
-        let tasks: Vec<String> = {
-            let mut t: Vec<String> = Vec::new();
-            for th in &uc.threads {
-                if !t.contains(&th.task) {
-                    t.push(th.task.clone());
-                }
-            }
-            t
-        };
+        let tasks = task_names(uc);
         if let Some(w) = self.mutex_waits(&done) {
             fin.warnings.push(w);
         }
@@ -743,7 +746,6 @@ impl ThreadCtx {
         let timer_lives = engine::lives(timers.len(), layout);
         let uses_buffer =
             self.spec.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::Mem(_) | Event::IoRun(_)));
-        let io = self.io.take();
         ready(&self.shared.stop, &self.live, self.ring.as_deref());
         let status = ThreadStatus {
             index: self.index,
@@ -753,8 +755,7 @@ impl ThreadCtx {
             tid: crate::rt::thread::tid(),
             identity: None,
         };
-        let tid = status.tid;
-        let _ = self.tx.send(Setup { status, warnings: std::mem::take(&mut warnings) });
+        let (tid, _) = (status.tid, self.tx.send(Setup { status, warnings: std::mem::take(&mut warnings) }));
         let mut writer = self.log.as_mut().map(|(f, _)| std::io::BufWriter::with_capacity(1 << 16, f.as_file_mut()));
         let series = Series {
             handoffs: self.keys.iter().zip(&hand_lives).map(|(k, l)| (*k, Recorder::new(l, None))).collect(),
@@ -781,7 +782,7 @@ impl ThreadCtx {
         let mut runner = Runner::new(self.index, &self.spec, &self.shared, rec, series);
         runner.work = self.work.as_deref().map(|w| WorkRecorder::new(w, self.max_response_ns, self.ring.as_deref()));
         runner.buffer = if uses_buffer { vec![0u8; self.mem_buffer_size] } else { Vec::new() };
-        runner.io = io;
+        runner.io = self.io.take();
         let ran = match self.gate.wait() {
             GateState::Go => {
                 let mut current = (self.spec.cpus.clone(), self.spec.sched);
