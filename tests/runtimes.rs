@@ -177,10 +177,16 @@ fn a_runtime_that_dies_or_garbles_is_an_error_that_keeps_what_arrived_and_leaves
             String::from_utf8_lossy(&left.stdout)
         );
     }
+    // A directory is left when its rtlab (the pid in its name) has ended: other tests' runs
+    // may be running beside this one.
     let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("rtlab-python-"))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix("rtlab-python-").and_then(|r| r.split('-').next()).map(str::to_string);
+            pid.is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        })
         .collect();
     assert!(leftovers.is_empty(), "the probe's private directory was left: {leftovers:?}");
 }

@@ -808,15 +808,31 @@ fn an_epoll_loop_fed_through_a_pipe_has_its_iterations_and_each_stall_as_long_as
     assert!((n..=n + 1).contains(&l["iterations"].as_u64().unwrap()), "{summary}, the program's {n}");
     // 1 % of 1000 iterations work 5 ms; on this VM an iteration can also be held off the CPU
     // past 2 ms (the program's clock counts that too).
-    let stalls: Vec<i64> = theirs.iter().copied().filter(|b| *b > 2_000_000).collect();
-    assert!(stalls.len() >= 10, "the program measured {} stalls", stalls.len());
-    assert_eq!(l["stalls"].as_u64().unwrap(), stalls.len() as u64, "{summary}");
+    // The program's clock and the kernel's events bound an iteration a few µs apart: one within
+    // 50 µs of the 2 ms limit may be a stall by either and not the other (a busy machine makes
+    // such iterations); every other one is a stall by both or by neither.
+    let tolerance = 50_000;
+    let candidates: Vec<i64> = theirs.iter().copied().filter(|b| *b > 2_000_000 - tolerance).collect();
+    let certain = candidates.iter().filter(|b| **b > 2_000_000 + tolerance).count();
+    assert!(candidates.len() >= 10, "the program measured {} stalls", candidates.len());
+    let n_ours = l["stalls"].as_u64().unwrap() as usize;
+    assert!(
+        (certain..=candidates.len()).contains(&n_ours),
+        "{summary}: the program's {certain} to {}",
+        candidates.len()
+    );
     let mut ours = l["worst_stalls"].as_array().unwrap().clone();
     ours.sort_by_key(|s| s["at_ns"].as_i64());
-    assert_eq!(ours.len(), stalls.len());
-    for (o, t) in ours.iter().zip(&stalls) {
+    assert_eq!(ours.len(), n_ours);
+    // Ours, in time order, are the program's candidates in order, skipping only uncertain ones.
+    let mut theirs_left = candidates.iter();
+    for o in &ours {
         let busy = o["busy_ns"].as_i64().unwrap();
-        assert!((busy - t).abs() <= 50_000, "a stall of {busy} ns against the program's {t} ns");
+        let t = theirs_left
+            .by_ref()
+            .find(|t| (busy - **t).abs() <= tolerance || **t > 2_000_000 + tolerance)
+            .unwrap_or_else(|| panic!("a stall of {busy} ns the program did not measure"));
+        assert!((busy - t).abs() <= tolerance, "a stall of {busy} ns against the program's {t} ns");
         let parts = ["running_ns", "waiting_ns", "blocked_ns"].iter().map(|k| o[k].as_i64().unwrap()).sum::<i64>();
         assert_eq!(parts, busy + o["wakeup_ns"].as_i64().unwrap_or(0), "{o}");
         // Woken by the feeder's write, or (held off the CPU, its bytes piling up) finding one.
