@@ -347,7 +347,8 @@ fn a_build_that_never_ends_or_floods_its_output_is_stopped_bounded_and_leaves_no
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("did not build (exit code 4): the last word"), "{err}");
     let rss_kb: u64 = err.lines().last().unwrap().trim().parse().unwrap();
-    assert!(rss_kb < 100_000, "the build's output was kept whole: {rss_kb} KB");
+    // Well below the 300 MB it wrote (qemu-user's own translation buffers included, emulated).
+    assert!(rss_kb < 200_000, "the build's output was kept whole: {rss_kb} KB");
 }
 
 #[test]
