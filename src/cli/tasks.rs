@@ -274,15 +274,7 @@ pub fn check(tasks: &[TaskSpec], online: &CpuSet, rt_share: Option<f64>, force: 
     }
     let (Some(share), false) = (rt_share, force) else { return Ok(()) };
     // Busy RT time per CPU: pinned tasks on their CPU; free ones spread over all of them.
-    let mut pinned = vec![0f64; online.cpus().iter().max().map_or(1, |m| m + 1)];
-    let mut free = 0f64;
-    for t in tasks.iter().filter(|t| t.sched.policy.is_realtime_priority()) {
-        let u = t.work.map_or(0.0, |(_, w)| w as f64 / t.period_ns as f64);
-        match t.cpu {
-            Some(c) => pinned[c] += u,
-            None => free += u,
-        }
-    }
+    let (pinned, free) = rt_demand(tasks, online);
     for (cpu, u) in pinned.iter().enumerate().filter(|(c, _)| online.contains(*c)) {
         if *u > share {
             return Err(format!(
@@ -320,10 +312,8 @@ pub fn check(tasks: &[TaskSpec], online: &CpuSet, rt_share: Option<f64>, force: 
     Ok(())
 }
 
-/// With RT throttling off, the FIFO/RR tasks that would keep every CPU busy (pinned ones whose
-/// work fills their CPU, and as many CPUs' worth of unpinned work as the rest) are refused by
-/// the rule `noise` and `load` keep too.
-fn refuse_busy(tasks: &[TaskSpec], online: &CpuSet, force: bool) -> Result<(), String> {
+/// The FIFO/RR tasks' busy share of a CPU: per CPU for those pinned, and in all for the others.
+fn rt_demand(tasks: &[TaskSpec], online: &CpuSet) -> (Vec<f64>, f64) {
     let mut pinned = vec![0f64; online.cpus().iter().max().map_or(1, |m| m + 1)];
     let mut free = 0f64;
     for t in tasks.iter().filter(|t| t.sched.policy.is_realtime_priority()) {
@@ -333,6 +323,14 @@ fn refuse_busy(tasks: &[TaskSpec], online: &CpuSet, force: bool) -> Result<(), S
             None => free += u,
         }
     }
+    (pinned, free)
+}
+
+/// With RT throttling off, the FIFO/RR tasks that would keep every CPU busy (pinned ones whose
+/// work fills their CPU, and as many CPUs' worth of unpinned work as the rest) are refused by
+/// the rule `noise` and `load` keep too.
+fn refuse_busy(tasks: &[TaskSpec], online: &CpuSet, force: bool) -> Result<(), String> {
+    let (pinned, free) = rt_demand(tasks, online);
     let full = CpuSet::from_cpus(pinned.iter().enumerate().filter(|(_, u)| **u >= 1.0).map(|(c, _)| c));
     let unpinned = free.floor() as usize;
     let fix = "lighten the tasks or leave a CPU free";
