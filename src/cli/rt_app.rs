@@ -79,7 +79,7 @@ pub fn read(path: &Path, online: &CpuSet) -> Result<UseCase, String> {
 /// device or a new file rtlab creates (never an existing file, never through a symlink, never
 /// `/proc` or `/sys`).
 fn check_io_device(uc: &UseCase) -> Result<(), String> {
-    if !uc.threads.iter().flat_map(|t| t.phases.iter().flat_map(|p| &p.events)).any(|e| matches!(e, Event::IoRun(_))) {
+    if !uc.threads.iter().any(ThreadSpec::does_iorun) {
         return Ok(());
     }
     crate::rt::fs::io_target(&uc.io_device).map(|_| ()).map_err(|what| {

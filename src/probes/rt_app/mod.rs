@@ -319,12 +319,7 @@ impl RtAppProbe {
     /// it (a sink device, or a new file created here), since the path may have changed since.
     fn open_io(&mut self) -> Result<(), ProbeError> {
         let uc = &self.plan.use_case;
-        if !uc
-            .threads
-            .iter()
-            .flat_map(|t| t.phases.iter().flat_map(|p| &p.events))
-            .any(|e| matches!(e, Event::IoRun(_)))
-        {
+        if !uc.threads.iter().any(ThreadSpec::does_iorun) {
             return Ok(());
         }
         let path = &uc.io_device;
@@ -672,8 +667,7 @@ impl RtAppProbe {
 
     /// The thread's own handle on the io device, when it has an `iorun`.
     fn io_for(&mut self, t: &ThreadSpec) -> Result<Option<std::fs::File>, ProbeError> {
-        let (Some(f), true) = (&self.io, t.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::IoRun(_))))
-        else {
+        let (Some(f), true) = (&self.io, t.does_iorun()) else {
             return Ok(None);
         };
         match f.try_clone() {

@@ -62,6 +62,13 @@ pub struct ThreadSpec {
     pub phases: Vec<Phase>,
 }
 
+impl ThreadSpec {
+    /// True when one of its events is an `iorun`: it writes to `global.io_device`.
+    pub fn does_iorun(&self) -> bool {
+        self.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e, Event::IoRun(_)))
+    }
+}
+
 /// One phase: events run `loops` times before the next phase.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Phase {
