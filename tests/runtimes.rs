@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_broken_run, assert_valid_run_result, is_root, read_json, rtlab, rtlab_path};
+use common::{assert_broken_run, assert_valid_run_result, is_root, read_json, rtlab, rtlab_path, slow};
 use serde_json::Value;
 use std::path::Path;
 
@@ -297,7 +297,7 @@ fn a_daemon_that_keeps_the_probes_pipes_open_neither_hangs_rtlab_nor_outlives_it
         .output()
         .unwrap();
     assert!(out.status.code().is_some(), "rtlab hung on the daemon's pipe");
-    assert!(t0.elapsed() < std::time::Duration::from_secs(20), "ended with its run: {:?}", t0.elapsed());
+    assert!(t0.elapsed() < slow(std::time::Duration::from_secs(20)), "ended with its run: {:?}", t0.elapsed());
     assert_eq!(read_json(&json)["threads"][0]["cycles"], 1, "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!alive("sleep 3901"), "the daemon outlived rtlab");
 }
@@ -321,11 +321,14 @@ fn a_build_that_never_ends_or_floods_its_output_is_stopped_bounded_and_leaves_no
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let t0 = std::time::Instant::now();
+    while !alive("sleep 3903") && t0.elapsed() < slow(std::time::Duration::from_secs(10)) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     assert!(alive("sleep 3903"), "the build runs");
     std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     let t0 = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() && t0.elapsed() < std::time::Duration::from_secs(10) {
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < slow(std::time::Duration::from_secs(10)) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let ended = child.try_wait().unwrap();

@@ -10,6 +10,14 @@ pub fn rtlab() -> Command {
     Command::cargo_bin("rtlab").unwrap()
 }
 
+/// `d` stretched by how much slower than native this run is: `RTLAB_TEST_SLOWDOWN` (a whole
+/// factor, 1 when unset), which `scripts/arm64-tests.sh` sets for its run under qemu-user. Only
+/// for bounds that say "this ends", never for a latency figure.
+pub fn slow(d: std::time::Duration) -> std::time::Duration {
+    let factor = std::env::var("RTLAB_TEST_SLOWDOWN").ok().and_then(|v| v.parse::<u32>().ok()).unwrap_or(1);
+    d * factor.max(1)
+}
+
 /// Path of the built binary.
 pub fn rtlab_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("rtlab")
