@@ -157,3 +157,73 @@ mod tests {
         assert!(e.online_cpus.is_some_and(|c| !c.is_empty()));
     }
 }
+
+/// A task the kernel shows running (state `R`) on a CPU: for rtla's `--dump-tasks`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningTask {
+    /// The CPU it last ran on (`/proc/PID/task/TID/stat` field 39).
+    pub cpu: usize,
+    /// Its name (`comm`).
+    pub comm: String,
+    /// Its thread id.
+    pub tid: i32,
+}
+
+/// The task each CPU of `cpus` is running now, from `/proc` (`proc_root`): the runnable
+/// thread whose last CPU it is (several: the lowest id; none: the CPU's idle task,
+/// `swapper/N:0`).
+pub fn running_tasks(proc_root: &std::path::Path, cpus: &[usize]) -> Vec<RunningTask> {
+    let mut found: Vec<RunningTask> = Vec::new();
+    let pids = std::fs::read_dir(proc_root).into_iter().flatten().flatten();
+    for pid in pids.filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit())) {
+        for task in std::fs::read_dir(pid.path().join("task")).into_iter().flatten().flatten() {
+            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+            if let Some(t) = running_in(&stat).filter(|t| cpus.contains(&t.cpu)) {
+                found.push(t);
+            }
+        }
+    }
+    cpus.iter()
+        .map(|&cpu| {
+            found.iter().filter(|t| t.cpu == cpu).min_by_key(|t| t.tid).cloned().unwrap_or(RunningTask {
+                cpu,
+                comm: format!("swapper/{cpu}"),
+                tid: 0,
+            })
+        })
+        .collect()
+}
+
+/// The task a `stat` line describes, when its state is `R`.
+fn running_in(stat: &str) -> Option<RunningTask> {
+    let (head, rest) = stat.rsplit_once(')')?;
+    let (tid, comm) = head.split_once(" (")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state is field 3, processor field 39 (1-based, as proc(5) counts).
+    (fields.first() == Some(&"R")).then_some(())?;
+    Some(RunningTask { cpu: fields.get(36)?.parse().ok()?, comm: comm.to_string(), tid: tid.trim().parse().ok()? })
+}
+
+#[cfg(test)]
+mod running_tests {
+    use super::*;
+
+    #[test]
+    fn the_running_task_of_each_cpu_is_read_from_proc_and_an_idle_cpu_names_its_swapper() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = |pid: i32, tid: i32, comm: &str, state: &str, cpu: usize| {
+            let d = dir.path().join(pid.to_string()).join("task").join(tid.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            let mut f: Vec<String> = (0..50).map(|_| "0".to_string()).collect();
+            f[0] = state.to_string();
+            f[36] = cpu.to_string();
+            std::fs::write(d.join("stat"), format!("{tid} ({comm}) {}\n", f.join(" "))).unwrap();
+        };
+        task(10, 10, "busy (x)", "R", 1);
+        task(10, 11, "sleeper", "S", 0);
+        task(20, 20, "other", "R", 1);
+        let got = running_tasks(dir.path(), &[0, 1]);
+        assert_eq!(got[0], RunningTask { cpu: 0, comm: "swapper/0".into(), tid: 0 });
+        assert_eq!(got[1], RunningTask { cpu: 1, comm: "busy (x)".into(), tid: 10 }, "a ')' in a name is kept");
+    }
+}

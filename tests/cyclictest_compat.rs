@@ -193,8 +193,18 @@ fn json_has_cyclictest_2_4_keys_and_types() {
     let (ours, _) = rtlab_json(&[&args[..], &["--compat", "2.4"]].concat());
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("real.json");
-    run_real(&[&args[..], &[&format!("--json={}", p.display())]].concat());
-    let real: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    // The real cyclictest now and then writes a number JSON has not (seen once in CI, on a
+    // loaded machine: "invalid number" where a value begins); such a file is its own, and the
+    // shape is taken from its next run (three at most, each printed when refused).
+    let real: Value = (0..3)
+        .find_map(|_| {
+            run_real(&[&args[..], &[&format!("--json={}", p.display())]].concat());
+            let text = std::fs::read_to_string(&p).unwrap();
+            serde_json::from_str(&text)
+                .map_err(|e| eprintln!("the real cyclictest's JSON is not JSON ({e}):\n{text}"))
+                .ok()
+        })
+        .expect("the real cyclictest wrote valid JSON in one of three runs");
     assert_eq!(json_shape(&ours), json_shape(&real));
     let fixture: Value = serde_json::from_str(include_str!("fixtures/cyclictest/v2.4-t2-h80.json")).unwrap();
     assert_eq!(json_shape(&ours), json_shape(&fixture));
@@ -519,4 +529,58 @@ fn spike_nodes_caps_the_list_but_not_the_count() {
     let (s, _, _) = sim(&["-q", "--spike", "2", "--spike-nodes", "1"], SAMPLES);
     assert_eq!(s.lines().filter(|l| l.contains("Spike:")).count(), 1, "{s}");
     assert!(s.contains("spikes = 2\n"), "{s}");
+}
+
+#[test]
+fn a_running_cyclictest_is_found_and_printed_by_rt_tests_get_cyclictest_snapshot() {
+    assert!(is_root(), "cyclictest's priorities and /dev/shm need root");
+    let snapshot = "/usr/sbin/get_cyclictest_snapshot";
+    assert!(std::path::Path::new(snapshot).exists(), "{snapshot} (Debian rt-tests, installed by .ci/run) is missing");
+    let mut child = Std::new(rtlab_path())
+        .args(["cyclictest", "-q", "-t", "2", "-a", "all", "-p", "80", "-i", "1000", "-D", "30"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let shm = std::path::PathBuf::from(format!("/dev/shm/cyclictest{pid}"));
+    let t0 = std::time::Instant::now();
+    while !shm.exists() && t0.elapsed() < slow(Duration::from_secs(10)) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let listed = Std::new(snapshot).arg("-l").output().unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).lines().any(|l| l == pid), "-l lists rtlab's pid");
+    // A snapshot (SIGUSR2) rewrites the file with every thread's T: line.
+    let mut printed = String::new();
+    while !printed.contains("T: 1 ") && t0.elapsed() < slow(Duration::from_secs(20)) {
+        std::thread::sleep(Duration::from_millis(1100));
+        Std::new(snapshot).args(["-s", &pid]).status().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        printed = String::from_utf8_lossy(&Std::new(snapshot).args(["-p", &pid]).output().unwrap().stdout).into();
+    }
+    let _ = Std::new("kill").args(["-INT", &pid]).status();
+    let ended = child.wait().unwrap();
+    assert!(ended.success(), "a snapshot does not end the run (SIGUSR2 is not rtlab's wake signal)");
+    assert!(printed.contains("# cyclictest current status:") && printed.contains("T: 0 ("), "{printed}");
+    assert!(!shm.exists(), "the status file is removed at the end");
+}
+
+#[test]
+fn affinity_all_pins_one_thread_per_cpu_as_linaros_cyclictest_sh_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("l.json");
+    let n = std::thread::available_parallelism().unwrap().get().to_string();
+    let out = rtlab()
+        .args(["cyclictest", "-q", "-p", "98", "-i", "1000", "-t", &n, "-a", "all", "-D", "1", "-m"])
+        .arg(format!("--json={}", json.display()))
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // What Linaro's parse_rt_tests_results.py reads.
+    assert_eq!(v["num_threads"].as_u64().unwrap().to_string(), n);
+    for (i, t) in v["thread"].as_object().unwrap().values().enumerate() {
+        assert!(t["min"].is_number() && t["avg"].is_number() && t["max"].is_number(), "{t}");
+        assert_eq!(t["cpu"].as_u64(), Some(i as u64), "thread N on CPU N");
+    }
 }

@@ -353,3 +353,108 @@ fn a_trace_action_that_cannot_write_its_file_is_refused_before_measuring() {
         assert!(t0.elapsed() < Duration::from_secs(4), "refused before the 5 s run: {:?}", t0.elapsed());
     }
 }
+
+/// `rtla ARGS` in `dir` (where the trace files land): status, stdout, stderr.
+fn rtla_in(dir: &std::path::Path, rtla: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(rtla).current_dir(dir).args(args).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn the_kernel_suites_action_cases_stop_at_a_failed_action_before_the_table() {
+    assert!(is_root(), "rtla timerlat needs root (SCHED_FIFO, tracefs)");
+    let (dir, rtla) = rtla();
+    // tests/timerlat.t "hist stop at failed action": the first action prints 1 and fails, the
+    // second never runs, and the histogram follows the action's output.
+    let failing = ["--on-threshold", "shell,command=echo -n 1; false", "--on-threshold", "shell,command=echo -n 2"];
+    let (code, out, err) = rtla_in(dir.path(), &rtla, &[&["timerlat", "hist", "-T", "1"][..], &failing].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.lines().any(|l| l == "1# RTLA timerlat histogram"), "{out}");
+    assert!(!out.starts_with("12"), "the action after a failed one is not done: {out}");
+    assert!(err.contains("shell,command=echo -n 1; false failed"), "said after the table: {err}");
+    // "multiple actions": both run, in order.
+    let both = ["--on-threshold", "shell,command=echo -n 1", "--on-threshold", "shell,command=echo 2"];
+    let (code, out, _) = rtla_in(dir.path(), &rtla, &[&["timerlat", "top", "-q", "-T", "1"][..], &both].concat());
+    assert_eq!((code, out.lines().any(|l| l == "12")), (Some(2), true), "{out}");
+}
+
+#[test]
+fn trace_actions_say_where_they_save_and_write_the_file_at_a_stop_or_at_the_end() {
+    assert!(is_root(), "rtla timerlat needs root (SCHED_FIFO, tracefs)");
+    let (dir, rtla) = rtla();
+    for (args, file) in [
+        (&["timerlat", "hist", "-T", "1", "-t"][..], "timerlat_trace.txt"),
+        (&["timerlat", "hist", "-T", "1", "-t", "custom.txt"][..], "custom.txt"),
+        (&["timerlat", "hist", "-T", "1", "-t=eq.txt"][..], "eq.txt"),
+        (&["timerlat", "top", "-q", "-d", "1", "--on-end", "trace"][..], "timerlat_trace.txt"),
+        (&["osnoise", "hist", "-S", "1", "-t", "noise.txt"][..], "noise.txt"),
+        (&["osnoise", "top", "-q", "-d", "1", "--on-end", "trace"][..], "osnoise_trace.txt"),
+    ] {
+        let _ = std::fs::remove_file(dir.path().join(file));
+        let (code, out, err) = rtla_in(dir.path(), &rtla, args);
+        let want = if args.contains(&"--on-end") { 0 } else { 2 };
+        assert_eq!(code, Some(want), "{args:?}: {err}");
+        assert!(out.lines().any(|l| l == format!("  Saving trace to {file}")), "{args:?}: {out}");
+        let saved = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        assert!(!saved.is_empty(), "{args:?}: the file holds what was recorded");
+    }
+    let record = std::fs::read_to_string(dir.path().join("osnoise_trace.txt")).unwrap();
+    assert!(record.starts_with("# rtlab osnoise record: this kernel has no osnoise tracer"), "{record}");
+}
+
+#[test]
+fn rtlas_help_pages_its_policy_letters_and_nanoseconds_are_answered_as_rtla_answers_them() {
+    assert!(is_root(), "rtla timerlat needs root (SCHED_FIFO, tracefs)");
+    let (dir, rtla) = rtla();
+    for (args, says) in [
+        (&["timerlat", "--help"][..], "timerlat version"),
+        (&["osnoise", "--help"][..], "osnoise version"),
+        (&["hwnoise", "--help"][..], "rtla hwnoise: a summary of hardware-related noise"),
+        (&["timerlat", "hist", "--help"][..], "rtla timerlat hist:"),
+    ] {
+        let (code, out, err) = rtla_in(dir.path(), &rtla, args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(out.contains(says), "{args:?}: {out}");
+    }
+    let json = dir.path().join("r.json");
+    let j = json.display().to_string();
+    let (code, _, err) =
+        rtla_in(dir.path(), &rtla, &["timerlat", "top", "-q", "-P", "F:1", "-c", "0", "-d", "1", "--json", &j]);
+    assert_eq!(code, Some(0), "{err}");
+    let r = read_json(&json);
+    assert_eq!((r["threads"][0]["policy"].as_str(), r["threads"][0]["priority"].as_u64()), (Some("fifo"), Some(1)));
+    let (code, out, err) = rtla_in(dir.path(), &rtla, &["timerlat", "hist", "-c", "0", "-n", "-d", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("# Time unit is nanoseconds (ns)"), "{out}");
+    let (code, out, _) = rtla_in(dir.path(), &rtla, &["timerlat", "top", "-c", "0", "-n", "-d", "1"]);
+    assert_eq!((code, out.contains("IRQ Timer Latency (ns)")), (Some(0), true), "{out}");
+}
+
+#[test]
+fn osnoise_continue_does_its_actions_and_the_run_goes_on_to_its_end() {
+    assert!(is_root(), "rtla osnoise needs root (tracefs)");
+    let (dir, rtla) = rtla();
+    let args = [
+        "osnoise",
+        "hist",
+        "-S",
+        "1",
+        "-d",
+        "2",
+        "--on-threshold",
+        "shell,command=echo TestOutput",
+        "--on-threshold",
+        "continue",
+    ];
+    let (code, out, err) = rtla_in(dir.path(), &rtla, &args);
+    assert_eq!(code, Some(0), "continue: the run ends at its duration, not at a hit: {err}");
+    assert!(out.lines().any(|l| l == "TestOutput"), "{out}");
+    assert!(!out.contains("hit stop tracing"), "{out}");
+    let (code, out, _) = rtla_in(dir.path(), &rtla, &["hwnoise", "-s", "1", "-T", "1", "-d", "1"]);
+    if code == Some(2) {
+        assert!(
+            out.contains("rtla osnoise hit stop tracing"),
+            "hwnoise's stop line is osnoise's, as rtla prints it: {out}"
+        );
+    }
+}

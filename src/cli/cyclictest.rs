@@ -50,7 +50,7 @@ pub struct CyclictestArgs {
     pub help: Option<bool>,
 
     /// Run thread #N on CPU #N, or pin threads round-robin to CPUSET
-    #[arg(short = 'a', long = "affinity", value_name = "CPUSET", num_args = 0..=1, value_parser = parse::cpuset)]
+    #[arg(short = 'a', long = "affinity", value_name = "CPUSET", num_args = 0..=1, value_parser = affinity_set)]
     pub affinity: Option<Option<CpuSet>>,
 
     /// Align thread wakeups to a specific offset (µs per thread)
@@ -540,4 +540,13 @@ impl CyclictestArgs {
             breaktrace: self.breaktrace.is_some(),
         }
     }
+}
+
+/// cyclictest's `-a` set: a CPU list, or `all` (every online CPU, as rt-tests' numa parser
+/// reads it; Linaro's cyclictest.sh passes `-a all` with `-t 0`).
+fn affinity_set(text: &str) -> Result<CpuSet, String> {
+    if text.trim() == "all" {
+        return Ok(affinity::online_cpus());
+    }
+    parse::cpuset(text)
 }

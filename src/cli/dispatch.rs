@@ -61,6 +61,10 @@ impl Parsed {
     /// Parses argv; a bad command line is a one-line usage error.
     pub fn from_args(args: &[String]) -> Result<Parsed, Error> {
         // Run as `rtla`: `rtla timerlat …` is `rtlab timerlat …`.
+        // `rtla TOOL [MODE] --help`: rtla's help, with its version line.
+        if let Some(help) = super::timerlat::rtla_help(args) {
+            return Ok(Parsed::Help(help));
+        }
         if let Some(rtla) = super::timerlat::rtla_args(args) {
             return Parsed::from_args(&rtla?);
         }

@@ -71,19 +71,19 @@ pub struct OsnoiseArgs {
     /// Accepted: rtlab's tracefs instance sizes its own buffers
     #[arg(long = "trace-buffer-size", value_name = "KB")]
     pub trace_buffer_size: Option<u64>,
-    /// Refused: the tracer's buffer does not exist here
-    #[arg(short = 't', long = "trace", value_name = "FILE", num_args = 0..=1, require_equals = true)]
+    /// At a stop, save what rtlab recorded of the noise to FILE [default: osnoise_trace.txt]
+    #[arg(short = 't', long = "trace", value_name = "FILE", num_args = 0..=1)]
     pub trace: Option<Option<String>>,
     /// Refused: events of the tracer's session
     #[arg(short = 'e', long = "event", value_name = "SYS:EVENT")]
     pub event: Vec<String>,
     /// Refused: filters of the tracer's events
     #[arg(long = "filter", value_name = "FILTER")]
-    pub filter: Option<String>,
+    pub filter: Vec<String>,
     /// Refused: triggers of the tracer's events
     #[arg(long = "trigger", value_name = "TRIGGER")]
-    pub trigger: Option<String>,
-    /// When a stop threshold is hit: shell,command=CMD or signal,num=N,pid=PID|parent (repeatable)
+    pub trigger: Vec<String>,
+    /// When a stop threshold is hit: trace[,file=F], shell,command=CMD, signal,num=N,pid=PID|parent, continue (repeatable)
     #[arg(long = "on-threshold", value_name = "ACTION")]
     pub on_threshold: Vec<String>,
     /// At the end of the run: the same actions
@@ -107,6 +107,7 @@ impl OsnoiseArgs {
         if let Some(why) = self.hist.refusal() {
             return Err(usage(why));
         }
+        super::timerlat::tracer_events(&self.event, &self.filter, &self.trigger)?;
         let tracer = "needs the kernel's osnoise tracer, which this kernel does not have (rtlab measures with its own \
                       busy threads and the kernel's events)";
         let refusals = [
@@ -118,13 +119,9 @@ impl OsnoiseArgs {
                 self.runtime.is_some_and(|r| r < 100),
                 format!("-r {}: Runtime shorter than 100 us", self.runtime.unwrap_or(0)),
             ),
-            (
-                self.trace.is_some(),
-                "-t saves the osnoise tracer's buffer; rtlab writes no trace for a noise run".into(),
-            ),
             (!self.event.is_empty(), format!("-e {tracer}")),
-            (self.filter.is_some(), format!("--filter {tracer}")),
-            (self.trigger.is_some(), format!("--trigger {tracer}")),
+            (!self.filter.is_empty(), format!("--filter {tracer}")),
+            (!self.trigger.is_empty(), format!("--trigger {tracer}")),
         ];
         match refusals.into_iter().find(|(bad, _)| *bad) {
             Some((_, why)) => Err(usage(why)),
@@ -139,7 +136,7 @@ impl OsnoiseArgs {
         let mut argv: Vec<String> = ["rtlab", "noise", "-q"].map(String::from).to_vec();
         argv.extend(["--period".into(), format!("{period}us"), "--runtime".into(), format!("{runtime}us")]);
         argv.extend(["--threshold".into(), format!("{}us", self.threshold.max(1)), "--attribute".into()]);
-        argv.extend(self.hist.layout_args());
+        argv.extend(self.hist.layout_args(false));
         if let Some(c) = &self.cpus {
             argv.extend(["-c".into(), c.clone()]);
         }
@@ -169,6 +166,24 @@ impl OsnoiseArgs {
     }
 }
 
+/// Where rtla osnoise's `trace` action writes by default.
+pub const TRACE_FILE: &str = "osnoise_trace.txt";
+
+impl OsnoiseArgs {
+    /// The actions and where the run's record is written for `trace` (rtla's rules:
+    /// [`super::timerlat::rtla_actions`]); `thresholds`: a stop threshold was given.
+    fn actions(&self, thresholds: bool) -> Result<super::timerlat::Actions, UsageError> {
+        super::timerlat::rtla_actions(&super::timerlat::RtlaActions {
+            on_threshold: &self.on_threshold,
+            on_end: &self.on_end,
+            trace: self.trace.as_ref(),
+            auto: self.auto.is_some(),
+            default_file: TRACE_FILE,
+            thresholds: thresholds.then_some(()).ok_or("-s US, -S US or -a US"),
+        })
+    }
+}
+
 impl OsnoiseOptions {
     /// Validates rtla osnoise's options and maps them onto an `rtlab noise` plan.
     pub fn from_cli(a: OsnoiseArgs) -> Result<OsnoiseOptions, UsageError> {
@@ -189,23 +204,14 @@ impl OsnoiseOptions {
         let stop_above = crate::measure::noise::StopAbove {
             single_ns: us(a.stop.or(a.auto), "-s")?,
             total_ns: us(a.stop_total, "-S")?,
+            continues: false,
         };
         if let crate::probes::ProbeSpec::Noise(n) = &mut noise.plan.probe {
             n.stop_above = stop_above;
         }
-        let actions = |flag: &str, v: &[String]| -> Result<Vec<Action>, UsageError> {
-            v.iter()
-                .map(|t| match Action::parse(t) {
-                    Ok(Action::Shell(c)) => Ok(Action::Shell(c)),
-                    Ok(s @ Action::Signal { .. }) => Ok(s),
-                    Ok(_) => Err(usage(format!("{flag} {t}: rtlab osnoise takes shell and signal actions"))),
-                    Err(e) => Err(usage(format!("{flag} {e}"))),
-                })
-                .collect()
-        };
-        let on_threshold = actions("--on-threshold", &a.on_threshold)?;
-        if !on_threshold.is_empty() && stop_above == Default::default() {
-            return Err(usage("--on-threshold: give a stop threshold to act on (-s US, -S US or -a US)"));
+        let (on_threshold, on_end, trace) = a.actions(stop_above != Default::default())?;
+        if let crate::probes::ProbeSpec::Noise(n) = &mut noise.plan.probe {
+            n.stop_above.continues = on_threshold.contains(&Action::Continue);
         }
         Ok(OsnoiseOptions {
             plan: noise.plan,
@@ -214,9 +220,10 @@ impl OsnoiseOptions {
             hwnoise: a.hwnoise,
             quiet: a.quiet,
             // One column per CPU: the IRQ and thread switches are timerlat's.
-            hist: a.hist.layout(false, false),
+            hist: a.hist.layout(false, false, false),
             on_threshold,
-            on_end: actions("--on-end", &a.on_end)?,
+            on_end,
+            trace,
         })
     }
 }

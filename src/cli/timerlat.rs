@@ -63,6 +63,15 @@ pub struct TimerlatArgs {
     /// Print only the summary at the end
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Display the latencies in nanoseconds (-b is then in ns too)
+    #[arg(short = 'n', long = "nano")]
+    pub nano: bool,
+    /// After the stop's analysis, print the task each measured CPU was running
+    #[arg(long = "dump-tasks")]
+    pub dump_tasks: bool,
+    /// Let the threads run S seconds before collecting data
+    #[arg(long = "warm-up", value_name = "S")]
+    pub warm_up: Option<u64>,
     /// User-space threads measure (what rtlab's probes always are)
     #[arg(short = 'u', long = "user-threads")]
     pub user_threads: bool,
@@ -75,18 +84,18 @@ pub struct TimerlatArgs {
     /// Refused: the stack at the IRQ needs the timerlat tracer
     #[arg(short = 's', long = "stack", value_name = "US")]
     pub stack: Option<u64>,
-    /// Refused: the tracer's buffer does not exist here
-    #[arg(short = 't', long = "trace", value_name = "FILE", num_args = 0..=1, require_equals = true)]
+    /// At a stop, save the events rtlab's tracker read last to FILE [default: timerlat_trace.txt]
+    #[arg(short = 't', long = "trace", value_name = "FILE", num_args = 0..=1)]
     pub trace: Option<Option<String>>,
     /// Refused: events of the tracer's session
     #[arg(short = 'e', long = "event", value_name = "SYS:EVENT")]
     pub event: Vec<String>,
     /// Refused: filters of the tracer's events
     #[arg(long = "filter", value_name = "FILTER")]
-    pub filter: Option<String>,
+    pub filter: Vec<String>,
     /// Refused: triggers of the tracer's events
     #[arg(long = "trigger", value_name = "TRIGGER")]
-    pub trigger: Option<String>,
+    pub trigger: Vec<String>,
     /// Disable idle states deeper than N on the measured CPUs for the run (-1: all), restored after
     #[arg(long = "deepest-idle-state", value_name = "N", allow_negative_numbers = true, value_parser = super::parse::idle_state)]
     pub deepest_idle_state: Option<i32>,
@@ -152,16 +161,18 @@ impl HistArgs {
             .then(|| "--no-index: no-index set with with-zeros is not set - it does not make sense".to_string())
     }
 
-    /// The run's histogram options: buckets of -b µs over the whole table (-E of them) and at
-    /// least 10 ms, so that every sample below the table's end lands in exactly rtla's bucket.
-    pub fn layout_args(&self) -> [String; 4] {
-        let b = self.bucket_size;
-        let range = (self.entries * b).max(10_000).div_ceil(b) * b;
-        ["--bucket-size".into(), format!("{b}us"), "--range".into(), format!("{range}us")]
+    /// The run's histogram options: buckets of -b µs (ns with `nano`) over the whole table (-E
+    /// of them) and at least 10 ms, so that every sample below the table's end lands in exactly
+    /// rtla's bucket.
+    pub fn layout_args(&self, nano: bool) -> [String; 4] {
+        let (b, unit, least) =
+            if nano { (self.bucket_size, "ns", 10_000_000) } else { (self.bucket_size, "us", 10_000) };
+        let range = (self.entries * b).max(least).div_ceil(b) * b;
+        ["--bucket-size".into(), format!("{b}{unit}"), "--range".into(), format!("{range}{unit}")]
     }
 
-    /// hist's layout, with the IRQ and thread columns as asked.
-    pub fn layout(&self, irq: bool, thread: bool) -> HistLayout {
+    /// hist's layout, with the IRQ and thread columns as asked, in ns with `nano`.
+    pub fn layout(&self, irq: bool, thread: bool, nano: bool) -> HistLayout {
         HistLayout {
             bucket_us: self.bucket_size,
             entries: self.entries,
@@ -171,6 +182,7 @@ impl HistArgs {
             summary: !self.no_summary,
             index: !self.no_index,
             zeros: self.with_zeros,
+            nano,
         }
     }
 }
@@ -211,7 +223,9 @@ pub fn duration_seconds(text: &str) -> Result<String, UsageError> {
 /// rtla's `-P`: `o:NICE`, `r:PRIO`, `f:PRIO`, `d:RUNTIME:PERIOD` as `rtlab run` flags.
 pub fn priority(text: &str) -> Result<Vec<String>, UsageError> {
     let bad = || usage(format!("-P '{text}': give o:NICE, r:PRIO, f:PRIO or d:RUNTIME:PERIOD (e.g. -P f:95)"));
-    let parts: Vec<&str> = text.split(':').collect();
+    // rtla's parse_prio takes the policy letter in either case (F:1 as f:1).
+    let lower = text.get(..1).map(|p| p.to_ascii_lowercase() + &text[1..]).unwrap_or_default();
+    let parts: Vec<&str> = lower.split(':').collect();
     Ok(match parts.as_slice() {
         ["o", nice] => match nice.parse::<i32>().map_err(|_| bad())? {
             0 => vec!["--policy".into(), "other".into()],
@@ -256,6 +270,7 @@ impl TimerlatOptions {
             Err(e) => return Err(usage(format!("{}", e.render()).lines().next().unwrap_or("bad option").to_string())),
         };
         let (on_threshold, on_end, trace) = a.actions(irq.is_some() || thread.is_some())?;
+        let trace_at_end = on_end.iter().any(|x| matches!(x, Action::Trace(_)));
         let mut notes = Vec::new();
         if a.auto.is_some() {
             notes.push(
@@ -270,26 +285,29 @@ impl TimerlatOptions {
                 irq_ns,
                 thread_ns,
                 continues: on_threshold.contains(&Action::Continue),
+                trace_at_end,
             };
-            os.stage_trace = trace;
+            os.stage_trace = trace.clone();
         }
         Ok(TimerlatOptions {
             plan: run.plan,
             json: run.json,
             mode: a.mode,
             quiet: a.quiet,
-            hist: a.hist.layout(!a.no_irq, !a.no_thread),
+            hist: a.hist.layout(!a.no_irq, !a.no_thread, a.nano),
             aa: !a.no_aa,
             aa_only: a.aa_only.is_some(),
             on_threshold,
             on_end,
+            trace,
+            dump_tasks: a.dump_tasks,
             notes,
         })
     }
 }
 
 /// The `--on-threshold` actions, the `--on-end` ones, and where the `trace` action writes.
-type Actions = (Vec<Action>, Vec<Action>, Option<PathBuf>);
+pub type Actions = (Vec<Action>, Vec<Action>, Option<PathBuf>);
 
 impl TimerlatArgs {
     /// The IRQ and thread thresholds (µs) the options set (-i, -T, -a, --aa-only); as in rtla,
@@ -304,7 +322,7 @@ impl TimerlatArgs {
     fn run_argv(&self, irq: Option<u64>, thread: Option<u64>) -> Result<Vec<String>, UsageError> {
         let mut argv: Vec<String> = vec!["rtlab".into(), "run".into(), "--stages".into(), "-q".into()];
         argv.extend(["-i".into(), format!("{}us", self.period)]);
-        argv.extend(self.hist.layout_args());
+        argv.extend(self.hist.layout_args(self.nano));
         match &self.cpus {
             Some(c) => argv.extend(["-a".into(), super::run::stand_in_cpus(c, "-c")?, "-t".into()]),
             None => argv.push("-t".into()),
@@ -322,6 +340,10 @@ impl TimerlatArgs {
         }
         if let Some(d) = &self.duration {
             argv.extend(["-D".into(), duration_seconds(d)?]);
+        }
+        // rtla's --warm-up: the workload runs S seconds before its data are collected.
+        if let Some(s) = self.warm_up.filter(|s| *s > 0) {
+            argv.extend(["--warm-up".into(), format!("{s}s")]);
         }
         if let Some(h) = &self.house_keeping {
             argv.extend(["--mainaffinity".into(), super::run::stand_in_cpus(h, "-H")?]);
@@ -344,38 +366,76 @@ impl TimerlatArgs {
         Ok(argv)
     }
 
-    /// The `--on-threshold` and `--on-end` actions, checked, and where the `trace` action
-    /// writes (`-a` adds it); `thresholds`: a threshold was given to act on.
+    /// The `--on-threshold` and `--on-end` actions and where the run writes its events for
+    /// the `trace` actions (see [`rtla_actions`]); `thresholds`: a threshold was given.
     fn actions(&self, thresholds: bool) -> Result<Actions, UsageError> {
-        let actions = |flag: &str, v: &[String]| -> Result<Vec<Action>, UsageError> {
-            v.iter().map(|t| Action::parse(t).map_err(|e| usage(format!("{flag} {e}")))).collect()
+        let asks = RtlaActions {
+            on_threshold: &self.on_threshold,
+            on_end: &self.on_end,
+            trace: self.trace.as_ref(),
+            auto: self.auto.is_some(),
+            default_file: crate::output::timerlat::TRACE_FILE,
+            thresholds: thresholds.then_some(()).ok_or("-i US, -T US or -a US"),
         };
-        let mut on_threshold = actions("--on-threshold", &self.on_threshold)?;
-        let on_end = actions("--on-end", &self.on_end)?;
-        if on_end.contains(&Action::Continue) {
-            return Err(usage("--on-end continue: the run has ended; continue is an --on-threshold action"));
-        }
-        if on_end.iter().any(|x| matches!(x, Action::Trace(_))) {
-            return Err(usage(
-                "--on-end trace: rtlab keeps the events of a threshold hit only; use --on-threshold trace",
-            ));
-        }
-        // rtla's -a saves the trace at the stop.
-        if self.auto.is_some() && !on_threshold.iter().any(|x| matches!(x, Action::Trace(_))) {
-            on_threshold.push(Action::Trace(crate::output::timerlat::TRACE_FILE.into()));
-        }
-        if !thresholds && !on_threshold.is_empty() {
-            return Err(usage("--on-threshold: give a threshold to act on (-i US, -T US or -a US)"));
-        }
-        let trace = on_threshold.iter().rev().find_map(|x| match x {
-            Action::Trace(f) => Some(f.clone()),
-            _ => None,
-        });
-        if let Some(f) = &trace {
-            crate::export::check_output(f).map_err(|e| usage(format!("--on-threshold trace: {e}")))?;
-        }
-        Ok((on_threshold, on_end, trace))
+        rtla_actions(&asks)
     }
+}
+
+/// What rtla's action options ask, for [`rtla_actions`].
+pub struct RtlaActions<'a> {
+    /// `--on-threshold` values.
+    pub on_threshold: &'a [String],
+    /// `--on-end` values.
+    pub on_end: &'a [String],
+    /// `-t [FILE]`.
+    pub trace: Option<&'a Option<String>>,
+    /// `-a` was given (it saves the trace at the stop).
+    pub auto: bool,
+    /// The tool's trace file (`timerlat_trace.txt`, `osnoise_trace.txt`).
+    pub default_file: &'a str,
+    /// Ok when a threshold was given; otherwise the thresholds to name.
+    pub thresholds: Result<(), &'a str>,
+}
+
+/// rtla's actions, checked: `-t [FILE]` and `-a` add a `trace` at the threshold, as rtla's
+/// `actions_add_trace_output` does; the file the run writes its record to is the `--on-end`
+/// trace's when there is one (written at every end; a threshold's `trace` naming another file
+/// copies it), else the threshold's. Every trace file is checked before anything runs.
+pub fn rtla_actions(a: &RtlaActions<'_>) -> Result<Actions, UsageError> {
+    let parse = |flag: &str, v: &[String]| -> Result<Vec<Action>, UsageError> {
+        v.iter()
+            .map(|t| match Action::parse(t) {
+                Ok(Action::Trace(_)) if t == "trace" => Ok(Action::Trace(a.default_file.into())),
+                Ok(x) => Ok(x),
+                Err(e) => Err(usage(format!("{flag} {e}"))),
+            })
+            .collect()
+    };
+    let mut on_threshold = parse("--on-threshold", a.on_threshold)?;
+    let on_end = parse("--on-end", a.on_end)?;
+    if on_end.contains(&Action::Continue) {
+        return Err(usage("--on-end continue: the run has ended; continue is an --on-threshold action"));
+    }
+    if let (Err(which), false) = (a.thresholds, on_threshold.is_empty()) {
+        return Err(usage(format!("--on-threshold: give a threshold to act on ({which})")));
+    }
+    let traced = |v: &[Action]| -> Vec<PathBuf> {
+        v.iter().filter_map(|x| if let Action::Trace(f) = x { Some(f.clone()) } else { None }).collect()
+    };
+    let asked = match a.trace {
+        Some(f) => Some(f.clone().unwrap_or_else(|| a.default_file.into())),
+        None => a.auto.then(|| a.default_file.into()),
+    };
+    if let (Some(f), true) = (asked, traced(&on_threshold).is_empty()) {
+        on_threshold.push(Action::Trace(f.into()));
+    }
+    for (flag, list) in [("--on-threshold", &on_threshold), ("--on-end", &on_end)] {
+        for f in traced(list) {
+            crate::export::check_output(&f).map_err(|e| usage(format!("{flag} trace: {e}")))?;
+        }
+    }
+    let trace = traced(&on_end).pop().or_else(|| traced(&on_threshold).pop());
+    Ok((on_threshold, on_end, trace))
 }
 
 impl TimerlatArgs {
@@ -404,16 +464,16 @@ impl TimerlatArgs {
 
     /// The options only the kernel's tracer can do: exit 2 with the reason.
     fn refuse(&self) -> Result<(), UsageError> {
+        tracer_events(&self.event, &self.filter, &self.trigger)?;
         let tracer =
             "needs the kernel's timerlat tracer, which this kernel does not have (rtlab measures with its own \
                       threads and the kernel's events)";
         for (given, flag, why) in [
             (self.kernel_threads, "-k", tracer),
             (self.stack.is_some(), "-s", "saves the stack at the IRQ from inside the timerlat tracer; use --explain's attribution instead (rtlab run --stages --explain)"),
-            (self.trace.is_some(), "-t", "saves the timerlat tracer's buffer; --on-threshold trace[,file=F] writes the events rtlab read"),
             (!self.event.is_empty(), "-e", tracer),
-            (self.filter.is_some(), "--filter", tracer),
-            (self.trigger.is_some(), "--trigger", tracer),
+            (!self.filter.is_empty(), "--filter", tracer),
+            (!self.trigger.is_empty(), "--trigger", tracer),
         ] {
             if given {
                 return Err(usage(format!("{flag} {why}")));
@@ -422,6 +482,95 @@ impl TimerlatArgs {
         Ok(())
     }
 }
+
+/// rtla's own order check of `-e`, `--filter` and `--trigger` (each filter or trigger goes to
+/// the `-e` before it), in its words; given twice, each pair is checked, never clap's "cannot
+/// be used multiple times".
+pub fn tracer_events(events: &[String], filters: &[String], triggers: &[String]) -> Result<(), UsageError> {
+    if events.is_empty() && !triggers.is_empty() {
+        return Err(usage("--trigger requires a previous -e"));
+    }
+    if events.is_empty() && !filters.is_empty() {
+        return Err(usage("--filter requires a previous -e"));
+    }
+    Ok(())
+}
+
+/// The help rtla prints for `rtla TOOL [MODE] --help` (its `TOOL version …` or `rtla TOOL
+/// MODE: … (version …)` line first, as rtla's clients look for it), when argv asks for it
+/// under rtla's name.
+pub fn rtla_help(args: &[String]) -> Option<String> {
+    if !invoked_as_rtla(args) {
+        return None;
+    }
+    let tool = args.get(1)?.as_str();
+    if !args.iter().skip(2).any(|a| a == "-h" || a == "--help") {
+        return None;
+    }
+    let v = env!("CARGO_PKG_VERSION");
+    let mode = args.get(2).map(String::as_str).filter(|m| *m == "top" || *m == "hist");
+    let long = |name: &str| {
+        let mut cmd = <super::Cli as clap::CommandFactory>::command();
+        cmd.find_subcommand_mut(name).map(|c| c.render_long_help().to_string()).unwrap_or_default()
+    };
+    Some(match (tool, mode) {
+        ("timerlat", None) => format!(
+            "\ntimerlat version {v} (rtlab)\n\n  usage: [rtla] timerlat [MODE] ...\n\n  modes:\n     top   - a per-CPU \
+             summary of the timer latency\n     hist  - a histogram of the timer latency per CPU\n\nwithout a MODE, \
+             top runs with the arguments given\n"
+        ),
+        ("osnoise", None) => format!(
+            "\nosnoise version {v} (rtlab)\n\n  usage: [rtla] osnoise [MODE] ...\n\n  modes:\n     top   - a per-CPU \
+             summary of the OS noise\n     hist  - a histogram of the OS noise per CPU\n\nwithout a MODE, top runs \
+             with the arguments given\n"
+        ),
+        ("timerlat", Some(m)) => {
+            let what = if m == "top" {
+                "a per-cpu summary of the timer latency"
+            } else {
+                "a per-cpu histogram of the timer latency"
+            };
+            format!("rtla timerlat {m}: {what} (version {v}, rtlab)\n\n{}", long("timerlat"))
+        }
+        ("osnoise", Some(m)) => {
+            let what =
+                if m == "top" { "a per-cpu summary of the OS noise" } else { "a per-cpu histogram of the OS noise" };
+            format!("rtla osnoise {m}: {what} (version {v}, rtlab)\n\n{}", long("osnoise"))
+        }
+        ("hwnoise", _) => {
+            format!("rtla hwnoise: a summary of hardware-related noise (version {v}, rtlab)\n\n{HWNOISE_HELP}")
+        }
+        _ => return None,
+    })
+}
+
+/// `rtla hwnoise --help` after its version line: hwnoise's own options and what its figures are.
+const HWNOISE_HELP: &str = "  usage: rtla hwnoise [-h] [-q] [-d s] [-a us] [-p us] [-r us] [-s us] [-S us] [-T us] \\
+          [-t [file]] [-c cpu-list] [-H cpu-list] [-P priority] [--warm-up s] \\
+          [--on-threshold action] [--on-end action]
+
+  One busy thread per CPU reads the CPU's counter in a loop; a gap of at least -T us that no
+  interrupt, softirq or thread of this kernel explains is hardware noise (rtla runs its loop
+  with interrupts off; rtlab's runs in user space and judges each gap from the kernel's events,
+  so only hardware and NMI noise is counted, judged and printed).
+
+          -h/--help: print this menu
+          -a/--auto us: stop at the first hardware noise above us and save the trace
+          -p/--period us: period of each sample, in us [default: 1000000]
+          -r/--runtime us: busy part of each period, in us [default: 750000]
+          -s/--stop us: stop at the first single hardware noise above us
+          -S/--stop-total us: stop when a period's hardware noise adds up above us
+          -T/--threshold us: the smallest gap that is a noise, in us [default: 1]
+          -t/--trace [file]: at a stop, save what was recorded to [file|osnoise_trace.txt]
+          -c/--cpus cpu-list: the CPUs to measure
+          -H/--house-keeping cpu-list: run rtlab's own threads on these CPUs
+          -d/--duration time[s|m|h|d]: duration of the session
+          -P/--priority o:prio|r:prio|f:prio: scheduling of the busy threads
+          -q/--quiet: print only a summary at the end
+             --warm-up s: let the busy threads run s seconds before collecting data
+             --on-threshold action: trace[,file=F], shell,command=CMD, signal,num=N,pid=PID|parent, continue
+             --on-end action: the same, at the end of the run
+";
 
 /// True when rtlab runs under rtla's name (a link named `rtla`): its exit statuses are then
 /// rtla's ([`rtla_status`]).
@@ -476,6 +625,9 @@ mod tests {
         assert_eq!(priority("f:95").unwrap(), ["--policy", "fifo", "-p", "95"]);
         assert_eq!(priority("d:100us:1ms").unwrap()[1], "deadline");
         assert!(priority("q:1").is_err());
+        assert_eq!(priority("F:1").unwrap(), ["--policy", "fifo", "-p", "1"], "rtla takes upper-case letters");
+        assert_eq!(priority("R:2").unwrap(), ["--policy", "rr", "-p", "2"]);
+        assert_eq!(priority("O:0").unwrap(), ["--policy", "other"]);
     }
 
     fn options(args: &[&str]) -> crate::commands::timerlat::TimerlatOptions {

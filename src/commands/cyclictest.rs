@@ -118,6 +118,7 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
     }
     view.smi_base = smi_start.clone().map(|start| smi_cpus.iter().copied().zip(start).collect());
     let fifo = args.fifo.as_ref().map(|p| FifoServer::start(p.clone(), Arc::clone(&view.latest))).transpose()?;
+    let status = StatusFile::start(Arc::clone(&view.latest));
 
     let mut warnings = crate::output::warnings::WarningPrinter::default();
     let mut hlog = plan.hlog.clone().map(|h| session::observers::HlogWriter::new(h, crate::result::Kind::Wakeup));
@@ -130,6 +131,9 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
     }
     if let Some(f) = fifo {
         f.stop();
+    }
+    if let Some(s) = status {
+        s.stop();
     }
 
     let result = RunResult::build(out.record(session::base_record(plan, Provenance { command_line, environment })));
@@ -288,6 +292,52 @@ impl FifoServer {
     fn stop(self) {
         self.stop.store(true, Relaxed);
         let _ = self.handle.join();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// cyclictest's status file, `/dev/shm/cyclictest<PID>`: rewritten with the current `T:` lines
+/// each time SIGUSR2 arrives (what rt-tests' `get_cyclictest_snapshot` finds and reads), and
+/// removed at the end. Created new (never through an existing file or link: when the name is
+/// taken, a warning says so and the run goes on without it).
+struct StatusFile {
+    handle: signal_hook::iterator::Handle,
+    thread: std::thread::JoinHandle<()>,
+    path: std::path::PathBuf,
+}
+
+impl StatusFile {
+    fn start(latest: Arc<Mutex<String>>) -> Option<StatusFile> {
+        let path = std::path::PathBuf::from(format!("/dev/shm/cyclictest{}", std::process::id()));
+        let opened = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path);
+        let warn =
+            |e: String| eprintln!("rtlab: warning: no status file {} for SIGUSR2 snapshots: {e}", path.display());
+        let mut file = opened.map_err(|e| warn(e.to_string())).ok()?;
+        let mut signals = match signal_hook::iterator::Signals::new([signal_hook::consts::SIGUSR2]) {
+            Ok(s) => s,
+            Err(e) => {
+                warn(e.to_string());
+                let _ = std::fs::remove_file(&path);
+                return None;
+            }
+        };
+        let handle = signals.handle();
+        let thread = std::thread::spawn(move || {
+            use std::io::Seek;
+            for _ in signals.forever() {
+                let lines = latest.lock().map(|t| t.clone()).unwrap_or_default();
+                let text = format!(
+                    "#---------------------------\n# cyclictest current status:\n{lines}#---------------------------\n"
+                );
+                let _ = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| file.write_all(text.as_bytes()));
+            }
+        });
+        Some(StatusFile { handle, thread, path })
+    }
+
+    fn stop(self) {
+        self.handle.close();
+        let _ = self.thread.join();
         let _ = std::fs::remove_file(&self.path);
     }
 }

@@ -28,6 +28,8 @@ pub struct OsnoiseOptions {
     pub on_threshold: Vec<Action>,
     /// `--on-end`: done at the end.
     pub on_end: Vec<Action>,
+    /// Where the record of the noise is written for the `trace` actions.
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// Measures, then prints rtla's table (or histogram) and, after a stop, `rtla osnoise hit stop
@@ -48,18 +50,32 @@ pub fn execute(opts: &OsnoiseOptions, command_line: Vec<String>) -> Result<i32, 
     };
     let stopped = result.end_reason == crate::result::EndReason::Breaktrace;
     if stopped {
-        text += if opts.hwnoise { "rtla hwnoise hit stop tracing\n" } else { "rtla osnoise hit stop tracing\n" };
+        // rtla prints its tracer's name, osnoise, for hwnoise too.
+        text += "rtla osnoise hit stop tracing\n";
     }
-    crate::export::print(&text);
     if let Some(path) = &opts.json {
         let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
         write_output(path, &bytes)
             .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", path.display())))?;
     }
-    if stopped {
-        crate::output::timerlat::perform(&opts.on_threshold);
+    let hits: u64 = result.threads.iter().filter_map(|t| t.noise.as_ref()).map(|n| n.stop_hits).sum();
+    let on_end_trace = opts.on_end.iter().any(|a| matches!(a, Action::Trace(_)));
+    let saved = match &opts.trace {
+        Some(p) if hits > 0 || on_end_trace => {
+            let record = crate::output::osnoise::record(&result, opts.hwnoise);
+            write_output(p, record.as_bytes())
+                .map_err(|e| Error::Runtime(format!("cannot write the trace {}: {e}", p.display())))?;
+            Some(p.as_path())
+        }
+        _ => None,
+    };
+    // rtla does the threshold's actions when it sees the stop, before its last table (with
+    // `continue`, once here for the run's hits).
+    let acted = if hits > 0 { crate::output::timerlat::perform(&opts.on_threshold, saved) } else { Ok(()) };
+    crate::export::print(&text);
+    if let Err(why) = acted.and(crate::output::timerlat::perform(&opts.on_end, saved)) {
+        eprintln!("rtlab: warning: {}", crate::units::printable(&why));
     }
-    crate::output::timerlat::perform(&opts.on_end);
     if let Some(f) = failure {
         return Err(Error::Runtime(f));
     }

@@ -35,6 +35,10 @@ pub struct TimerlatOptions {
     pub on_threshold: Vec<Action>,
     /// `--on-end`: done at the end.
     pub on_end: Vec<Action>,
+    /// Where the run writes its events for the `trace` actions (`None`: no trace action).
+    pub trace: Option<PathBuf>,
+    /// `--dump-tasks`: after the stop's analysis, the task each measured CPU runs.
+    pub dump_tasks: bool,
     /// What was asked that rtlab does differently, said before measuring.
     pub notes: Vec<String>,
 }
@@ -59,13 +63,20 @@ impl Observer for Screen<'_> {
         let idle = self.acting.as_ref().is_none_or(|a| a.is_finished());
         if self.continues && hits > self.hits && idle {
             self.hits = hits;
-            let actions = self.opts.on_threshold.clone();
-            self.acting = std::thread::Builder::new().name("rtlab-action".into()).spawn(move || perform(&actions)).ok();
+            // The trace is written when the run ends: its action is done then.
+            let actions: Vec<Action> =
+                self.opts.on_threshold.iter().filter(|a| !matches!(a, Action::Trace(_))).cloned().collect();
+            let act = move || {
+                if let Err(why) = perform(&actions, None) {
+                    eprintln!("rtlab: warning: {}", crate::units::printable(&why));
+                }
+            };
+            self.acting = std::thread::Builder::new().name("rtlab-action".into()).spawn(act).ok();
         }
         if self.refresh {
             let rows = crate::output::timerlat::live_rows(threads, live);
             clear_screen();
-            crate::export::print(&crate::output::timerlat::top(elapsed.as_secs(), &rows));
+            crate::export::print(&crate::output::timerlat::top(elapsed.as_secs(), &rows, self.opts.hist.nano));
         }
     }
 
@@ -81,7 +92,36 @@ fn clear_screen() {
     let _ = out.write_all(b"\x1bc").and_then(|()| out.flush());
 }
 
-/// Measures, then prints rtla's table or histogram; exit 0, 1 when an output failed.
+/// The last table (or histogram) and the stop with its analysis, as rtla prints them.
+fn table(opts: &TimerlatOptions, result: &crate::result::RunResult, screen: &Screen<'_>) -> String {
+    let table = match (opts.aa_only, opts.mode) {
+        (true, _) => String::new(),
+        (false, Mode::Top) => {
+            let rows = crate::output::timerlat::final_rows(result, &screen.last);
+            if screen.refresh {
+                clear_screen();
+            }
+            crate::output::timerlat::top(result.duration_s.unwrap_or(0.0) as u64, &rows, opts.hist.nano)
+        }
+        (false, Mode::Hist) => crate::output::timerlat::hist(result, &opts.hist),
+    };
+    table + &crate::output::timerlat::stop(result, opts.aa)
+}
+
+/// `--dump-tasks` after an analysed stop: the task each measured CPU runs now (rtla reads the
+/// one at the stop from its tracer's buffer; here the kernel's /proc tells the task running
+/// when the analysis is printed).
+fn tasks_after_stop(opts: &TimerlatOptions, result: &crate::result::RunResult) -> String {
+    let stopped = result.end_reason == crate::result::EndReason::Breaktrace;
+    if !(opts.dump_tasks && opts.aa && stopped) {
+        return String::new();
+    }
+    let cpus: Vec<usize> = result.threads.iter().filter_map(|t| t.cpu).collect();
+    crate::output::timerlat::dump_tasks(&crate::sysinfo::running_tasks(std::path::Path::new("/proc"), &cpus))
+}
+
+/// Measures, then does the threshold's actions and prints rtla's table or histogram; exit 0,
+/// 1 when an output failed.
 pub fn execute(opts: &TimerlatOptions, command_line: Vec<String>) -> Result<i32, Error> {
     for n in &opts.notes {
         eprintln!("rtlab: warning: {n}");
@@ -106,18 +146,6 @@ pub fn execute(opts: &TimerlatOptions, command_line: Vec<String>) -> Result<i32,
         &signals,
     )?;
     warnings.rest(&result);
-    let table = match (opts.aa_only, opts.mode) {
-        (true, _) => String::new(),
-        (false, Mode::Top) => {
-            let rows = crate::output::timerlat::final_rows(&result, &screen.last);
-            if screen.refresh {
-                clear_screen();
-            }
-            crate::output::timerlat::top(result.duration_s.unwrap_or(0.0) as u64, &rows)
-        }
-        (false, Mode::Hist) => crate::output::timerlat::hist(&result, &opts.hist),
-    };
-    crate::export::print(&(table + &crate::output::timerlat::stop(&result, opts.aa)));
     // The result is written first: an action may read it.
     if let Some(path) = &opts.json {
         let bytes = Json.serialize(&result).map_err(Error::Runtime)?;
@@ -128,11 +156,22 @@ pub fn execute(opts: &TimerlatOptions, command_line: Vec<String>) -> Result<i32,
         let _ = a.join();
     }
     let hits: u64 = result.threads.iter().filter_map(|t| t.watch.as_ref()).map(|w| w.stage_hits).sum();
-    // With `continue` the actions ran at each tick that saw a new hit; the last ones may be newer.
-    if (!continues && hits > 0) || (continues && hits > screen.hits) {
-        perform(&opts.on_threshold);
+    let saved = opts.trace.as_deref().filter(|p| p.exists());
+    // rtla does the threshold's actions when it sees the stop, before its last table; with
+    // `continue` they ran at each tick that saw a new hit, and the trace is saved now.
+    let acted = match continues {
+        false if hits > 0 => perform(&opts.on_threshold, saved),
+        true if hits > screen.hits => perform(&opts.on_threshold, saved),
+        true if hits > 0 => perform(
+            &opts.on_threshold.iter().filter(|a| matches!(a, Action::Trace(_))).cloned().collect::<Vec<_>>(),
+            saved,
+        ),
+        _ => Ok(()),
+    };
+    crate::export::print(&(table(opts, &result, &screen) + &tasks_after_stop(opts, &result)));
+    if let Err(why) = acted.and(perform(&opts.on_end, saved)) {
+        eprintln!("rtlab: warning: {}", crate::units::printable(&why));
     }
-    perform(&opts.on_end);
     if let Some(f) = failure {
         return Err(Error::Runtime(f));
     }

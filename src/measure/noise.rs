@@ -177,6 +177,8 @@ pub struct StopAbove {
     pub single_ns: Option<u64>,
     /// A period whose noises add up above this stops the run.
     pub total_ns: Option<u64>,
+    /// rtla's `continue`: a crossing is counted (`NoiseOutcome::hits`) and the run goes on.
+    pub continues: bool,
 }
 
 /// What the loop saw besides the gaps it recorded.
@@ -201,6 +203,9 @@ pub struct NoiseOutcome {
     /// The noise that crossed a stop threshold, if one did: where and how large (for a
     /// period's total: the total).
     pub stopped_at: Option<crate::measure::stats::Exceedance>,
+    /// Crossings of a stop threshold (with `continue`, every one; otherwise the one that
+    /// stopped the loop).
+    pub hits: u64,
 }
 
 impl NoiseOutcome {
@@ -216,6 +221,7 @@ impl NoiseOutcome {
             elapsed_ns: 0,
             signalled: false,
             stopped_at: None,
+            hits: 0,
         }
     }
 }
@@ -307,10 +313,13 @@ pub fn noise_loop<C: Counter>(
                 out.noise_ns += ns;
                 out.noise_us_floor += ns / 1000;
                 if let Some(e) = gaps.crossed(p, at, ns) {
-                    out.stopped_at = Some(e);
-                    stop.store(true, Relaxed);
-                    ended = true;
-                    break;
+                    out.hits += 1;
+                    if !p.stop_above.continues {
+                        out.stopped_at = Some(e);
+                        stop.store(true, Relaxed);
+                        ended = true;
+                        break;
+                    }
                 }
                 // The next gap is measured from here: recording one must not read as another.
                 last = c.ticks();
@@ -416,10 +425,39 @@ mod tests {
             (out.stopped_at.map(|e| (e.cycle, e.latency_ns)), stop.load(Relaxed))
         };
         // -s 5 µs: the third noise (6 µs plus its 20 ns read) is the first above.
-        assert_eq!(run(StopAbove { single_ns: Some(5_000), total_ns: None }), (Some((2, 6_020)), true));
+        assert_eq!(
+            run(StopAbove { single_ns: Some(5_000), total_ns: None, continues: false }),
+            (Some((2, 6_020)), true)
+        );
         // -S 5 µs: the second noise brings the period's total to 5040 ns.
-        assert_eq!(run(StopAbove { single_ns: None, total_ns: Some(5_000) }), (Some((1, 5_040)), true));
+        assert_eq!(
+            run(StopAbove { single_ns: None, total_ns: Some(5_000), continues: false }),
+            (Some((1, 5_040)), true)
+        );
         assert_eq!(run(StopAbove::default()), (None, false));
+    }
+
+    #[test]
+    fn with_continue_every_crossing_is_counted_and_the_loop_goes_on() {
+        let hits = |stop_above: StopAbove| {
+            let script = Script {
+                t: Cell::new(0),
+                reads: Cell::new(0),
+                step: 40,
+                gaps: vec![(10, 6_000), (20, 4_000), (30, 12_000)],
+                mono_cost: 0,
+            };
+            let live = Live::new(Layout::DEFAULT);
+            let (mut rec, mut series, stop) = (Recorder::new(&live, None), Series::new(), AtomicBool::new(false));
+            let p = NoiseParams { stop_above, ..params(1_000, 1_000_000, 1_000_000, 900_000) };
+            let out = noise_loop(&script, &p, &mut rec, &mut series, &stop, &stop);
+            (out.hits, out.stopped_at.is_some(), stop.load(Relaxed))
+        };
+        // Noises of 3.02, 2.02 and 6.02 µs in one period: one above 5 µs; the period's total
+        // crosses 5 µs at the second and stays above at the third.
+        assert_eq!(hits(StopAbove { single_ns: Some(5_000), total_ns: None, continues: true }), (1, false, false));
+        assert_eq!(hits(StopAbove { single_ns: None, total_ns: Some(5_000), continues: true }), (2, false, false));
+        assert_eq!(hits(StopAbove { single_ns: Some(5_000), total_ns: None, continues: false }), (1, true, true));
     }
 
     #[test]

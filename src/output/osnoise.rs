@@ -161,6 +161,33 @@ pub fn hist(r: &RunResult, layout: &HistLayout) -> String {
     out
 }
 
+/// The `trace` action's file for a noise run. This kernel has no osnoise tracer, so there is no
+/// tracer buffer to save: the file says so and holds what rtlab recorded instead — per CPU its
+/// figures (as the table counts them, µs) and its noise per interval of the run's series.
+pub fn record(r: &RunResult, hw: bool) -> String {
+    let mut out = String::from(
+        "# rtlab osnoise record: this kernel has no osnoise tracer (no tracer buffer to save).\n\
+         # What rtlab recorded instead: per CPU, the table's figures (us), then its noise per\n\
+         # interval of the run: start (s since the start), the noise in it (ns), the noises.\n",
+    );
+    for c in cpus(r, hw) {
+        out += &format!(
+            "cpu {} periods {} runtime_us {} noise_us {} max_noise_us {} max_single_us {} hw {} nmi {} irq {} softirq {} thread {}\n",
+            c.cpu, c.cycles, c.runtime_us, c.noise_us, c.max_noise_us, c.max_single_us,
+            c.counts[0], c.counts[1], c.counts[2], c.counts[3], c.counts[4]
+        );
+    }
+    for t in &r.threads {
+        let Some(n) = t.noise.as_ref() else { continue };
+        let cpu = t.cpu.unwrap_or(t.thread);
+        let step = n.series.interval_ns.max(1);
+        for (i, (ns, count)) in n.series.noise_ns.iter().zip(&n.series.count).enumerate() {
+            out += &format!("cpu {cpu} at {:.3} noise_ns {ns} noises {count}\n", (i as i64 * step) as f64 / 1e9);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,33 @@ pub struct HistLayout {
     pub index: bool,
     /// Rows whose counts are all zero.
     pub zeros: bool,
+    /// `-n/--nano`: values and bucket sizes in ns instead of µs.
+    pub nano: bool,
+}
+
+impl HistLayout {
+    /// ns per printed unit: 1 with `--nano`, 1000 otherwise (rtla's output divisor).
+    fn divisor(&self) -> i64 {
+        divisor(self.nano)
+    }
+}
+
+/// ns per printed unit: 1 in nanoseconds (`-n`), 1000 in microseconds.
+fn divisor(nano: bool) -> i64 {
+    if nano {
+        1
+    } else {
+        1000
+    }
+}
+
+/// The unit's name in rtla's headers.
+fn unit(nano: bool) -> &'static str {
+    if nano {
+        "ns"
+    } else {
+        "us"
+    }
 }
 
 /// An rtla action (`--on-threshold`, `--on-end`).
@@ -109,9 +136,15 @@ impl Action {
     }
 }
 
-/// Does `actions`, each in turn; a failure is a warning (the results are written). `trace`
-/// was done by the probe (it keeps the events) and `continue` by the thresholds.
-pub fn perform(actions: &[Action]) {
+/// Does `actions`, each in turn, as rtla's `actions_perform` does: the first that fails ends
+/// the list (a warning says why), and the others are not done. `trace` says where the trace
+/// is (`saved`: the file the run wrote its events to, copied when the action names another);
+/// `continue` was done by the thresholds. The failure is returned, not printed: rtla prints
+/// nothing between an action's output and its table, so the caller says it after.
+pub fn perform(actions: &[Action], saved: Option<&std::path::Path>) -> Result<(), String> {
+    use std::io::Write;
+    // What was printed comes before what an action prints.
+    let _ = std::io::stdout().flush();
     for a in actions {
         let done = match a {
             Action::Shell(cmd) => std::process::Command::new("sh")
@@ -124,12 +157,49 @@ pub fn perform(actions: &[Action]) {
                 let pid = pid.unwrap_or_else(crate::rt::process::parent_id);
                 crate::rt::process::signal_process(pid, *num).map_err(|e| e.to_string())
             }
-            Action::Trace(_) | Action::Continue => Ok(()),
+            Action::Trace(path) => save_trace(path, saved),
+            Action::Continue => Ok(()),
         };
         if let Err(why) = done {
-            eprintln!("rtlab: warning: the action {a:?} failed: {why}");
+            return Err(format!("the action {} failed: {why}; the actions after it were not done", describe(a)));
         }
     }
+    Ok(())
+}
+
+/// The `trace` action: rtla's `  Saving trace to FILE` line, the file being the one the run
+/// wrote (`saved`) or a copy of it.
+fn save_trace(path: &std::path::Path, saved: Option<&std::path::Path>) -> Result<(), String> {
+    use std::io::Write;
+    let saved = saved.ok_or("no events were recorded to save")?;
+    println!("  Saving trace to {}", crate::units::printable(&path.display().to_string()));
+    let _ = std::io::stdout().flush();
+    if saved != path {
+        let bytes = std::fs::read(saved).map_err(|e| format!("cannot read {}: {e}", saved.display()))?;
+        crate::export::write_output(path, &bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// An action as its flag gives it, for a warning.
+fn describe(a: &Action) -> String {
+    match a {
+        Action::Shell(c) => format!("shell,command={}", crate::units::printable(c)),
+        Action::Signal { num, pid } => {
+            format!("signal,num={num},pid={}", pid.map_or_else(|| "parent".to_string(), |p| p.to_string()))
+        }
+        Action::Trace(p) => format!("trace,file={}", crate::units::printable(&p.display().to_string())),
+        Action::Continue => "continue".into(),
+    }
+}
+
+/// `--dump-tasks`: rtla's list of the task each CPU runs (`    [%.3d] %24s:%llu`).
+pub fn dump_tasks(tasks: &[crate::sysinfo::RunningTask]) -> String {
+    let mut out = "\nPrinting CPU tasks:\n".to_string();
+    for t in tasks {
+        out += &format!("    [{:03}] {:>24}:{}\n", t.cpu, crate::units::printable(&t.comm), t.tid);
+    }
+    out
 }
 
 /// One CPU's three distributions: IRQ, thread, return to user.
@@ -165,6 +235,8 @@ pub struct Cells {
     pub min: Option<i64>,
     /// Σ⌊µs⌋ / count (at the end; while the run goes on, the exact mean in µs).
     pub avg_us: Option<f64>,
+    /// The exact mean (ns): what rtla's average is in nanoseconds (`-n`).
+    pub mean_ns: Option<f64>,
     /// Largest (ns).
     pub max: Option<i64>,
 }
@@ -179,6 +251,7 @@ impl Cells {
             cur,
             min: s.and_then(|s| s.min_ns),
             avg_us: s.and_then(|s| s.mean_us_truncated.or(s.mean_ns.map(|m| m / 1000.0))),
+            mean_ns: s.and_then(|s| s.mean_ns),
             max: s.and_then(|s| s.max_ns),
         }
     }
@@ -189,31 +262,37 @@ impl Cells {
             cur: Some(f.cur),
             min: Some(f.min),
             avg_us: Some(f.mean / 1000.0),
+            mean_ns: Some(f.mean),
             max: Some(f.max),
         })
     }
 
-    /// `%9llu` of a value in ns as rtla prints it (µs, truncated).
-    fn us(ns: Option<i64>) -> String {
-        ns.map_or_else(|| NO_VALUE.into(), |v| format!("{:9}", v.div_euclid(1000)))
+    /// `%9llu` of a value in ns as rtla prints it (µs, truncated; ns with `nano`).
+    fn value(ns: Option<i64>, nano: bool) -> String {
+        ns.map_or_else(|| NO_VALUE.into(), |v| format!("{:9}", v.div_euclid(divisor(nano))))
+    }
+
+    /// The average as rtla prints it: Σ⌊µs⌋ / count, or Σns / count with `nano`.
+    fn avg(&self, nano: bool) -> String {
+        let avg = if nano { self.mean_ns } else { self.avg_us };
+        avg.map_or_else(|| NO_VALUE.into(), |m| format!("{:9}", m.floor() as i64))
     }
 
     /// cur, min, avg and max (`%9llu ` each, the last without its space); four `-` without samples.
-    fn text(&self) -> String {
+    fn text(&self, nano: bool) -> String {
         if self.count == 0 {
             return [NO_VALUE; 4].join(" ");
         }
-        let avg = self.avg_us.map_or_else(|| NO_VALUE.into(), |m| format!("{:9}", m.floor() as i64));
-        format!("{} {} {avg} {}", Cells::us(self.cur), Cells::us(self.min), Cells::us(self.max))
+        let v = |x| Cells::value(x, nano);
+        format!("{} {} {} {}", v(self.cur), v(self.min), self.avg(nano), v(self.max))
     }
 
     /// The ALL row's cells: ten spaces where `cur` would be, then min, avg and max.
-    fn all_text(&self) -> String {
+    fn all_text(&self, nano: bool) -> String {
         if self.count == 0 {
             return format!("          {}", [NO_VALUE; 3].join(" "));
         }
-        let avg = self.avg_us.map_or_else(|| NO_VALUE.into(), |m| format!("{:9}", m.floor() as i64));
-        format!("          {} {avg} {}", Cells::us(self.min), Cells::us(self.max))
+        format!("          {} {} {}", Cells::value(self.min, nano), self.avg(nano), Cells::value(self.max, nano))
     }
 
     /// Every CPU's cells of one stage together: counts and sums added (each sum is whole µs at
@@ -221,11 +300,13 @@ impl Cells {
     fn merged(cells: &[Cells]) -> Cells {
         let count: u64 = cells.iter().map(|c| c.count).sum();
         let sum: f64 = cells.iter().filter_map(|c| c.avg_us.map(|a| a * c.count as f64)).sum();
+        let sum_ns: f64 = cells.iter().filter_map(|c| c.mean_ns.map(|a| a * c.count as f64)).sum();
         Cells {
             count,
             cur: None,
             min: cells.iter().filter_map(|c| c.min).min(),
             avg_us: (count > 0).then(|| sum.round() / count as f64),
+            mean_ns: (count > 0).then(|| sum_ns.round() / count as f64),
             max: cells.iter().filter_map(|c| c.max).max(),
         }
     }
@@ -292,18 +373,21 @@ pub fn final_rows(r: &RunResult, last: &[LiveSnapshot]) -> Vec<TopRow> {
 /// the Ret user columns): the header, a row per CPU that has samples (`%3d #%-9llu |` and the
 /// IRQ count, as rtla's), the dashed line and the ALL row (`ALL #%-6llu e%d |`: the IRQ count
 /// over 10^e so that it fits, blank `cur` cells).
-pub fn top(elapsed_s: u64, rows: &[TopRow]) -> String {
+/// With `nano`, every value is in ns and the headers say so (rtla's `-n`).
+pub fn top(elapsed_s: u64, rows: &[TopRow], nano: bool) -> String {
     let d = elapsed_s;
     let mut out = format!("{:37}Timer Latency{:46}{:41}\n", "", "", "");
     let duration = format!("{:3} {:02}:{:02}:{:02}", d / 86_400, d / 3600 % 24, d / 60 % 60, d % 60);
+    let u = unit(nano);
     out += &format!(
-        "{duration:<6}   |          IRQ Timer Latency (us)        |         Thread Timer Latency (us)      |    Ret user Timer Latency (us)\n"
+        "{duration:<6}   |          IRQ Timer Latency ({u})        |         Thread Timer Latency ({u})      |    Ret user Timer Latency ({u})\n"
     );
     let cols = "     cur       min       avg       max";
     out += &format!("CPU COUNT      | {cols} | {cols} | {cols}\n");
     let shown: Vec<&TopRow> = rows.iter().filter(|r| r.irq.count > 0 || r.thread.count > 0).collect();
     for c in &shown {
-        out += &format!("{:3} #{:<9} |{} |{} |{}\n", c.cpu, c.irq.count, c.irq.text(), c.thread.text(), c.user.text());
+        let (irq, thread, user) = (c.irq.text(nano), c.thread.text(nano), c.user.text(nano));
+        out += &format!("{:3} #{:<9} |{irq} |{thread} |{user}\n", c.cpu, c.irq.count);
     }
     let all = |f: fn(&TopRow) -> Cells| Cells::merged(&shown.iter().map(|r| f(r)).collect::<Vec<_>>());
     let (irq, thread, user) = (all(|r| r.irq), all(|r| r.thread), all(|r| r.user));
@@ -317,7 +401,8 @@ pub fn top(elapsed_s: u64, rows: &[TopRow]) -> String {
         e += 1;
         count /= 10;
     }
-    out += &format!("ALL #{count:<6} e{e} |{} |{} |{}\n", irq.all_text(), thread.all_text(), user.all_text());
+    let (irq, thread, user) = (irq.all_text(nano), thread.all_text(nano), user.all_text(nano));
+    out += &format!("ALL #{count:<6} e{e} |{irq} |{thread} |{user}\n");
     out
 }
 
@@ -329,7 +414,7 @@ fn binned(s: Option<&Stats>, layout: &HistLayout) -> (Vec<u64>, u64) {
     let mut bins = vec![0u64; layout.entries as usize];
     let mut over = 0;
     for b in s.and_then(|s| s.histogram.as_ref()).map_or(&[][..], |h| &h.buckets[..]) {
-        let i = (b.lo_ns / 1000) / layout.bucket_us;
+        let i = (b.lo_ns / layout.divisor() as u64) / layout.bucket_us;
         match bins.get_mut(i as usize) {
             Some(n) => *n += b.count,
             None => over += b.count,
@@ -340,33 +425,34 @@ fn binned(s: Option<&Stats>, layout: &HistLayout) -> (Vec<u64>, u64) {
 
 /// rtla's summary figures of one column: count, and min, avg, max in µs (each sample truncated
 /// to µs: the average is Σ⌊latency⌋ / count, integer), `-` without samples.
-fn figures(s: Option<&Stats>) -> [String; 4] {
-    let s = s.map(|s| Column { count: s.cycles, min_ns: s.min_ns, mean_us: s.mean_us_truncated, max_ns: s.max_ns });
-    figures_of(s.unwrap_or_default())
+fn figures(s: Option<&Stats>, nano: bool) -> [String; 4] {
+    let s = s.map(|s| Column {
+        count: s.cycles,
+        min_ns: s.min_ns,
+        mean: if nano { s.mean_ns } else { s.mean_us_truncated },
+        max_ns: s.max_ns,
+    });
+    figures_of(s.unwrap_or_default(), nano)
 }
 
-/// What rtla prints of a column: its count, extremes (ns) and Σ⌊µs⌋ / count.
+/// What rtla prints of a column: its count, extremes (ns) and its mean in the printed unit
+/// (Σ⌊µs⌋ / count, or Σns / count in ns).
 #[derive(Clone, Copy, Debug, Default)]
 struct Column {
     count: u64,
     min_ns: Option<i64>,
-    mean_us: Option<f64>,
+    mean: Option<f64>,
     max_ns: Option<i64>,
 }
 
-fn figures_of(c: Column) -> [String; 4] {
+fn figures_of(c: Column, nano: bool) -> [String; 4] {
     let count = c.count;
     let cell = |v: Option<i64>| match (count, v) {
         (0, _) | (_, None) => format!("{:>9} ", '-'),
         (_, Some(v)) => format!("{v:>9} "),
     };
-    let floor_us = |ns: Option<i64>| ns.map(|v| v.div_euclid(1000));
-    [
-        format!("{count:>9} "),
-        cell(floor_us(c.min_ns)),
-        cell(c.mean_us.map(|m| m.floor() as i64)),
-        cell(floor_us(c.max_ns)),
-    ]
+    let floor = |ns: Option<i64>| ns.map(|v| v.div_euclid(divisor(nano)));
+    [format!("{count:>9} "), cell(floor(c.min_ns)), cell(c.mean.map(|m| m.floor() as i64)), cell(floor(c.max_ns))]
 }
 
 /// `rtla timerlat hist`'s output, byte for byte (`timerlat_hist.c`): the `#` header, `Index`
@@ -392,7 +478,8 @@ pub fn hist(r: &RunResult, layout: &HistLayout) -> String {
     let mut out = String::new();
     if layout.header {
         let dur = r.duration_s.unwrap_or(0.0) as u64;
-        out += "# RTLA timerlat histogram\n# Time unit is microseconds (us)\n";
+        out += "# RTLA timerlat histogram\n";
+        out += if layout.nano { "# Time unit is nanoseconds (ns)\n" } else { "# Time unit is microseconds (us)\n" };
         out +=
             &format!("# Duration: {:>3} {:02}:{:02}:{:02}\n", dur / 86_400, dur / 3600 % 24, dur / 60 % 60, dur % 60);
         out += &format!("{}{}\n", label("Index"), cols.iter().map(|(n, _)| n.as_str()).collect::<String>());
@@ -408,7 +495,7 @@ pub fn hist(r: &RunResult, layout: &HistLayout) -> String {
     }
     out += &format!("{}{}\n", label("over: "), data.iter().map(|(_, o)| format!("{o:>9} ")).collect::<String>());
     if layout.summary {
-        let per_col: Vec<[String; 4]> = cols.iter().map(|(_, s)| figures(*s)).collect();
+        let per_col: Vec<[String; 4]> = cols.iter().map(|(_, s)| figures(*s, layout.nano)).collect();
         for (k, name) in ["count:", "min:  ", "avg:  ", "max:  "].iter().enumerate() {
             out += &format!("{}{}\n", label(name), per_col.iter().map(|f| f[k].as_str()).collect::<String>());
         }
@@ -441,14 +528,16 @@ fn all(cpus: &[Cpu<'_>], layout: &HistLayout) -> String {
         .iter()
         .map(|v| {
             let count: u64 = v.iter().map(|s| s.cycles).sum();
-            let sum: f64 = v.iter().map(|s| s.mean_us_truncated.unwrap_or(0.0) * s.cycles as f64).sum();
-            figures_of(Column {
+            let mean = |s: &Stats| if layout.nano { s.mean_ns } else { s.mean_us_truncated };
+            let sum: f64 = v.iter().map(|s| mean(s).unwrap_or(0.0) * s.cycles as f64).sum();
+            let column = Column {
                 count,
                 min_ns: v.iter().filter_map(|s| s.min_ns).min(),
                 max_ns: v.iter().filter_map(|s| s.max_ns).max(),
-                // The sums are whole µs: rounding the float back gives them exactly.
-                mean_us: (count > 0).then(|| sum.round() / count as f64),
-            })
+                // The sums are whole µs (or ns): rounding the float back gives them exactly.
+                mean: (count > 0).then(|| sum.round() / count as f64),
+            };
+            figures_of(column, layout.nano)
         })
         .collect();
     for (k, name) in ["count:", "min:  ", "avg:  ", "max:  "].iter().enumerate() {
@@ -611,6 +700,7 @@ mod tests {
             summary: true,
             index: true,
             zeros: false,
+            nano: false,
         };
         let printed = hist(&r, &layout);
         let cols = [
@@ -639,7 +729,7 @@ mod tests {
     }
 
     fn cells(count: u64, cur: i64, min: i64, avg_us: f64, max: i64) -> Cells {
-        Cells { count, cur: Some(cur), min: Some(min), avg_us: Some(avg_us), max: Some(max) }
+        Cells { count, cur: Some(cur), min: Some(min), avg_us: Some(avg_us), mean_ns: None, max: Some(max) }
     }
 
     #[test]
@@ -673,11 +763,42 @@ mod tests {
             // IRQ: (1000·2 + 3000·6) / 4000 = 5 µs; thread: (1000·4 + 3000·8) / 4000 = 7 µs.
             "ALL #4000   e0 |                  1         5         9 |                  2         7        30 |                  3         8        31",
         ];
-        assert_eq!(top(75, &rows), want.join("\n") + "\n");
+        assert_eq!(top(75, &rows, false), want.join("\n") + "\n");
         // Past 999 999 wakeups the count is scaled by tens, as rtla's `e` says.
         let many = TopRow { cpu: 0, count: 12_345_678, irq: cells(12_345_678, 1_000, 1_000, 1.0, 1_000), ..rows[0] };
-        let all = top(1, &[many]).lines().last().unwrap().to_string();
+        let all = top(1, &[many], false).lines().last().unwrap().to_string();
         assert!(all.starts_with("ALL #123456 e2 |"), "{all}");
+    }
+
+    #[test]
+    fn with_nano_top_prints_nanoseconds_and_says_ns_in_its_headers() {
+        // rtla's -n: output_divisor 1, so each value is the ns value and the average Σns / n.
+        let mut c = cells(2, 3_456, 1_999, 2.0, 9_001);
+        c.mean_ns = Some(2_500.5);
+        let row = TopRow { cpu: 0, count: 2, irq: c, thread: c, user: c };
+        let text = top(1, &[row], true);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].contains("IRQ Timer Latency (ns)") && lines[1].contains("Ret user Timer Latency (ns)"));
+        assert_eq!(
+            lines[3],
+            "  0 #2         |     3456      1999      2500      9001 |     3456      1999      2500      9001 |     3456      1999      2500      9001"
+        );
+        assert!(!top(1, &[row], false).contains("(ns)"));
+    }
+
+    #[test]
+    fn actions_stop_at_the_first_that_fails_and_trace_saves_the_runs_file_under_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mark, saved, copy) = (dir.path().join("mark"), dir.path().join("run.txt"), dir.path().join("copy.txt"));
+        let shell = |c: String| Action::Shell(c);
+        let failing = [shell("false".into()), shell(format!("touch {}", mark.display()))];
+        assert!(perform(&failing, None).unwrap_err().contains("shell,command=false"));
+        assert!(!mark.exists(), "rtla's actions_perform stops at the first failure");
+        assert!(perform(&[Action::Trace(copy.clone())], None).is_err(), "no recorded events: the trace action fails");
+        std::fs::write(&saved, "events\n").unwrap();
+        perform(&[Action::Trace(copy.clone()), shell(format!("touch {}", mark.display()))], Some(&saved)).unwrap();
+        assert_eq!(std::fs::read_to_string(&copy).unwrap(), "events\n");
+        assert!(mark.exists());
     }
 
     #[test]

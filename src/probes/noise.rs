@@ -443,6 +443,7 @@ fn finished(
                 count: series.points[..n].iter().map(|p| p.1).collect(),
                 span_ns: o.elapsed_ns,
             },
+            stop_hits: o.hits,
         }
         .derive(summary.cycles)
     });

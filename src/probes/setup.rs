@@ -124,11 +124,11 @@ pub fn enter(tp: &ThreadPlan, privileges: &Privileges, warnings: &mut Vec<Warnin
     apply_sched(tp, privileges, warnings);
 }
 
-/// Readies the calling thread to measure: a stop wakes it out of a sleep ([`signals::WAKE_SIGNAL`],
+/// Readies the calling thread to measure: a stop wakes it out of a sleep ([`signals::wake_signal`],
 /// without `SA_RESTART`) once `stop` is set, and its stack, histogram and ring are touched so that
 /// nothing faults in while measuring.
 pub fn ready(stop: &AtomicBool, live: &Live, ring: Option<&SampleRing>) {
-    let _ = signals::unblock_in_current_thread(&[signals::WAKE_SIGNAL]);
+    let _ = signals::unblock_in_current_thread(&[signals::wake_signal()]);
     signals::interrupt_sleeps_on(Some(stop));
     memory::prefault_stack(PREFAULT_BYTES);
     live.hist.prefault();

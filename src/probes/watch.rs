@@ -161,6 +161,8 @@ pub struct StageLimits {
     pub thread_ns: Option<i64>,
     /// Hits are counted (the live cells' `hits`) and the run goes on (rtla's `continue`).
     pub continues: bool,
+    /// The `trace` output is written at the end even without a hit (rtla's `--on-end trace`).
+    pub trace_at_end: bool,
 }
 
 /// What `--explain` asks of a watch.
@@ -638,7 +640,7 @@ impl Reader {
         let run = self.watch_run(&instances, &pipes, &streams, state.slots.len(), cpu0);
         drop(pipes);
         let hit = recs.hits.iter().any(|h| h.load(Relaxed) > 0);
-        error = error.or(self.write_outputs(kept.filter(|_| hit), recording));
+        error = error.or(self.write_outputs(kept.filter(|_| hit || self.plan.stop_at.trace_at_end), recording));
         Harvest { slots, run, error, explained: state.explaining.take() }
     }
 

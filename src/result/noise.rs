@@ -99,6 +99,9 @@ pub struct NoiseFigures {
     pub sources: Option<NoiseSources>,
     /// Noise over time.
     pub series: NoiseSeries,
+    /// Crossings of rtla osnoise's stop thresholds (`-s`/`-S`; with `continue`, each one).
+    #[serde(default)]
+    pub stop_hits: u64,
 }
 
 impl NoiseFigures {

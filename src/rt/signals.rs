@@ -54,8 +54,11 @@ pub fn unblock_in_current_thread(signals: &[i32]) -> io::Result<()> {
 }
 
 /// The signal that wakes a measuring thread out of its sleep when the run stops (installed
-/// without `SA_RESTART`, so the sleep returns `EINTR`).
-pub const WAKE_SIGNAL: i32 = libc::SIGUSR2;
+/// without `SA_RESTART`, so the sleep returns `EINTR`): a real-time signal, SIGRTMIN+4, so that
+/// SIGUSR2 stays cyclictest's (its status snapshot) and no user signal is taken.
+pub fn wake_signal() -> i32 {
+    libc::SIGRTMIN() + 4
+}
 
 thread_local! {
     /// The stop flag of the run this thread measures for: an interrupted sleep ends early only
@@ -63,7 +66,7 @@ thread_local! {
     static STOP_FLAG: std::cell::Cell<*const std::sync::atomic::AtomicBool> = const { std::cell::Cell::new(std::ptr::null()) };
 }
 
-/// Makes the calling thread's sleeps end early when `flag` is set and [`WAKE_SIGNAL`] arrives.
+/// Makes the calling thread's sleeps end early when `flag` is set and [`wake_signal`] arrives.
 /// The flag must outlive the thread's sleeps (the engine's shared state does); `None` undoes it.
 pub fn interrupt_sleeps_on(flag: Option<&std::sync::atomic::AtomicBool>) {
     STOP_FLAG.with(|f| f.set(flag.map_or(std::ptr::null(), |r| r as *const _)));
@@ -81,7 +84,7 @@ pub fn stop_requested() -> bool {
 
 extern "C" fn on_wake(_: libc::c_int) {}
 
-/// Installs the no-op handler for [`WAKE_SIGNAL`] without `SA_RESTART` (once per process).
+/// Installs the no-op handler for [`wake_signal`] without `SA_RESTART` (once per process).
 pub fn install_wake_handler() -> io::Result<()> {
     static ONCE: std::sync::Once = std::sync::Once::new();
     let mut result = Ok(());
@@ -91,17 +94,17 @@ pub fn install_wake_handler() -> io::Result<()> {
         sa.sa_sigaction = on_wake as extern "C" fn(libc::c_int) as usize;
         sa.sa_flags = 0;
         // SAFETY: `sa` is initialised; the old action is not needed.
-        if unsafe { libc::sigaction(WAKE_SIGNAL, &sa, std::ptr::null_mut()) } != 0 {
+        if unsafe { libc::sigaction(wake_signal(), &sa, std::ptr::null_mut()) } != 0 {
             result = Err(io::Error::last_os_error());
         }
     });
     result
 }
 
-/// Sends [`WAKE_SIGNAL`] to thread `tid` of this process.
+/// Sends [`wake_signal`] to thread `tid` of this process.
 pub fn wake_thread(tid: i32) -> io::Result<()> {
     // SAFETY: tgkill takes plain integers; it only reaches a thread of this process.
-    if unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, WAKE_SIGNAL) } == 0 {
+    if unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, wake_signal()) } == 0 {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
