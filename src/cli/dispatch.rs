@@ -69,6 +69,9 @@ impl Parsed {
             return Parsed::from_args(&rtla?);
         }
         // Run as `oslat`: its options are `rtlab noise --format oslat`'s.
+        if super::oslat::asks_help(args) {
+            return Ok(Parsed::Help(super::oslat::help()));
+        }
         if super::oslat::asks_version(args) {
             return Ok(Parsed::Help(format!("{}\n", super::oslat::VERSION)));
         }

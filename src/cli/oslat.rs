@@ -50,6 +50,42 @@ pub fn oslat_args(args: &[String]) -> Option<Result<Vec<String>, UsageError>> {
     invoked_as_oslat(args).then(|| translate(&args[1..]))
 }
 
+/// oslat's usage, for `oslat --help`/`-h` (exit 0, as crucible's bench-oslat expects): its
+/// version line and the options rtlab answers under oslat's name.
+pub fn help() -> String {
+    format!(
+        "{VERSION} (rtlab)
+Usage:
+oslat <options>
+
+This is an OS latency detector: busy threads, one per CPU, read the CPU's counter in a loop,
+and every gap between two reads is a latency, counted in a 1 us histogram.
+
+Available options:
+
+  -b, --bucket-size      Number of 1 us buckets, 4-1024 [default: 32]
+  -c, --cpu-list         CPUs to run on, e.g. 1,3,5,7-15
+  -C, --cpu-main-thread  CPU for the main thread
+  -D, --duration         Test duration: 60, 20m, 2H, 1d [default: until Ctrl-C]
+  -f, --rtprio           SCHED_FIFO priority of the busy threads (1-99) [default: SCHED_OTHER]
+      --json=FILENAME    Write the final results as JSON
+  -m, --workload-mem     Accepted (only the memmove workload uses it, which rtlab does not run)
+  -q, --quiet            Print only the final results
+  -s, --single-preheat   Accepted (every measured CPU is pre-heated by its own thread)
+  -w, --workload         Workload between the reads: no (the only one rtlab runs)
+  -z, --zero-omit        Leave out buckets with no count
+  (refused, with the reason: -B/--bias, -T/--trace-threshold)
+  -v, --version          Print the version
+  -h, --help             Print this help
+"
+    )
+}
+
+/// True when oslat's arguments ask for its help (`-h`, `--help`).
+pub fn asks_help(args: &[String]) -> bool {
+    invoked_as_oslat(args) && args[1..].iter().any(|a| a == "-h" || a == "--help")
+}
+
 /// True when oslat's arguments ask for its version (`-v`): printed, exit 0.
 pub fn asks_version(args: &[String]) -> bool {
     invoked_as_oslat(args) && args[1..].iter().any(|a| a == "-v" || a == "--version")
@@ -125,6 +161,18 @@ mod tests {
         let full: Vec<String> =
             std::iter::once("/usr/local/bin/oslat").chain(a.iter().copied()).map(String::from).collect();
         oslat_args(&full).expect("invoked as oslat")
+    }
+
+    #[test]
+    fn help_and_h_print_the_usage_with_the_version_and_every_option_it_takes() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+        assert!(asks_help(&args(&["oslat", "--help"])) && asks_help(&args(&["/usr/bin/oslat", "-h"])));
+        assert!(!asks_help(&args(&["rtlab", "--help"])));
+        let h = help();
+        assert!(h.starts_with(VERSION));
+        for flag in ["-b", "-c", "-C", "-D", "-f", "--json", "-m", "-q", "-s", "-w", "-z", "-v", "-h"] {
+            assert!(h.contains(&format!("  {flag}")) || h.contains(&format!(", {flag}")), "{flag}");
+        }
     }
 
     #[test]
