@@ -196,11 +196,10 @@ pub fn running_tasks(proc_root: &std::path::Path, cpus: &[usize]) -> Vec<Running
 
 /// The task a `stat` line describes, when its state is `R`.
 fn running_in(stat: &str) -> Option<RunningTask> {
-    let (head, rest) = stat.rsplit_once(')')?;
-    let (tid, comm) = head.split_once(" (")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state is field 3, processor field 39 (1-based, as proc(5) counts).
-    (fields.first() == Some(&"R")).then_some(())?;
+    let fields = crate::rt::process::fields_after_comm(stat.as_bytes())?;
+    let (tid, rest) = stat.split_once(" (")?;
+    let comm = rest.rsplit_once(')')?.0;
+    (fields.first()? == "R").then_some(())?;
     Some(RunningTask { cpu: fields.get(36)?.parse().ok()?, comm: comm.to_string(), tid: tid.trim().parse().ok()? })
 }
 

@@ -179,7 +179,8 @@ impl OsnoiseArgs {
             trace: self.trace.as_ref(),
             auto: self.auto.is_some(),
             default_file: TRACE_FILE,
-            thresholds: thresholds.then_some(()).ok_or("-s US, -S US or -a US"),
+            thresholds,
+            threshold_flags: "-s US, -S US or -a US",
         })
     }
 }

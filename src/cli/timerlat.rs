@@ -375,7 +375,8 @@ impl TimerlatArgs {
             trace: self.trace.as_ref(),
             auto: self.auto.is_some(),
             default_file: crate::output::timerlat::TRACE_FILE,
-            thresholds: thresholds.then_some(()).ok_or("-i US, -T US or -a US"),
+            thresholds,
+            threshold_flags: "-i US, -T US or -a US",
         };
         rtla_actions(&asks)
     }
@@ -393,8 +394,10 @@ pub struct RtlaActions<'a> {
     pub auto: bool,
     /// The tool's trace file (`timerlat_trace.txt`, `osnoise_trace.txt`).
     pub default_file: &'a str,
-    /// Ok when a threshold was given; otherwise the thresholds to name.
-    pub thresholds: Result<(), &'a str>,
+    /// A threshold was given to act on.
+    pub thresholds: bool,
+    /// The options that give one, for the refusal of `--on-threshold` without.
+    pub threshold_flags: &'a str,
 }
 
 /// rtla's actions, checked: `-t [FILE]` and `-a` add a `trace` at the threshold, as rtla's
@@ -416,8 +419,8 @@ pub fn rtla_actions(a: &RtlaActions<'_>) -> Result<Actions, UsageError> {
     if on_end.contains(&Action::Continue) {
         return Err(usage("--on-end continue: the run has ended; continue is an --on-threshold action"));
     }
-    if let (Err(which), false) = (a.thresholds, on_threshold.is_empty()) {
-        return Err(usage(format!("--on-threshold: give a threshold to act on ({which})")));
+    if !a.thresholds && !on_threshold.is_empty() {
+        return Err(usage(format!("--on-threshold: give a threshold to act on ({})", a.threshold_flags)));
     }
     let traced = |v: &[Action]| -> Vec<PathBuf> {
         v.iter().filter_map(|x| if let Action::Trace(f) = x { Some(f.clone()) } else { None }).collect()

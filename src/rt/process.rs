@@ -217,10 +217,14 @@ pub fn comm(tid: i32) -> Option<String> {
 /// The fields of `/proc/TID/stat` after the command name (which may hold spaces and
 /// parentheses, and bytes that are not UTF-8): the state is the first.
 fn stat_fields(tid: i32) -> Option<Vec<String>> {
-    let bytes = std::fs::read(format!("/proc/{tid}/stat")).ok()?;
-    let end = bytes.iter().rposition(|b| *b == b')')?;
-    let rest = String::from_utf8_lossy(&bytes[end + 1..]).into_owned();
-    Some(rest.split_whitespace().map(String::from).collect())
+    fields_after_comm(&std::fs::read(format!("/proc/{tid}/stat")).ok()?)
+}
+
+/// The fields of a `stat` line (`/proc/TID/stat`) after the command name, however odd the
+/// name: the state is the first, the CPU it last ran on the 37th.
+pub fn fields_after_comm(stat: &[u8]) -> Option<Vec<String>> {
+    let end = stat.iter().rposition(|b| *b == b')')?;
+    Some(String::from_utf8_lossy(&stat[end + 1..]).split_whitespace().map(String::from).collect())
 }
 
 /// When task `tid` started (clock ticks since boot, `/proc/TID/stat`'s 22nd field): with its
