@@ -11,7 +11,7 @@ use crate::measure::stats::{ExceedLog, Live, Recorder, Summary};
 use crate::result::warning::Warning;
 use crate::result::Runtime;
 use crate::rt::sched::SchedParams;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -262,9 +262,22 @@ pub fn run(plan: &Plan, target: Target, on_start: impl FnOnce(String)) -> Result
             let (done, terms) = (done.clone(), blocking_terms.clone());
             tokio::task::spawn_blocking(move || compute(&done, &terms));
         }
+        let running = Arc::new(AtomicUsize::new(0));
         for _ in 0..p.hogs {
-            let (done, terms) = (done.clone(), hog_terms.clone());
-            tokio::spawn(async move { compute(&done, &terms) });
+            let (done, terms, running) = (done.clone(), hog_terms.clone(), running.clone());
+            tokio::spawn(async move {
+                running.fetch_add(1, Relaxed);
+                compute(&done, &terms)
+            });
+        }
+        if p.flavor == Flavor::MultiThread {
+            // The periodic task is spawned once every hog holds its worker: spawned beside them,
+            // it could be taken into a hog's worker queue with them and stay there, the other
+            // workers parked, for as long as the hog runs (seen: a run with -l never ended).
+            let holding = p.hogs.min(p.workers);
+            while running.load(Relaxed) < holding && !done.load(Relaxed) {
+                std::thread::sleep(Duration::from_micros(50));
+            }
         }
         // The schedule is anchored before the task first runs: a task that cannot run at
         // first (a hog holds its thread) sees that as lateness.
@@ -505,6 +518,33 @@ mod tests {
                 assert_eq!(o.summary.cycles, 50, "{flavor:?} {wait:?}");
                 assert!(o.summary.min_ns.unwrap() >= 0, "tokio never wakes before the deadline");
             }
+        }
+    }
+
+    #[test]
+    fn a_hog_on_one_of_two_workers_never_strands_the_task_that_has_its_samples_to_take() {
+        // Seen in CI: the task queued behind the hog on the hog's worker, the other worker
+        // parked, and a run with -l and no -D waited for ever. It ended about once in 300 runs on
+        // a loaded machine, so many short runs, each with a watchdog that ends it at 5 s.
+        let mut p = plan(Flavor::MultiThread, Wait::SleepUntil);
+        (p.hogs, p.interval_ns) = (1, 200_000);
+        for attempt in 0..500 {
+            let done = Arc::new(AtomicBool::new(false));
+            let finished = Arc::new(AtomicBool::new(false));
+            let watchdog = {
+                let (done, finished) = (done.clone(), finished.clone());
+                std::thread::spawn(move || {
+                    let until = Instant::now() + Duration::from_secs(5);
+                    while !finished.load(Relaxed) && Instant::now() < until {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    done.store(true, Relaxed);
+                })
+            };
+            let o = run(&p, target(Some(3), done), |_| {}).unwrap();
+            finished.store(true, Relaxed);
+            watchdog.join().unwrap();
+            assert_eq!(o.summary.cycles, 3, "attempt {attempt}: the task was stranded until the watchdog ended it");
         }
     }
 

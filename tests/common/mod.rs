@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 
 /// The rtlab binary under test.
 pub fn rtlab() -> Command {
-    Command::cargo_bin("rtlab").unwrap()
+    // A run that never ends fails its test with what it printed, instead of holding the suite
+    // (and CI) until an outer limit kills everything.
+    let mut c = Command::cargo_bin("rtlab").unwrap();
+    c.timeout(slow(std::time::Duration::from_secs(300)));
+    c
 }
 
 /// `d` stretched by how much slower than native this run is: `RTLAB_TEST_SLOWDOWN` (a whole
