@@ -458,3 +458,48 @@ fn osnoise_continue_does_its_actions_and_the_run_goes_on_to_its_end() {
         );
     }
 }
+
+#[test]
+fn osnoise_hist_summarises_every_noise_at_its_buckets_lower_edge_as_rtla_reads_its_kernel_histogram() {
+    assert!(is_root(), "rtla osnoise needs root (tracefs for the attribution)");
+    let (dir, rtla) = rtla();
+    let json = dir.path().join("h.json");
+    let stress = blocker();
+    let out = Command::new(&rtla)
+        .args(["osnoise", "hist", "-c", "1", "-d", "3", "-b", "7", "-E", "2000", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    stop_bursts(stress);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let t = &v["threads"][0];
+    assert_eq!(t["histogram"]["bucket_ns"], 7_000, "the run's buckets are rtla's -b");
+    // rtla's osnoise_read_trace_hist then osnoise_hist_update_multiple, transcribed: each kernel
+    // bucket gives (its lower edge in µs, its count); min, max and the sum take the edge.
+    let (mut count, mut min, mut max, mut sum) = (0u64, u64::MAX, 0u64, 0u64);
+    for b in t["histogram"]["buckets"].as_array().unwrap() {
+        let (edge, n) = (b["lo_ns"].as_u64().unwrap() / 1000, b["count"].as_u64().unwrap());
+        assert_eq!(edge % 7, 0, "every bucket of the run starts on a 7 µs edge: {b}");
+        count += n;
+        min = min.min(edge);
+        max = max.max(edge);
+        sum += edge * n;
+    }
+    assert!(count > 0, "the FIFO blocker's bursts are noise: {text}");
+    let cell = |name: &str| -> u64 {
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name}\n{text}"));
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    assert_eq!(cell("count:"), count, "{text}");
+    assert_eq!(cell("min:"), min, "{text}");
+    assert_eq!(cell("max:"), max, "{text}");
+    assert_eq!(cell("avg:"), sum / count, "{text}");
+    let index: Vec<u64> = text
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert!(!index.is_empty() && index.iter().all(|i| i % 7 == 0), "the index counts in 7 µs: {text}");
+}

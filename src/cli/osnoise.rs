@@ -213,6 +213,10 @@ impl OsnoiseOptions {
         let (on_threshold, on_end, trace) = a.actions(stop_above != Default::default())?;
         if let crate::probes::ProbeSpec::Noise(n) = &mut noise.plan.probe {
             n.stop_above.continues = on_threshold.contains(&Action::Continue);
+            if a.mode == Mode::Hist {
+                // rtla's histogram sums every noise at its bucket's lower edge.
+                n.edge_ns = a.hist.bucket_size.saturating_mul(1000).max(1000);
+            }
         }
         Ok(OsnoiseOptions {
             plan: noise.plan,

@@ -168,6 +168,9 @@ pub struct NoiseParams {
     /// Stop at the first noise above this (ns; rtla osnoise's `-s`), and at the first period
     /// whose noise adds up above the second (`-S`): `stop` is set for every thread.
     pub stop_above: StopAbove,
+    /// What `noise_us_floor` floors each gap to (ns): 1 µs, or rtla osnoise hist's `-b`
+    /// bucket, whose lower edge is the value rtla sums.
+    pub edge_ns: u64,
 }
 
 /// rtla osnoise's stop thresholds (ns; `None`: none).
@@ -190,8 +193,14 @@ pub struct NoiseOutcome {
     pub runtime_ns: i64,
     /// Σ of the noises (ns).
     pub noise_ns: u64,
-    /// Σ ⌊gap / 1 µs⌋ over the noises (oslat's average counts every gap in whole µs).
+    /// Σ ⌊gap / edge⌋ · edge over the noises, in µs (oslat's average counts every gap in whole
+    /// µs; rtla osnoise hist's every gap at its bucket's lower edge).
     pub noise_us_floor: u64,
+    /// The largest noise of one period (ns): what rtla osnoise's sample of that period says.
+    pub max_period_noise_ns: u64,
+    /// Σ over the periods of ⌊the period's noise / 1 µs⌋: rtla osnoise top's Noise, which
+    /// adds its tracer's per-period samples in whole µs.
+    pub noise_us_by_period: u64,
     /// Time spent recording the noises (ns): kept out of both the noise and the runtime.
     pub own_ns: i64,
     /// Start on CLOCK_MONOTONIC (ns): gaps are dated from it.
@@ -216,6 +225,8 @@ impl NoiseOutcome {
             runtime_ns: 0,
             noise_ns: 0,
             noise_us_floor: 0,
+            max_period_noise_ns: 0,
+            noise_us_by_period: 0,
             own_ns: 0,
             start_ns,
             elapsed_ns: 0,
@@ -233,6 +244,10 @@ struct Gaps {
     count: u64,
     period: i64,
     period_noise: u64,
+    /// Σ ⌊noise / 1 µs⌋ of the periods before `period`.
+    closed_us: u64,
+    /// The largest `period_noise` so far.
+    max_period_ns: u64,
 }
 
 impl Gaps {
@@ -243,9 +258,11 @@ impl Gaps {
         self.count += 1;
         let period = at / p.period_ns.max(1);
         if period != self.period {
+            self.closed_us += self.period_noise / 1000;
             (self.period, self.period_noise) = (period, 0);
         }
         self.period_noise += ns;
+        self.max_period_ns = self.max_period_ns.max(self.period_noise);
         let v = match p.stop_above {
             StopAbove { single_ns: Some(s), .. } if ns > s => ns,
             StopAbove { total_ns: Some(t), .. } if self.period_noise > t => self.period_noise,
@@ -311,7 +328,7 @@ pub fn noise_loop<C: Counter>(
                 rec.record(ns as i64, at, 0);
                 series.add(at, ns);
                 out.noise_ns += ns;
-                out.noise_us_floor += ns / 1000;
+                out.noise_us_floor += ns / p.edge_ns.max(1) * p.edge_ns.max(1) / 1000;
                 if let Some(e) = gaps.crossed(p, at, ns) {
                     out.hits += 1;
                     if !p.stop_above.continues {
@@ -355,6 +372,8 @@ pub fn noise_loop<C: Counter>(
         }
     }
     out.elapsed_ns = c.mono_ns() - start;
+    out.max_period_noise_ns = gaps.max_period_ns;
+    out.noise_us_by_period = gaps.closed_us + gaps.period_noise / 1000;
     series.extend_to(out.elapsed_ns);
     out
 }
@@ -404,6 +423,7 @@ mod tests {
             until_ns: Some(until_ns),
             watch_signals: false,
             stop_above: StopAbove::default(),
+            edge_ns: 1_000,
         }
     }
 
@@ -504,6 +524,29 @@ mod tests {
         let out = noise_loop(&c, &params(1_000, 1_000_000, 4_000_000, 10_000_000), &mut rec, &mut series, &stop, &stop);
         assert_eq!(rec.finish().cycles, 0, "no gap: the sleeps between windows are not noise");
         assert_eq!((out.runtime_ns, out.iterations), (3_000_000, 3 * 50_000));
+    }
+
+    #[test]
+    fn each_periods_noise_is_summed_apart_as_rtlas_per_period_samples_are() {
+        // 20 ns a read, periods of 100 µs back to back: gaps of 2.52 and 1.72 µs in the first
+        // period (reads 1000 and 2000), 3.92 µs in the second (read 8000, at about 164 µs).
+        let gaps = vec![(1_000, 5_000), (2_000, 3_400), (8_000, 7_800)];
+        let run = |edge_ns: u64| {
+            let c = Script { t: Cell::new(0), reads: Cell::new(0), step: 40, gaps: gaps.clone(), mono_cost: 0 };
+            let live = Live::new(Layout::DEFAULT);
+            let (mut rec, mut series, stop) = (Recorder::new(&live, None), Series::new(), AtomicBool::new(false));
+            let p = NoiseParams { edge_ns, ..params(1_000, 100_000, 100_000, 250_000) };
+            noise_loop(&c, &p, &mut rec, &mut series, &stop, &stop)
+        };
+        let out = run(1_000);
+        assert_eq!(out.noise_ns, 2_520 + 1_720 + 3_920);
+        // rtla's Max Noise is one period's noise (4.24 µs), not the run's or a second's (8.16).
+        assert_eq!(out.max_period_noise_ns, 4_240);
+        // Its Noise adds whole µs per period: ⌊4.24⌋ + ⌊3.92⌋ = 7, where ⌊8.16⌋ = 8.
+        assert_eq!(out.noise_us_by_period, 7);
+        assert_eq!(out.noise_us_floor, 2 + 1 + 3, "1 µs edges: every gap floored to whole µs");
+        // rtla osnoise hist -b 2: every noise at its 2 µs bucket's lower edge: 2 + 0 + 2.
+        assert_eq!(run(2_000).noise_us_floor, 4);
     }
 
     #[test]

@@ -36,17 +36,23 @@ impl CpuNoise {
         let c = |f: fn(&crate::trace::noise::NoiseSources) -> crate::trace::noise::SourceFigures| {
             s.map_or(0, |s| f(s).count)
         };
-        let noise_ns = match s {
-            Some(s) if hw => (s.hw.ns + s.nmi.ns).max(0) as u64,
-            _ => n.noise_ns,
+        let noise_us = match s {
+            Some(s) if hw => (s.hw.ns + s.nmi.ns).max(0) as u64 / 1000,
+            // rtla adds its tracer's per-period samples, each in whole µs.
+            _ if n.noise_us_by_period > 0 || n.noise_ns == 0 => n.noise_us_by_period,
+            _ => n.noise_ns / 1000,
+        };
+        let max_noise_us = match n.max_period_noise_ns {
+            0 => n.series.noise_ns.iter().copied().max().unwrap_or(0) / 1000,
+            ns => ns / 1000,
         };
         Some(CpuNoise {
             cpu: t.cpu.unwrap_or(t.thread),
             // Periods sampled: the time covered over the period, to the nearest.
             cycles: ((n.series.span_ns.max(0) + period_ns.max(1) / 2) / period_ns.max(1)).max(1) as u64,
             runtime_us: n.runtime_ns.max(0) as u64 / 1000,
-            noise_us: noise_ns / 1000,
-            max_noise_us: n.series.noise_ns.iter().copied().max().unwrap_or(0).min(noise_ns) / 1000,
+            noise_us,
+            max_noise_us: max_noise_us.min(noise_us),
             max_single_us: t.stats.max_ns.unwrap_or(0).max(0) as u64 / 1000,
             counts: [c(|s| s.hw), c(|s| s.nmi), c(|s| s.irq), c(|s| s.softirq), c(|s| s.thread)],
         })
@@ -146,11 +152,15 @@ pub fn hist(r: &RunResult, layout: &HistLayout) -> String {
         out += &bins.iter().map(|(_, o)| format!("{o:9} ")).collect::<String>();
         out += "\n";
         let cell = |v: Option<i64>| v.map_or_else(|| format!("{:>9} ", '-'), |v| format!("{v:9} "));
+        // rtla reads its kernel histogram back: every noise is its bucket's lower edge, for the
+        // minimum, the maximum and the sum the average divides.
+        let b = layout.bucket_us.max(1) as i64;
+        let edge = |ns: Option<i64>| ns.map(|v| v / 1000 / b * b);
         let rows: [(&str, &Cell<'_>); 4] = [
             ("count:", &|t| format!("{:9} ", t.stats.cycles)),
-            ("min:  ", &|t| cell(t.stats.min_ns.map(|v| v / 1000))),
+            ("min:  ", &|t| cell(edge(t.stats.min_ns))),
             ("avg:  ", &|t| cell(t.noise.as_ref().map(|n| (n.noise_us_floor / t.stats.cycles.max(1)) as i64))),
-            ("max:  ", &|t| cell(t.stats.max_ns.map(|v| v / 1000))),
+            ("max:  ", &|t| cell(edge(t.stats.max_ns))),
         ];
         for (name, f) in rows {
             out += &label(name);

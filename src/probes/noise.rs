@@ -74,6 +74,9 @@ pub struct Plan {
     /// rtla osnoise's stop thresholds (`rtlab osnoise -s/-S/-a`): the first crossing ends the
     /// run (`breaktrace`).
     pub stop_above: crate::measure::noise::StopAbove,
+    /// The bucket each gap is floored to for `noise_us_floor` (ns; 1 µs but for rtla osnoise
+    /// hist's `-b`).
+    pub edge_ns: u64,
 }
 
 struct Shared {
@@ -338,6 +341,7 @@ impl BusyThread {
                 until_ns: (until != i64::MAX).then_some(until),
                 watch_signals: self.plan.watch_signals,
                 stop_above: self.plan.stop_above,
+                edge_ns: self.plan.edge_ns,
             };
             Some(noise::noise_loop(c, &p, &mut rec, &mut series, &self.stop, &self.interrupt))
         };
@@ -383,6 +387,7 @@ impl BusyThread {
             until_ns: Some(m0 + warm_ns),
             watch_signals: self.plan.watch_signals,
             stop_above: Default::default(),
+            edge_ns: 1_000,
         };
         let heated = noise::noise_loop(c, &pre, &mut scratch_rec, &mut scratch_series, &self.stop, &self.interrupt);
         let (t1, m1) = calibrate();
@@ -444,6 +449,8 @@ fn finished(
                 span_ns: o.elapsed_ns,
             },
             stop_hits: o.hits,
+            max_period_noise_ns: o.max_period_noise_ns,
+            noise_us_by_period: o.noise_us_by_period,
         }
         .derive(summary.cycles)
     });

@@ -55,6 +55,14 @@ pub struct NoiseConfig {
     pub max_noise_ns: Option<i64>,
     /// True when something was obtained below what was asked (see warnings).
     pub degraded: bool,
+    /// What `NoiseFigures::noise_us_floor` floors each gap to (µs): 1, or rtla osnoise hist's
+    /// `-b` bucket.
+    #[serde(default = "one")]
+    pub edge_us: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// Noise over time: per interval since the start, the noise and the number of noises.
@@ -91,7 +99,8 @@ pub struct NoiseFigures {
     pub noise_per_s_ns: f64,
     /// Noises per second of runtime.
     pub noises_per_s: f64,
-    /// Σ ⌊gap / 1 µs⌋ over the noises (what oslat's average needs).
+    /// Σ ⌊gap / edge⌋ · edge over the noises, in µs, the edge being `NoiseConfig::edge_us`
+    /// (1 µs: what oslat's average needs; rtla osnoise hist's `-b`: its buckets' lower edges).
     pub noise_us_floor: u64,
     /// Steal time of the CPU over the run (`/proc/stat`, 10 ms ticks; ns), where known.
     pub steal_ns: Option<i64>,
@@ -102,6 +111,14 @@ pub struct NoiseFigures {
     /// Crossings of rtla osnoise's stop thresholds (`-s`/`-S`; with `continue`, each one).
     #[serde(default)]
     pub stop_hits: u64,
+    /// The largest noise of one duty-cycle period (ns): rtla osnoise top's Max Noise (0 in
+    /// files written before it was recorded).
+    #[serde(default)]
+    pub max_period_noise_ns: u64,
+    /// Σ over the periods of ⌊the period's noise / 1 µs⌋: rtla osnoise top's Noise, the sum of
+    /// its per-period samples (0 in files written before it was recorded).
+    #[serde(default)]
+    pub noise_us_by_period: u64,
 }
 
 impl NoiseFigures {

@@ -129,6 +129,7 @@ impl Plan {
             attribution_threshold_ns: self.explain.and_then(|x| x.threshold_ns),
             max_noise_ns: self.max_latency_ns,
             degraded: false,
+            edge_us: n.edge_ns / 1000,
         })
     }
 
