@@ -297,6 +297,38 @@ fn rtla_osnoise_and_hwnoise_put_a_fifo_blockers_noise_in_the_right_columns() {
     let h = osnoise_row(&hw_text);
     assert_eq!(h.len(), 9, "no IRQ, Softirq or Thread column: {hw_text}");
     assert!(h[3] * 2.0 < o[3], "hwnoise leaves the thread noise out: {hw_text}\n{os_text}");
+    // Its Max Noise and Max Single are hardware noise too: neither above its total.
+    assert!(h[5] <= h[3] && h[6] <= h[3], "Max Noise and Max Single are parts of Noise: {hw_text}");
+}
+
+#[test]
+fn hwnoise_stops_only_on_hardware_noise_never_on_a_threads_burst() {
+    assert!(is_root(), "rtla hwnoise needs root (tracefs for the attribution)");
+    let (dir, rtla) = rtla();
+    let json = dir.path().join("hw.json");
+    let stress = blocker();
+    let out =
+        Command::new(&rtla).args(["hwnoise", "-c", "1", "-s", "500", "-d", "4", "--json"]).arg(&json).output().unwrap();
+    stop_bursts(stress);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let sources = &v["threads"][0]["noise"]["sources"];
+    let hardware_single = sources["hw_max_single_ns"].as_i64().unwrap();
+    match out.status.code() {
+        // The FIFO blocker's 1 ms bursts are gaps above -s 500, but not hardware noise.
+        Some(0) => {
+            assert!(v["threads"][0]["max_ns"].as_i64().unwrap() >= 900_000, "a burst was seen: {text}");
+            assert!(hardware_single <= 500_000, "{text}");
+            assert!(!text.contains("hit stop tracing"), "{text}");
+        }
+        // A stop is hardware noise above -s: this machine's host took the CPU for that long.
+        Some(2) => {
+            assert!(hardware_single > 500_000, "stopped on a gap whose hardware part is {hardware_single} ns: {text}");
+            assert!(text.ends_with("rtla osnoise hit stop tracing\n"), "{text}");
+            assert!(sources["hw_stop_hits"].as_u64().unwrap() >= 1, "{sources}");
+        }
+        other => panic!("exit {other:?}: {}", String::from_utf8_lossy(&out.stderr)),
+    }
 }
 
 #[test]

@@ -506,6 +506,7 @@ impl CyclictestArgs {
                 threshold_ns: Some(above_us(b)),
                 worst: 0,
                 noise: false,
+                hardware: None,
             }),
             // cyclictest's own outputs stay cyclictest's; the findings go with --rtlab-json.
             doctor: self.rtlab_json.is_some().then(crate::doctor::Sysroot::default),

@@ -344,6 +344,7 @@ impl NoiseArgs {
             threshold_ns: Some(at.unwrap_or(self.threshold).max(self.threshold)),
             worst: usize::from(self.explain_worst),
             noise: true,
+            hardware: None,
         });
         let plan = Plan {
             duration: self.duration,

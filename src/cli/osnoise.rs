@@ -217,6 +217,17 @@ impl OsnoiseOptions {
                 // rtla's histogram sums every noise at its bucket's lower edge.
                 n.edge_ns = a.hist.bucket_size.saturating_mul(1000).max(1000);
             }
+            if a.hwnoise {
+                // rtla runs hwnoise with interrupts off, so any gap is hardware noise; rtlab's
+                // busy loop cannot turn them off, so a gap is judged by its hardware part once
+                // its events are read: the loop itself never stops on a gap.
+                let hardware =
+                    crate::session::explain::HardwareStop { stop_above: n.stop_above, period_ns: n.period_ns };
+                n.stop_above = Default::default();
+                if let Some(x) = noise.plan.explain.as_mut() {
+                    x.hardware = Some(hardware);
+                }
+            }
         }
         Ok(OsnoiseOptions {
             plan: noise.plan,

@@ -797,7 +797,7 @@ impl RunArgs {
             (asked, worst) => {
                 let threshold_ns = asked.flatten().or(self.max_latency);
                 let worst = worst.map_or(usize::from(threshold_ns.is_none()), usize::from);
-                Some(crate::session::explain::ExplainPlan { threshold_ns, worst, noise: false })
+                Some(crate::session::explain::ExplainPlan { threshold_ns, worst, noise: false, hardware: None })
             }
         }
     }

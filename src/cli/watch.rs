@@ -183,6 +183,7 @@ impl RunOptions {
             threshold_ns: x.threshold_ns,
             worst: x.worst,
             noise: false,
+            hardware: None,
         });
         let plan = Plan {
             duration: a.duration,

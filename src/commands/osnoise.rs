@@ -58,7 +58,15 @@ pub fn execute(opts: &OsnoiseOptions, command_line: Vec<String>) -> Result<i32, 
         write_output(path, &bytes)
             .map_err(|e| Error::Runtime(format!("cannot write --json {}: {e}", path.display())))?;
     }
-    let hits: u64 = result.threads.iter().filter_map(|t| t.noise.as_ref()).map(|n| n.stop_hits).sum();
+    let hits: u64 = result
+        .threads
+        .iter()
+        .filter_map(|t| t.noise.as_ref())
+        .map(|n| match (&n.sources, opts.hwnoise) {
+            (Some(s), true) => s.hw_stop_hits,
+            _ => n.stop_hits,
+        })
+        .sum();
     let on_end_trace = opts.on_end.iter().any(|a| matches!(a, Action::Trace(_)));
     let saved = match &opts.trace {
         Some(p) if hits > 0 || on_end_trace => {

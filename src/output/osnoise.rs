@@ -42,9 +42,14 @@ impl CpuNoise {
             _ if n.noise_us_by_period > 0 || n.noise_ns == 0 => n.noise_us_by_period,
             _ => n.noise_ns / 1000,
         };
-        let max_noise_us = match n.max_period_noise_ns {
-            0 => n.series.noise_ns.iter().copied().max().unwrap_or(0) / 1000,
-            ns => ns / 1000,
+        let max_noise_us = match (s, n.max_period_noise_ns) {
+            (Some(s), _) if hw => s.hw_max_period_ns.max(0) as u64 / 1000,
+            (_, 0) => n.series.noise_ns.iter().copied().max().unwrap_or(0) / 1000,
+            (_, ns) => ns / 1000,
+        };
+        let max_single_us = match s {
+            Some(s) if hw => s.hw_max_single_ns.max(0) as u64 / 1000,
+            _ => t.stats.max_ns.unwrap_or(0).max(0) as u64 / 1000,
         };
         Some(CpuNoise {
             cpu: t.cpu.unwrap_or(t.thread),
@@ -53,7 +58,7 @@ impl CpuNoise {
             runtime_us: n.runtime_ns.max(0) as u64 / 1000,
             noise_us,
             max_noise_us: max_noise_us.min(noise_us),
-            max_single_us: t.stats.max_ns.unwrap_or(0).max(0) as u64 / 1000,
+            max_single_us,
             counts: [c(|s| s.hw), c(|s| s.nmi), c(|s| s.irq), c(|s| s.softirq), c(|s| s.thread)],
         })
     }

@@ -18,6 +18,18 @@ pub struct ExplainPlan {
     /// The samples are noise gaps of busy threads (`rtlab noise`): every gap of at least the
     /// threshold is attributed and counted by source; only the N largest are kept whole.
     pub noise: bool,
+    /// rtla hwnoise: its stop thresholds are judged on each gap's hardware noise, known once
+    /// the gap is attributed (the busy loop itself cannot tell an interrupt from an SMI).
+    pub hardware: Option<HardwareStop>,
+}
+
+/// rtla hwnoise's stop thresholds, judged on hardware noise (see [`crate::trace::noise::Tally::add`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HardwareStop {
+    /// `-s`/`-S`, and `continue`.
+    pub stop_above: crate::measure::noise::StopAbove,
+    /// The duty-cycle period `-S` sums over (ns).
+    pub period_ns: i64,
 }
 
 /// Noise gaps waiting for their events at most; more are counted as not attributed (a
@@ -66,6 +78,12 @@ pub struct Explainer {
     smi_unreadable: bool,
     /// Per slot: a noise run's attribution so far.
     tallies: Vec<crate::trace::noise::Tally>,
+    /// Per slot: when its busy loop started (CLOCK_MONOTONIC ns), which its periods count from.
+    starts: Vec<i64>,
+    /// The hardware noise that crossed hwnoise's stop threshold: the slot and where.
+    hardware_stop: Option<(usize, crate::measure::stats::Exceedance)>,
+    /// Recording stopped and everything pending explained.
+    settled: bool,
     /// Every late sample explained so far, by cause: spikes it took part in, and time (ns).
     causes: std::collections::BTreeMap<crate::trace::Cause, (u64, i64)>,
     /// Per CPU: the idle exit bound, fixed once the probe has started (and the PM QoS limit
@@ -90,6 +108,9 @@ impl Explainer {
             smi: std::collections::VecDeque::new(),
             smi_unreadable: false,
             tallies: Vec::new(),
+            starts: Vec::new(),
+            hardware_stop: None,
+            settled: false,
             causes: std::collections::BTreeMap::new(),
             idle_exit: std::collections::BTreeMap::new(),
         })
@@ -102,6 +123,7 @@ impl Explainer {
         self.idle_exit =
             slots.iter().filter_map(|s| s.0).map(|c| (c, idle_exit_ns(&root, c, dma_latency_us))).collect();
         self.tallies = vec![Default::default(); slots.len()];
+        self.starts = vec![0; slots.len()];
         self.slots = slots;
         self.sample_smi();
     }
@@ -110,6 +132,7 @@ impl Explainer {
     pub fn samples(&mut self, slot: usize, samples: &[Sample], start_ns: i64) {
         let Some(&(Some(cpu), tid)) = self.slots.get(slot) else { return };
         if self.plan.noise {
+            self.starts[slot] = start_ns;
             let threshold = self.plan.threshold_ns.unwrap_or(0);
             for s in samples.iter().filter(|s| s.latency_ns >= threshold) {
                 self.over += 1;
@@ -259,7 +282,8 @@ impl Explainer {
                 let hi = events.partition_point(|e| e.ts_ns <= g.wake_ns + slack);
                 let (e, occurrences) = crate::trace::noise::attribute(g, &events[lo..hi], &policy_of);
                 if let Some(t) = self.tallies.get_mut(g.thread) {
-                    t.add(&e, &occurrences);
+                    let hardware = t.add(&e, &occurrences);
+                    self.judge_hardware(g, hardware);
                 }
                 let keep = self.plan.worst > 0
                     && (self.done.len() < self.plan.worst
@@ -270,6 +294,41 @@ impl Explainer {
                 }
             }
         }
+    }
+
+    /// Stops recording and explains what is pending (once; `finish` does it too).
+    pub fn settle(&mut self) {
+        if !self.settled {
+            self.settled = true;
+            self.recorder.finish();
+            self.poll(true);
+        }
+    }
+
+    /// With rtla hwnoise's thresholds: whether the hardware noise of the gap `g` (or of its
+    /// period so far) crosses them; the first crossing stops the run unless `continue`.
+    fn judge_hardware(&mut self, g: &Spike, hardware_ns: i64) {
+        let Some(h) = self.plan.hardware else { return };
+        let (Some(t), Some(start)) = (self.tallies.get_mut(g.thread), self.starts.get(g.thread)) else { return };
+        // The busy loop dates a gap by its end, and counts its periods from its start.
+        let at = g.wake_ns - start;
+        let period_sum = t.hardware_in_period(at / h.period_ns.max(1), hardware_ns);
+        let crossed = match h.stop_above {
+            crate::measure::noise::StopAbove { single_ns: Some(s), .. } if hardware_ns > s as i64 => hardware_ns,
+            crate::measure::noise::StopAbove { total_ns: Some(s), .. } if period_sum > s as i64 => period_sum,
+            _ => return,
+        };
+        t.hw_stop_hits += 1;
+        if !h.stop_above.continues && self.hardware_stop.is_none() {
+            let e = crate::measure::stats::Exceedance { cycle: g.cycle, at_ns: at, latency_ns: crossed };
+            self.hardware_stop = Some((g.thread, e));
+        }
+    }
+
+    /// The hardware noise that crossed rtla hwnoise's stop threshold, once one has: the run
+    /// stops there.
+    pub fn hardware_stop(&self) -> Option<(usize, crate::measure::stats::Exceedance)> {
+        self.hardware_stop
     }
 
     /// Every sample explained so far, by cause (its name in results: `blocking_task`):
@@ -303,8 +362,7 @@ impl Explainer {
     /// Stops recording, explains what is pending, and gives the explanations (largest first)
     /// with the summary.
     pub fn finish(mut self) -> (Vec<Explanation>, ExplainSummary, Vec<Option<crate::trace::noise::NoiseSources>>) {
-        self.recorder.finish();
-        self.poll(true);
+        self.settle();
         let lost = self.slots.iter().filter_map(|s| s.0).map(|c| self.recorder.lost(c)).sum();
         let threshold = self.plan.threshold_ns;
         let explained = if self.plan.noise {

@@ -468,6 +468,11 @@ impl<'p> Running<'p> {
                 observer.status_requested(&self.statuses, &self.snapshots(), now - self.started);
             }
             self.drain(observer, None);
+            if self.explainer.as_ref().is_some_and(|x| x.hardware_stop().is_some()) {
+                // rtla hwnoise's threshold, crossed by hardware noise once its gap was attributed.
+                probe.stop();
+                return EndReason::Breaktrace;
+            }
             if self.exam.as_ref().is_some_and(|e| now >= e.started() + crate::doctor::SAMPLE) {
                 self.doctor = self
                     .exam
@@ -590,6 +595,10 @@ impl<'p> Running<'p> {
         let end = SystemTime::now();
         self.drain(observer, None);
         let causes = self.explainer.as_ref().map(|x| x.causes()).unwrap_or_default();
+        if let Some(x) = self.explainer.as_mut() {
+            x.settle();
+        }
+        let break_hit = break_hit.or(self.explainer.as_ref().and_then(|x| x.hardware_stop()));
         let (explanations, explain, noise_sources) = match self.explainer.take() {
             Some(x) => {
                 let (done, summary, sources) = x.finish();

@@ -110,6 +110,16 @@ pub struct NoiseSources {
     pub top: Vec<Named>,
     /// Trace events the CPU lost during the run (gaps may then miss their cause).
     pub lost_events: u64,
+    /// The largest hardware noise of one gap (ns): its HW and NMI time, what rtla hwnoise's
+    /// Max Single counts with interrupts off (0 in files written before it was recorded).
+    #[serde(default)]
+    pub hw_max_single_ns: i64,
+    /// The largest hardware noise of one duty-cycle period (ns): rtla hwnoise's Max Noise.
+    #[serde(default)]
+    pub hw_max_period_ns: i64,
+    /// Crossings of rtla hwnoise's `-s`/`-S` by hardware noise (with `continue`, each one).
+    #[serde(default)]
+    pub hw_stop_hits: u64,
 }
 
 impl NoiseSources {
@@ -136,7 +146,17 @@ pub struct Tally {
     hw: SourceFigures,
     overhead_ns: i64,
     named: BTreeMap<(Source, String), (u64, i64)>,
+    hw_max_single_ns: i64,
+    /// Hardware noise per duty-cycle period: the latest periods (gaps are attributed about
+    /// in time order; a few out of it still find their period).
+    hw_periods: BTreeMap<i64, i64>,
+    hw_max_period_ns: i64,
+    /// Crossings of hwnoise's stop thresholds.
+    pub hw_stop_hits: u64,
 }
+
+/// Periods whose hardware noise is kept for gaps attributed out of order.
+const HW_PERIODS_KEPT: usize = 64;
 
 impl Tally {
     /// Counts a gap at or above the attribution threshold (attributed or not).
@@ -147,12 +167,17 @@ impl Tally {
     /// Adds one attributed gap. Its uncovered time is the kernel's entry and exit up to
     /// [`OVERHEAD_PER_ENTRY_NS`] per occurrence of interference in it; the rest (all of it in
     /// a gap where nothing ran) is HW, and the gap counts as one HW occurrence.
-    pub fn add(&mut self, e: &Explanation, occurrences: &Occurrences) {
+    /// Returns the gap's hardware noise: its HW time and its NMIs' (what a gap would have been
+    /// with interrupts off, as rtla hwnoise measures).
+    pub fn add(&mut self, e: &Explanation, occurrences: &Occurrences) -> i64 {
         self.attributed += 1;
-        let mut uncovered = 0;
+        let (mut uncovered, mut nmi) = (0, 0);
         for p in &e.parts {
             match Source::of(p.cause) {
-                Some(s) => self.named.entry((s, p.name.clone())).or_default().1 += p.ns,
+                Some(s) => {
+                    self.named.entry((s, p.name.clone())).or_default().1 += p.ns;
+                    nmi += if s == Source::Nmi { p.ns } else { 0 };
+                }
                 None => uncovered += p.ns,
             }
         }
@@ -166,6 +191,22 @@ impl Tally {
         for (k, n) in occurrences {
             self.named.entry(k.clone()).or_default().0 += n;
         }
+        let hardware = uncovered - overhead + nmi;
+        self.hw_max_single_ns = self.hw_max_single_ns.max(hardware);
+        hardware
+    }
+
+    /// Adds a gap's hardware noise to its duty-cycle period `period` and returns that period's
+    /// hardware noise so far.
+    pub fn hardware_in_period(&mut self, period: i64, ns: i64) -> i64 {
+        let sum = self.hw_periods.entry(period).or_default();
+        *sum += ns;
+        let sum = *sum;
+        self.hw_max_period_ns = self.hw_max_period_ns.max(sum);
+        while self.hw_periods.len() > HW_PERIODS_KEPT {
+            self.hw_periods.pop_first();
+        }
+        sum
     }
 
     /// The totals as stored; `lost` is the CPU's lost trace events.
@@ -176,6 +217,9 @@ impl Tally {
             hw: self.hw,
             overhead_ns: self.overhead_ns,
             lost_events: lost,
+            hw_max_single_ns: self.hw_max_single_ns,
+            hw_max_period_ns: self.hw_max_period_ns,
+            hw_stop_hits: self.hw_stop_hits,
             ..Default::default()
         };
         for ((s, _), (count, ns)) in &self.named {
