@@ -41,6 +41,13 @@ pub fn execute(opts: &OsnoiseOptions, command_line: Vec<String>) -> Result<i32, 
     let plan = &opts.plan;
     let (result, failure) = session::measure(plan, provenance, None, &mut Fanout(vec![&mut warnings]), &signals)?;
     warnings.rest(&result);
+    let attributed = result.threads.iter().any(|t| t.noise.as_ref().is_some_and(|n| n.sources.is_some()));
+    if opts.hwnoise && !attributed {
+        eprintln!(
+            "rtlab: warning: hwnoise: without the kernel's events no gap can be told from an interrupt or a thread: \
+             its figures count every gap and -s/-S were not judged (run as root with tracefs mounted)"
+        );
+    }
     let elapsed = result.duration_s.unwrap_or(0.0) as u64;
     let mut text = match opts.mode {
         Mode::Top => {
