@@ -535,3 +535,56 @@ fn osnoise_hist_summarises_every_noise_at_its_buckets_lower_edge_as_rtla_reads_i
         .collect();
     assert!(!index.is_empty() && index.iter().all(|i| i % 7 == 0), "the index counts in 7 µs: {text}");
 }
+
+/// The keys of a JSON file in the order its lines give them (bucket numbers left out).
+fn keys_in_order(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim_start().strip_prefix('"')?.split_once("\":").map(|(k, _)| k.to_string()))
+        .filter(|k| k.parse::<u64>().is_err() || k == "0")
+        .collect()
+}
+
+#[test]
+fn oslat_z_marks_what_it_left_out_keeps_its_last_bucket_and_its_json_is_laid_out_as_oslats() {
+    assert!(is_root(), "oslat's busy threads need root here as oslat's do");
+    let dir = tempfile::tempdir().unwrap();
+    let oslat = dir.path().join("oslat");
+    std::os::unix::fs::symlink(rtlab_path(), &oslat).unwrap();
+    let (ours, real) = (dir.path().join("ours.json"), dir.path().join("real.json"));
+    let out =
+        Command::new(&oslat).args(["-c", "1", "-D", "2", "-z", "-b", "1024", "--json"]).arg(&ours).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let first = lines.iter().position(|l| l.starts_with("Counter Freq:")).unwrap() + 1;
+    let end = lines.iter().position(|l| l.trim_start().starts_with("Minimum:")).unwrap();
+    let rows = &lines[first..end];
+    // oslat's `%12s:\t` label: "001 (us)" after four spaces, "1024 (us)" after three.
+    assert_eq!(rows.last().unwrap().split('\t').next().unwrap(), "   1024 (us):", "{text}");
+    assert!(rows.last().unwrap().ends_with(" (including overflows)"), "the last bucket is always printed: {text}");
+    let mut previous = 0;
+    for (i, row) in rows.iter().enumerate() {
+        if *row == "    ..." {
+            assert!(i + 1 < rows.len() && rows[i + 1] != "    ...", "a `...` stands before a bucket: {text}");
+            continue;
+        }
+        let (label, _) = row.split_once(":\t").unwrap_or_else(|| panic!("{row:?} in\n{text}"));
+        assert_eq!(label.len(), 12, "{row:?}");
+        let bucket: u64 = label.trim().trim_end_matches(" (us)").parse().unwrap();
+        let skipped = bucket > previous + 1;
+        assert_eq!(skipped, i > 0 && rows[i - 1] == "    ..." || (i == 0 && bucket > 1), "{text}");
+        previous = bucket;
+    }
+    let reference = Command::new("oslat")
+        .args(["-c", "1", "-D", "1", "--json"])
+        .arg(&real)
+        .output()
+        .expect("the real oslat (apt install rt-tests; .ci/run does)");
+    assert!(reference.status.success());
+    let (a, b) = (std::fs::read_to_string(&ours).unwrap(), std::fs::read_to_string(&real).unwrap());
+    assert_eq!(keys_in_order(&a), keys_in_order(&b), "oslat's keys in oslat's order\n{a}\n---\n{b}");
+    let (va, vb) = (read_json(&ours), read_json(&real));
+    assert_eq!(va["rt_test_version:"], vb["rt_test_version:"], "the version oslat writes");
+    let avg = a.lines().find(|l| l.trim_start().starts_with("\"avg\":")).unwrap();
+    assert_eq!(avg.rsplit_once('.').unwrap().1.trim_end_matches(',').len(), 6, "%lf: six decimals: {avg}");
+}

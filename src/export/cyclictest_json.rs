@@ -38,27 +38,36 @@ fn jstr(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
+/// The part every rt-tests `--json` file opens with (rt-utils' `rt_write_json`): `{`, the file
+/// version, command line, rt-tests version, start and end, return code and `sysinfo`, each line
+/// ending with its comma; the tool's own keys follow.
+pub fn rt_utils_header(r: &RunResult, version: &str, return_code: i32) -> String {
+    let e = &r.environment;
+    let mut s = String::new();
+    s += "{\n  \"file_version\": 1,\n";
+    let _ = writeln!(s, "  \"cmdline:\": {},", jstr(&r.command_line.join(" ")));
+    let _ = writeln!(s, "  \"rt_test_version:\": \"{version}\",");
+    let _ = writeln!(s, "  \"start_time\": \"{}\",", rfc2822(parse_rfc3339(r.start_time.as_deref())));
+    let _ = writeln!(s, "  \"end_time\": \"{}\",", rfc2822(parse_rfc3339(r.end_time.as_deref())));
+    let _ = writeln!(s, "  \"return_code\": {return_code},");
+    s += "  \"sysinfo\": {\n    \"sysname\": \"Linux\",\n";
+    let _ = writeln!(s, "    \"nodename\": {},", jstr(e.hostname.as_deref().unwrap_or("")));
+    let _ = writeln!(s, "    \"release\": {},", jstr(e.kernel_release.as_deref().unwrap_or("")));
+    let _ = writeln!(s, "    \"version\": {},", jstr(e.kernel_version.as_deref().unwrap_or("")));
+    let _ = writeln!(s, "    \"machine\": {},", jstr(e.machine.as_deref().unwrap_or("")));
+    let _ = writeln!(s, "    \"realtime\": {}\n  }},", i32::from(e.preempt_rt == Some(true)));
+    s
+}
+
 impl Exporter for CyclictestJson {
     fn serialize(&self, r: &RunResult) -> Result<Vec<u8>, String> {
         let u = |ns: i64| if self.nsecs { ns } else { ns / 1000 };
         let e = &r.environment;
-        let mut s = String::new();
-        s += "{\n  \"file_version\": 1,\n";
-        let _ = writeln!(s, "  \"cmdline:\": {},", jstr(&r.command_line.join(" ")));
         let version = match self.version {
             Version::V2_10 => "2.10",
             Version::V2_4 => "2.40",
         };
-        let _ = writeln!(s, "  \"rt_test_version:\": \"{version}\",");
-        let _ = writeln!(s, "  \"start_time\": \"{}\",", rfc2822(parse_rfc3339(r.start_time.as_deref())));
-        let _ = writeln!(s, "  \"end_time\": \"{}\",", rfc2822(parse_rfc3339(r.end_time.as_deref())));
-        let _ = writeln!(s, "  \"return_code\": {},", self.return_code);
-        s += "  \"sysinfo\": {\n    \"sysname\": \"Linux\",\n";
-        let _ = writeln!(s, "    \"nodename\": {},", jstr(e.hostname.as_deref().unwrap_or("")));
-        let _ = writeln!(s, "    \"release\": {},", jstr(e.kernel_release.as_deref().unwrap_or("")));
-        let _ = writeln!(s, "    \"version\": {},", jstr(e.kernel_version.as_deref().unwrap_or("")));
-        let _ = writeln!(s, "    \"machine\": {},", jstr(e.machine.as_deref().unwrap_or("")));
-        let _ = writeln!(s, "    \"realtime\": {}\n  }},", i32::from(e.preempt_rt == Some(true)));
+        let mut s = rt_utils_header(r, version, self.return_code);
         let _ = writeln!(s, "  \"num_threads\": {},", r.threads.len());
         let _ = writeln!(s, "  \"resolution_in_ns\": {},", i32::from(self.nsecs));
         s += "  \"thread\": {\n";

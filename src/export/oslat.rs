@@ -61,7 +61,8 @@ fn core(t: &ThreadResult, buckets: usize) -> Result<Core, String> {
     let reads = n.iterations.max(1);
     Ok(Core {
         cpu: t.cpu.unwrap_or(t.thread),
-        freq_mhz: n.counter_mhz.round() as u64,
+        // oslat truncates its measured rate to whole MHz.
+        freq_mhz: n.counter_mhz.floor() as u64,
         buckets: counts,
         min_us,
         avg_us: (n.iterations + n.noise_us_floor) as f64 / reads as f64,
@@ -104,12 +105,21 @@ pub fn text(r: &RunResult, layout: &TextLayout) -> Result<String, String> {
     out += &format!("Pre-heat for {} seconds...\nTest starts...\nTest completed.\n\n", cfg.warmup_ns as f64 / 1e9);
     out += &format!("        Core:\t {}\n", row(&|c| c.cpu.to_string()));
     out += &format!("Counter Freq:\t {} (Mhz)\n", row(&|c| c.freq_mhz.to_string()));
+    // -z leaves out the buckets that are zero on every core, the last one excepted, and says
+    // where it did with `    ...` before the next bucket it prints.
+    let mut left_out = false;
     for k in 0..layout.buckets {
-        if layout.omit_zeros && cores.iter().all(|c| c.buckets[k] == 0) {
+        let last = k + 1 == layout.buckets;
+        if !last && layout.omit_zeros && cores.iter().all(|c| c.buckets[k] == 0) {
+            left_out = true;
             continue;
         }
-        let tail = if k + 1 == layout.buckets { " (including overflows)" } else { "" };
-        out += &format!("    {:03} (us):\t {}{tail}\n", k + 1, row(&|c| c.buckets[k].to_string()));
+        if std::mem::take(&mut left_out) {
+            out += "    ...\n";
+        }
+        let tail = if last { " (including overflows)" } else { "" };
+        let label = format!("{:03} (us)", k + 1);
+        out += &format!("{label:>12}:\t {}{tail}\n", row(&|c| c.buckets[k].to_string()));
     }
     out += &format!("     Minimum:\t {} (us)\n", row(&|c| c.min_us.to_string()));
     out += &format!("     Average:\t {} (us)\n", row(&|c| format!("{:.3}", c.avg_us)));
@@ -119,52 +129,36 @@ pub fn text(r: &RunResult, layout: &TextLayout) -> Result<String, String> {
     Ok(out)
 }
 
-/// oslat's `--json` file (its keys, `cmdline:` and `rt_test_version:` included).
+/// oslat's `--json` file, laid out as oslat 2.40 writes it: rt-utils' header, then its
+/// `num_threads` and per thread `cpu`, `freq`, `min`, `avg` (`%lf`), `max`, `duration` (`%.3f`)
+/// and the non-empty buckets, in that order.
 pub fn json(r: &RunResult, buckets: usize) -> Result<Vec<u8>, String> {
+    use std::fmt::Write as _;
     let cores = cores(r, buckets)?;
-    let date = |t: &Option<String>| {
-        t.as_deref().and_then(crate::timefmt::parse_rfc3339).map(crate::timefmt::rfc2822).unwrap_or_default()
-    };
-    let env = &r.environment;
-    let mut threads = serde_json::Map::new();
+    let mut s = super::cyclictest_json::rt_utils_header(r, "2.40", r.exit_code());
+    let _ = writeln!(s, "  \"num_threads\": {},", cores.len());
+    s += "  \"thread\": {\n";
     for (i, c) in cores.iter().enumerate() {
-        let hist: serde_json::Map<String, serde_json::Value> = c
+        let _ = writeln!(s, "    \"{i}\": {{");
+        let _ = writeln!(s, "      \"cpu\": {},\n      \"freq\": {},", c.cpu, c.freq_mhz);
+        let _ = writeln!(s, "      \"min\": {},\n      \"avg\": {:.6},", c.min_us, c.avg_us);
+        let _ = writeln!(s, "      \"max\": {},\n      \"duration\": {:.3},", c.max_us, c.duration_s);
+        let rows: Vec<String> = c
             .buckets
             .iter()
             .enumerate()
             .filter(|(_, n)| **n > 0)
-            .map(|(k, n)| ((k + 1).to_string(), serde_json::json!(n)))
+            .map(|(k, n)| format!("        \"{}\": {n}", k + 1))
             .collect();
-        threads.insert(
-            i.to_string(),
-            serde_json::json!({
-                "cpu": c.cpu,
-                "freq": c.freq_mhz,
-                "min": c.min_us,
-                "avg": (c.avg_us * 1e6).round() / 1e6,
-                "max": c.max_us,
-                "duration": (c.duration_s * 1e3).round() / 1e3,
-                "histogram": hist,
-            }),
-        );
+        s += "      \"histogram\": {";
+        if !rows.is_empty() {
+            s += "\n";
+            s += &rows.join(",\n");
+            s += "\n";
+        }
+        s += "      }\n";
+        let _ = writeln!(s, "    }}{}", if i + 1 == cores.len() { "" } else { "," });
     }
-    let v = serde_json::json!({
-        "file_version": 1,
-        "cmdline:": r.command_line.join(" "),
-        "rt_test_version:": format!("rtlab {}", r.tool.version),
-        "start_time": date(&r.start_time),
-        "end_time": date(&r.end_time),
-        "return_code": r.exit_code(),
-        "sysinfo": {
-            "sysname": "Linux",
-            "nodename": env.hostname.clone().unwrap_or_default(),
-            "release": env.kernel_release.clone().unwrap_or_default(),
-            "version": env.kernel_version.clone().unwrap_or_default(),
-            "machine": env.machine.clone().unwrap_or_default(),
-            "realtime": i32::from(env.preempt_rt == Some(true)),
-        },
-        "num_threads": cores.len(),
-        "thread": threads,
-    });
-    serde_json::to_vec_pretty(&v).map_err(|e| e.to_string())
+    s += "  }\n}\n";
+    Ok(s.into_bytes())
 }
