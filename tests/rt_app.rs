@@ -670,3 +670,43 @@ fn a_log_that_would_fill_the_disk_is_said_before_the_run() {
     assert_eq!(said.len(), 1, "{stderr}");
     assert!(said[0].contains("thread fast") && said[0].contains("120 MB a second"), "{stderr}");
 }
+
+#[test]
+fn every_log_rt_app_writes_for_its_own_mp3_example_imports_with_its_own_columns() {
+    // Debian's mp3-short.json: one periodic task (AudioTick, 6 ms) and four event-driven ones
+    // (c_period 0) that wake each other through resources.
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string("/usr/share/doc/rt-app/examples/mp3-short.json")
+        .expect("rt-app's examples (apt install rt-app; .ci/run does)")
+        .replace("\"logdir\" : \"./\"", &format!("\"logdir\" : \"{}\"", dir.path().display()));
+    let json = dir.path().join("mp3.json");
+    std::fs::write(&json, example).unwrap();
+    rt_app(&json);
+    let logs: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    assert_eq!(logs.len(), 5, "{logs:?}");
+    for log in logs {
+        let rows = log_rows(&log);
+        let out = dir.path().join("x.json");
+        let o = rtlab().arg("import").arg(&log).arg("-o").arg(&out).output().unwrap();
+        assert!(o.status.success(), "{}: {}", log.display(), String::from_utf8_lossy(&o.stderr));
+        let v = read_json(&out);
+        let w = &v["threads"][0]["work"];
+        assert_eq!(w["releases"].as_u64(), Some(rows.len() as u64), "{}: a loop per line", log.display());
+        let runs: Vec<i64> = rows.iter().map(|r| r["run"] * 1000).collect();
+        assert_eq!(w["run"]["max_ns"].as_i64(), runs.iter().copied().max(), "{}", log.display());
+        if rows.iter().all(|r| r["c_period"] == 0) {
+            // No timer: no wakeup, and the loop's own time (end − start) as its response.
+            assert_eq!(v["threads"][0]["cycles"], 0, "{}", log.display());
+            let own = rows.iter().map(|r| (r["end"] - r["start"]) * 1000).max();
+            assert_eq!(w["response"]["max_ns"].as_i64(), own, "{}", log.display());
+        } else {
+            let slack = rows.iter().map(|r| r["slack"] * 1000).min();
+            assert_eq!(w["slack_min_ns"].as_i64(), slack, "{}", log.display());
+        }
+    }
+}

@@ -86,6 +86,10 @@ pub fn load(path: &Path, unit: Option<Unit>) -> Result<Input, ImportError> {
             samples: Some(path.into()),
         });
     }
+    if super::rt_app::detect_file(&sweep_file) {
+        let result = super::imported_rt_app_log(&sweep_file)?;
+        return Ok(Input { path: path.into(), name, content: Content::Run(Box::new(result)), samples: None });
+    }
     let text = super::read_text_input(&sweep_file).map_err(|(_, e)| {
         error(&sweep_file, format!("{e}: expected a RunResult, a sweep, a samples file or cyclictest output"))
     })?;

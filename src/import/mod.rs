@@ -254,6 +254,9 @@ pub fn detect(bytes: &[u8]) -> Detected {
 /// `unit` overrides the unit where a text format cannot say (`-N` runs).
 pub fn import_file(path: &Path, unit: Option<Unit>) -> Result<RunResult, ImportError> {
     let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
+    if rt_app::detect_file(path) {
+        return imported_rt_app_log(path);
+    }
     let text = read_text_input(path).map_err(|(kind, e)| {
         err(
             None,
@@ -291,6 +294,13 @@ pub fn import_text(path: &Path, text: &str, unit: Option<Unit>) -> Result<RunRes
     // Whatever the source, a result is one rtlab writes and reads back: an import that could
     // not be read again is refused here rather than written.
     check_result(&r).map_err(|why| err(None, why))?;
+    Ok(r)
+}
+
+/// An rt-app log, read as it streams (it can be larger than any text rtlab reads whole).
+pub fn imported_rt_app_log(path: &Path) -> Result<RunResult, ImportError> {
+    let r = rt_app::stream(path)?;
+    check_result(&r).map_err(|why| ImportError { file: path.display().to_string(), line: None, message: why })?;
     Ok(r)
 }
 

@@ -43,12 +43,16 @@ fn task_name(path: &Path) -> Option<String> {
     (!name.is_empty()).then(|| crate::units::printable(name).chars().take(64).collect())
 }
 
+/// A line of a log with its number (from 1), or why it could not be read.
+type Numbered = (usize, Result<String, String>);
+
 /// What a log's lines before its first period say: the policy, the columns and that period.
 struct Head {
     sched: Option<SchedParams>,
     columns: Vec<String>,
-    /// The first period's values and line number.
-    first: (usize, Vec<i64>),
+    /// The first period's values and line number (`None`: the task ran no loop; rt-app then
+    /// writes its two header lines only).
+    first: Option<(usize, Vec<i64>)>,
 }
 
 /// The columns rtlab reads, by their index in a line.
@@ -68,6 +72,10 @@ struct Line {
     wakeup: Option<(i64, i64)>,
     response: i64,
     run: i64,
+    /// The line's period (ns; `None`: a loop without a timer, `c_period` 0).
+    period: Option<i64>,
+    /// Its slack as logged (ns), for a periodic line.
+    slack: Option<i64>,
 }
 
 /// One data line's values: whole numbers, as many as the header has columns.
@@ -94,17 +102,26 @@ impl Columns {
     /// One data line's period in ns, checked: its job's start after the first (`start`), the
     /// wakeup its timer gave (when, after the first start, and its latency; `None` when the
     /// job overran and rt-app did not sleep), its response (`c_period − slack`) and run time.
-    fn period(&self, v: &[i64], t0: i64, period_us: i64) -> Result<Line, String> {
-        if v[self.c_period] != period_us {
-            return Err(format!(
-                "c_period changes from {period_us} to {} µs: rtlab imports one periodic phase per log",
-                v[self.c_period]
-            ));
-        }
+    fn period(&self, v: &[i64], t0: i64) -> Result<Line, String> {
         let ns = |v: Option<i64>, what: &str| {
             v.ok_or_else(|| format!("{what} is out of range"))
                 .and_then(|v| crate::units::to_ns(v, crate::units::NS_PER_US, what))
         };
+        if v[self.c_period] < 0 {
+            return Err(format!("c_period {} is negative", v[self.c_period]));
+        }
+        if v[self.c_period] == 0 {
+            // A loop of a phase without a timer (rt-app's event-driven tasks): no release, so no
+            // wakeup and no deadline; its response is the loop's own time, end − start.
+            return Ok(Line {
+                at: ns(v[self.start].checked_sub(t0), "start")?,
+                wakeup: None,
+                response: ns(v[self.end].checked_sub(v[self.start]), "end − start")?,
+                run: ns(Some(v[self.run]), "run")?,
+                period: None,
+                slack: None,
+            });
+        }
         // The line's timer event came at its end: it slept when the slack was positive, and
         // then woke `wu_lat` after the release that starts the next line's job. Overrun, rt-app
         // wrote 0 and did not sleep (a slack of 0 µs with wu_lat 0 is read the same way).
@@ -122,15 +139,19 @@ impl Columns {
             wakeup,
             response: ns(v[self.c_period].checked_sub(slack), "c_period − slack")?,
             run: ns(Some(v[self.run]), "run")?,
+            period: Some(ns(Some(v[self.c_period]), "c_period")?),
+            slack: Some(ns(Some(slack), "slack")?),
         })
     }
 }
 
 impl Head {
-    /// Reads the lines up to the first period (one pass that stops there).
-    fn read(text: &str) -> Result<Head, (Option<usize>, String)> {
+    /// Reads the lines up to the first period, and stops there.
+    fn read(lines: &mut dyn Iterator<Item = Numbered>) -> Result<Head, (Option<usize>, String)> {
         let (mut sched, mut columns) = (None, None);
-        for (no, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
+        for (no, line) in lines {
+            let line = line.map_err(|e| (Some(no), e))?;
+            let line = line.trim();
             if line.is_empty() {
                 continue;
             }
@@ -143,14 +164,13 @@ impl Head {
                     return Err((Some(no), "a data line before the column header (#idx perf run …)".into()));
                 };
                 let first = values(line, columns.len()).map_err(|e| (Some(no), e))?;
-                return Ok(Head { sched, columns, first: (no, first) });
+                return Ok(Head { sched, columns, first: Some((no, first)) });
             }
         }
-        Err((
-            None,
-            if columns.is_some() { "the log holds no period" } else { "no column header (#idx perf run period …)" }
-                .into(),
-        ))
+        match columns {
+            Some(columns) => Ok(Head { sched, columns, first: None }),
+            None => Err((None, "no column header (#idx perf run period …)".into())),
+        }
     }
 
     fn columns(&self) -> Result<Columns, String> {
@@ -169,16 +189,79 @@ impl Head {
     }
 }
 
-/// Parses an rt-app log, line by line: it holds the log's histograms, never its lines.
-pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
-    let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
-    let head = Head::read(text).map_err(|(line, m)| err(line, m))?;
-    let c = head.columns().map_err(|m| err(None, m))?;
-    let (first_no, first) = &head.first;
-    let (period_us, work_us, t0) = (first[c.c_period], first[c.c_duration], first[c.start]);
-    if period_us <= 0 {
-        return Err(err(Some(*first_no), format!("c_period {period_us}: not a periodic task")));
+/// What the lines of a log said about its phases: their periods, work and slack.
+#[derive(Default)]
+struct Phases {
+    /// The first periodic line's period, and whether every periodic line had it (ns).
+    period: Option<(i64, bool)>,
+    /// The first line's work, and whether every line asked the same (µs).
+    work: Option<(i64, bool)>,
+    /// The smallest and largest slack of the periodic lines (ns).
+    slack: Option<(i64, i64)>,
+}
+
+impl Phases {
+    fn saw(&mut self, l: &Line, work_us: i64) {
+        let same = |kept: Option<(i64, bool)>, v: i64| Some(kept.map_or((v, true), |(k, s)| (k, s && k == v)));
+        self.work = same(self.work, work_us);
+        if let Some(p) = l.period {
+            self.period = same(self.period, p);
+        }
+        if let Some(s) = l.slack {
+            self.slack = Some(self.slack.map_or((s, s), |(lo, hi)| (lo.min(s), hi.max(s))));
+        }
     }
+
+    /// The task's figures as its lines give them: a deadline and a work only when every
+    /// line had the same, the slack as logged.
+    fn settle(&self, w: &mut crate::result::WorkResult) {
+        w.deadline_ns = self.period.and_then(|(p, same)| same.then_some(p));
+        if let Some((us, same)) = self.work {
+            w.work_ns = same.then(|| us.max(0).saturating_mul(1000));
+        }
+        (w.slack_min_ns, w.slack_max_ns) = (self.slack.map(|s| s.0), self.slack.map(|s| s.1));
+    }
+}
+
+/// Parses an rt-app log, line by line: it holds the log's histograms, never its lines. Every
+/// phase imports: periodic ones (`c_period` > 0) with their own period as the deadline of
+/// their lines, and loops without a timer (`c_period` 0) with their run and their own time.
+pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
+    parse_lines(path, &mut text.lines().map(|l| Ok(l.to_string())).enumerate().map(|(i, l)| (i + 1, l)))
+}
+
+/// Imports the rt-app log at `path` as it is read, line by line: rt-app writes a line per loop,
+/// and a task that loops without sleeping writes gigabytes (Debian's taskset.json example, for
+/// one), more than any text rtlab reads whole.
+pub fn stream(path: &Path) -> Result<RunResult, ImportError> {
+    use std::io::BufRead;
+    let err = |message: String| ImportError { file: path.display().to_string(), line: None, message };
+    let input = super::open_input(path, false).map_err(err)?;
+    let mut lines = std::io::BufReader::with_capacity(1 << 16, input)
+        .lines()
+        .map(|l| l.map_err(|e| format!("cannot read: {e}")))
+        .enumerate()
+        .map(|(i, l)| (i + 1, l));
+    parse_lines(path, &mut lines)
+}
+
+/// Whether the file at `path` starts as an rt-app log.
+pub fn detect_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    super::open_input(path, false).is_ok_and(|f| f.take(256).read_to_end(&mut head).is_ok())
+        && detect(&String::from_utf8_lossy(&head))
+}
+
+fn parse_lines(path: &Path, lines: &mut dyn Iterator<Item = Numbered>) -> Result<RunResult, ImportError> {
+    let err = |line: Option<usize>, message: String| ImportError { file: path.display().to_string(), line, message };
+    let head = Head::read(lines).map_err(|(line, m)| err(line, m))?;
+    let c = head.columns().map_err(|m| err(None, m))?;
+    // A task that ran no loop (it waited for an event that never came) imports with none.
+    let (first_no, (work_us, t0)) = match &head.first {
+        Some((no, first)) => (*no, (first[c.c_duration], first[c.start])),
+        None => (0, (0, 0)),
+    };
     let ns = |no: usize, v: Option<i64>, what: &str| {
         v.ok_or_else(|| format!("{what} is out of range"))
             .and_then(|v| crate::units::to_ns(v, crate::units::NS_PER_US, what))
@@ -187,17 +270,20 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
     let layout = Layout::DEFAULT;
     let spec = WorkSpec {
         kind: WorkKind::Fixed,
-        amount_ns: ns(*first_no, Some(work_us.max(0)), "c_duration")?,
-        deadline_ns: ns(*first_no, Some(period_us), "c_period")?,
+        amount_ns: ns(first_no, Some(work_us.max(0)), "c_duration")?,
+        deadline_ns: crate::measure::work::NO_DEADLINE,
         miss_window: DEFAULT_MISS_WINDOW,
     };
     let live = Live::new(layout);
     let work = WorkLive::new(spec, layout, &[]);
     let mut rec = Recorder::new(&live, None);
     let mut wrec = WorkRecorder::new(&work, None, None);
-    let mut last = t0;
-    let mut periods = 0u64;
-    for (no, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).skip(first_no - 1) {
+    let (mut last, mut periods, mut phases) = (t0, 0u64, Phases::default());
+    let first =
+        head.first.as_ref().map(|(no, v)| (*no, Ok(v.iter().map(i64::to_string).collect::<Vec<_>>().join(" "))));
+    for (no, line) in first.into_iter().chain(lines) {
+        let line = line.map_err(|m| err(Some(no), m))?;
+        let line = line.trim();
         if line.is_empty() || line.starts_with("# Policy :") {
             continue;
         }
@@ -213,14 +299,25 @@ pub fn parse(path: &Path, text: &str) -> Result<RunResult, ImportError> {
             return Err(err(Some(no), "more than 100 million periods; split the log".into()));
         }
         let v = values(line, head.columns.len()).map_err(|m| err(Some(no), m))?;
-        let l = c.period(&v, t0, period_us).map_err(|m| err(Some(no), m))?;
+        let l = c.period(&v, t0).map_err(|m| err(Some(no), m))?;
         if let Some((at, latency)) = l.wakeup {
             rec.record(latency, at, 0);
         }
+        phases.saw(&l, v[c.c_duration]);
+        work.set_deadline(l.period.unwrap_or(crate::measure::work::NO_DEADLINE));
         wrec.record(l.wakeup.map_or(0, |w| w.1), l.response, l.run, l.at, 0);
         last = v[c.start];
     }
-    Ok(result(path, head.sched, rec.finish(), wrec.finish(), spec.deadline_ns, (last as f64 - t0 as f64) / 1e6))
+    let period_ns = phases.period.map_or(0, |p| p.0);
+    let mut r = result(path, head.sched, rec.finish(), wrec.finish(), period_ns, (last as f64 - t0 as f64) / 1e6);
+    for w in r.threads.iter_mut().filter_map(|t| t.work.as_mut()).chain(r.all.work.as_mut()) {
+        phases.settle(w);
+    }
+    // A task without a timer has loops but no wakeup: its result is not empty.
+    if periods > 0 {
+        r.warnings.retain(|w| w.warning != crate::result::warning::Warning::NoSamples);
+    }
+    Ok(r)
 }
 
 /// The RunResult of one rt-app task's log: its wakeups, work, policy and name.
@@ -330,9 +427,44 @@ mod tests {
         assert_eq!(e.line, Some(3));
         let e = parse(Path::new("l.log"), "#idx run start\n0 1 2\n").unwrap_err();
         assert!(e.message.contains("'slack'"), "{}", e.message);
-        let changing = LOG.to_string() + "   0    15000      322      956       167669271       167666227            7441        610        300       2000         21\n";
-        assert!(parse(Path::new("l.log"), &changing).unwrap_err().message.contains("c_period changes"));
+        let negative = LOG.to_string() + "   0    15000      322      956       167669271       167666227            7441        610        300       -5         21\n";
+        assert!(parse(Path::new("l.log"), &negative).unwrap_err().message.contains("c_period -5 is negative"));
         assert_eq!(task_name(Path::new("rt-app-my-task-3.log")).as_deref(), Some("my-task"));
+    }
+
+    #[test]
+    fn a_phase_that_changes_the_period_judges_each_line_by_its_own() {
+        // A fourth line in a 2 ms phase: its response 2000 − 610 = 1390 µs is within its period,
+        // though beyond the first phase's 1 ms.
+        let phases = LOG.to_string() + "   0    15000      322      956       167669271       167666227            7441        610        300       2000         21\n";
+        let r = parse(Path::new("l.log"), &phases).unwrap();
+        let w = r.threads[0].work.as_ref().unwrap();
+        assert_eq!((w.deadlines.releases, w.deadlines.misses), (4, 1), "only the overrun of the 1 ms phase");
+        assert_eq!(w.deadline_ns, None, "the phases have different deadlines");
+        assert_eq!((w.slack_min_ns, w.slack_max_ns), (Some(-340_000), Some(660_000)), "as logged");
+        assert_eq!(w.response.max_ns, Some(1_390_000));
+    }
+
+    #[test]
+    fn a_task_without_a_timer_imports_its_loops_run_and_time_with_no_wakeup() {
+        // rt-app's mp3-short AudioOut: an event-driven loop, c_period 0 and wu_lat 0.
+        let log = "# Policy : SCHED_OTHER priority : -19
+#idx     perf      run   period           start             end          rel_st      slack c_duration   c_period     wu_lat
+   1    80084     2002    30057     23494614912     23494644969            2804          0       4725          0          0
+   1    80084     2204    29990     23494644974     23494674964           32866          0       4725          0          0
+";
+        let r = parse(Path::new("mp3-AudioOut-1.log"), log).unwrap();
+        assert_eq!(r.threads[0].stats.cycles, 0, "no timer, no wakeup latency");
+        let w = r.threads[0].work.as_ref().unwrap();
+        assert_eq!((w.run.min_ns, w.run.max_ns), (Some(2_002_000), Some(2_204_000)));
+        // Its response is the loop's own time, end − start (rt-app's period column).
+        assert_eq!((w.response.min_ns, w.response.max_ns), (Some(29_990_000), Some(30_057_000)));
+        assert_eq!((w.deadline_ns, w.deadlines.misses, w.slack_min_ns), (None, 0, None));
+        assert_eq!(w.work_ns, Some(4_725_000));
+        // A task that never ended a loop (it waited for an event): rt-app writes the headers only.
+        let none =
+            parse(Path::new("rt-app-thread1-1.log"), &log.lines().take(2).collect::<Vec<_>>().join("\n")).unwrap();
+        assert_eq!((none.threads[0].stats.cycles, none.threads[0].work.as_ref().unwrap().run.cycles), (0, 0));
     }
 
     #[test]
