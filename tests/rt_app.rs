@@ -710,3 +710,21 @@ fn every_log_rt_app_writes_for_its_own_mp3_example_imports_with_its_own_columns(
         }
     }
 }
+
+#[test]
+fn with_a_calibration_in_ns_the_logs_perf_is_rt_apps_count_of_its_loops() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("p.json");
+    let text = format!(
+        r#"{{ "global": {{ "duration": 1, "calibration": 50, "logdir": "{}", "log_basename": "p" }},
+             "tasks": {{ "t": {{ "loop": 20, "run": 2000, "timer": {{ "ref": "t", "period": 10000 }} }} }} }}"#,
+        dir.path().display()
+    );
+    std::fs::write(&json, text).unwrap();
+    let out = rtlab().args(["run", "--rt-app"]).arg(&json).arg("-q").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = log_rows(&dir.path().join("p-t-0.log"));
+    assert!(!rows.is_empty());
+    // rt-app's loadwait: 2000 µs · 1000 / 50 ns = 40 000 loops per run.
+    assert!(rows.iter().all(|r| r["perf"] == 40_000), "{:?}", rows.iter().map(|r| r["perf"]).collect::<Vec<_>>());
+}

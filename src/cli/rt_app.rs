@@ -123,6 +123,7 @@ fn parse(top: Ordered, online: &CpuSet) -> Result<UseCase, String> {
         lock_pages: false,
         pi_enabled: false,
         calibration_cpu: None,
+        p_load_ns: None,
         cumulative_slack: false,
         io_device: PathBuf::from("/dev/null"),
         mem_buffer_size: 4 << 20,
@@ -152,6 +153,14 @@ fn parse(top: Ordered, online: &CpuSet) -> Result<UseCase, String> {
     }
     if let (Some(dir), true) = (log.0, log.2) {
         uc.log = Some(LogSpec { dir, basename: log.1 });
+        if uc.p_load_ns.is_none() {
+            uc.ignored.push(
+                "the logs' perf column counts rtlab's work units (a few ns each), not rt-app's loops, whose size \
+                 rt-app measures for its own loop: give global.calibration in ns per loop (rt-app prints its pLoad) \
+                 to have rt-app's count"
+                    .into(),
+            );
+        }
     }
     let Some(raw) = tasks else { return Err("no 'tasks' object".into()) };
     let tasks = Ordered::of(&raw).map_err(|e| format!("'tasks' is not an object ({e})"))?;
@@ -193,10 +202,15 @@ fn global(
                 }
                 uc.calibration_cpu = Some(cpu);
             }
-            (None, Some(ns)) => uc.ignored.push(format!(
-                "global.calibration {ns} ns per loop: rtlab's work unit is not rt-app's loop, so rtlab sizes `run` \
-                 by calibrating on each thread's CPU"
-            )),
+            (None, Some(ns)) if ns > 0 => {
+                // rtlab's work unit is not rt-app's loop: the work is still sized by rtlab's own
+                // calibration; the logs count it in rt-app's loops of this size.
+                uc.p_load_ns = Some(ns as u64);
+                uc.ignored.push(format!(
+                    "global.calibration {ns} ns per loop: rtlab sizes `run` by calibrating its own work on each \
+                     thread's CPU; the logs' perf column counts rt-app's loops of {ns} ns, as rt-app's would"
+                ));
+            }
             _ => return Err(format!("calibration {v}: give \"CPUn\" or ns per loop")),
         },
         "logdir" => log.0 = Some(PathBuf::from(text()?)),

@@ -162,6 +162,8 @@ pub struct Shared {
     pub timed_out: AtomicBool,
     /// Picoseconds per unit of `run`'s work.
     pub ps_per_unit: u64,
+    /// rt-app's pLoad (ns per loop) when `global.calibration` gives it: `perf` counts its loops.
+    pub p_load_ns: Option<u64>,
     /// `global.cumulative_slack`.
     pub cumulative_slack: bool,
     /// Each thread's task, by index (hand-offs are reported between tasks).
@@ -447,6 +449,15 @@ fn us(ns: i64) -> i64 {
     }
 }
 
+/// The loops rt-app 1.0 counts in `perf` for `us` µs of work at `p_load_ns` ns per loop: its
+/// `loadwait` runs whole seconds of 10⁹ / pLoad loops each, then ⌊rest · 1000 / pLoad⌋, and
+/// returns the last burst's count only (a run of 1.5 s at 50 ns logs 10 000 000; checked with
+/// Debian's rt-app).
+pub fn rt_app_loops(us: i64, p_load_ns: u64) -> u64 {
+    let (us, p) = (us.max(0) as u64, p_load_ns.max(1));
+    (us % 1_000_000) * 1000 / p
+}
+
 /// Work is done in slices of this much (ns), the stop checked between them: a `run` of an
 /// hour still ends with the run.
 const SLICE_NS: i64 = 1_000_000;
@@ -457,21 +468,23 @@ impl Runner<'_> {
         let ps = self.shared.ps_per_unit.max(1) as i128;
         let units_of = |ns: i64| ((ns as i128 * 1000) / ps).clamp(0, u64::MAX as i128) as u64;
         let t0 = clock::now(MONO);
+        let p_load = self.shared.p_load_ns;
         if fixed {
             let mut left = ns;
             while left > 0 && !self.stopping() {
                 let slice = left.min(SLICE_NS);
                 let units = units_of(slice);
                 spin(units);
-                d.perf += units;
+                d.perf += if p_load.is_some() { 0 } else { units };
                 left -= slice;
             }
+            d.perf += p_load.map_or(0, |p| rt_app_loops(ns / 1000, p));
         } else {
             // rt-app's `runtime`: work in steps of 32 µs until the wall time has passed.
             let step = units_of(32_000).max(1);
             while clock::now(MONO) - t0 < ns && !self.stopping() {
                 spin(step);
-                d.perf += step;
+                d.perf += p_load.map_or(step, |p| rt_app_loops(32, p));
             }
         }
         let took = clock::now(MONO) - t0;
@@ -653,4 +666,21 @@ impl Runner<'_> {
 /// A histogram per series, allocated before the thread starts.
 pub fn lives(n: usize, layout: crate::measure::histogram::Layout) -> Vec<Live> {
     (0..n).map(|_| Live::new(layout)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rt_app_loops;
+
+    #[test]
+    fn perf_counts_rt_apps_loops_as_its_loadwait_does() {
+        // 2 ms at 20 ns a loop; under a second, ⌊µs · 1000 / pLoad⌋.
+        assert_eq!(rt_app_loops(2_000, 20), 100_000);
+        assert_eq!(rt_app_loops(333, 90), 3_700, "⌊333 000 / 90⌋");
+        // 1.5 s at 50 ns: rt-app 1.0 runs a second's burst, then half a second's, and logs the
+        // last burst's 10 000 000 (what Debian's rt-app wrote for that JSON).
+        assert_eq!(rt_app_loops(1_500_000, 50), 10_000_000);
+        // runtime's 32 µs steps.
+        assert_eq!(rt_app_loops(32, 7), 4_571);
+    }
 }

@@ -374,6 +374,7 @@ fn shared_of(uc: &UseCase, ps_per_unit: u64, stop: &Arc<AtomicBool>) -> Result<S
         end_ns: AtomicI64::new(i64::MAX),
         timed_out: AtomicBool::new(false),
         ps_per_unit,
+        p_load_ns: uc.p_load_ns,
         cumulative_slack: uc.cumulative_slack,
         task_of,
     })

@@ -22,6 +22,9 @@ pub struct UseCase {
     pub pi_enabled: bool,
     /// `global.calibration` `"CPUn"`: where `run`'s work is sized (`None`: on each thread's own CPU).
     pub calibration_cpu: Option<usize>,
+    /// `global.calibration` in ns per loop (rt-app's pLoad): the logs' `perf` column counts
+    /// rt-app's loops of that size, as rt-app's does (`None`: rtlab's own work units).
+    pub p_load_ns: Option<u64>,
     /// `global.cumulative_slack`: a phase loop's slack is the sum of its timers' slacks.
     pub cumulative_slack: bool,
     /// `global.io_device`: where `iorun` writes.
