@@ -469,8 +469,8 @@ impl<'p> Running<'p> {
             }
             self.drain(observer, None);
             if self.explainer.as_ref().is_some_and(|x| x.hardware_stop().is_some()) {
-                // rtla hwnoise's threshold, crossed by hardware noise once its gap was attributed.
-                probe.stop();
+                // rtla hwnoise's threshold, crossed by hardware noise once its gap was attributed
+                // (the caller stops the probe).
                 return EndReason::Breaktrace;
             }
             if self.exam.as_ref().is_some_and(|e| now >= e.started() + crate::doctor::SAMPLE) {
