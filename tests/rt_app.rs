@@ -728,3 +728,51 @@ fn with_a_calibration_in_ns_the_logs_perf_is_rt_apps_count_of_its_loops() {
     // rt-app's loadwait: 2000 µs · 1000 / 50 ns = 40 000 loops per run.
     assert!(rows.iter().all(|r| r["perf"] == 40_000), "{:?}", rows.iter().map(|r| r["perf"]).collect::<Vec<_>>());
 }
+
+#[test]
+fn global_ftrace_writes_rt_apps_markers_and_each_loops_stats_match_its_log_line() {
+    assert!(is_root(), "trace markers need root (tracefs)");
+    let tracing = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("trace_marker").exists())
+        .expect("tracefs mounted (mount -t tracefs nodev /sys/kernel/tracing)");
+    // rt-app refuses to write markers into a buffer that records nothing; so does rtlab.
+    std::fs::write(tracing.join("tracing_on"), "1").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("f.json");
+    let text = format!(
+        r#"{{ "global": {{ "duration": 5, "ftrace": true, "calibration": 50, "logdir": "{}", "log_basename": "f" }},
+             "tasks": {{ "t": {{ "loop": 3, "phases": {{ "p": {{ "run7321": 1000, "timer": {{ "ref": "t", "period": 20000 }} }} }} }} }} }}"#,
+        dir.path().display()
+    );
+    std::fs::write(&json, text).unwrap();
+    let out = rtlab().args(["run", "--rt-app"]).arg(&json).arg("-q").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let trace = std::fs::read_to_string(tracing.join("trace")).unwrap();
+    let marks: Vec<&str> =
+        trace.lines().filter_map(|l| l.split_once("tracing_mark_write: ").map(|m| m.1.trim_end())).collect();
+    let from = marks.iter().rposition(|m| *m == "rtapp_main: event=start").expect("rtapp_main: event=start");
+    let marks = &marks[from..];
+    assert!(marks[1].starts_with("rtapp_main: event=clock_ref data="), "{marks:#?}");
+    assert_eq!(marks[2], "rtapp_task: event=start", "{marks:#?}");
+    let rows = log_rows(&dir.path().join("f-t-0.log"));
+    assert_eq!(rows.len(), 3, "three loops of one phase");
+    for (k, row) in rows.iter().enumerate() {
+        let at = format!("thread_loop={k} phase=0 phase_loop=0");
+        let lines = &marks[3 + 5 * k..3 + 5 * (k + 1)];
+        let stats = format!(
+            "rtapp_stats: period={} run={} wu_lat={} slack={} c_period={} c_run={}",
+            row["period"], row["run"], row["wu_lat"], row["slack"], row["c_period"], row["c_duration"]
+        );
+        let want = [
+            format!("rtapp_loop: event=start {at}"),
+            "rtapp_event: id=0 type=6 desc=run7321".to_string(),
+            "rtapp_event: id=1 type=10 desc=timer".to_string(),
+            format!("rtapp_loop: event=end {at}"),
+            stats,
+        ];
+        assert_eq!(lines, want, "loop {k}: rt-app's markers, its stats the log line's");
+    }
+    assert_eq!(&marks[18..], ["rtapp_task: event=end", "rtapp_main: event=end"], "{marks:#?}");
+}

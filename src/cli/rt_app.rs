@@ -115,6 +115,32 @@ fn micros(key: &str, v: &Value) -> Result<i64, String> {
     Ok(us * 1000)
 }
 
+/// `global.ftrace`: rt-app 1.0's boolean (every marker, or none), or upstream's list of
+/// categories (`"main,task,loop,event,stats,attrs"`, `"all"`, `"none"`).
+fn ftrace(v: &Value) -> Result<crate::probes::rt_app::model::Ftrace, String> {
+    use crate::probes::rt_app::model::Ftrace;
+    let bad = || format!("ftrace {v}: give true, false, or a list of main, task, loop, event, stats, attrs");
+    if let Some(b) = v.as_bool() {
+        return Ok(if b { Ftrace::ALL } else { Ftrace::NONE });
+    }
+    let mut set = Ftrace::NONE;
+    for c in v.as_str().ok_or_else(bad)?.split(',').map(str::trim) {
+        set.0 |= match c {
+            "main" => Ftrace::MAIN,
+            "task" => Ftrace::TASK,
+            "loop" => Ftrace::LOOP,
+            "event" => Ftrace::EVENT,
+            "stats" => Ftrace::STATS,
+            "attrs" => Ftrace::ATTRS,
+            "all" => Ftrace::ALL,
+            "none" => Ftrace::NONE,
+            _ => return Err(bad()),
+        }
+        .0;
+    }
+    Ok(set)
+}
+
 fn parse(top: Ordered, online: &CpuSet) -> Result<UseCase, String> {
     let mut uc = UseCase {
         threads: Vec::new(),
@@ -124,6 +150,7 @@ fn parse(top: Ordered, online: &CpuSet) -> Result<UseCase, String> {
         pi_enabled: false,
         calibration_cpu: None,
         p_load_ns: None,
+        ftrace: crate::probes::rt_app::model::Ftrace::NONE,
         cumulative_slack: false,
         io_device: PathBuf::from("/dev/null"),
         mem_buffer_size: 4 << 20,
@@ -225,10 +252,7 @@ fn global(
             n if (1..=MAX_BYTES).contains(&n) => uc.mem_buffer_size = n as usize,
             n => return Err(format!("mem_buffer_size {n}: give 1 byte to 1 GiB")),
         },
-        "ftrace" => {
-            boolean()?;
-            uc.ignored.push("global.ftrace: rtlab writes no trace markers; --explain reads the kernel's events".into())
-        }
+        "ftrace" => uc.ftrace = ftrace(v)?,
         "gnuplot" => {
             boolean()?;
             uc.ignored.push("global.gnuplot: rtlab draws its own pictures (rtlab plot, rtlab report)".into())
@@ -446,7 +470,14 @@ impl Builder<'_> {
         keys: &[(String, Value)],
         own: bool,
     ) -> Result<Phase, String> {
-        let mut p = Phase { name: name.to_string(), loops: 1, cpus: None, sched: None, events: Vec::new() };
+        let mut p = Phase {
+            name: name.to_string(),
+            loops: 1,
+            cpus: None,
+            sched: None,
+            events: Vec::new(),
+            event_names: Vec::new(),
+        };
         let (mut policy, mut priority) = (None, None);
         for (k, v) in keys {
             match k.as_str() {
@@ -458,7 +489,10 @@ impl Builder<'_> {
                 "fork" => return Err("fork: upstream rt-app's event, not rt-app 1.0's; rtlab does not run it".into()),
                 _ => match EVENTS.iter().find(|e| k.starts_with(**e)) {
                     Some(kind) => match self.event(task, thread, kind, v) {
-                        Ok(Some(e)) => p.events.push(e),
+                        Ok(Some(e)) => {
+                            p.events.push(e);
+                            p.event_names.push(k.clone());
+                        }
                         Ok(None) => self.uc.ignored.push(format!(
                             "task {task}: '{k}': {v} is not the type a {kind} event takes (rt-app skips it too)"
                         )),

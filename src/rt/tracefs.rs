@@ -25,6 +25,22 @@ impl Tracefs {
         Ok(Tracefs { root: root.to_path_buf() })
     }
 
+    /// `trace_marker`, open for writing many markers, once tracing is on (rt-app refuses to run
+    /// its markers into a buffer that records nothing, and so does rtlab).
+    pub fn marker(&self) -> Result<std::fs::File, String> {
+        let on = std::fs::read_to_string(self.root.join("tracing_on")).unwrap_or_default();
+        if on.trim() != "1" {
+            return Err(format!(
+                "tracing is off ({}/tracing_on is not 1); turn it on: echo 1 > {0}/tracing_on",
+                self.root.display()
+            ));
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.root.join("trace_marker"))
+            .map_err(|e| format!("{}/trace_marker is not writable: {e}", self.root.display()))
+    }
+
     /// Writes `text` into `trace_marker`.
     pub fn mark(&self, text: &str) -> io::Result<()> {
         std::fs::OpenOptions::new().write(true).open(self.root.join("trace_marker"))?.write_all(text.as_bytes())

@@ -3,7 +3,7 @@
 //! (lock wait), and waits that another thread ends (the hand-off, from the releasing thread's
 //! own stamp). Shared resources live in [`Shared`].
 
-use super::model::{Event, Phase, ResourceKind, ThreadSpec};
+use super::model::{Event, Ftrace, Phase, ResourceKind, ThreadSpec};
 use crate::measure::stats::{Live, Recorder};
 use crate::measure::work::{spin, WorkRecorder};
 use crate::rt::clock::{self, ClockId};
@@ -164,13 +164,42 @@ pub struct Shared {
     pub ps_per_unit: u64,
     /// rt-app's pLoad (ns per loop) when `global.calibration` gives it: `perf` counts its loops.
     pub p_load_ns: Option<u64>,
+    /// rt-app's trace markers (`global.ftrace`): the categories asked and `trace_marker`.
+    pub marker: Option<Marker>,
     /// `global.cumulative_slack`.
     pub cumulative_slack: bool,
     /// Each thread's task, by index (hand-offs are reported between tasks).
     pub task_of: Vec<usize>,
 }
 
+/// rt-app's trace markers: the categories `global.ftrace` asks, written to `trace_marker`.
+#[derive(Debug)]
+pub struct Marker {
+    /// The categories.
+    pub asked: super::model::Ftrace,
+    /// tracefs' `trace_marker`.
+    pub file: std::fs::File,
+}
+
+impl Marker {
+    /// Writes `text` when `category` is asked (one write, as rt-app's `log_ftrace`); a failed
+    /// write loses that marker only.
+    pub fn mark(&self, category: super::model::Ftrace, text: std::fmt::Arguments) {
+        if self.asked.has(category) {
+            use std::io::Write;
+            let _ = (&self.file).write_all(text.to_string().as_bytes());
+        }
+    }
+}
+
 impl Shared {
+    /// Writes rt-app's marker `text` of `category`, when markers are asked.
+    pub fn mark(&self, category: super::model::Ftrace, text: std::fmt::Arguments) {
+        if let Some(m) = &self.marker {
+            m.mark(category, text);
+        }
+    }
+
     /// Wakes every thread waiting in a meet so that it sees the stop.
     pub fn wake_all(&self) {
         for r in &self.resources {
@@ -319,25 +348,35 @@ impl<'a> Runner<'a> {
         if let Some(w) = self.work.as_mut() {
             w.started(self.origin);
         }
+        if self.index == 0 {
+            let origin_us = self.origin / 1000;
+            self.shared.mark(Ftrace::TASK, format_args!("rtapp_main: event=clock_ref data={origin_us}"));
+        }
+        self.shared.mark(Ftrace::TASK, format_args!("rtapp_task: event=start"));
         let mut thread_loop = 0u64;
         'run: while self.spec.loops.is_none_or(|n| thread_loop < n) {
-            for phase in &self.spec.phases {
+            for (phase_no, phase) in self.spec.phases.iter().enumerate() {
                 apply(phase);
-                for _ in 0..phase.loops {
+                for phase_loop in 0..phase.loops {
                     if self.stopping() {
                         break 'run;
                     }
                     if clock::now(MONO) >= self.shared.end_ns.load(Relaxed) {
-                        self.shared.timed_out.store(true, Relaxed);
+                        // The first thread to find the duration over says so, as rt-app's main
+                        // thread does when its duration has slept out.
+                        if !self.shared.timed_out.swap(true, Relaxed) {
+                            self.shared.mark(Ftrace::MAIN, format_args!("rtapp_main: event=shutdown"));
+                        }
                         break 'run;
                     }
-                    if !self.phase_loop(phase, first) {
+                    if !self.phase_loop(phase, first, [thread_loop, phase_no as u64, phase_loop]) {
                         break 'run;
                     }
                 }
             }
             thread_loop += 1;
         }
+        self.shared.mark(Ftrace::TASK, format_args!("rtapp_task: event=end"));
         self.release_held();
         std::mem::take(&mut self.ran)
     }
@@ -345,14 +384,25 @@ impl<'a> Runner<'a> {
     /// One loop of a phase; false when the run stopped in it: a loop is counted and logged
     /// when all its events ran to their end, so that its log line, its hand-offs and its
     /// wakeups agree.
-    fn phase_loop(&mut self, phase: &Phase, first: i64) -> bool {
+    /// `at`: the thread's loop, the phase and the phase's loop, as rt-app's markers count them.
+    fn phase_loop(&mut self, phase: &Phase, first: i64, at: [u64; 3]) -> bool {
+        let [thread_loop, phase_no, phase_loop] = at;
         let mut d = LoopData::default();
+        // Only a run that writes markers pays for their text.
+        let loop_at = match self.shared.marker {
+            Some(_) => format!("thread_loop={thread_loop} phase={phase_no} phase_loop={phase_loop}"),
+            None => String::new(),
+        };
+        self.shared.mark(Ftrace::LOOP, format_args!("rtapp_loop: event=start {loop_at}"));
         let start = clock::now(MONO);
         self.cut = false;
-        for e in &phase.events {
+        for (id, e) in phase.events.iter().enumerate() {
             if self.stopping() {
                 return false;
             }
+            let desc = phase.event_names.get(id).map_or(e.name(), String::as_str);
+            let kind = e.rt_app_type();
+            self.shared.mark(Ftrace::EVENT, format_args!("rtapp_event: id={id} type={kind} desc={desc}"));
             self.event(e, &mut d, first);
             if self.cut {
                 return false;
@@ -361,6 +411,19 @@ impl<'a> Runner<'a> {
         let end = clock::now(MONO);
         self.ran.phase_loops += 1;
         self.log_line(&d, start, end);
+        self.shared.mark(Ftrace::LOOP, format_args!("rtapp_loop: event=end {loop_at}"));
+        self.shared.mark(
+            Ftrace::STATS,
+            format_args!(
+                "rtapp_stats: period={} run={} wu_lat={} slack={} c_period={} c_run={}",
+                us(end - start),
+                d.run_us,
+                d.wu_lat_us,
+                d.slack_us,
+                d.c_period_us,
+                d.c_duration_us
+            ),
+        );
         true
     }
 

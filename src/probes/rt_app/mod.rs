@@ -363,8 +363,27 @@ fn calibrate_on(cpu: usize, stop: &AtomicBool) -> u64 {
     })
 }
 
+/// rt-app's trace markers when `global.ftrace` asks for them, `rtapp_main: event=start` written
+/// (as rt-app does, before it calibrates); refused when tracefs or tracing is off, as rt-app
+/// refuses to run.
+fn markers(uc: &UseCase) -> Result<Option<engine::Marker>, ProbeError> {
+    if uc.ftrace == model::Ftrace::NONE {
+        return Ok(None);
+    }
+    let refuse = |e: String| ProbeError::Usage(format!("global.ftrace: {e}"));
+    let file = crate::rt::tracefs::Tracefs::open().and_then(|t| t.marker()).map_err(refuse)?;
+    let m = engine::Marker { asked: uc.ftrace, file };
+    m.mark(model::Ftrace::MAIN, format_args!("rtapp_main: event=start"));
+    Ok(Some(m))
+}
+
 /// What the threads of `uc` share: its resources, each thread's task, `run`'s unit.
-fn shared_of(uc: &UseCase, ps_per_unit: u64, stop: &Arc<AtomicBool>) -> Result<Shared, ProbeError> {
+fn shared_of(
+    uc: &UseCase,
+    ps_per_unit: u64,
+    marker: Option<engine::Marker>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Shared, ProbeError> {
     let task_of = tasks_of(uc);
     Ok(Shared {
         resources: resources(uc)?,
@@ -375,6 +394,7 @@ fn shared_of(uc: &UseCase, ps_per_unit: u64, stop: &Arc<AtomicBool>) -> Result<S
         timed_out: AtomicBool::new(false),
         ps_per_unit,
         p_load_ns: uc.p_load_ns,
+        marker,
         cumulative_slack: uc.cumulative_slack,
         task_of,
     })
@@ -410,8 +430,9 @@ impl Probe for RtAppProbe {
         let online = affinity::online_cpus();
         let cpu =
             uc.calibration_cpu.filter(|c| online.contains(*c)).or_else(|| online.cpus().first().copied()).unwrap_or(0);
+        let marker = markers(uc)?;
         let ps_per_unit = if runs { calibrate_on(cpu, &sinks.interrupt) } else { 1000 };
-        let shared = Arc::new(shared_of(uc, ps_per_unit, &sinks.stop)?);
+        let shared = Arc::new(shared_of(uc, ps_per_unit, marker, &sinks.stop)?);
         self.shared = Some(Arc::clone(&shared));
         self.open_io()?;
         let setups = self.spawn_threads(uc, &shared, sinks, &privileges)?;
@@ -472,6 +493,9 @@ impl Probe for RtAppProbe {
         for h in self.handles.drain(..) {
             // A measuring thread does not panic; if one did, the run fails loudly.
             done.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        if let Some(s) = &self.shared {
+            s.mark(model::Ftrace::MAIN, format_args!("rtapp_main: event=end"));
         }
         self.remove_io();
         let mut figures = RtAppFigures {

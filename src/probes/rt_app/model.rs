@@ -25,6 +25,8 @@ pub struct UseCase {
     /// `global.calibration` in ns per loop (rt-app's pLoad): the logs' `perf` column counts
     /// rt-app's loops of that size, as rt-app's does (`None`: rtlab's own work units).
     pub p_load_ns: Option<u64>,
+    /// `global.ftrace`: which of rt-app's trace markers are written (`Ftrace::NONE`: none).
+    pub ftrace: Ftrace,
     /// `global.cumulative_slack`: a phase loop's slack is the sum of its timers' slacks.
     pub cumulative_slack: bool,
     /// `global.io_device`: where `iorun` writes.
@@ -85,6 +87,8 @@ pub struct Phase {
     pub sched: Option<SchedParams>,
     /// The events in file order.
     pub events: Vec<Event>,
+    /// Each event's key in the file (`run0`, `timer`): rt-app's `rtapp_event` marker says it.
+    pub event_names: Vec<String>,
 }
 
 /// One event, with the resources it names resolved to their index.
@@ -139,7 +143,57 @@ pub enum Event {
     Yield,
 }
 
+/// rt-app's trace marker categories (`global.ftrace`): a set of `Ftrace::MAIN` … `ATTRS`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ftrace(pub u8);
+
+impl Ftrace {
+    /// No marker.
+    pub const NONE: Ftrace = Ftrace(0);
+    /// `rtapp_main`: the run's start, shutdown and end.
+    pub const MAIN: Ftrace = Ftrace(1);
+    /// `rtapp_task`: each thread's start and end (and the clock reference).
+    pub const TASK: Ftrace = Ftrace(2);
+    /// `rtapp_loop`: each phase loop's start and end.
+    pub const LOOP: Ftrace = Ftrace(4);
+    /// `rtapp_event`: each event as it runs.
+    pub const EVENT: Ftrace = Ftrace(8);
+    /// `rtapp_stats`: each phase loop's log line.
+    pub const STATS: Ftrace = Ftrace(16);
+    /// `rtapp_attrs`: scheduling changes.
+    pub const ATTRS: Ftrace = Ftrace(32);
+    /// Every category (`"ftrace": true`).
+    pub const ALL: Ftrace = Ftrace(63);
+
+    /// Whether `c` is asked.
+    pub fn has(self, c: Ftrace) -> bool {
+        self.0 & c.0 != 0
+    }
+}
+
 impl Event {
+    /// rt-app's number of the event's kind (its `resource_t`), which `rtapp_event` writes.
+    pub fn rt_app_type(&self) -> u8 {
+        match self {
+            Event::Wait { .. } => 2,
+            Event::Signal(_) => 3,
+            Event::Broad(_) => 4,
+            Event::Sleep(_) => 5,
+            Event::Run(_) => 6,
+            Event::Sync { .. } => 7,
+            Event::Lock(_) => 8,
+            Event::Unlock(_) => 9,
+            Event::Timer { .. } => 10,
+            Event::Suspend(_) => 11,
+            Event::Resume(_) => 12,
+            Event::Mem(_) => 13,
+            Event::IoRun(_) => 14,
+            Event::Runtime(_) => 15,
+            Event::Yield => 16,
+            Event::Barrier(_) => 17,
+        }
+    }
+
     /// rt-app's name of the event.
     pub fn name(&self) -> &'static str {
         match self {
