@@ -145,7 +145,8 @@ pub enum Warning {
         /// What happened.
         why: String,
     },
-    /// `--tracemark` was asked but tracefs is not available or not writable.
+    /// Trace markers were asked (`--tracemark`, rt-app's `global.ftrace`) but tracefs is not
+    /// available or not writable, or tracing is off.
     TracemarkUnavailable {
         /// Why.
         why: String,
@@ -257,7 +258,8 @@ impl Warning {
                 format!("load '{load}' failed: {why}; its throughput covers only the work done before that.")
             }
             Warning::TracemarkUnavailable { why } => format!(
-                "--tracemark was asked but no marker can be written: {why}. Fix: mount tracefs and run as root."
+                "trace markers were asked (--tracemark, rt-app's global.ftrace) but none can be written: {why}. Fix: \
+                 mount tracefs, turn tracing on and run as root."
             ),
             Warning::RuntimeFailed { why } => {
                 format!("{why}; the results cover the samples received before that (partial run).")

@@ -364,17 +364,19 @@ fn calibrate_on(cpu: usize, stop: &AtomicBool) -> u64 {
 }
 
 /// rt-app's trace markers when `global.ftrace` asks for them, `rtapp_main: event=start` written
-/// (as rt-app does, before it calibrates); refused when tracefs or tracing is off, as rt-app
-/// refuses to run.
-fn markers(uc: &UseCase) -> Result<Option<engine::Marker>, ProbeError> {
+/// (as rt-app does, before it calibrates). Where tracefs or tracing is off (rt-app then refuses
+/// to run) the run goes on without them, and says so.
+fn markers(uc: &UseCase, warnings: &mut Vec<Warning>) -> Option<engine::Marker> {
     if uc.ftrace == model::Ftrace::NONE {
-        return Ok(None);
+        return None;
     }
-    let refuse = |e: String| ProbeError::Usage(format!("global.ftrace: {e}"));
-    let file = crate::rt::tracefs::Tracefs::open().and_then(|t| t.marker()).map_err(refuse)?;
+    let file = crate::rt::tracefs::Tracefs::open()
+        .and_then(|t| t.marker())
+        .map_err(|why| warnings.push(Warning::TracemarkUnavailable { why }))
+        .ok()?;
     let m = engine::Marker { asked: uc.ftrace, file };
     m.mark(model::Ftrace::MAIN, format_args!("rtapp_main: event=start"));
-    Ok(Some(m))
+    Some(m)
 }
 
 /// What the threads of `uc` share: its resources, each thread's task, `run`'s unit.
@@ -430,7 +432,7 @@ impl Probe for RtAppProbe {
         let online = affinity::online_cpus();
         let cpu =
             uc.calibration_cpu.filter(|c| online.contains(*c)).or_else(|| online.cpus().first().copied()).unwrap_or(0);
-        let marker = markers(uc)?;
+        let marker = markers(uc, &mut warnings);
         let ps_per_unit = if runs { calibrate_on(cpu, &sinks.interrupt) } else { 1000 };
         let shared = Arc::new(shared_of(uc, ps_per_unit, marker, &sinks.stop)?);
         self.shared = Some(Arc::clone(&shared));
