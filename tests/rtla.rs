@@ -219,12 +219,18 @@ fn labels(text: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn run_as_oslat_it_writes_oslats_text_and_json_as_the_real_oslat_does() {
-    assert!(is_root(), "oslat's busy threads need root here as oslat's do");
+/// A directory holding `oslat`, a link to rtlab.
+fn oslat() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let oslat = dir.path().join("oslat");
     std::os::unix::fs::symlink(rtlab_path(), &oslat).unwrap();
+    (dir, oslat)
+}
+
+#[test]
+fn run_as_oslat_it_writes_oslats_text_and_json_as_the_real_oslat_does() {
+    assert!(is_root(), "oslat's busy threads need root here as oslat's do");
+    let (dir, oslat) = oslat();
     let (ours, real) = (dir.path().join("ours.json"), dir.path().join("real.json"));
     let out = Command::new(&oslat).args(["-c", "1", "-D", "5", "--json"]).arg(&ours).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -547,9 +553,7 @@ fn keys_in_order(text: &str) -> Vec<String> {
 #[test]
 fn oslat_z_marks_what_it_left_out_keeps_its_last_bucket_and_its_json_is_laid_out_as_oslats() {
     assert!(is_root(), "oslat's busy threads need root here as oslat's do");
-    let dir = tempfile::tempdir().unwrap();
-    let oslat = dir.path().join("oslat");
-    std::os::unix::fs::symlink(rtlab_path(), &oslat).unwrap();
+    let (dir, oslat) = oslat();
     let (ours, real) = (dir.path().join("ours.json"), dir.path().join("real.json"));
     let out =
         Command::new(&oslat).args(["-c", "1", "-D", "2", "-z", "-b", "1024", "--json"]).arg(&ours).output().unwrap();

@@ -59,6 +59,18 @@ pub fn rt_utils_header(r: &RunResult, version: &str, return_code: i32) -> String
     s
 }
 
+/// rt-tests' `"histogram": {…}` block of one thread, without what follows its closing brace:
+/// its `rows` (`        "BUCKET": COUNT`), one per line, or nothing between the braces.
+pub fn rt_histogram(rows: &[String]) -> String {
+    let mut s = "      \"histogram\": {".to_string();
+    if !rows.is_empty() {
+        s += "\n";
+        s += &rows.join(",\n");
+        s += "\n";
+    }
+    s + "      }"
+}
+
 impl Exporter for CyclictestJson {
     fn serialize(&self, r: &RunResult) -> Result<Vec<u8>, String> {
         let u = |ns: i64| if self.nsecs { ns } else { ns / 1000 };
@@ -85,13 +97,8 @@ impl Exporter for CyclictestJson {
                         .filter(|b| b.hi_ns <= size)
                         .map(|b| format!("        \"{}\": {}", b.lo_ns / 1000, b.count))
                         .collect();
-                    s += "      \"histogram\": {";
-                    if !rows.is_empty() {
-                        s += "\n";
-                        s += &rows.join(",\n");
-                        s += "\n";
-                    }
-                    s += "      },\n";
+                    s += &rt_histogram(&rows);
+                    s += ",\n";
                 }
                 (None, Version::V2_4) => s += "      \"histogram\": {      },\n",
                 (None, Version::V2_10) => {}

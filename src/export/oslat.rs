@@ -150,13 +150,8 @@ pub fn json(r: &RunResult, buckets: usize) -> Result<Vec<u8>, String> {
             .filter(|(_, n)| **n > 0)
             .map(|(k, n)| format!("        \"{}\": {n}", k + 1))
             .collect();
-        s += "      \"histogram\": {";
-        if !rows.is_empty() {
-            s += "\n";
-            s += &rows.join(",\n");
-            s += "\n";
-        }
-        s += "      }\n";
+        s += &super::cyclictest_json::rt_histogram(&rows);
+        s += "\n";
         let _ = writeln!(s, "    }}{}", if i + 1 == cores.len() { "" } else { "," });
     }
     s += "  }\n}\n";

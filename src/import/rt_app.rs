@@ -50,9 +50,9 @@ type Numbered = (usize, Result<String, String>);
 struct Head {
     sched: Option<SchedParams>,
     columns: Vec<String>,
-    /// The first period's values and line number (`None`: the task ran no loop; rt-app then
-    /// writes its two header lines only).
-    first: Option<(usize, Vec<i64>)>,
+    /// The first period's line number, text and values (`None`: the task ran no loop; rt-app
+    /// then writes its two header lines only).
+    first: Option<(usize, String, Vec<i64>)>,
 }
 
 /// The columns rtlab reads, by their index in a line.
@@ -164,7 +164,7 @@ impl Head {
                     return Err((Some(no), "a data line before the column header (#idx perf run …)".into()));
                 };
                 let first = values(line, columns.len()).map_err(|e| (Some(no), e))?;
-                return Ok(Head { sched, columns, first: Some((no, first)) });
+                return Ok(Head { sched, columns, first: Some((no, line.to_string(), first)) });
             }
         }
         match columns {
@@ -259,7 +259,7 @@ fn parse_lines(path: &Path, lines: &mut dyn Iterator<Item = Numbered>) -> Result
     let c = head.columns().map_err(|m| err(None, m))?;
     // A task that ran no loop (it waited for an event that never came) imports with none.
     let (first_no, (work_us, t0)) = match &head.first {
-        Some((no, first)) => (*no, (first[c.c_duration], first[c.start])),
+        Some((no, _, first)) => (*no, (first[c.c_duration], first[c.start])),
         None => (0, (0, 0)),
     };
     let ns = |no: usize, v: Option<i64>, what: &str| {
@@ -279,8 +279,7 @@ fn parse_lines(path: &Path, lines: &mut dyn Iterator<Item = Numbered>) -> Result
     let mut rec = Recorder::new(&live, None);
     let mut wrec = WorkRecorder::new(&work, None, None);
     let (mut last, mut periods, mut phases) = (t0, 0u64, Phases::default());
-    let first =
-        head.first.as_ref().map(|(no, v)| (*no, Ok(v.iter().map(i64::to_string).collect::<Vec<_>>().join(" "))));
+    let first = head.first.as_ref().map(|(no, line, _)| (*no, Ok(line.clone())));
     for (no, line) in first.into_iter().chain(lines) {
         let line = line.map_err(|m| err(Some(no), m))?;
         let line = line.trim();

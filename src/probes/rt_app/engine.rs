@@ -400,9 +400,11 @@ impl<'a> Runner<'a> {
             if self.stopping() {
                 return false;
             }
-            let desc = phase.event_names.get(id).map_or(e.name(), String::as_str);
-            let kind = e.rt_app_type();
-            self.shared.mark(Ftrace::EVENT, format_args!("rtapp_event: id={id} type={kind} desc={desc}"));
+            if self.shared.marker.is_some() {
+                let desc = phase.event_names.get(id).map_or(e.name(), String::as_str);
+                let kind = e.rt_app_type();
+                self.shared.mark(Ftrace::EVENT, format_args!("rtapp_event: id={id} type={kind} desc={desc}"));
+            }
             self.event(e, &mut d, first);
             if self.cut {
                 return false;
@@ -538,7 +540,9 @@ impl Runner<'_> {
                 let slice = left.min(SLICE_NS);
                 let units = units_of(slice);
                 spin(units);
-                d.perf += if p_load.is_some() { 0 } else { units };
+                if p_load.is_none() {
+                    d.perf += units;
+                }
                 left -= slice;
             }
             d.perf += p_load.map_or(0, |p| rt_app_loops(ns / 1000, p));
