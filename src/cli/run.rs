@@ -1145,6 +1145,10 @@ impl RunArgs {
             interval_ns: self.interval,
             hogs: r.tokio_hogs,
             blocking: r.tokio_blocking,
+            // tokio does not promise a task progress while a hog blocks one of its workers: a run
+            // that only its loops end must not wait for ever (seen: 1 run in 300 under load).
+            stall_limit_ns: (r.tokio_hogs > 0 && self.duration.is_none())
+                .then(|| (1000 * self.interval).max(10_000_000_000)),
         }))
     }
 

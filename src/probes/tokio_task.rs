@@ -11,7 +11,7 @@ use crate::measure::stats::{ExceedLog, Live, Recorder, Summary};
 use crate::result::warning::Warning;
 use crate::result::Runtime;
 use crate::rt::sched::SchedParams;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -160,6 +160,8 @@ pub struct Plan {
     pub hogs: usize,
     /// `spawn_blocking` tasks that compute.
     pub blocking: usize,
+    /// A run bounded by its loops alone ends when the task takes no sample for this long (ns).
+    pub stall_limit_ns: Option<i64>,
 }
 
 impl Plan {
@@ -201,6 +203,8 @@ pub struct Outcome {
     pub terms: (u64, u64),
     /// Last wakeup minus the ideal schedule (ns).
     pub drift_ns: Option<i64>,
+    /// How long the task took no sample when the stall limit ended the run (ns).
+    pub stranded_ns: Option<i64>,
 }
 
 /// One chunk of the Leibniz series (RealtimeTests' pi loop), 10 000 terms.
@@ -221,6 +225,29 @@ fn compute(done: &AtomicBool, terms: &AtomicU64) {
         k += 10_000;
         terms.fetch_add(10_000, Relaxed);
     }
+}
+
+/// Ends the run (sets `done`) once the task has taken no sample for `limit_ns` since `start`
+/// (`last` holds its last sample's time, ns since `start`); returns that quiet time if it did.
+/// A thread of its own, because a stranded task's runtime may have no thread left to run a timer.
+fn watch_stall(
+    limit_ns: i64,
+    start: Instant,
+    last: Arc<AtomicI64>,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Option<i64>> {
+    std::thread::spawn(move || {
+        let tick = Duration::from_nanos((limit_ns / 20).clamp(1_000_000, 100_000_000) as u64);
+        while !done.load(Relaxed) {
+            std::thread::park_timeout(tick);
+            let quiet = signed_nanos(Instant::now(), start) - last.load(Relaxed);
+            if quiet >= limit_ns {
+                done.store(true, Relaxed);
+                return Some(quiet);
+            }
+        }
+        None
+    })
 }
 
 fn nanos(d: Duration) -> i64 {
@@ -284,6 +311,8 @@ pub fn run(plan: &Plan, target: Target, on_start: impl FnOnce(String)) -> Result
         let start = Instant::now();
         let period = Duration::from_nanos(p.interval_ns as u64);
         let probe_done = done.clone();
+        let last = Arc::new(AtomicI64::new(0));
+        let stall = p.stall_limit_ns.map(|limit| watch_stall(limit, start, last.clone(), done.clone()));
         let probe = tokio::spawn(async move {
             let mut rec = Recorder::with_logs(&live, ExceedLog::new(threshold, 1), ExceedLog::off(), ring.as_deref());
             let mut next = start + period;
@@ -307,6 +336,7 @@ pub fn run(plan: &Plan, target: Target, on_start: impl FnOnce(String)) -> Result
                     next = due + Duration::from_nanos((1 + tick.missed) * p.interval_ns as u64);
                 }
                 rec.record(tick.latency_ns, now_ns, tick.missed);
+                last.store(now_ns, Relaxed);
                 n += 1;
                 if probe_done.load(Relaxed) || loops.is_some_and(|l| n >= l) {
                     break;
@@ -317,12 +347,17 @@ pub fn run(plan: &Plan, target: Target, on_start: impl FnOnce(String)) -> Result
             (summary, Some(schedule.drift_ns()))
         });
         on_start(format!("tokio task {}", probe.id()));
-        probe.await
+        (probe.await, stall)
     });
     done.store(true, Relaxed);
     drop(rt);
-    let (summary, drift_ns) = result.map_err(|e| format!("the tokio probe task failed: {e}"))?;
-    Ok(Outcome { summary, terms: (hog_terms.load(Relaxed), blocking_terms.load(Relaxed)), drift_ns })
+    let stranded_ns = result.1.and_then(|w| {
+        w.thread().unpark();
+        w.join().ok().flatten()
+    });
+    let (summary, drift_ns) = result.0.map_err(|e| format!("the tokio probe task failed: {e}"))?;
+    let terms = (hog_terms.load(Relaxed), blocking_terms.load(Relaxed));
+    Ok(Outcome { summary, terms, drift_ns, stranded_ns })
 }
 
 /// The tokio probe in the pipeline: the runtime runs on a thread of its own.
@@ -430,6 +465,9 @@ impl Probe for TokioProbe {
         if plan.blocking > 0 {
             fin.loads.push(in_runtime("tokio-blocking", plan.blocking, o.terms.1, "tokio blocking pool"));
         }
+        if let Some(quiet_ns) = o.stranded_ns {
+            fin.warnings.push(Warning::TaskStranded { runtime: "tokio".into(), quiet_ns });
+        }
         fin.slots.push(ThreadOutcome {
             series: None,
             watch: None,
@@ -503,7 +541,17 @@ mod tests {
     }
 
     fn plan(flavor: Flavor, wait: Wait) -> Plan {
-        Plan { flavor, workers: 2, wait, missed_tick: MissedTick::Burst, interval_ns: 1_000_000, hogs: 0, blocking: 0 }
+        let missed_tick = MissedTick::Burst;
+        Plan {
+            flavor,
+            workers: 2,
+            wait,
+            missed_tick,
+            interval_ns: 1_000_000,
+            hogs: 0,
+            blocking: 0,
+            stall_limit_ns: None,
+        }
     }
 
     fn target(loops: Option<u64>, done: Arc<AtomicBool>) -> Target {
@@ -522,19 +570,21 @@ mod tests {
     }
 
     #[test]
-    fn a_hog_on_one_of_two_workers_never_strands_the_task_that_has_its_samples_to_take() {
-        // Seen in CI: the task queued behind the hog on the hog's worker, the other worker
-        // parked, and a run with -l and no -D waited for ever. It ended about once in 300 runs on
-        // a loaded machine, so many short runs, each with a watchdog that ends it at 5 s.
+    fn a_hog_on_one_of_two_workers_ends_every_run_by_its_samples_or_by_the_stall_limit() {
+        // tokio promises a task no progress while a worker is blocked. Seen: the task stranded
+        // behind the hog's worker (natively, before the hogs were started first), and once in
+        // about 400 runs under qemu-user with the hog already running (the task in the global
+        // queue, the other worker parked on its condvar). A run ended by its loops alone must
+        // end all the same, and say so. The outside watchdog (30 s) catches a broken limit.
         let mut p = plan(Flavor::MultiThread, Wait::SleepUntil);
-        (p.hogs, p.interval_ns) = (1, 200_000);
-        for attempt in 0..500 {
+        (p.hogs, p.interval_ns, p.stall_limit_ns) = (1, 200_000, Some(2_000_000_000));
+        for attempt in 0..300 {
             let done = Arc::new(AtomicBool::new(false));
             let finished = Arc::new(AtomicBool::new(false));
             let watchdog = {
                 let (done, finished) = (done.clone(), finished.clone());
                 std::thread::spawn(move || {
-                    let until = Instant::now() + Duration::from_secs(5);
+                    let until = Instant::now() + Duration::from_secs(30);
                     while !finished.load(Relaxed) && Instant::now() < until {
                         std::thread::sleep(Duration::from_millis(1));
                     }
@@ -544,8 +594,41 @@ mod tests {
             let o = run(&p, target(Some(3), done), |_| {}).unwrap();
             finished.store(true, Relaxed);
             watchdog.join().unwrap();
-            assert_eq!(o.summary.cycles, 3, "attempt {attempt}: the task was stranded until the watchdog ended it");
+            match o.stranded_ns {
+                None => {
+                    assert_eq!(o.summary.cycles, 3, "attempt {attempt}: neither its samples nor the limit ended it")
+                }
+                Some(quiet) => {
+                    assert!(quiet >= 2_000_000_000, "attempt {attempt}: ended after {quiet} ns quiet");
+                    assert!(o.summary.cycles < 3, "attempt {attempt}: stranded yet had its samples");
+                }
+            }
         }
+    }
+
+    #[test]
+    fn a_task_stranded_past_the_stall_limit_ends_the_run_and_its_last_sample_holds_the_wait() {
+        // The hog holds a current-thread runtime's only thread: the task cannot run until the
+        // limit ends the run and the hog with it; it then wakes once, 300 ms or more late.
+        let mut p = plan(Flavor::CurrentThread, Wait::SleepUntil);
+        (p.hogs, p.stall_limit_ns) = (1, Some(300 * MS));
+        let o = run(&p, target(Some(3), Arc::new(AtomicBool::new(false))), |_| {}).unwrap();
+        assert!(o.stranded_ns.is_some_and(|q| q >= 300 * MS), "{:?}", o.stranded_ns);
+        assert_eq!(o.summary.cycles, 1);
+        assert!(
+            o.summary.max_ns.is_some_and(|m| m >= 299 * MS),
+            "the wait is in the last sample: {:?}",
+            o.summary.max_ns
+        );
+        assert!(o.terms.0 > 0, "the hog ran");
+    }
+
+    #[test]
+    fn a_run_that_takes_its_samples_is_not_said_stranded() {
+        let mut p = plan(Flavor::MultiThread, Wait::SleepUntil);
+        p.stall_limit_ns = Some(10_000 * MS);
+        let o = run(&p, target(Some(5), Arc::new(AtomicBool::new(false))), |_| {}).unwrap();
+        assert_eq!((o.summary.cycles, o.stranded_ns), (5, None));
     }
 
     #[test]

@@ -183,6 +183,15 @@ pub enum Warning {
         /// The waits form a cycle.
         deadlock: bool,
     },
+    /// A runtime's task took no sample for the stall limit of a run bounded by its loops alone
+    /// (tokio promises a task no progress while one of its workers is blocked by a hog): the
+    /// run was ended there, and its last sample holds the wait.
+    TaskStranded {
+        /// `tokio`.
+        runtime: String,
+        /// How long the task took no sample (ns).
+        quiet_ns: i64,
+    },
 }
 
 impl Warning {
@@ -264,6 +273,13 @@ impl Warning {
             Warning::RuntimeFailed { why } => {
                 format!("{why}; the results cover the samples received before that (partial run).")
             }
+            Warning::TaskStranded { runtime, quiet_ns } => format!(
+                "the {runtime} task took no sample for {} while a hog held a worker ({runtime} does not promise a \
+                 task progress while one of its workers is blocked: the timer driver or the next-task slot can be \
+                 left with it); the run was ended there, short of its loops, and its last sample holds the wait. \
+                 Give -D to measure such a stall for as long as you choose.",
+                crate::units::duration(*quiet_ns)
+            ),
             Warning::TimerGranularity { runtime, granularity_ns } => format!(
                 "{runtime}'s timers have {} granularity: a wakeup is due at most that much after the requested instant, so the latencies include the runtime's rounding as well as the kernel's.",
                 crate::units::duration(*granularity_ns)
