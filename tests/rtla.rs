@@ -504,7 +504,9 @@ fn osnoise_hist_summarises_every_noise_at_its_buckets_lower_edge_as_rtla_reads_i
     let json = dir.path().join("h.json");
     let stress = blocker();
     let out = Command::new(&rtla)
-        .args(["osnoise", "hist", "-c", "1", "-d", "3", "-b", "7", "-E", "2000", "--json"])
+        // 100 000 buckets of 7 µs: a noise past 700 ms would be rtla's `over:`, whose edge the
+        // run's histogram cannot give (a busy machine gave 14 ms noises past 2 000 buckets).
+        .args(["osnoise", "hist", "-c", "1", "-d", "3", "-b", "7", "-E", "100000", "--json"])
         .arg(&json)
         .output()
         .unwrap();
@@ -591,4 +593,44 @@ fn oslat_z_marks_what_it_left_out_keeps_its_last_bucket_and_its_json_is_laid_out
     assert_eq!(va["rt_test_version:"], vb["rt_test_version:"], "the version oslat writes");
     let avg = a.lines().find(|l| l.trim_start().starts_with("\"avg\":")).unwrap();
     assert_eq!(avg.rsplit_once('.').unwrap().1.trim_end_matches(',').len(), 6, "%lf: six decimals: {avg}");
+}
+
+#[test]
+fn timerlat_measures_in_worker_processes_named_timerlatu_children_of_rtla_at_the_asked_priority() {
+    // rtla's user-space workers are processes `timerlatu/CPU`; the kernel's suite finds them with
+    // pgrep (scripts/check-priority.sh) among rtla's children and reads their policy with chrt.
+    assert!(is_root(), "rtla timerlat needs root (SCHED_FIFO, tracefs)");
+    let (dir, rtla) = rtla();
+    let mut run = Command::new(&rtla)
+        .current_dir(dir.path())
+        .args(["timerlat", "top", "-c", "0", "-P", "f:1", "-q", "-d", "4s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let parent = run.id().to_string();
+    let mut workers = Vec::new();
+    // Until it has its workers or has ended: no bound on how long a busy machine takes to start.
+    while run.try_wait().unwrap().is_none() {
+        let out = Command::new("pgrep").args(["-P", &parent, "^timerlatu/"]).output().unwrap();
+        workers = String::from_utf8_lossy(&out.stdout).lines().map(|l| l.trim().to_string()).collect();
+        if !workers.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(workers.len(), 1, "one worker process for -c 0, a child of rtla: {workers:?}");
+    let pid = &workers[0];
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert_eq!(comm.trim(), "timerlatu/0");
+    let chrt = Command::new("chrt").args(["-p", pid]).output().unwrap();
+    let chrt = String::from_utf8_lossy(&chrt.stdout);
+    let fields: Vec<&str> = chrt.lines().map(|l| l.split(':').nth(1).unwrap_or("").trim()).collect();
+    assert_eq!(fields[..2], ["SCHED_FIFO", "1"], "check-priority.sh's two lines: {chrt}");
+    let affinity = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(affinity.lines().any(|l| l == "Cpus_allowed_list:\t0"), "pinned to its CPU: {affinity}");
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ALL"), "the table of the worker's samples");
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "the worker ends with the run");
 }

@@ -489,6 +489,7 @@ impl CyclictestArgs {
             stage_stop: Default::default(),
             stage_trace: None,
             deepest_idle_state: None,
+            workers: None,
         }
     }
 

@@ -787,6 +787,7 @@ impl RunArgs {
             stage_stop: Default::default(),
             stage_trace: None,
             deepest_idle_state: self.deepest_idle_state,
+            workers: None,
         }
     }
 

@@ -288,6 +288,8 @@ impl TimerlatOptions {
                 trace_at_end,
             };
             os.stage_trace = trace.clone();
+            // rtla's user-space workers: one process per CPU, found by tools as rtla's are.
+            os.workers = Some("timerlatu".into());
         }
         Ok(TimerlatOptions {
             plan: run.plan,

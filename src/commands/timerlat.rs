@@ -172,6 +172,8 @@ pub fn execute(opts: &TimerlatOptions, command_line: Vec<String>) -> Result<i32,
     if let Err(why) = acted.and(perform(&opts.on_end, saved)) {
         eprintln!("rtlab: warning: {}", crate::units::printable(&why));
     }
+    // The workers lived through the actions, as rtla's do.
+    crate::rt::worker::end_parked();
     if let Some(f) = failure {
         return Err(Error::Runtime(f));
     }

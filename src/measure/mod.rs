@@ -5,6 +5,7 @@ pub mod hdr;
 pub mod histogram;
 pub mod noise;
 pub mod probe;
+pub mod relay;
 pub mod ring;
 pub mod series;
 pub mod simulate;

@@ -45,6 +45,7 @@ pub fn plan(index: usize, interval_ns: i64, sched: SchedParams) -> os_thread::Pl
         stage_stop: Default::default(),
         stage_trace: None,
         deepest_idle_state: None,
+        workers: None,
     }
 }
 

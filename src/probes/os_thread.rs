@@ -7,6 +7,7 @@
 use super::setup::{enter, ready, settle, wake_until_finished, Gate, GateState};
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
 use crate::measure::probe::{self, ClockKind, LoopOutcome, LoopParams, Method, Waiter};
+use crate::measure::relay;
 use crate::measure::ring::SampleRing;
 use crate::measure::series::LatencySeries;
 use crate::measure::simulate::{SimWaiter, Simulation};
@@ -21,6 +22,7 @@ use crate::rt::sched;
 use crate::rt::signals::{self, PosixTimer};
 use crate::rt::thread as rtthread;
 use crate::rt::tracefs::Tracefs;
+use crate::rt::worker::Worker;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -72,6 +74,9 @@ pub struct Plan {
     pub stage_trace: Option<std::path::PathBuf>,
     /// Disable idle states deeper than this on the measured CPUs while measuring (-1: all).
     pub deepest_idle_state: Option<i32>,
+    /// Each thread measures in a worker process named `NAME/CPU` (rtla timerlat's `timerlatu`),
+    /// forked once the thread has its CPU, policy and timer slack (absolute sleeps, no work).
+    pub workers: Option<String>,
 }
 
 /// The CPU of each of `n` measuring threads: round robin over `cpus`, unpinned without them.
@@ -246,6 +251,8 @@ impl OsThreads {
                 origin_ns: self.origin_ns,
                 shared: Arc::clone(shared),
                 tx: tx.clone(),
+                workers: plan.workers.clone(),
+                mlockall: plan.mlockall,
             };
             let stack =
                 if ctx.simulate.is_some() { super::setup::SIMULATED_STACK_BYTES } else { super::setup::STACK_BYTES };
@@ -410,6 +417,8 @@ struct ThreadCtx {
     origin_ns: Option<i64>,
     shared: Arc<Shared>,
     tx: std::sync::mpsc::Sender<Setup>,
+    workers: Option<String>,
+    mlockall: bool,
 }
 
 impl ThreadCtx {
@@ -438,7 +447,8 @@ impl ThreadCtx {
             self.ring.as_deref().filter(|_| self.work.is_none()),
         );
         rec.prefault();
-        let tid = rtthread::tid();
+        let worker = self.fork_worker(sim.is_none(), &mut warnings);
+        let tid = worker.as_ref().map_or_else(rtthread::tid, |w| w.pid());
         let status = ThreadStatus {
             index: tp.index,
             cpu: tp.cpu,
@@ -457,8 +467,15 @@ impl ThreadCtx {
             (LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }, None)
         } else {
             let params = self.params(loops, sim.is_some());
-            self.measure(sim, timer, work_rec.as_mut(), &params, &mut rec, &mut late_warnings)
+            match &worker {
+                Some(w) => (self.relayed(w, &params, &mut rec, &mut late_warnings), None),
+                None => self.measure(sim, timer, work_rec.as_mut(), &params, &mut rec, &mut late_warnings),
+            }
         };
+        // The worker outlives this thread until the command is done: rtla's actions see it.
+        if let Some(w) = worker {
+            crate::rt::worker::park(w);
+        }
         if let Some(b) = outcome.break_hit {
             self.broke(b);
         }
@@ -519,6 +536,53 @@ impl ThreadCtx {
             warnings.push(Warning::MlockFailed { why: format!("locking the measuring code: {e}") });
         }
         (sched::current_thread().unwrap_or(tp.sched), timer)
+    }
+
+    /// This thread's worker process (`Plan::workers`), forked now that the thread has its CPU,
+    /// policy and timer slack, which the worker inherits. Its loop's recorder is made before
+    /// the fork (the worker allocates nothing); it counts into the worker's copy of the cells,
+    /// while rtlab's loop replays the worker's wakeups into the real ones.
+    fn fork_worker(&self, real: bool, warnings: &mut Vec<Warning>) -> Option<Worker> {
+        let name = self.workers.as_ref().filter(|_| real && self.method == Method::Abs && self.work.is_none())?;
+        let name = format!("{name}/{}", self.tp.cpu.unwrap_or(self.tp.index));
+        let mut worker_rec = Recorder::with_logs(&self.live, ExceedLog::off(), ExceedLog::off(), None);
+        let clock = self.clock.id();
+        let forked = crate::rt::worker::fork(&name, self.mlockall, move |rx, tx| {
+            let Some(params) = relay::receive_params(rx) else { return };
+            let gone = AtomicBool::new(false);
+            let mut tee = relay::Tee { inner: probe::AbsSleep(clock), fd: tx, gone: &gone };
+            probe::run_loop(&mut tee, &params, &mut worker_rec, &gone);
+        });
+        forked
+            .map_err(|e| {
+                warnings.push(Warning::MethodDowngraded {
+                    thread: self.tp.index,
+                    asked: format!("abs in a worker process ({name})"),
+                    got: "abs in rtlab's thread".into(),
+                    why: format!("fork failed ({e})"),
+                })
+            })
+            .ok()
+    }
+
+    /// The loop replayed from this thread's worker process; a worker that ends mid-run ends
+    /// the run and says so.
+    fn relayed(&self, w: &Worker, params: &LoopParams, rec: &mut Recorder<'_>, late: &mut Vec<Warning>) -> LoopOutcome {
+        let stop = &self.shared.stop;
+        let mut replay = relay::Replay { worker: w, stop, ended: false };
+        let out = if w.send(&relay::params_to_words(params)) {
+            probe::run_loop(&mut replay, params, rec, stop)
+        } else {
+            (replay.ended, replay.stop) = (true, stop);
+            stop.store(true, Relaxed);
+            LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }
+        };
+        if replay.ended {
+            late.push(Warning::RuntimeFailed {
+                why: format!("the worker process of thread {} (pid {}) ended mid-run", self.tp.index, w.pid()),
+            });
+        }
+        out
     }
 
     /// The loop's parameters, its first expiry aligned (`--align`) once the gate opened.

@@ -58,3 +58,4 @@ pub mod sync;
 pub mod term;
 pub mod thread;
 pub mod tracefs;
+pub mod worker;
