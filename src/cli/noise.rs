@@ -339,6 +339,7 @@ impl NoiseArgs {
             watch_signals: policy.is_realtime_priority() && online.difference(&cpus).is_empty(),
             stop_above: Default::default(),
             edge_ns: 1_000,
+            workers: None,
         };
         let explain = self.attribute.map(|at| crate::session::explain::ExplainPlan {
             threshold_ns: Some(at.unwrap_or(self.threshold).max(self.threshold)),

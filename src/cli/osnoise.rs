@@ -209,6 +209,8 @@ impl OsnoiseOptions {
         };
         if let crate::probes::ProbeSpec::Noise(n) = &mut noise.plan.probe {
             n.stop_above = stop_above;
+            // rtla's osnoise/CPU workload threads: one process per CPU, found as rtla's are.
+            n.workers = Some("osnoise".into());
         }
         let (on_threshold, on_end, trace) = a.actions(stop_above != Default::default())?;
         if let crate::probes::ProbeSpec::Noise(n) = &mut noise.plan.probe {

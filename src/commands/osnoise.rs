@@ -88,7 +88,10 @@ pub fn execute(opts: &OsnoiseOptions, command_line: Vec<String>) -> Result<i32, 
     // `continue`, once here for the run's hits).
     let acted = if hits > 0 { crate::output::timerlat::perform(&opts.on_threshold, saved) } else { Ok(()) };
     crate::export::print(&text);
-    if let Err(why) = acted.and(crate::output::timerlat::perform(&opts.on_end, saved)) {
+    let acted = acted.and(crate::output::timerlat::perform(&opts.on_end, saved));
+    // The workers lived through the actions, as rtla's do.
+    crate::rt::worker::end_parked();
+    if let Err(why) = acted {
         eprintln!("rtlab: warning: {}", crate::units::printable(&why));
     }
     if let Some(f) = failure {

@@ -289,10 +289,39 @@ fn window_end<C: Counter>(c: &C, p: &NoiseParams, duty: bool, window_start: i64)
     (first, end_ticks)
 }
 
-/// Runs the busy loop until `until_ns`, `stop` or `interrupt` (checked every 1024 reads), or
-/// a pending stop signal with `watch_signals`. Per read: one counter read, a subtraction, two
-/// compares; a gap adds a clock read and the recorder's stores.
-#[inline(never)]
+/// Where the busy loop's noises go: rtlab's recorder and series, or a worker process's pipe.
+pub trait NoiseSink {
+    /// The loop starts at `start_ns` (CLOCK_MONOTONIC).
+    fn started(&mut self, start_ns: i64);
+    /// A noise of `ns` at `at_ns` since the start.
+    fn noise(&mut self, ns: u64, at_ns: i64);
+    /// The loop ended `elapsed_ns` after its start.
+    fn ended(&mut self, elapsed_ns: i64);
+}
+
+/// rtlab's own sink: each noise to the recorder (statistics, logs, samples) and the series.
+pub struct Recording<'r, 'a> {
+    /// The thread's recorder.
+    pub rec: &'r mut Recorder<'a>,
+    /// The thread's noise series.
+    pub series: &'r mut Series,
+}
+
+impl NoiseSink for Recording<'_, '_> {
+    fn started(&mut self, start_ns: i64) {
+        self.rec.started(start_ns);
+    }
+    #[inline(always)]
+    fn noise(&mut self, ns: u64, at_ns: i64) {
+        self.rec.record(ns as i64, at_ns, 0);
+        self.series.add(at_ns, ns);
+    }
+    fn ended(&mut self, elapsed_ns: i64) {
+        self.series.extend_to(elapsed_ns);
+    }
+}
+
+/// [`noise_loop_into`] recording into `rec` and `series`.
 pub fn noise_loop<C: Counter>(
     c: &C,
     p: &NoiseParams,
@@ -301,8 +330,22 @@ pub fn noise_loop<C: Counter>(
     stop: &AtomicBool,
     interrupt: &AtomicBool,
 ) -> NoiseOutcome {
+    noise_loop_into(c, p, &mut Recording { rec, series }, stop, interrupt)
+}
+
+/// Runs the busy loop until `until_ns`, `stop` or `interrupt` (checked every 1024 reads), or
+/// a pending stop signal with `watch_signals`. Per read: one counter read, a subtraction, two
+/// compares; a gap adds a clock read and the sink's work.
+#[inline(never)]
+pub fn noise_loop_into<C: Counter, S: NoiseSink>(
+    c: &C,
+    p: &NoiseParams,
+    sink: &mut S,
+    stop: &AtomicBool,
+    interrupt: &AtomicBool,
+) -> NoiseOutcome {
     let start = c.mono_ns();
-    rec.started(start);
+    sink.started(start);
     let threshold = p.threshold_ticks;
     let duty = p.runtime_ns < p.period_ns;
     let mut out = NoiseOutcome::starting(start);
@@ -325,8 +368,7 @@ pub fn noise_loop<C: Counter>(
             if d >= threshold {
                 let at = c.mono_ns() - start;
                 let ns = p.scale.ns(d);
-                rec.record(ns as i64, at, 0);
-                series.add(at, ns);
+                sink.noise(ns, at);
                 out.noise_ns += ns;
                 out.noise_us_floor += ns / p.edge_ns.max(1) * p.edge_ns.max(1) / 1000;
                 if let Some(e) = gaps.crossed(p, at, ns) {
@@ -374,7 +416,7 @@ pub fn noise_loop<C: Counter>(
     out.elapsed_ns = c.mono_ns() - start;
     out.max_period_noise_ns = gaps.max_period_ns;
     out.noise_us_by_period = gaps.closed_us + gaps.period_noise / 1000;
-    series.extend_to(out.elapsed_ns);
+    sink.ended(out.elapsed_ns);
     out
 }
 

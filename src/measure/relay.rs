@@ -5,7 +5,9 @@
 //! so rtlab's statistics, logs and series are those of the worker's wakeups, with no second
 //! arithmetic.
 
+use super::noise::{NoiseOutcome, NoiseSink};
 use super::probe::{LoopParams, Waiter, Wake};
+use super::stats::Exceedance;
 use crate::rt::worker::{read_words, write_words, Read, Worker};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -130,6 +132,120 @@ pub fn receive_params(fd: RawFd) -> Option<LoopParams> {
     }
 }
 
+/// A noise record's first word: the loop's start, one noise, or the loop's end and outcome.
+const START: i64 = 1;
+const NOISE: i64 = 2;
+const END: i64 = 3;
+
+/// The worker's noise sink: the start, every noise and the end, written to rtlab on `fd`. When
+/// rtlab is gone, `stop` is set (the busy loop looks at it every 1 024 reads).
+pub struct NoiseTee<'a> {
+    /// The pipe to rtlab.
+    pub fd: RawFd,
+    /// The worker's stop.
+    pub stop: &'a AtomicBool,
+}
+
+impl NoiseTee<'_> {
+    fn send(&self, words: &[i64]) {
+        if !write_words(self.fd, words) {
+            self.stop.store(true, Relaxed);
+        }
+    }
+
+    /// The loop's outcome, after which rtlab's replay ends.
+    pub fn end(&self, o: &NoiseOutcome) {
+        let e = o.stopped_at;
+        self.send(&[
+            END,
+            o.iterations as i64,
+            o.runtime_ns,
+            o.noise_ns as i64,
+            o.noise_us_floor as i64,
+            o.max_period_noise_ns as i64,
+            o.noise_us_by_period as i64,
+            o.own_ns,
+            o.start_ns,
+            o.elapsed_ns,
+            i64::from(o.signalled),
+            o.hits as i64,
+            e.map_or(-1, |e| e.cycle as i64),
+            e.map_or(0, |e| e.at_ns),
+            e.map_or(0, |e| e.latency_ns),
+        ]);
+    }
+}
+
+impl NoiseSink for NoiseTee<'_> {
+    fn started(&mut self, start_ns: i64) {
+        self.send(&[START, start_ns]);
+    }
+    #[inline(always)]
+    fn noise(&mut self, ns: u64, at_ns: i64) {
+        self.send(&[NOISE, at_ns, ns as i64]);
+    }
+    fn ended(&mut self, _: i64) {}
+}
+
+fn outcome_from_words(w: &[i64; 14]) -> NoiseOutcome {
+    NoiseOutcome {
+        iterations: w[0] as u64,
+        runtime_ns: w[1],
+        noise_ns: w[2] as u64,
+        noise_us_floor: w[3] as u64,
+        max_period_noise_ns: w[4] as u64,
+        noise_us_by_period: w[5] as u64,
+        own_ns: w[6],
+        start_ns: w[7],
+        elapsed_ns: w[8],
+        signalled: w[9] != 0,
+        hits: w[10] as u64,
+        stopped_at: (w[11] >= 0).then_some(Exceedance { cycle: w[11] as u64, at_ns: w[12], latency_ns: w[13] }),
+    }
+}
+
+/// A worker's busy loop replayed into `sink` (rtlab's recorder and series) as its records
+/// arrive: the worker's outcome, or `None` when it ended without one.
+pub fn noise_from(worker: &Worker, sink: &mut impl NoiseSink) -> Option<NoiseOutcome> {
+    let mut tag = [0i64];
+    let read = |out: &mut [i64]| loop {
+        match worker.read(out) {
+            Read::Full => return true,
+            Read::Interrupted => continue,
+            Read::Ended => return false,
+        }
+    };
+    while read(&mut tag) {
+        match tag[0] {
+            START => {
+                let mut w = [0i64];
+                if !read(&mut w) {
+                    return None;
+                }
+                sink.started(w[0]);
+            }
+            NOISE => {
+                let mut w = [0i64; 2];
+                if !read(&mut w) {
+                    return None;
+                }
+                sink.noise(w[1] as u64, w[0]);
+            }
+            END => {
+                let mut w = [0i64; 14];
+                if !read(&mut w) {
+                    return None;
+                }
+                let o = outcome_from_words(&w);
+                sink.ended(o.elapsed_ns);
+                return Some(o);
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +306,44 @@ mod tests {
         assert_eq!(worker.read(&mut theirs), Read::Full);
         assert_eq!(theirs, [s.cycles as i64, s.min_ns.unwrap(), s.max_ns.unwrap(), s.sum_ns as i64]);
         assert_eq!((s.cycles, out.iterations, replay.ended), (50, 52, false));
+    }
+
+    #[test]
+    fn a_workers_busy_loop_replayed_in_rtlab_gives_its_noises_series_and_outcome() {
+        use crate::measure::noise::{noise_loop_into, Monotonic, NoiseParams, Scale, Series};
+        let flags = crate::rt::worker::SharedFlags::new().unwrap();
+        let p = NoiseParams {
+            threshold_ticks: 1_000,
+            scale: Scale::NS,
+            runtime_ns: 1_000_000,
+            period_ns: 1_000_000,
+            until_ns: None,
+            watch_signals: false,
+            stop_above: Default::default(),
+            edge_ns: 1_000,
+        };
+        let worker = crate::rt::worker::fork("rtlabnoise/0", false, |rx, tx| {
+            let mut until = [0i64];
+            if read_words(rx, &mut until) != Read::Full {
+                return;
+            }
+            let q = NoiseParams { until_ns: Some(until[0]), ..p };
+            let mut tee = NoiseTee { fd: tx, stop: flags.get(0) };
+            let out = noise_loop_into(&Monotonic, &q, &mut tee, flags.get(0), flags.get(1));
+            tee.end(&out);
+        })
+        .unwrap();
+        let until = crate::rt::clock::now(ClockId::MONOTONIC) + 100_000_000;
+        assert!(worker.send(&[until]));
+        let live = Live::new(Layout::DEFAULT);
+        let mut series = Series::new();
+        let mut rec = Recorder::with_logs(&live, ExceedLog::off(), ExceedLog::off(), None);
+        let out = noise_from(&worker, &mut crate::measure::noise::Recording { rec: &mut rec, series: &mut series })
+            .expect("the worker's outcome");
+        let s = rec.finish();
+        assert!(out.iterations > 0 && out.start_ns + out.elapsed_ns >= until, "it ran to its end: {out:?}");
+        assert_eq!(s.cycles, series.points.iter().map(|p| u64::from(p.1)).sum::<u64>(), "each noise in the series too");
+        assert_eq!(s.sum_ns as u64, out.noise_ns, "every noise the worker counted reached rtlab");
     }
 
     #[test]

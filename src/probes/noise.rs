@@ -7,8 +7,9 @@
 use super::setup::{enter, ready, settle, wake_until_finished, Gate, GateState};
 use super::{Finished, Probe, ProbeError, Sinks, Started, ThreadOutcome, ThreadPlan, ThreadStatus};
 use crate::measure::histogram::Layout;
-use crate::measure::noise::{self, Counter, Hardware, Monotonic, NoiseParams, Scale, Series};
+use crate::measure::noise::{self, Counter, Hardware, Monotonic, NoiseParams, Recording, Scale, Series};
 use crate::measure::probe::LoopOutcome;
+use crate::measure::relay;
 use crate::measure::ring::SampleRing;
 use crate::measure::stats::{ExceedLog, Live, Recorder};
 use crate::result::warning::Warning;
@@ -19,6 +20,7 @@ use crate::rt::privileges::Privileges;
 use crate::rt::sched;
 use crate::rt::signals;
 use crate::rt::thread as rtthread;
+use crate::rt::worker::Worker;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -77,6 +79,9 @@ pub struct Plan {
     /// The bucket each gap is floored to for `noise_us_floor` (ns; 1 µs but for rtla osnoise
     /// hist's `-b`).
     pub edge_ns: u64,
+    /// Each busy loop runs in a worker process named `NAME/CPU` (rtla osnoise's `osnoise`),
+    /// forked once its thread has its CPU and policy and has pre-heated.
+    pub workers: Option<String>,
 }
 
 struct Shared {
@@ -86,6 +91,8 @@ struct Shared {
     until_ns: AtomicI64,
     /// A busy thread saw a SIGINT/SIGTERM pending and stopped.
     signalled: AtomicBool,
+    /// With worker processes: their stop and interrupt, which the probe's stop sets.
+    flags: Option<crate::rt::worker::SharedFlags>,
 }
 
 struct Setup {
@@ -136,12 +143,19 @@ impl Probe for NoiseProbe {
         let mut warnings = Vec::new();
         signals::install_wake_handler()
             .map_err(|e| ProbeError::Start(format!("cannot install the handler that wakes probes on a stop: {e}")))?;
-        let shared = Arc::new(Shared {
-            gate: Gate::new(),
-            finished: plan.threads.iter().map(|_| AtomicBool::new(false)).collect(),
-            until_ns: AtomicI64::new(i64::MAX),
-            signalled: AtomicBool::new(false),
-        });
+        let shared =
+            Arc::new(Shared {
+                gate: Gate::new(),
+                finished: plan.threads.iter().map(|_| AtomicBool::new(false)).collect(),
+                until_ns: AtomicI64::new(i64::MAX),
+                signalled: AtomicBool::new(false),
+                flags: match plan.workers {
+                    Some(_) => Some(crate::rt::worker::SharedFlags::new().map_err(|e| {
+                        ProbeError::Start(format!("cannot share a page with the worker processes: {e}"))
+                    })?),
+                    None => None,
+                },
+            });
         self.shared = Some(Arc::clone(&shared));
         let (tx, rx) = std::sync::mpsc::channel::<Setup>();
         for tp in &plan.threads {
@@ -240,6 +254,9 @@ impl Probe for NoiseProbe {
     fn stop(&mut self) {
         // Busy threads see the stop within 1024 reads; one sleeping out a duty cycle is woken.
         if let Some(shared) = &self.shared {
+            if let Some(f) = &shared.flags {
+                f.get(0).store(true, Relaxed);
+            }
             wake_until_finished(&shared.finished, &self.statuses);
         }
     }
@@ -307,9 +324,20 @@ impl BusyThread {
         ready(&self.stop, &self.live, self.ring.as_deref());
         lock_busy_loop(&mut warnings);
         let sched_now = sched::current_thread().unwrap_or(tp.sched);
-        let tid = rtthread::tid();
 
         let (scale, loop_ns) = self.preheat(c);
+        let params = NoiseParams {
+            threshold_ticks: scale.ticks(self.plan.threshold_ns as u64),
+            scale,
+            runtime_ns: self.plan.runtime_ns,
+            period_ns: self.plan.period_ns,
+            until_ns: None,
+            watch_signals: self.plan.watch_signals,
+            stop_above: self.plan.stop_above,
+            edge_ns: self.plan.edge_ns,
+        };
+        let worker = self.fork_worker(c, params, &mut warnings);
+        let tid = worker.as_ref().map_or_else(rtthread::tid, |w| w.pid());
 
         let mut rec = Recorder::with_logs(
             &self.live,
@@ -329,28 +357,84 @@ impl BusyThread {
         };
         let _ = self.tx.send(Setup { status, warnings, loop_ns });
 
+        let mut died = None;
         let outcome = if self.shared.gate.wait() == GateState::Abort {
             None
         } else {
             let until = self.shared.until_ns.load(Relaxed);
-            let p = NoiseParams {
-                threshold_ticks: scale.ticks(self.plan.threshold_ns as u64),
-                scale,
-                runtime_ns: self.plan.runtime_ns,
-                period_ns: self.plan.period_ns,
-                until_ns: (until != i64::MAX).then_some(until),
-                watch_signals: self.plan.watch_signals,
-                stop_above: self.plan.stop_above,
-                edge_ns: self.plan.edge_ns,
-            };
-            Some(noise::noise_loop(c, &p, &mut rec, &mut series, &self.stop, &self.interrupt))
+            let p = NoiseParams { until_ns: (until != i64::MAX).then_some(until), ..params };
+            match &worker {
+                Some(w) => {
+                    let o = self.relayed(w, until, &mut rec, &mut series);
+                    died = o.is_none().then(|| w.pid());
+                    o
+                }
+                None => Some(noise::noise_loop(c, &p, &mut rec, &mut series, &self.stop, &self.interrupt)),
+            }
         };
+        // The worker outlives this thread until the command is done: rtla's actions see it.
+        if let Some(w) = worker {
+            crate::rt::worker::park(w);
+        }
         if outcome.as_ref().is_some_and(|o| o.signalled) {
             self.shared.signalled.store(true, Relaxed);
         }
         signals::interrupt_sleeps_on(None);
         self.shared.finished[tp.index].store(true, Relaxed);
-        finished(tp, sched_now, tid, rec.finish(), outcome, &series, scale, loop_ns)
+        let mut t = finished(tp, sched_now, tid, rec.finish(), outcome, &series, scale, loop_ns);
+        if let Some(pid) = died {
+            t.warnings.push(Warning::RuntimeFailed {
+                why: format!("the worker process of busy thread {} (pid {pid}) ended mid-run", tp.index),
+            });
+        }
+        t
+    }
+
+    /// This thread's worker process (`Plan::workers`), forked once the thread has its CPU and
+    /// policy (which it inherits) and has pre-heated: it waits for the run's end time, runs the
+    /// busy loop with the shared stop and interrupt, sends its noises and outcome, and waits
+    /// for rtlab to be done with it. While it spins it dies with this thread.
+    fn fork_worker<C: Counter>(&self, c: &C, p: NoiseParams, warnings: &mut Vec<Warning>) -> Option<Worker> {
+        use crate::rt::worker;
+        let (name, flags) = (self.plan.workers.as_ref()?, self.shared.flags.as_ref()?);
+        let name = format!("{name}/{}", self.tp.cpu.unwrap_or(self.tp.index));
+        let forked = worker::fork(&name, self.plan.mlockall, |rx, tx| {
+            worker::die_with_thread(true);
+            let mut until = [0i64];
+            if worker::read_words(rx, &mut until) != worker::Read::Full {
+                return;
+            }
+            // Its signals are rtlab's to see: the stop comes through the shared flags.
+            let q = NoiseParams { until_ns: (until[0] != i64::MAX).then_some(until[0]), watch_signals: false, ..p };
+            let mut tee = relay::NoiseTee { fd: tx, stop: flags.get(0) };
+            let out = noise::noise_loop_into(c, &q, &mut tee, flags.get(0), flags.get(1));
+            worker::die_with_thread(false);
+            tee.end(&out);
+            worker::wait_for_end(rx);
+        });
+        forked
+            .map_err(|e| {
+                warnings.push(Warning::RuntimeFailed {
+                    why: format!("{name}: fork failed ({e}); the busy loop runs in rtlab's thread"),
+                })
+            })
+            .ok()
+    }
+
+    /// The busy loop replayed from this thread's worker; its stop (a threshold crossed, or a
+    /// worker that ended without its outcome) ends the run.
+    fn relayed(
+        &self,
+        w: &Worker,
+        until: i64,
+        rec: &mut Recorder<'_>,
+        series: &mut Series,
+    ) -> Option<noise::NoiseOutcome> {
+        let o = if w.send(&[until]) { relay::noise_from(w, &mut Recording { rec, series }) } else { None };
+        if o.as_ref().is_none_or(|o| o.stopped_at.is_some() && !self.plan.stop_above.continues) {
+            self.stop.store(true, Relaxed);
+        }
+        o
     }
 
     /// Pre-heats the CPU (it leaves its low-power states), calibrates the counter against
@@ -405,8 +489,10 @@ impl BusyThread {
 
 /// Locks the busy loop's code (both counters') and the sleep calls in memory.
 fn lock_busy_loop(warnings: &mut Vec<Warning>) {
-    let hot =
-        [noise::noise_loop::<Hardware> as *const () as usize, noise::noise_loop::<Monotonic> as *const () as usize];
+    let hot = [
+        noise::noise_loop_into::<Hardware, Recording> as *const () as usize,
+        noise::noise_loop_into::<Monotonic, Recording> as *const () as usize,
+    ];
     for addr in hot {
         if let Err(e) = memory::lock_code_at(addr, 16 << 10, 48 << 10) {
             warnings.push(Warning::MlockFailed { why: format!("locking the busy loop's code: {e}") });

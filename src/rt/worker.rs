@@ -82,9 +82,9 @@ pub fn fork(name: &str, mlock: bool, body: impl FnOnce(RawFd, RawFd)) -> io::Res
 
 /// Writes every word to `fd`; false when the reader is gone (or another error).
 pub fn write_words(fd: RawFd, words: &[i64]) -> bool {
-    let mut bytes = [0u8; 64];
+    let mut bytes = [0u8; 128];
     let n = words.len() * 8;
-    assert!(n <= bytes.len(), "at most 8 words at once");
+    assert!(n <= bytes.len(), "at most 16 words at once");
     for (chunk, w) in bytes.chunks_exact_mut(8).zip(words) {
         chunk.copy_from_slice(&w.to_ne_bytes());
     }
@@ -106,9 +106,9 @@ pub fn write_words(fd: RawFd, words: &[i64]) -> bool {
 /// Reads `out.len()` words from `fd`. A signal before the first byte gives `Interrupted` (the
 /// caller decides whether to wait on); once a byte came, the words are read to their end.
 pub fn read_words(fd: RawFd, out: &mut [i64]) -> Read {
-    let mut bytes = [0u8; 64];
+    let mut bytes = [0u8; 128];
     let n = out.len() * 8;
-    assert!(n <= bytes.len(), "at most 8 words at once");
+    assert!(n <= bytes.len(), "at most 16 words at once");
     let mut off = 0;
     while off < n {
         // SAFETY: `bytes[off..n]` is writable memory of that length.
@@ -145,6 +145,72 @@ impl Worker {
     /// Reads words the worker wrote.
     pub fn read(&self, out: &mut [i64]) -> Read {
         read_words(self.from_child.as_raw_fd(), out)
+    }
+}
+
+/// In a worker: die when the thread that forked it ends (`on`), or no longer (a parked worker
+/// outlives its thread; its pipes end it when rtlab is gone). For a worker that could otherwise
+/// spin with nothing to tell it that rtlab died.
+pub fn die_with_thread(on: bool) {
+    let sig = if on { libc::SIGKILL } else { 0 };
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes an integer argument only.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) };
+}
+
+/// In a worker: waits until rtlab closes its end (or is gone).
+pub fn wait_for_end(fd: RawFd) {
+    let mut w = [0i64];
+    while matches!(read_words(fd, &mut w), Read::Full | Read::Interrupted) {}
+}
+
+/// Flags in memory shared with forked workers (an anonymous shared mapping): what either side
+/// sets, the other sees, without a system call (a busy loop looks at them every 1 024 reads).
+#[derive(Debug)]
+pub struct SharedFlags {
+    ptr: std::ptr::NonNull<std::sync::atomic::AtomicBool>,
+}
+
+// SAFETY: the mapping holds only atomics, valid for as long as the value lives.
+unsafe impl Send for SharedFlags {}
+// SAFETY: as above; every access is atomic.
+unsafe impl Sync for SharedFlags {}
+
+/// How many flags a [`SharedFlags`] holds.
+pub const FLAGS: usize = 2;
+
+impl SharedFlags {
+    /// A new page of [`FLAGS`] flags, all false, shared with every worker forked after it.
+    pub fn new() -> io::Result<SharedFlags> {
+        // SAFETY: a fresh anonymous mapping; the kernel zeroes it (false).
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = std::ptr::NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap gave a null page"))?;
+        Ok(SharedFlags { ptr })
+    }
+
+    /// Flag `i` (< [`FLAGS`]).
+    pub fn get(&self, i: usize) -> &std::sync::atomic::AtomicBool {
+        assert!(i < FLAGS, "flag {i} of {FLAGS}");
+        // SAFETY: the page holds FLAGS zero-initialised atomics, alive as long as `self`.
+        unsafe { &*self.ptr.as_ptr().add(i) }
+    }
+}
+
+impl Drop for SharedFlags {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, no longer borrowed.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), 4096) };
     }
 }
 
@@ -199,6 +265,26 @@ mod tests {
         assert_eq!(w.read(&mut out[..1]), Read::Ended, "the worker ended after its body");
         drop(w);
         assert!(!crate::rt::process::alive(pid), "reaped");
+    }
+
+    #[test]
+    fn a_flag_set_on_either_side_of_the_fork_is_seen_on_the_other() {
+        let flags = SharedFlags::new().unwrap();
+        let w = fork("rtlabtest/10", false, |rx, tx| {
+            let mut go = [0i64];
+            if read_words(rx, &mut go) == Read::Full {
+                let seen = flags.get(0).load(std::sync::atomic::Ordering::SeqCst);
+                flags.get(1).store(true, std::sync::atomic::Ordering::SeqCst);
+                write_words(tx, &[i64::from(seen)]);
+            }
+        })
+        .unwrap();
+        flags.get(0).store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(w.send(&[1]));
+        let mut seen = [0i64];
+        assert_eq!(w.read(&mut seen), Read::Full);
+        assert_eq!(seen, [1], "the worker saw rtlab's flag");
+        assert!(flags.get(1).load(std::sync::atomic::Ordering::SeqCst), "rtlab sees the worker's");
     }
 
     #[test]
