@@ -221,15 +221,24 @@ impl IdleLimit {
                     dir.display()
                 )
             })?;
+            let mut states = 0;
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 let Some(n) = name.strip_prefix("state").and_then(|n| n.parse::<i32>().ok()) else { continue };
+                states += 1;
                 if n > deepest {
                     let file = format!("{rel}/{name}/disable");
                     let now = std::fs::read_to_string(root.join(&file))
                         .map_err(|e| format!("{}: {e}", root.join(&file).display()))?;
                     files.push((file, now.trim().to_string()));
                 }
+            }
+            // A directory without states is a CPU without idle states, as a missing one is.
+            if states == 0 {
+                return Err(format!(
+                    "--deepest-idle-state: {} lists no idle state; this kernel or machine exposes no cpuidle states",
+                    dir.display()
+                ));
             }
         }
         Ok(files)
@@ -393,6 +402,14 @@ mod tests {
         let root = sysroot(0);
         let e = IdleLimit::apply_under(root.path(), &CpuSet::from_cpus([3]), 0).unwrap_err();
         assert!(e.contains("cpu3/cpuidle") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn a_cpu_whose_cpuidle_directory_lists_no_state_is_the_same_one_line_error() {
+        let root = sysroot(0);
+        std::fs::create_dir_all(root.path().join("sys/devices/system/cpu/cpu1/cpuidle")).unwrap();
+        let e = IdleLimit::apply_under(root.path(), &cpu1(), 0).unwrap_err();
+        assert!(e.contains("cpu1/cpuidle") && e.contains("no idle state") && !e.contains('\n'), "{e}");
     }
 
     #[test]
