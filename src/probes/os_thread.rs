@@ -573,7 +573,7 @@ impl ThreadCtx {
         let out = if w.send(&relay::params_to_words(params)) {
             probe::run_loop(&mut replay, params, rec, stop)
         } else {
-            (replay.ended, replay.stop) = (true, stop);
+            replay.ended = true;
             stop.store(true, Relaxed);
             LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }
         };

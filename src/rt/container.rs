@@ -36,7 +36,8 @@ pub struct Container {
     guardian: Option<(libc::pid_t, OwnedFd)>,
 }
 
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+/// A pipe whose two ends close on exec.
+pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

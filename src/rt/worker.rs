@@ -7,7 +7,7 @@
 //! run): when rtlab is gone its reads end and its writes fail, and it exits.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// A forked worker: its pid, the pipe rtlab writes to it and the pipe it writes to rtlab.
 /// Dropping it kills the worker and reaps it.
@@ -29,24 +29,14 @@ pub enum Read {
     Interrupted,
 }
 
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 /// Forks a worker named `name` (at most 15 bytes are kept, as the kernel keeps) that runs
 /// `body(from_rtlab, to_rtlab)` and exits. In the child: it ignores the signals a terminal or a stop sends to rtlab's group (rtlab ends it), keeps only its two
 /// pipe ends and the standard descriptors, and locks its memory on fault when `mlock` is set.
 /// `body` must make no allocation and take no lock another thread may hold (the child has only
 /// the forking thread): what it needs is prepared before the call.
 pub fn fork(name: &str, mlock: bool, body: impl FnOnce(RawFd, RawFd)) -> io::Result<Worker> {
-    let (down_r, down_w) = pipe()?;
-    let (up_r, up_w) = pipe()?;
+    let (down_r, down_w) = super::container::pipe()?;
+    let (up_r, up_w) = super::container::pipe()?;
     let mut comm = [0u8; 16];
     for (c, b) in comm.iter_mut().zip(name.bytes().take(15)) {
         *c = if b == 0 { b'?' } else { b };
