@@ -18,9 +18,9 @@ pub struct BeamArgs {
 #[derive(Subcommand, Debug, Clone)]
 pub enum BeamCommand {
     /// One measurement in a fresh VM.
-    Run(BeamRunArgs),
+    Run(super::Lazy<BeamRunArgs>),
     /// One measurement per worker count, RealtimeTests' sweep (0..20 workers, 5 s each).
-    Sweep(BeamSweepArgs),
+    Sweep(super::Lazy<BeamSweepArgs>),
 }
 
 fn period_ms(s: &str) -> Result<u32, String> {

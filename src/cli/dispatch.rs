@@ -4,7 +4,7 @@
 
 use super::beam::BeamCommand;
 use super::cyclictest::CyclictestArgs;
-use super::{clap_error, Cli, Command};
+use super::{clap_error, Cli, Command, Lazy};
 use crate::commands::{self, cyclictest::CyclictestOptions, export::ExportOptions, load::LoadOptions};
 use crate::commands::{doctor::DoctorOptions, noise::NoiseOptions, schema::SchemaOptions, sweep::SweepOptions};
 use crate::commands::{import::ImportOptions, import::ShowOptions, plot::PlotOptions, run::RunOptions};
@@ -134,48 +134,48 @@ impl Parsed {
             }
             Parsed::Cyclictest(a) => commands::cyclictest::execute(&CyclictestOptions::from_cli(*a)?, cl),
             Parsed::Rtlab(c) => match *c {
-                Command::Run(a) => commands::run::execute(&RunOptions::from_cli(*a)?, cl),
+                Command::Run(Lazy(a)) => commands::run::execute(&RunOptions::from_cli(*a)?, cl),
                 Command::Cyclictest { args } => {
                     let argv: Vec<String> = std::iter::once("cyclictest".to_string()).chain(args).collect();
                     Parsed::from_args(&argv)?.execute(cl)
                 }
-                Command::Import(a) => commands::import::import(&ImportOptions::from_cli(a)?),
-                Command::Show(a) => commands::import::show(&ShowOptions::from_cli(a)?),
-                Command::Load(a) => commands::load::execute(&LoadOptions::from_cli(a)?),
-                Command::Samples(a) => commands::samples::execute(&SamplesOptions::from_cli(a)?),
-                Command::Sweep(a) => commands::sweep::execute(&SweepOptions::from_cli(*a)?, cl),
-                Command::Plot(a) => commands::plot::execute(&PlotOptions::from_cli(a)?),
-                Command::Report(a) => commands::report::report(&ReportOptions::from_cli(a)?),
-                Command::Compare(a) => commands::report::compare(&CompareOptions::from_cli(a)?),
+                Command::Import(Lazy(a)) => commands::import::import(&ImportOptions::from_cli(a)?),
+                Command::Show(Lazy(a)) => commands::import::show(&ShowOptions::from_cli(a)?),
+                Command::Load(Lazy(a)) => commands::load::execute(&LoadOptions::from_cli(a)?),
+                Command::Samples(Lazy(a)) => commands::samples::execute(&SamplesOptions::from_cli(a)?),
+                Command::Sweep(Lazy(a)) => commands::sweep::execute(&SweepOptions::from_cli(*a)?, cl),
+                Command::Plot(Lazy(a)) => commands::plot::execute(&PlotOptions::from_cli(a)?),
+                Command::Report(Lazy(a)) => commands::report::report(&ReportOptions::from_cli(a)?),
+                Command::Compare(Lazy(a)) => commands::report::compare(&CompareOptions::from_cli(a)?),
                 Command::Beam(a) => match a.command {
-                    BeamCommand::Run(r) => commands::run::execute(&RunOptions::from_beam(r)?, cl),
-                    BeamCommand::Sweep(s) => commands::sweep::execute(&SweepOptions::from_beam(s)?, cl),
+                    BeamCommand::Run(Lazy(r)) => commands::run::execute(&RunOptions::from_beam(r)?, cl),
+                    BeamCommand::Sweep(Lazy(s)) => commands::sweep::execute(&SweepOptions::from_beam(s)?, cl),
                 },
-                Command::Export(a) => commands::export::execute(&ExportOptions::from_cli(a)?),
-                Command::Schema(a) => commands::schema::execute(&SchemaOptions::from_cli(a)?),
-                Command::Doctor(a) => commands::doctor::execute(&DoctorOptions::from_cli(a)?),
-                Command::Monitor(a) => {
+                Command::Export(Lazy(a)) => commands::export::execute(&ExportOptions::from_cli(a)?),
+                Command::Schema(Lazy(a)) => commands::schema::execute(&SchemaOptions::from_cli(a)?),
+                Command::Doctor(Lazy(a)) => commands::doctor::execute(&DoctorOptions::from_cli(a)?),
+                Command::Monitor(Lazy(a)) => {
                     commands::monitor::execute(&crate::commands::monitor::MonitorOptions::from_cli(*a)?, cl)
                 }
                 Command::Noise(a) => match a.sweep {
-                    Some(crate::cli::noise::NoiseSubcommand::Sweep(s)) => {
+                    Some(crate::cli::noise::NoiseSubcommand::Sweep(Lazy(s))) => {
                         commands::sweep::execute(&SweepOptions::from_noise(*s)?, cl)
                     }
-                    None => commands::noise::execute(&NoiseOptions::from_cli(a.args)?, cl),
+                    None => commands::noise::execute(&NoiseOptions::from_cli(a.args.0)?, cl),
                 },
-                Command::Watch(a) => commands::run::execute(&RunOptions::from_watch(*a)?, cl),
-                Command::Timerlat(a) => {
+                Command::Watch(Lazy(a)) => commands::run::execute(&RunOptions::from_watch(*a)?, cl),
+                Command::Timerlat(Lazy(a)) => {
                     commands::timerlat::execute(&crate::commands::timerlat::TimerlatOptions::from_cli(*a)?, cl)
                 }
-                Command::Osnoise(a) => {
+                Command::Osnoise(Lazy(a)) => {
                     commands::osnoise::execute(&crate::commands::osnoise::OsnoiseOptions::from_cli(*a)?, cl)
                 }
                 Command::LoadWorker { spec } => commands::load::worker(&spec),
-                Command::Completions(a) => {
+                Command::Completions(Lazy(a)) => {
                     crate::export::print(&a.script());
                     Ok(0)
                 }
-                Command::Man(a) => {
+                Command::Man(Lazy(a)) => {
                     crate::export::print(&a.page()?);
                     Ok(0)
                 }

@@ -71,7 +71,7 @@ impl ManArgs {
     /// The man page of rtlab or of one subcommand (its options, from the definitions).
     pub fn page(&self) -> Result<String, super::UsageError> {
         let root = super::Cli::command();
-        let cmd = match &self.command {
+        let mut cmd = match &self.command {
             None => root,
             Some(name) => {
                 let sub = root.find_subcommand(name).filter(|s| !s.is_hide_set()).ok_or_else(|| {
@@ -80,6 +80,8 @@ impl ManArgs {
                 sub.clone().name(format!("rtlab-{name}")).bin_name(format!("rtlab {name}"))
             }
         };
+        // The command's arguments and texts, deferred until it is built (`super::Lazy`).
+        cmd.build();
         // The examples that lead the help (before_help) go to the page's EXAMPLES section.
         let cmd = match (cmd.get_before_help().map(|b| b.to_string()), cmd.get_after_help().map(|a| a.to_string())) {
             (Some(b), Some(a)) => cmd.after_help(format!("{b}\n\n{a}")),

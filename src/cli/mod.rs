@@ -53,7 +53,7 @@ pub struct Cli {
 pub enum Command {
     /// Measure wakeup latency on periodic threads (cyclictest's method, done right).
     #[command(long_about = run::LONG_ABOUT)]
-    Run(Box<run::RunArgs>),
+    Run(Lazy<Box<run::RunArgs>>),
     /// A drop-in for cyclictest: its options and output formats on rtlab's engine
     /// (`rtlab cyclictest --help`; also runs when rtlab is invoked as `cyclictest`).
     Cyclictest {
@@ -62,34 +62,34 @@ pub enum Command {
         args: Vec<String>,
     },
     /// Turn cyclictest output (--json, -h/-H histogram, -q lines) into rtlab's RunResult.
-    Import(import::ImportArgs),
+    Import(Lazy<import::ImportArgs>),
     /// Print the summary table of a RunResult (or of any cyclictest output file).
-    Show(import::ShowArgs),
+    Show(Lazy<import::ShowArgs>),
     /// Run background loads alone and print the throughput each achieved (SPEC grammar: --help).
     #[command(long_about = load::SPEC_HELP)]
-    Load(load::LoadArgs),
+    Load(Lazy<load::LoadArgs>),
     /// Read a samples file written by `rtlab run --samples` (summary, or --csv).
-    Samples(samples::SamplesArgs),
+    Samples(Lazy<samples::SamplesArgs>),
     /// Run a grid of configurations (load workers, kind, policy; probe policy; method).
-    Sweep(Box<sweep::SweepArgs>),
+    Sweep(Lazy<Box<sweep::SweepArgs>>),
     /// Draw a picture (histogram, cdf, timeseries, sweep) as PNG or SVG.
-    Plot(plot::PlotArgs),
+    Plot(Lazy<plot::PlotArgs>),
     /// Write a self-contained HTML (or Markdown) report of runs, sweeps and comparisons.
-    Report(report::ReportArgs),
+    Report(Lazy<report::ReportArgs>),
     /// Compare runs side by side; --fail-if-worse makes a regression exit 3 (for CI).
-    Compare(report::CompareArgs),
+    Compare(Lazy<report::CompareArgs>),
     /// Measure the Erlang VM's scheduler (a real erl; RealtimeTests done right).
     Beam(beam::BeamArgs),
     /// Write a saved result in another format (rtlab JSON; cyclictest --json, -h histogram, spikes).
-    Export(export::ExportArgs),
+    Export(Lazy<export::ExportArgs>),
     /// Print the JSON Schema of a file rtlab writes (run, sweep, load, samples-header/-trailer).
-    Schema(schema::SchemaArgs),
+    Schema(Lazy<schema::SchemaArgs>),
     /// Is this machine set up for real time? Kernel, isolation, IRQs, power, scheduler, memory,
     /// noise and rights for the CPUs you measure, each with evidence, consequence and fix.
-    Doctor(doctor::DoctorArgs),
+    Doctor(Lazy<doctor::DoctorArgs>),
     /// Run the probes continuously and serve their latency to Prometheus (GET /metrics,
     /// /healthz, /status on 127.0.0.1:9737).
-    Monitor(Box<monitor::MonitorArgs>),
+    Monitor(Lazy<Box<monitor::MonitorArgs>>),
     /// Measure OS noise: how much of each CPU the system takes from a busy thread, and who
     /// takes it (oslat, rtla osnoise/hwnoise on any kernel).
     #[command(long_about = noise::LONG_ABOUT)]
@@ -97,25 +97,76 @@ pub enum Command {
     /// Measure threads of any program, unmodified, from the kernel's events: per period the
     /// IRQ, thread and wakeup latency, response time and misses (-p PID, --comm, -- CMD).
     #[command(long_about = watch::LONG_ABOUT)]
-    Watch(Box<watch::WatchArgs>),
+    Watch(Lazy<Box<watch::WatchArgs>>),
     /// rtla timerlat's top and hist on kernels without its tracer: per CPU the IRQ, thread and
     /// return-to-user latency of rtlab's probe threads (also when rtlab runs as `rtla`).
     #[command(long_about = timerlat::LONG_ABOUT)]
-    Timerlat(Box<timerlat::TimerlatArgs>),
+    Timerlat(Lazy<Box<timerlat::TimerlatArgs>>),
     /// rtla osnoise's top and hist on kernels without its tracer: per CPU the noise of rtlab's
     /// busy threads with rtla's HW, NMI, IRQ, Softirq and Thread columns (also as `rtla`).
     #[command(long_about = osnoise::LONG_ABOUT)]
-    Osnoise(Box<osnoise::OsnoiseArgs>),
+    Osnoise(Lazy<Box<osnoise::OsnoiseArgs>>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completions(docs::CompletionsArgs),
+    Completions(Lazy<docs::CompletionsArgs>),
     /// Print a man page (roff) of rtlab or of one of its commands.
-    Man(docs::ManArgs),
+    Man(Lazy<docs::ManArgs>),
     /// One worker of a `mode=process` load (internal).
     #[command(name = "load-worker", hide = true)]
     LoadWorker {
         /// The worker's load spec.
         spec: String,
     },
+}
+
+/// A subcommand's arguments, added to its parser only when that subcommand is the one parsed
+/// (or its help, completions or man page are made, which build the whole tree): a run neither
+/// builds nor pages in the parsers of the other commands (clap's `Command::defer`). A command
+/// with subcommands of its own (`beam`, `noise`) stays eager, its arguments and subcommands
+/// lazy: `rtlab help` lists the subcommands when it is built, before anything deferred is. At
+/// most one per command: clap keeps one deferred function per command.
+#[derive(Debug, Clone)]
+pub struct Lazy<T>(pub T);
+
+impl<T: clap::FromArgMatches> clap::FromArgMatches for Lazy<T> {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(m).map(Lazy)
+    }
+    fn from_arg_matches_mut(m: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(m).map(Lazy)
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+    fn update_from_arg_matches_mut(&mut self, m: &mut clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(m)
+    }
+}
+
+impl<T: clap::Args> clap::Args for Lazy<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|c| keep_about(c, T::augment_args))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|c| keep_about(c, T::augment_args_for_update))
+    }
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
+}
+
+/// `augment` applied to `cmd` with `cmd`'s own about texts kept: the subcommand's (its
+/// variant's) describe it, not the arguments struct's, which a deferred augment applies last.
+fn keep_about(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -> clap::Command {
+    let (about, long) = (cmd.get_about().cloned(), cmd.get_long_about().cloned());
+    let cmd = augment(cmd);
+    let cmd = match about {
+        Some(a) => cmd.about(a),
+        None => cmd.about(None::<&str>),
+    };
+    match long {
+        Some(l) => cmd.long_about(l),
+        None => cmd.long_about(None::<&str>),
+    }
 }
 
 /// Options whose value must be joined with `=` (their value is optional): `--explain 300us`

@@ -45,7 +45,7 @@ pub struct NoiseCommandArgs {
     pub sweep: Option<NoiseSubcommand>,
     /// The measurement's options.
     #[command(flatten)]
-    pub args: NoiseArgs,
+    pub args: super::Lazy<NoiseArgs>,
 }
 
 /// `rtlab noise`'s subcommands.
@@ -53,7 +53,7 @@ pub struct NoiseCommandArgs {
 pub enum NoiseSubcommand {
     /// A grid of noise runs over loads (workers, kind, policy) and the busy threads' policy,
     /// each result in --out DIR (sweep.csv with noise columns, sweep.json, points/)
-    Sweep(Box<NoiseSweepArgs>),
+    Sweep(super::Lazy<Box<NoiseSweepArgs>>),
 }
 
 /// `rtlab noise sweep` arguments: the axes, then every point's noise options.

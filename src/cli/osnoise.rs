@@ -191,7 +191,7 @@ impl OsnoiseOptions {
         a.refuse()?;
         let argv = a.noise_argv()?;
         let noise = match super::Cli::try_parse_from(&argv) {
-            Ok(super::Cli { command: super::Command::Noise(n) }) if n.sweep.is_none() => n.args,
+            Ok(super::Cli { command: super::Command::Noise(n) }) if n.sweep.is_none() => n.args.0,
             Ok(_) => unreachable!("the argv names `noise`"),
             Err(e) => return Err(usage(format!("{}", e.render()).lines().next().unwrap_or("bad option").to_string())),
         };

@@ -265,7 +265,7 @@ impl TimerlatOptions {
         };
         let (irq_ns, thread_ns) = (ns(irq, "-i")?, ns(thread, "-T")?);
         let run = match super::Cli::try_parse_from(a.run_argv(irq, thread)?) {
-            Ok(super::Cli { command: super::Command::Run(r) }) => *r,
+            Ok(super::Cli { command: super::Command::Run(super::Lazy(r)) }) => *r,
             Ok(_) => unreachable!("the argv names `run`"),
             Err(e) => return Err(usage(format!("{}", e.render()).lines().next().unwrap_or("bad option").to_string())),
         };
@@ -638,7 +638,7 @@ mod tests {
     fn options(args: &[&str]) -> crate::commands::timerlat::TimerlatOptions {
         use clap::Parser;
         let cli = crate::cli::Cli::try_parse_from(["rtlab", "timerlat"].iter().chain(args)).unwrap();
-        let crate::cli::Command::Timerlat(a) = cli.command else { panic!("not timerlat") };
+        let crate::cli::Command::Timerlat(crate::cli::Lazy(a)) = cli.command else { panic!("not timerlat") };
         TimerlatOptions::from_cli(*a).unwrap()
     }
 
