@@ -55,6 +55,7 @@ not_emulated=(
     "fleet — merging results from several machines: file formats and statistics"
     "beam — the Erlang VM probe: erl is this host's x86_64 program, rtlab only reads its pipe"
     "runtimes — the Ada, Go, Node.js and Python probes: this host's x86_64 programs, read over pipes"
+    "cost — what a run costs rtlab: emulated, its memory and CPU time are qemu-user's, which translates the code as it runs"
 )
 args=()
 echo "rtlab on $target under qemu-user: NOT RUN here, with the reason (all run natively above):"

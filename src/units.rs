@@ -61,6 +61,15 @@ pub fn si(v: f64) -> String {
     format!("{x:.digits$}{suffix}")
 }
 
+/// A size given in KiB as people read it: `812 KiB`, `3.9 MiB`, `1.25 GiB`.
+pub fn kib(kib: u64) -> String {
+    match kib {
+        k if k >= 1 << 20 => format!("{:.2} GiB", k as f64 / f64::from(1u32 << 20)),
+        k if k >= 1 << 10 => format!("{:.1} MiB", k as f64 / 1024.0),
+        k => format!("{k} KiB"),
+    }
+}
+
 /// A period as people write it: `1 ms`, `200 µs`, `1.5 s`, `750 ns`.
 pub fn duration(ns: i64) -> String {
     let trim = |v: f64| {

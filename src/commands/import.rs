@@ -63,7 +63,8 @@ pub fn show(opts: &ShowOptions) -> Result<i32, Error> {
             } else {
                 crate::output::explain::blocks(&result)
             };
-            crate::export::print(&(table::summary(&result, opts.unit) + &explained));
+            let cost = result.cost.map(|c| format!("cost to rtlab: {}\n", c.describe())).unwrap_or_default();
+            crate::export::print(&(table::summary(&result, opts.unit) + &cost + &explained));
             crate::output::warnings::WarningPrinter::default().rest(&result);
         }
         Content::Sweep(sweep, points) => crate::export::print(&table::sweep(&sweep, &points, opts.unit)),

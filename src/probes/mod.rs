@@ -310,6 +310,9 @@ pub struct ThreadOutcome {
     /// Latency over time, when the probe reads it itself (a simulated thread, on its virtual
     /// clock); the pipeline reads every other thread's.
     pub series: Option<crate::measure::series::LatencySeries>,
+    /// CPU time the measuring thread used, user and kernel (ns), read by the thread itself
+    /// as it ended; `None` where the samples were not taken by a thread of rtlab's process.
+    pub cpu_ns: Option<i64>,
 }
 
 impl ThreadOutcome {
@@ -318,6 +321,7 @@ impl ThreadOutcome {
     /// runtime reported one.
     pub fn of_runtime(interval_ns: i64, summary: Summary, pid: u32, drift_ns: Option<i64>) -> ThreadOutcome {
         ThreadOutcome {
+            cpu_ns: None,
             series: None,
             watch: None,
             plan: ThreadPlan::runtime_slot(interval_ns),

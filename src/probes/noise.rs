@@ -373,6 +373,7 @@ impl BusyThread {
             }
         };
         // The worker outlives this thread until the command is done: rtla's actions see it.
+        let own = worker.is_none();
         if let Some(w) = worker {
             crate::rt::worker::park(w);
         }
@@ -382,6 +383,8 @@ impl BusyThread {
         signals::interrupt_sleeps_on(None);
         self.shared.finished[tp.index].store(true, Relaxed);
         let mut t = finished(tp, sched_now, tid, rec.finish(), outcome, &series, scale, loop_ns);
+        // A worker's busy loop ran in its own process: this thread only relayed it.
+        t.cpu_ns = own.then(|| crate::rt::clock::now(crate::rt::clock::ClockId::THREAD_CPUTIME));
         if let Some(pid) = died {
             t.warnings.push(Warning::RuntimeFailed {
                 why: format!("the worker process of busy thread {} (pid {pid}) ended mid-run", tp.index),
@@ -543,6 +546,7 @@ fn finished(
     ThreadOutcome {
         series: None,
         watch: None,
+        cpu_ns: None,
         plan: tp.clone(),
         sched: Some(sched_now),
         cpus_allowed: Some(affinity::current_thread().unwrap_or_default()),

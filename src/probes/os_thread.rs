@@ -15,6 +15,7 @@ use crate::measure::stats::{ExceedLog, Exceedance, Live, Recorder};
 use crate::measure::work::{calibrate, BusyJob, SimJob, SpinJob, WorkKind, WorkLive, WorkRecorder};
 use crate::result::warning::Warning;
 use crate::rt::affinity::{self, CpuSet};
+use crate::rt::clock::{self, ClockId};
 use crate::rt::memory;
 use crate::rt::pm_qos::DmaLatencyGuard;
 use crate::rt::privileges::Privileges;
@@ -427,12 +428,8 @@ impl ThreadCtx {
         let mut warnings = Vec::new();
         let sim = self.simulate.as_ref().map(|s| s.source(tp.index));
         let (sched_now, timer) = if sim.is_some() { (tp.sched, None) } else { self.enter(&mut warnings) };
-        // Fixed work is sized here, on this thread's CPU at its policy, before the schedule.
-        if let (Some(w), None) = (&self.work, &sim) {
-            if w.spec.kind == WorkKind::Fixed {
-                let cpu = affinity::current_cpu();
-                let _ = w.calibration.set(calibrate(self.clock.id(), w.spec.amount_ns, cpu, &self.shared.stop));
-            }
+        if sim.is_none() {
+            self.size_work();
         }
         let mut work_rec =
             self.work.as_deref().map(|w| WorkRecorder::new(w, self.max_response_ns, self.ring.as_deref()));
@@ -458,10 +455,8 @@ impl ThreadCtx {
             identity: None,
         };
         let _ = self.tx.send(Setup { status, warnings });
-        let loops = match &sim {
-            Some(s) => s.len().map_or(self.loops, |n| n.saturating_sub(tp.warmup_cycles).min(self.loops)),
-            None => self.loops,
-        };
+        let known = sim.as_ref().and_then(|s| s.len());
+        let loops = known.map_or(self.loops, |n| n.saturating_sub(tp.warmup_cycles).min(self.loops));
         let mut late_warnings = Vec::new();
         let (outcome, series) = if self.shared.gate.wait() == GateState::Abort {
             (LoopOutcome { iterations: 0, drift_ns: 0, break_hit: None, start_ns: 0 }, None)
@@ -472,6 +467,8 @@ impl ThreadCtx {
                 None => self.measure(sim, timer, work_rec.as_mut(), &params, &mut rec, &mut late_warnings),
             }
         };
+        // A worker measured in its own process, and a simulated thread measured nothing.
+        let cpu_ns = (worker.is_none() && self.simulate.is_none()).then(|| clock::now(ClockId::THREAD_CPUTIME));
         // The worker outlives this thread until the command is done: rtla's actions see it.
         if let Some(w) = worker {
             crate::rt::worker::park(w);
@@ -485,18 +482,16 @@ impl ThreadCtx {
         }
         signals::interrupt_sleeps_on(None);
         self.shared.finished[tp.index].store(true, Relaxed);
+        let (cpus_allowed, last_cpu, timer_slack_ns) = self.placement();
         ThreadOutcome {
             series,
             watch: None,
+            cpu_ns,
             plan: tp.clone(),
             sched: Some(sched_now),
-            cpus_allowed: Some(if self.simulate.is_some() {
-                tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default()
-            } else {
-                affinity::current_thread().unwrap_or_default()
-            }),
-            last_cpu: if self.simulate.is_some() { tp.cpu } else { affinity::current_cpu() },
-            timer_slack_ns: if self.simulate.is_some() { Some(1) } else { rtthread::timer_slack() },
+            cpus_allowed: Some(cpus_allowed),
+            last_cpu,
+            timer_slack_ns,
             summary,
             drift_ns: (outcome.iterations > 0).then_some(outcome.drift_ns),
             outcome,
@@ -505,6 +500,25 @@ impl ThreadCtx {
             warnings: late_warnings,
             noise: None,
             work: work_rec.map(|w| w.finish()),
+        }
+    }
+
+    /// Sizes fixed work here, on this thread's CPU at its policy, before the schedule.
+    fn size_work(&self) {
+        if let Some(w) = self.work.as_deref().filter(|w| w.spec.kind == WorkKind::Fixed) {
+            let cpu = affinity::current_cpu();
+            let _ = w.calibration.set(calibrate(self.clock.id(), w.spec.amount_ns, cpu, &self.shared.stop));
+        }
+    }
+
+    /// Where the thread ran, read back: the CPUs it was allowed, the last it ran on, its timer
+    /// slack (a simulated thread's, as planned).
+    fn placement(&self) -> (CpuSet, Option<usize>, Option<u64>) {
+        let tp = &self.tp;
+        if self.simulate.is_some() {
+            (tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default(), tp.cpu, Some(1))
+        } else {
+            (affinity::current_thread().unwrap_or_default(), affinity::current_cpu(), rtthread::timer_slack())
         }
     }
 

@@ -469,6 +469,7 @@ impl Probe for TokioProbe {
             fin.warnings.push(Warning::TaskStranded { runtime: "tokio".into(), quiet_ns });
         }
         fin.slots.push(ThreadOutcome {
+            cpu_ns: None,
             series: None,
             watch: None,
             plan: ThreadPlan::runtime_slot(plan.interval_ns),

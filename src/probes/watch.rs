@@ -1283,6 +1283,7 @@ impl Reader {
         let summary = exact(recs.wakeup[i].finish());
         ThreadOutcome {
             series: None,
+            cpu_ns: None,
             plan: ThreadPlan {
                 name: Some(f.comm.clone()),
                 interval_ns: f.period_ns.unwrap_or(0),

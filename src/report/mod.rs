@@ -425,6 +425,9 @@ fn provenance(r: &RunResult) -> Vec<(String, String)> {
         ("ended by".into(), format!("{:?}", r.end_reason).to_lowercase()),
         ("simulated".into(), if r.simulated { "yes — not measured on this machine".into() } else { "no".into() }),
     ];
+    if let Some(c) = &r.cost {
+        v.push(("what it cost rtlab".into(), c.describe()));
+    }
     if let Some(s) = &r.source {
         v.push(("imported from".into(), format!("{} ({}, figures in {})", s.file, s.format, s.unit)));
         if let Some(c) = &s.command_line {

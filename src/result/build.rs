@@ -115,6 +115,8 @@ pub struct ProbeRun {
     pub watch: Option<super::watch::WatchRun>,
     /// An rt-app use case's hand-offs, lock waits and timers.
     pub rt_app: Option<super::rt_app::RtAppFigures>,
+    /// What the run cost rtlab (`None`: read from a file, not run).
+    pub cost: Option<super::Cost>,
 }
 
 impl ProbeRun {
@@ -145,6 +147,7 @@ impl ProbeRun {
             noise: None,
             watch: None,
             rt_app: None,
+            cost: None,
         }
     }
 }
@@ -230,6 +233,7 @@ impl RunResult {
             noise,
             watch: p.watch,
             rt_app: p.rt_app.map(|f| f.into_run(at)),
+            cost: p.cost,
         }
     }
 }
@@ -486,6 +490,7 @@ impl RunResult {
             noise: None,
             watch: None,
             rt_app: None,
+            cost: None,
         }
     }
 }

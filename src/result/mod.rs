@@ -79,6 +79,48 @@ pub struct RunResult {
     /// What an rt-app use case showed: hand-offs, lock waits, timers (absent for other runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rt_app: Option<rt_app::RtAppRun>,
+    /// What the run cost rtlab itself: memory and CPU time (absent for imported data and for
+    /// files written before rtlab said it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+/// What a run cost rtlab's own process, read when the measuring threads had ended and before
+/// any output was written (`getrusage(RUSAGE_SELF)`; child processes, such as a command load or
+/// a runtime's VM, are not included).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Cost {
+    /// The most memory rtlab had resident at once, code and data (KiB; `ru_maxrss`).
+    pub peak_rss_kib: u64,
+    /// CPU time of the whole process in user mode (s): every thread, the measuring ones, the
+    /// reporting one and any load rtlab ran in its own threads.
+    pub user_cpu_s: f64,
+    /// CPU time the kernel spent on the process's behalf (s), its sleeps and wakeups included.
+    pub system_cpu_s: f64,
+    /// CPU time of the measuring threads together, user and kernel (s): the part of the cost
+    /// that is the measurement itself; `null` when the probe's samples were taken outside
+    /// rtlab's process (a runtime's VM, a worker process, a watched program).
+    pub measuring_cpu_s: Option<f64>,
+}
+
+impl Cost {
+    /// Process CPU time, user and kernel together (s).
+    pub fn cpu_s(&self) -> f64 {
+        self.user_cpu_s + self.system_cpu_s
+    }
+
+    /// The cost in one line: `3.9 MiB peak resident, 0.070 s CPU (user 0.010 s, kernel
+    /// 0.060 s), the measuring threads 0.052 s`.
+    pub fn describe(&self) -> String {
+        let measuring = self.measuring_cpu_s.map(|m| format!(", the measuring threads {m:.3} s")).unwrap_or_default();
+        format!(
+            "{} peak resident, {:.3} s CPU (user {:.3} s, kernel {:.3} s){measuring}",
+            crate::units::kib(self.peak_rss_kib),
+            self.cpu_s(),
+            self.user_cpu_s,
+            self.system_cpu_s
+        )
+    }
 }
 
 /// A language runtime's probe: what was asked and what the runtime says of itself.

@@ -443,3 +443,27 @@ pub fn mem_available_bytes() -> Option<u64> {
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
 }
+
+/// What this process has cost so far: its peak resident set and its CPU time, every thread's
+/// (living or ended) but no child process's (`getrusage(RUSAGE_SELF)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    /// The most memory the process has had resident at once (KiB; `ru_maxrss`).
+    pub peak_rss_kib: u64,
+    /// CPU time spent in user mode (ns).
+    pub user_ns: i64,
+    /// CPU time spent in the kernel on the process's behalf (ns).
+    pub system_ns: i64,
+}
+
+/// This process's [`Usage`] so far.
+pub fn usage_self() -> io::Result<Usage> {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct getrusage fills.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage into the struct it is given.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let ns = |t: libc::timeval| t.tv_sec * 1_000_000_000 + t.tv_usec * 1_000;
+    Ok(Usage { peak_rss_kib: ru.ru_maxrss.max(0) as u64, user_ns: ns(ru.ru_utime), system_ns: ns(ru.ru_stime) })
+}

@@ -149,9 +149,24 @@ pub struct Output {
     /// Latency over time per slot (`None` for a simulated or noise run, whose samples are
     /// not in this clock's time or have a series of their own).
     pub series: Vec<Option<LatencySeries>>,
+    /// What rtlab's process had used when its measuring threads ended (`None` in checkpoints).
+    pub usage: Option<crate::rt::process::Usage>,
 }
 
 impl Output {
+    /// The run's cost: the process's `usage` and its measuring threads' CPU time, known when
+    /// every slot's thread was rtlab's and read its own.
+    fn cost(&self, u: crate::rt::process::Usage) -> crate::result::Cost {
+        let own: Vec<i64> = self.threads.iter().filter_map(|t| t.cpu_ns).collect();
+        crate::result::Cost {
+            peak_rss_kib: u.peak_rss_kib,
+            user_cpu_s: u.user_ns as f64 / 1e9,
+            system_cpu_s: u.system_ns as f64 / 1e9,
+            measuring_cpu_s: (!own.is_empty() && own.len() == self.threads.len())
+                .then(|| own.iter().sum::<i64>() as f64 / 1e9),
+        }
+    }
+
     /// The builder's input: `base` (command line, environment, configuration, threshold)
     /// completed with what this run measured.
     pub fn record(&self, base: ProbeRun) -> ProbeRun {
@@ -214,6 +229,7 @@ impl Output {
             }),
             watch: self.watch.clone(),
             rt_app: self.rt_app.clone(),
+            cost: self.usage.map(|u| self.cost(u)),
             ..base
         }
     }
@@ -276,6 +292,7 @@ pub fn base_record(plan: &Plan, provenance: Provenance) -> ProbeRun {
         max_misses: plan.max_misses,
         watch: None,
         rt_app: None,
+        cost: None,
     }
 }
 
@@ -536,6 +553,7 @@ impl<'p> Running<'p> {
             causes: self.explainer.as_ref().map(|x| x.causes()).unwrap_or_default(),
             watch: None,
             rt_app: None,
+            usage: None,
             series: self.series.iter().map(|r| r.as_ref().map(|r| r.series().clone())).collect(),
         };
         observer.checkpoint(&partial);
@@ -639,6 +657,7 @@ impl<'p> Running<'p> {
             watch,
             rt_app,
             series,
+            usage: crate::rt::process::usage_self().ok(),
         }
     }
 }
@@ -843,6 +862,7 @@ fn checkpoint_slots(
             }
             ThreadOutcome {
                 series: None,
+                cpu_ns: None,
                 work: works.get(tp.index).and_then(|w| w.as_ref()).and_then(|w| w.checkpoint()),
                 sched: (os || watch).then_some(s.sched),
                 cpus_allowed: os.then(|| tp.cpu.map(|c| CpuSet::from_cpus([c])).unwrap_or_default()),

@@ -849,6 +849,7 @@ impl ThreadCtx {
     ) -> ThreadOutcome {
         let origin = self.shared.origin.load(Relaxed);
         ThreadOutcome {
+            cpu_ns: Some(crate::rt::clock::now(crate::rt::clock::ClockId::THREAD_CPUTIME)),
             series: None,
             plan: self.plan.clone(),
             sched: sched::current_thread().ok(),
