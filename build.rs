@@ -1,5 +1,6 @@
 //! Build script: records the tokio version from Cargo.lock (for `rtlab run --runtime tokio`
-//! results), and links a release binary in the order a plain run executes its code.
+//! results), and links a release binary for a small resident footprint: its code in the order a
+//! plain run executes it, its relocations packed.
 
 fn main() {
     println!("cargo:rerun-if-changed=Cargo.lock");
@@ -11,16 +12,25 @@ fn main() {
         .map(|v| v.trim_end_matches('"').to_string())
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=RTLAB_TOKIO_VERSION={version}");
-    link_order();
+    release_link();
+}
+
+/// This machine's C library is glibc `major.minor` or later (`getconf GNU_LIBC_VERSION`).
+fn glibc_at_least(major: u32, minor: u32) -> bool {
+    let out = std::process::Command::new("getconf").arg("GNU_LIBC_VERSION").output();
+    let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    let version = text.trim().strip_prefix("glibc ").unwrap_or("");
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (major, minor)
 }
 
 /// The release binary's functions that a plain run executes are linked side by side, in the
 /// order recorded in link/plain-run.order (scripts/order-file.sh): the kernel maps code 64 KiB
 /// around each fault, so scattered, they keep most of the binary resident (BENCHMARKS.md,
-/// section 16). Only where rustc links with lld, which reads the order (its default on x86_64
-/// Linux); `RTLAB_LINK_ORDER=off` links without it. Symbols missing from the file are linked
-/// where they fall.
-fn link_order() {
+/// section 16); and its relative relocations are packed. Only where rustc links with lld (its
+/// default on x86_64 Linux); `RTLAB_LINK_ORDER=off` links without either. Symbols missing from
+/// the file are linked where they fall.
+fn release_link() {
     const ORDER: &str = "link/plain-run.order";
     println!("cargo:rerun-if-changed={ORDER}");
     println!("cargo:rerun-if-env-changed=RTLAB_LINK_ORDER");
@@ -31,6 +41,11 @@ fn link_order() {
     let wanted = env("PROFILE") == "release" && env("TARGET") == "x86_64-unknown-linux-gnu";
     if !wanted || other_linker || env("RTLAB_LINK_ORDER") == "off" {
         return;
+    }
+    // Relative relocations packed (DT_RELR, glibc 2.36 and later): the loader reads 10 KiB at
+    // start instead of 380 KiB of Elf64_Rela, every page of which stayed resident.
+    if glibc_at_least(2, 36) {
+        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
     let path = std::path::Path::new(&env("CARGO_MANIFEST_DIR")).join(ORDER);
     // The linker driver splits -Wl's argument at commas.
