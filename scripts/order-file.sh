@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Records the link order of rtlab's code: the functions a plain run and a cyclictest stand-in run
-# execute, in the order they first run, so that the release link (build.rs, lld's
-# --symbol-ordering-file) puts them side by side. The kernel maps a file's code 64 KiB at a time
+# execute (the set is what matters; callgrind lists them in no fixed order), so that the release
+# link (build.rs, lld's --symbol-ordering-file) puts them side by side. The kernel maps a file's code 64 KiB at a time
 # around each fault, so code a run executes, scattered through the binary, keeps far more of it
 # resident than it uses (BENCHMARKS.md, section 16).
 #
@@ -34,9 +34,10 @@ trap 'rm -rf "$tmp"' EXIT
 run() { valgrind --tool=callgrind --demangle=no --callgrind-out-file="$tmp/cg.$1" "$bin" "${@:2}" >/dev/null 2>&1; }
 run 1 run -t1 -a1 --policy fifo -p80 -i200 -l500 -m --latency 0 -q --json "$tmp/r.json"
 run 2 cyclictest -t1 -a1 -p80 -i200 -l500 -m --latency=0 -q -N --json="$tmp/c.json"
-# Functions in the order callgrind first names them, kept when they are the binary's own.
+# Functions in the order callgrind first names them (which varies from run to run), kept when
+# they are the binary's own.
 awk 'match($0, /^c?fn=\([0-9]+\) /) { n = substr($0, RLENGTH + 1); if (!(n in seen)) { seen[n] = 1; print n } }' \
     "$tmp/cg.1" "$tmp/cg.2" > "$tmp/all"
 symbols "$bin" > "$tmp/own"
 awk 'NR == FNR { own[$0] = 1; next } ($0 in own)' "$tmp/own" "$tmp/all" > "$order"
-echo "wrote $order: $(wc -l < "$order") functions"
+echo "wrote $order: $(wc -l < "$order") functions; the next cargo build --release links in this order"
