@@ -95,14 +95,29 @@ emulated() {
     timeout --kill-after=10 "$HANG_LIMIT" \
         cargo test --locked --target "$target" --no-fail-fast "$1" -- "${args[@]}"
 }
+# What a hung binary leaves behind: emulated processes in their own process groups, which
+# timeout's signals do not reach, still running (and holding root's signals and timers).
+stragglers() {
+    local left
+    left=$(pgrep -f "target/$target/" || true)
+    if [ -n "$left" ]; then
+        echo "rtlab: killing what the hung $1 left running under qemu-user: $(echo $left)" >&2
+        kill -KILL $left 2>/dev/null || true
+    fi
+    # Signals queued for root (all its processes): a leak here ends in every timer_create and
+    # real-time signal failing with EAGAIN, as it once did in this stage.
+    echo "rtlab: after $1, $(grep SigQ /proc/self/status)" >&2
+}
 status=0
 for t in "${targets[@]}"; do
     rc=0
     emulated "$t" || rc=$?
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
         echo "rtlab: $t did not finish in ${HANG_LIMIT} s under qemu-user (its fork deadlock): once more" >&2
+        stragglers "$t"
         rc=0
         emulated "$t" || rc=$?
+        if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then stragglers "$t"; fi
     fi
     [ "$rc" -eq 0 ] || { echo "rtlab: $t failed under qemu-user (exit $rc)" >&2; status=1; }
 done

@@ -54,10 +54,16 @@ pub fn unblock_in_current_thread(signals: &[i32]) -> io::Result<()> {
 }
 
 /// The signal that wakes a measuring thread out of its sleep when the run stops (installed
-/// without `SA_RESTART`, so the sleep returns `EINTR`): a real-time signal, SIGRTMIN+4, so that
-/// SIGUSR2 stays cyclictest's (its status snapshot) and no user signal is taken.
+/// without `SA_RESTART`, so the sleep returns `EINTR`): SIGSTKFLT, which Linux never sends, so
+/// that SIGUSR1/SIGUSR2 stay the users' (cyclictest's status snapshot) and no signal another
+/// program sends is taken. A standard signal, not a real-time one: the kernel keeps one of it
+/// pending per thread however often it is sent, where each real-time signal sent is queued and
+/// counted against the user's RLIMIT_SIGPENDING. A stopping run resends every 5 ms to a thread
+/// that has not left its loop; with a queued signal a thread that could not take it (stuck in
+/// the kernel, or in an emulator's lock under qemu-user) made every process of the user (root)
+/// unable to queue a signal or create a POSIX timer within minutes.
 pub fn wake_signal() -> i32 {
-    libc::SIGRTMIN() + 4
+    libc::SIGSTKFLT
 }
 
 thread_local! {
@@ -229,4 +235,44 @@ pub fn on_stop_signal(
 /// Removes a handler installed by [`on_stop_signal`].
 pub fn remove_handler(id: signal_hook::SigId) {
     signal_hook::low_level::unregister(id);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Takes every instance of `signal` pending for the calling thread (which blocks it) and
+    /// counts them, without waiting.
+    fn drain(signal: i32) -> usize {
+        let set = sigset(&[signal]);
+        let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut n = 0;
+        // SAFETY: `set` is initialised; no siginfo is asked for; `zero` is valid for the call.
+        while unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) } == signal {
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn wakes_sent_to_a_thread_that_cannot_take_them_yet_are_pending_once_not_once_each() {
+        install_wake_handler().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            block_in_current_thread(&[wake_signal()]).unwrap();
+            tx.send(super::super::thread::tid()).unwrap();
+            wait.recv().unwrap();
+            drain(wake_signal())
+        });
+        let tid = rx.recv().unwrap();
+        // A stopping run resends every 5 ms to a thread stuck where it cannot take the signal:
+        // a queued (real-time) signal would pile up in the user's RLIMIT_SIGPENDING until no
+        // process of that user could queue a signal or create a POSIX timer.
+        for _ in 0..200 {
+            wake_thread(tid).unwrap();
+        }
+        go.send(()).unwrap();
+        assert_eq!(thread.join().unwrap(), 1);
+    }
 }
