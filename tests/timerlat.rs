@@ -368,6 +368,65 @@ fn hists_layout_options_leave_out_what_each_names_as_rtlas_do() {
     assert_eq!(all.split_whitespace().collect::<Vec<_>>(), ["ALL:", "IRQ", "Usr"]);
 }
 
+/// Per CPU, the IRQ and thread columns of `rtla timerlat hist --no-header` as Linaro's
+/// `parse_rtla.py -t timerlat` reads them: lines that start with a space are skipped; in every
+/// other line the first field is a bucket or a `name:`, and the values after it are IRQ, Thr
+/// pairs, CPU by CPU, each taken as an integer (a field that is not one ends the parser).
+fn linaro_timerlat(text: &str) -> Vec<[HashMap<String, i64>; 2]> {
+    let mut cpus: Vec<[HashMap<String, i64>; 2]> = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with(' ')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        for (i, v) in f.iter().skip(1).enumerate() {
+            let v: i64 = v.parse().unwrap_or_else(|_| panic!("{v:?} in {line:?} is not an integer:\n{text}"));
+            if cpus.len() <= i / 2 {
+                cpus.push(Default::default());
+            }
+            let key = f[0].strip_suffix(':').unwrap_or(f[0]).to_string();
+            cpus[i / 2][i % 2].insert(key, v);
+        }
+    }
+    cpus
+}
+
+#[test]
+fn rtla_6_1s_layout_asked_in_the_environment_is_read_by_linaros_parser_with_the_runs_figures() {
+    assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    // Linaro's rtla-timerlat.sh line without the options that need the kernel's tracer.
+    let args = ["hist", "--dma-latency=0", "-d", "2", "--no-header", "--trace", "--json", json.to_str().unwrap()];
+    let out = rtlab()
+        .env("RTLAB_RTLA_LAYOUT", "6.1")
+        .current_dir(dir.path())
+        .arg("timerlat")
+        .args(args)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("ALL") && !text.contains("Usr"), "{text}");
+    let parsed = linaro_timerlat(&text);
+    let r = read_json(&json);
+    let mut threads = r["threads"].as_array().unwrap().clone();
+    threads.sort_by_key(|t| t["cpu"].as_u64());
+    assert_eq!(parsed.len(), threads.len(), "one IRQ, Thr pair per CPU:\n{text}");
+    for (cpu, t) in parsed.iter().zip(&threads) {
+        for (col, stage) in cpu.iter().zip(["irq", "thread"]) {
+            let s = &t["watch"][stage];
+            assert_eq!(col["count"], s["cycles"].as_i64().unwrap(), "{stage}: {text}");
+            assert_eq!(col["min"], s["min_ns"].as_i64().unwrap() / 1000, "{stage}: {text}");
+            assert_eq!(col["max"], s["max_ns"].as_i64().unwrap() / 1000, "{stage}: {text}");
+            assert_eq!(col["avg"], s["mean_us_truncated"].as_f64().unwrap().floor() as i64, "{stage}: {text}");
+        }
+    }
+    // A layout rtlab does not print: one line naming it and the ones it does, before measuring.
+    let bad = rtlab().env("RTLAB_RTLA_LAYOUT", "6.9").args(["timerlat", "hist", "-d", "1"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!((bad.status.code(), stderr.lines().count()), (Some(2), 1), "{stderr}");
+    assert!(stderr.contains("RTLAB_RTLA_LAYOUT=6.9") && stderr.contains("6.1"), "{stderr}");
+}
+
 #[test]
 fn a_slow_continue_action_does_not_stretch_the_run() {
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");

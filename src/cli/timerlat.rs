@@ -183,7 +183,26 @@ impl HistArgs {
             index: !self.no_index,
             zeros: self.with_zeros,
             nano,
+            user: true,
+            all: true,
         }
+    }
+}
+
+/// `RTLAB_RTLA_LAYOUT`: `6.1` prints `timerlat hist` as rtla 6.1 (Debian 12's) did, IRQ and Thr
+/// columns and no ALL block, for parsers written against it (Linaro's `parse_rtla.py` fails on
+/// the newest rtla's `ALL:` line and reads its Usr columns as the next CPU's); unset or `latest`,
+/// the newest rtla's layout.
+fn rtla_6_1_layout() -> Result<bool, UsageError> {
+    match std::env::var_os("RTLAB_RTLA_LAYOUT") {
+        None => Ok(false),
+        Some(v) if v == "latest" => Ok(false),
+        Some(v) if v == "6.1" => Ok(true),
+        Some(v) => Err(usage(format!(
+            "RTLAB_RTLA_LAYOUT={}: not a layout rtlab prints; use 6.1 (IRQ and Thr columns, no ALL block) or \
+             latest (unset)",
+            v.to_string_lossy()
+        ))),
     }
 }
 
@@ -291,12 +310,16 @@ impl TimerlatOptions {
             // rtla's user-space workers: one process per CPU, found by tools as rtla's are.
             os.workers = Some("timerlatu".into());
         }
+        let mut hist = a.hist.layout(!a.no_irq, !a.no_thread, a.nano);
+        if rtla_6_1_layout()? {
+            (hist.user, hist.all) = (false, false);
+        }
         Ok(TimerlatOptions {
             plan: run.plan,
             json: run.json,
             mode: a.mode,
             quiet: a.quiet,
-            hist: a.hist.layout(!a.no_irq, !a.no_thread, a.nano),
+            hist,
             aa: !a.no_aa,
             aa_only: a.aa_only.is_some(),
             on_threshold,

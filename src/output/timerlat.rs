@@ -36,6 +36,10 @@ pub struct HistLayout {
     pub zeros: bool,
     /// `-n/--nano`: values and bucket sizes in ns instead of µs.
     pub nano: bool,
+    /// The `Usr-NNN` columns (rtla's user-space threads, its default since 6.6).
+    pub user: bool,
+    /// The `ALL:` block after the summary rows (rtla's newest layout).
+    pub all: bool,
 }
 
 impl HistLayout {
@@ -472,7 +476,9 @@ pub fn hist(r: &RunResult, layout: &HistLayout) -> String {
         if layout.thread {
             cols.push((format!("   Thr-{:03}", c.cpu), c.thread));
         }
-        cols.push((format!("   Usr-{:03}", c.cpu), Some(c.user)));
+        if layout.user {
+            cols.push((format!("   Usr-{:03}", c.cpu), Some(c.user)));
+        }
     }
     let label = |l: &str| if layout.index { l.to_string() } else { String::new() };
     let mut out = String::new();
@@ -499,7 +505,9 @@ pub fn hist(r: &RunResult, layout: &HistLayout) -> String {
         for (k, name) in ["count:", "min:  ", "avg:  ", "max:  "].iter().enumerate() {
             out += &format!("{}{}\n", label(name), per_col.iter().map(|f| f[k].as_str()).collect::<String>());
         }
-        out += &all(&cpus, layout);
+        if layout.all {
+            out += &all(&cpus, layout);
+        }
     }
     out
 }
@@ -511,7 +519,7 @@ fn all(cpus: &[Cpu<'_>], layout: &HistLayout) -> String {
     let stages: Vec<Vec<&Stats>> = [
         (layout.irq, cpus.iter().filter_map(|c| c.irq).collect::<Vec<_>>()),
         (layout.thread, cpus.iter().filter_map(|c| c.thread).collect()),
-        (true, cpus.iter().map(|c| c.user).collect()),
+        (layout.user, cpus.iter().map(|c| c.user).collect()),
     ]
     .into_iter()
     .filter_map(|(shown, v)| shown.then_some(v))
@@ -523,7 +531,10 @@ fn all(cpus: &[Cpu<'_>], layout: &HistLayout) -> String {
     if layout.thread {
         out += "       Thr";
     }
-    out += "       Usr\n";
+    if layout.user {
+        out += "       Usr";
+    }
+    out += "\n";
     let merged: Vec<[String; 4]> = stages
         .iter()
         .map(|v| {
@@ -701,6 +712,8 @@ mod tests {
             index: true,
             zeros: false,
             nano: false,
+            user: true,
+            all: true,
         };
         let printed = hist(&r, &layout);
         let cols = [
@@ -708,6 +721,20 @@ mod tests {
             rtla_column(&thr, bucket, entries),
             rtla_column(&usr, bucket, entries),
         ];
+        let mut want = table(&cols, bucket, entries);
+        want += "ALL:        IRQ       Thr       Usr\n";
+        for (k, label) in ["count:", "min:  ", "avg:  ", "max:  "].iter().enumerate() {
+            want += &format!("{label}{}\n", cols.iter().map(|c| c.2[k].as_str()).collect::<String>());
+        }
+        assert_eq!(printed, want);
+        // rtla 6.1's layout (kernel threads; what Linaro's parse_rtla.py reads): IRQ and Thr
+        // pairs, the same figures, no Usr column and no ALL block.
+        let old = HistLayout { user: false, all: false, ..layout };
+        assert_eq!(hist(&r, &old), table(&cols[..2], bucket, entries));
+    }
+
+    /// The buckets rtla prints for `cols` (rows of zeros left out), `over:` and the summary rows.
+    fn table(cols: &[(Vec<u64>, u64, [String; 4])], bucket: u64, entries: usize) -> String {
         let mut want = String::new();
         for b in 0..entries {
             if cols.iter().all(|c| c.0[b] == 0) {
@@ -721,11 +748,7 @@ mod tests {
         for (k, label) in ["count:", "min:  ", "avg:  ", "max:  "].iter().enumerate() {
             want += &format!("{label}{}\n", cols.iter().map(|c| c.2[k].as_str()).collect::<String>());
         }
-        want += "ALL:        IRQ       Thr       Usr\n";
-        for (k, label) in ["count:", "min:  ", "avg:  ", "max:  "].iter().enumerate() {
-            want += &format!("{label}{}\n", cols.iter().map(|c| c.2[k].as_str()).collect::<String>());
-        }
-        assert_eq!(printed, want);
+        want
     }
 
     fn cells(count: u64, cur: i64, min: i64, avg_us: f64, max: i64) -> Cells {
