@@ -169,6 +169,10 @@ impl LatencySeries {
 /// The text of the sum of `texts` (interval histograms, `""` for none) and `more`; `""` when
 /// all are empty.
 fn merged(texts: &[&String], more: Option<&Hdr>) -> String {
+    // The usual reading opens its interval: its histogram is the text, without a copy.
+    if let (true, Some(h)) = (texts.iter().all(|t| t.is_empty()), more) {
+        return if h.is_empty() { String::new() } else { hdr::encode(h) };
+    }
     let mut sum = hdr::empty();
     for h in texts.iter().filter(|t| !t.is_empty()).filter_map(|t| hdr::decode(t).ok()) {
         hdr::add_into(&mut sum, &h);
