@@ -247,7 +247,7 @@ fn bad_requests_are_refused_before_anything_is_measured() {
 }
 
 #[test]
-fn a_fifo_task_taking_the_cpu_200us_every_10ms_shows_as_100_thread_noises_a_second_of_200us() {
+fn a_fifo_task_taking_the_cpu_200us_every_10ms_shows_as_20ms_a_second_of_its_thread_noise() {
     if !traced() {
         return;
     }
@@ -262,10 +262,13 @@ fn a_fifo_task_taking_the_cpu_200us_every_10ms_shows_as_100_thread_noises_a_seco
         .find(|x| x["source"] == "thread" && x["name"].as_str().unwrap().starts_with("rtlab-load"))
         .unwrap_or_else(|| panic!("the FIFO task is named: {top:#?}"));
     let per_s = load_thread["count"].as_f64().unwrap() / runtime_s;
-    let each_us = load_thread["ns"].as_f64().unwrap() / load_thread["count"].as_f64().unwrap() / 1e3;
-    eprintln!("ground truth: {per_s:.1} noises/s of {each_us:.1} µs (100/s of 200 µs expected)");
-    assert!((85.0..=115.0).contains(&per_s), "about 100 a second: {per_s}");
-    assert!((150.0..=260.0).contains(&each_us), "about 200 µs each: {each_us}");
+    let ms_per_s = load_thread["ns"].as_f64().unwrap() / runtime_s / 1e6;
+    eprintln!("ground truth: {per_s:.1} noises/s, {ms_per_s:.1} ms/s (100/s of 200 µs: 20 ms/s expected)");
+    // The time is the load's whatever the machine does: it runs 200 µs every 10 ms at FIFO 90.
+    // How many noises it makes is not: on a busy machine the busy thread (SCHED_OTHER) shares
+    // the CPU, and one gap may hold several bursts or a burst span two gaps.
+    assert!((15.0..=25.0).contains(&ms_per_s), "about 20 ms a second: {ms_per_s}");
+    assert!(per_s > 0.0);
     // It outranks every interrupt; only another thread can take more (on a busy machine, a fair
     // task sharing the CPU with the SCHED_OTHER busy thread does).
     let rank = top.iter().position(|x| x["name"] == load_thread["name"]).unwrap();
