@@ -250,6 +250,21 @@ fn compare_prints_exact_differences_and_ratios_and_fails_on_a_regression() {
     assert_eq!(row("min"), vec!["min", "1.0", "2.0", "+1.0", "2.000"]);
     assert_eq!(row("samples"), vec!["samples", "4", "4", "+0", "1.000"]);
     assert_eq!(row("p50"), vec!["p50", "3.0", "5.0", "+2.0", "1.667"]);
+    // Each run's intervals: four samples are order statistics, Binomial(4, 1/2) for the median
+    // (its lower end the smallest sample's bucket, no upper end at 95 %).
+    let intervals = row("a.json");
+    assert_eq!(
+        intervals,
+        vec![
+            "a.json",
+            "order statistics of 4 samples taken as independent: narrower than the truth",
+            "3.0 [2.0, unbounded]",
+            "4.0 [4.0, unbounded]",
+            "4.0 [4.0, unbounded]",
+            "4.0 [4.0, unbounded]"
+        ]
+    );
+    assert!(text.contains("How far a rerun may land (95 % intervals, all threads, µs)"), "{text}");
     let fail =
         rtlab().arg("compare").args([&a, &b]).args(["--fail-if-worse", "50", "--percentile", "max"]).output().unwrap();
     assert_eq!(fail.status.code(), Some(3));

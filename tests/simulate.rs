@@ -258,3 +258,40 @@ fn tracemark_writes_a_marker_and_stops_tracing_at_the_breaktrace_hit_or_says_why
         assert!(r["warnings"].as_array().unwrap().iter().any(|w| w["kind"] == "tracemark_unavailable"));
     }
 }
+
+#[test]
+fn a_run_whose_seconds_are_alike_has_intervals_that_are_its_figures_and_a_short_one_says_order_statistics() {
+    // Every tenth sample 8.5 µs, the others 3.5 µs: any second holds the same mixture, so every
+    // resample of its seconds has the run's median (the 1 µs bucket's upper edge, 4 µs), p99 and
+    // maximum (8.5 µs: the bucket's edge, 9 µs, capped at the largest sample).
+    let line = |i: usize| format!("0 {}\n", if i % 10 == 9 { 8_500 } else { 3_500 });
+    let long: String = (0..14_000).map(line).collect();
+    let (r, out) = sim_run(&long, &["-t", "1"]);
+    let t = &r["threads"][0];
+    let u = &t["uncertainty"];
+    assert_eq!(u["method"], "block-bootstrap", "{u}");
+    assert!(u["blocks"].as_u64().unwrap() >= 10 && u["block_ns"] == 1_000_000_000i64, "{u}");
+    assert_eq!((u["confidence"].as_f64(), u["resamples"].as_u64()), (Some(0.95), Some(1000)));
+    let bound = |lo: i64, hi: i64| json!({"low_ns": lo, "high_ns": hi});
+    assert_eq!((t["percentiles_ns"]["50"].as_i64(), t["percentiles_ns"]["99"].as_i64()), (Some(4_000), Some(8_500)));
+    assert_eq!(u["percentiles_ns"]["50"], bound(4_000, 4_000));
+    assert_eq!(u["percentiles_ns"]["99"], bound(8_500, 8_500));
+    assert_eq!(u["max_ns"], bound(8_500, 8_500));
+    assert_eq!(r["all"]["uncertainty"], *u, "one thread: all is the thread");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("95 % intervals, µs (block bootstrap over "), "{text}");
+    assert!(text.contains("p99 8.5 [8.5, 8.5]"), "{text}");
+    // Three seconds are too few blocks: order statistics of the 3 000 samples as independent.
+    let short: String = (0..3_000).map(line).collect();
+    let (r, out) = sim_run(&short, &["-t", "1"]);
+    let u = &r["threads"][0]["uncertainty"];
+    assert_eq!(u["method"], "order-statistics", "{u}");
+    assert!(u.get("blocks").is_none() && u.get("resamples").is_none(), "{u}");
+    assert_eq!(u["percentiles_ns"]["50"], bound(4_000, 4_000));
+    // 300 samples of 8.5 µs: the 99th percentile's rank (2 970) and the ranks around it are all
+    // in the top bucket.
+    assert_eq!(u["percentiles_ns"]["99"], bound(8_500, 8_500));
+    // Nothing above the largest sample is bounded by the data.
+    assert_eq!(u["max_ns"], json!({"low_ns": 8_500, "high_ns": null}));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("order statistics of 3000 samples taken as independent"));
+}

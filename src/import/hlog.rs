@@ -295,6 +295,7 @@ impl Tagged {
             percentiles_above_ns,
             over_threshold: 0,
             histogram: Some(histogram),
+            uncertainty: None,
         };
         ThreadResult { name: Some(self.name), series: Some(self.series), ..ThreadResult::of_figures(index, cpu, stats) }
     }

@@ -133,6 +133,7 @@ pub fn stats_of(f: &ThreadFigures, unit: Unit) -> Stats {
         percentiles_above_ns,
         over_threshold: 0,
         histogram,
+        uncertainty: None,
     }
 }
 

@@ -323,6 +323,7 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
             percentiles_above_ns: above,
             over_threshold: 0,
             histogram: Some(h),
+            uncertainty: None,
         };
         let threads = hosts.entry(host).or_default();
         threads.push(ThreadResult::of_figures(threads.len(), cpu.parse().ok(), stats));

@@ -10,4 +10,5 @@ pub mod ring;
 pub mod series;
 pub mod simulate;
 pub mod stats;
+pub mod uncertainty;
 pub mod work;

@@ -162,6 +162,7 @@ pub fn summary_within(r: &RunResult, u: Unit, width: Option<usize>) -> String {
         let when = r.all.stats.max_at_time.as_ref().map(|w| format!(" ({w})")).unwrap_or_default();
         out += &format!("max {} {l} on thread {t}{at}{when}\n", u.fmt(max));
     }
+    out += &uncertainty(r, u);
     out += &drifts(r);
     out += &control_excess(r, u);
     if r.verdict.threshold_ns.is_some() || r.verdict.max_response_ns.is_some() || r.verdict.max_misses.is_some() {
@@ -169,6 +170,12 @@ pub fn summary_within(r: &RunResult, u: Unit, width: Option<usize>) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The 95 % intervals of the run's median, p99, p99.9 and maximum (all threads together) on a
+/// line; nothing when the result has none (imports).
+fn uncertainty(r: &RunResult, u: Unit) -> String {
+    crate::result::uncertainty::describe(&r.all.stats, u).map_or_else(String::new, |d| d + "\n")
 }
 
 /// An rt-app use case's hand-off and lock-wait table (nothing for other runs).

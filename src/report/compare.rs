@@ -192,6 +192,9 @@ pub struct Comparison {
     pub sections: Vec<Section>,
     /// What differs between the runs' environments and configurations.
     pub differences: Vec<Difference>,
+    /// Per run that has them, its all-threads intervals: the run's name, how they were found,
+    /// then the cells of `result::uncertainty::SHOWN` (µs).
+    pub intervals: Vec<Vec<String>>,
 }
 
 /// Every run of the inputs with its name (a sweep gives one run per point).
@@ -424,7 +427,16 @@ pub fn compare(runs: &[(String, &RunResult)]) -> Comparison {
             (!jitter && values.iter().any(|v| *v != values[0])).then_some(Difference { field: f, values })
         })
         .collect();
-    Comparison { names, sections, differences }
+    let intervals = runs
+        .iter()
+        .filter_map(|(n, r)| {
+            let x = r.all.stats.uncertainty.as_ref()?;
+            let mut row = vec![n.clone(), crate::result::uncertainty::method_text(x, r.all.stats.cycles)];
+            row.extend(crate::result::uncertainty::cells(&r.all.stats, crate::units::Unit::Micros));
+            Some(row)
+        })
+        .collect();
+    Comparison { names, sections, differences, intervals }
 }
 
 /// A run that is worse than the baseline by more than the allowed percentage.

@@ -742,6 +742,9 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     } else {
         out.push(Block::Heading(3, "Per-thread summary".into()));
         out.push(summary_table(r));
+        if let Some(d) = crate::result::uncertainty::describe(&r.all.stats, crate::units::Unit::Micros) {
+            out.push(Block::Text(format!("How far a rerun may land: {d}.")));
+        }
     }
     out.extend(load_blocks(r));
     if let Some((header, rows)) = work_grid(r, crate::units::Unit::Micros) {
@@ -1019,6 +1022,13 @@ pub fn comparison_blocks(c: &Comparison, max_threads: usize) -> Vec<Block> {
             "{} more per-thread tables are left out; rtlab compare --all-threads prints them all.",
             threads - max_threads
         )));
+    }
+    if !c.intervals.is_empty() {
+        out.push(Block::Heading(3, "How far a rerun may land (95 % intervals, all threads, µs)".into()));
+        let mut header = vec!["run".to_string(), "found by".to_string()];
+        header.extend(crate::result::uncertainty::SHOWN.iter().map(|s| s.to_string()));
+        let numeric = header.iter().enumerate().map(|(i, _)| i > 1).collect();
+        out.push(Block::Table { header, rows: c.intervals.clone(), numeric });
     }
     out.push(Block::Heading(3, "What differs".into()));
     if c.differences.is_empty() {

@@ -165,23 +165,19 @@ impl RunResult {
         let mut all = Summary::empty(layout);
         measured.iter().for_each(|t| all.merge(&t.summary, t.thread));
         let known = |st: Stats| known_stats(st, p.missed_known, p.start.is_some());
-        let threads: Vec<ThreadResult> = p.probes.iter().map(|t| thread_result(t, at, &known)).collect();
+        let mut threads: Vec<ThreadResult> = p.probes.iter().map(|t| thread_result(t, at, &known)).collect();
+        let mut all_stats = known(stats_of(&all, at));
+        super::uncertainty::attach(&mut threads, &mut all_stats, control, p.end_reason);
         let lost_events = p.watch.as_ref().map_or(0, |w| w.lost_events);
         let mut warnings = p.warnings;
         let of_working_tasks = measured.iter().filter(|t| t.work.is_some()).map(|t| t.summary.missed).sum();
         let runtime = p.runtime.as_ref().map(|r| format!("{} ({})", r.kind, r.method));
         warnings.extend(standard_warnings(&all, (p.missed_known, of_working_tasks), p.kind, lost_events, runtime));
-        let config = p.config.map(|mut c| {
-            c.degraded = warnings.iter().any(Warning::is_downgrade);
-            c
-        });
-        let noise = p.noise.map(|mut n| {
-            n.degraded = warnings.iter().any(Warning::is_downgrade);
-            n
-        });
+        let degraded = warnings.iter().any(Warning::is_downgrade);
+        let config = p.config.map(|c| super::Config { degraded, ..c });
+        let noise = p.noise.map(|n| super::NoiseConfig { degraded, ..n });
         let cpus = CpuSet::from_cpus(measured.iter().filter_map(|t| t.cpu));
         let inputs: Vec<VerdictInput> = measured.iter().map(|t| (t.thread, t.cpu, &t.summary, t.break_hit)).collect();
-        let all_stats = known(stats_of(&all, at));
         let subject: Vec<&ThreadResult> = threads.iter().filter(|t| Some(t.thread) != control).collect();
         let end = p.end.or_else(|| p.start.zip(p.duration_s).map(|(s, d)| s + Duration::from_secs_f64(d.max(0.0))));
         let duration_s = match (p.start, p.end) {
@@ -349,6 +345,7 @@ pub fn stats_of(s: &Summary, start: SystemTime) -> Stats {
             buckets: s.counts.nonzero().map(|(lo_ns, hi_ns, count)| Bucket { lo_ns, hi_ns, count }).collect(),
             unbinned: None,
         }),
+        uncertainty: None,
     }
 }
 
@@ -572,6 +569,7 @@ fn all_of(threads: &[ThreadResult]) -> AllResult {
             percentiles_above_ns,
             over_threshold: 0,
             histogram,
+            uncertainty: None,
         },
         work: None,
     }

@@ -5,6 +5,7 @@
 pub mod build;
 pub mod noise;
 pub mod rt_app;
+pub mod uncertainty;
 pub mod verdict;
 pub mod warning;
 pub mod watch;
@@ -404,6 +405,12 @@ pub struct Stats {
     pub over_threshold: u64,
     /// The histogram (`null` when the source had none).
     pub histogram: Option<HistogramRecord>,
+    /// How far another run of the same configuration may land: a 95 % interval for each
+    /// percentile and the maximum, from the run's own per-second histograms (block bootstrap)
+    /// or, for a run of a few seconds, from order statistics (the guide's "Uncertainty").
+    /// Absent where the source holds neither (imports, stages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<crate::measure::uncertainty::Uncertainty>,
 }
 
 /// A task that works after each wakeup: its response time (completion − release), run time
