@@ -32,7 +32,18 @@ pub fn nearest_rank_edge(buckets: impl IntoIterator<Item = (u64, u64)>, total: u
     if total == 0 {
         return None;
     }
-    let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+    edge_at_rank(buckets, nearest_rank(total, q))
+}
+
+/// The nearest rank (1-based) of the `q`-quantile of `total` samples: ⌈q·total⌉, at least 1
+/// and at most `total` (`total` > 0).
+pub fn nearest_rank(total: u64, q: f64) -> u64 {
+    ((q * total as f64).ceil() as u64).clamp(1, total)
+}
+
+/// The upper edge of the bucket holding the `rank`-th smallest sample (1-based), from
+/// `(upper edge, count)` pairs in ascending order; `None` beyond the buckets.
+pub fn edge_at_rank(buckets: impl IntoIterator<Item = (u64, u64)>, rank: u64) -> Option<u64> {
     let mut seen = 0;
     buckets
         .into_iter()

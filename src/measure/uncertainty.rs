@@ -23,7 +23,7 @@
 //!
 //! Deterministic: the resamples come from a fixed seed, so one result always gives one answer.
 
-use super::histogram::PERCENTILES;
+use super::histogram::{edge_at_rank, nearest_rank, PERCENTILES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -163,9 +163,11 @@ pub fn bootstrap(blocks: &[Block], block_ns: i64) -> Option<Uncertainty> {
         for _ in 0..m {
             weights[rng.below(m)] += 1;
         }
-        let max = (0..m).filter(|&j| weights[j] > 0).map(|j| blocks[j].max_ns).max().unwrap_or(0);
+        // The blocks drawn, each with how many times: every percentile of the resample reads them.
+        let chosen: Vec<(usize, u64)> = (0..m).filter(|&j| weights[j] > 0).map(|j| (j, weights[j])).collect();
+        let max = chosen.iter().map(|&(j, _)| blocks[j].max_ns).max().unwrap_or(0);
         for (k, (_, q)) in PERCENTILES.iter().enumerate() {
-            draws[k].push(pooled.quantile(&weights, *q).map_or(max, |e| e.min(max)));
+            draws[k].push(pooled.quantile(&chosen, *q).map_or(max, |e| e.min(max)));
         }
         draws[PERCENTILES.len()].push(max);
     }
@@ -220,15 +222,15 @@ impl Pooled {
         Pooled { edges, cumulative, totals: blocks.iter().map(|b| b.total()).collect() }
     }
 
-    /// The nearest-rank `q`-quantile's bucket edge of the blocks pooled `weights` times each.
-    fn quantile(&self, weights: &[u64], q: f64) -> Option<i64> {
-        let chosen: Vec<usize> = (0..weights.len()).filter(|&j| weights[j] > 0).collect();
-        let total: u64 = chosen.iter().map(|&j| weights[j] * self.totals[j]).sum();
+    /// The nearest-rank `q`-quantile's bucket edge of the `chosen` blocks pooled, each
+    /// `(block, times drawn)`.
+    fn quantile(&self, chosen: &[(usize, u64)], q: f64) -> Option<i64> {
+        let total: u64 = chosen.iter().map(|&(j, w)| w * self.totals[j]).sum();
         if total == 0 {
             return None;
         }
-        let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
-        let at = |g: usize| chosen.iter().map(|&j| weights[j] * self.cumulative[j][g]).sum::<u64>();
+        let rank = nearest_rank(total, q);
+        let at = |g: usize| chosen.iter().map(|&(j, w)| w * self.cumulative[j][g]).sum::<u64>();
         let (mut lo, mut hi) = (0, self.edges.len() - 1);
         while lo < hi {
             let mid = (lo + hi) / 2;
@@ -249,8 +251,9 @@ pub fn order_statistics(buckets: &[(u64, u64)], total: u64, max_ns: i64) -> Unce
     if total > 0 {
         for (k, q) in PERCENTILES {
             let (low_rank, high_rank) = rank_interval(total, q);
-            let edge =
-                |rank: u64| edge_at_rank(buckets, rank).map(|e| i64::try_from(e).unwrap_or(i64::MAX).min(max_ns));
+            let edge = |rank: u64| {
+                edge_at_rank(buckets.iter().copied(), rank).map(|e| i64::try_from(e).unwrap_or(i64::MAX).min(max_ns))
+            };
             if let Some(low_ns) = edge(low_rank) {
                 percentiles_ns.insert(k.to_string(), Bound { low_ns, high_ns: high_rank.and_then(edge) });
             }
@@ -265,19 +268,6 @@ pub fn order_statistics(buckets: &[(u64, u64)], total: u64, max_ns: i64) -> Unce
         percentiles_ns,
         max_ns: (total > 0).then_some(Bound { low_ns: max_ns, high_ns: None }),
     }
-}
-
-/// The upper edge of the bucket holding the `rank`-th smallest sample (1-based); `None` beyond
-/// the buckets.
-fn edge_at_rank(buckets: &[(u64, u64)], rank: u64) -> Option<u64> {
-    let mut seen = 0;
-    buckets
-        .iter()
-        .find(|(_, c)| {
-            seen += c;
-            seen >= rank
-        })
-        .map(|(e, _)| *e)
 }
 
 /// The ranks (1-based, ascending) of the order statistics that hold the `q`-quantile of `n`
@@ -309,13 +299,13 @@ impl Binomial {
         self.n as f64 * self.p
     }
 
-    /// P(X ≤ k) for k = 0, 1, … until `stop` says enough (exact: pmf by its recurrence).
-    fn exact_cdf_until(&self, mut stop: impl FnMut(u64, f64) -> bool) -> Option<u64> {
+    /// The first k = 0, 1, … whose P(X ≤ k) `stop` accepts (exact: pmf by its recurrence).
+    fn exact_cdf_until(&self, stop: impl Fn(f64) -> bool) -> Option<u64> {
         let (n, p) = (self.n as f64, self.p);
         let mut pmf = (n * (-p).ln_1p()).exp();
         let mut cdf = pmf;
         for k in 0..=self.n {
-            if stop(k, cdf) {
+            if stop(cdf) {
                 return Some(k);
             }
             pmf *= (n - k as f64) / (k as f64 + 1.0) * p / (1.0 - p);
@@ -330,7 +320,7 @@ impl Binomial {
             return 0;
         }
         if self.mean() <= EXACT_MEAN_LIMIT {
-            return self.exact_cdf_until(|_, cdf| cdf >= level).unwrap_or(self.n);
+            return self.exact_cdf_until(|cdf| cdf >= level).unwrap_or(self.n);
         }
         let sd = (self.mean() * (1.0 - self.p)).sqrt();
         ((self.mean() + normal_quantile(level) * sd - 0.5).ceil().max(0.0) as u64).min(self.n)
@@ -342,7 +332,7 @@ impl Binomial {
             return None;
         }
         if self.mean() <= EXACT_MEAN_LIMIT {
-            let first_above = self.exact_cdf_until(|_, cdf| cdf > level)?;
+            let first_above = self.exact_cdf_until(|cdf| cdf > level)?;
             return first_above.checked_sub(1);
         }
         let sd = (self.mean() * (1.0 - self.p)).sqrt();
