@@ -78,7 +78,7 @@ pub fn refused(args: &[&str]) -> String {
 
 /// [`refused`], run in `dir`, within 10 s.
 pub fn refused_in(dir: &Path, args: &[&str]) -> String {
-    let out = rtlab().current_dir(dir).args(args).timeout(std::time::Duration::from_secs(10)).output().unwrap();
+    let out = rtlab().current_dir(dir).args(args).timeout(slow(std::time::Duration::from_secs(10))).output().unwrap();
     assert!(out.status.code().is_some(), "args {args:?}: no exit code (killed, a panic abort or the 10 s bound)");
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "args {args:?}: stderr {err}");
