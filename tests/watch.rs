@@ -856,6 +856,32 @@ fn an_epoll_loop_fed_through_a_pipe_has_its_iterations_and_each_stall_as_long_as
 }
 
 #[test]
+fn an_event_loop_that_falls_hundreds_of_iterations_behind_has_each_one_counted() {
+    need_root();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let own_path = dir.path().join("evloop.own");
+    let w = watched().to_str().unwrap().to_string();
+    // Its 50th iteration works 400 ms while a byte arrives every 1 ms: the ~400 iterations
+    // after it each find their byte waiting, and never block (more than a period's list of
+    // such returns holds).
+    let r = watch(dir.path(), &["--stall", "2ms", "--", &w, "evloop", "1000", own_path.to_str().unwrap(), "400"]);
+    let t = thread(&r, "loop");
+    assert_eq!(t["watch"]["kind"], "event-loop", "{}", t["watch"]["evidence"]);
+    let l = &t["watch"]["event_loop"];
+    let theirs: Vec<i64> = numbers(&own_path).into_iter().map(|v| v[0]).collect();
+    let n = theirs.len() as u64;
+    let summary = format!("{} iterations ({} found input waiting)", l["iterations"], l["found_waiting"]);
+    assert!((n..=n + 1).contains(&l["iterations"].as_u64().unwrap()), "{summary}, the program's {n}");
+    assert!(l["found_waiting"].as_u64().unwrap() >= 300, "{summary}");
+    let longest = theirs.iter().max().copied().unwrap();
+    assert!(
+        (l["busy_max_ns"].as_i64().unwrap() - longest).abs() <= 50_000,
+        "{summary}: {l} against the program's {longest}"
+    );
+}
+
+#[test]
 fn stress_ngs_cyclic_stressor_watched_agrees_with_its_own_median() {
     need_root();
     let _g = serial();

@@ -153,6 +153,9 @@ impl Learner {
 
     /// Learns from period `p` (in order).
     pub fn observe(&mut self, p: &Period) {
+        if p.continued {
+            return;
+        }
         self.wakeups += 1;
         if let Some(nr) = p.syscall {
             match self.syscalls.iter().position(|(n, _)| *n == nr) {
@@ -309,7 +312,7 @@ impl Tail {
 
 impl Job {
     fn start(p: Period) -> Job {
-        Job { tail: Tail::of(&p, 0), period: p, woke: true, ..Default::default() }
+        Job { tail: Tail::of(&p, 0), woke: !p.continued, period: p, ..Default::default() }
     }
 
     /// Ends the job where it armed the wait for its next release (`key`: the thread's
@@ -359,7 +362,7 @@ impl Job {
             Some(b) => b.2 += slept,
             None => self.blocks.push((shift + p.waking_ns, on, slept)),
         }
-        self.resumes += 1;
+        self.resumes += u32::from(!p.continued);
         self.tail = Tail::of(&p, shift);
         let j = &mut self.period;
         // A later period's marks count from the job's release, with the job's totals before it.
@@ -422,6 +425,13 @@ impl Job {
             None => (self.period.response_ns, self.period.running_ns, self.period.preempted_ns),
         };
         let blocked = self.blocks_in(start.at_ns, end_at.unwrap_or(i64::MAX));
+        let shift = base - c.release_ns;
+        let blocks = self
+            .blocks
+            .iter()
+            .filter(|b| b.0 > start.at_ns && b.0 <= end_at.unwrap_or(i64::MAX))
+            .map(|(at, on, ns)| (at + shift, on.clone(), *ns))
+            .collect();
         Job {
             period: Period {
                 tid: self.period.tid,
@@ -437,6 +447,7 @@ impl Job {
             },
             blocked_ns: blocked.iter().map(|b| b.1).sum(),
             blocked,
+            blocks,
             woke: c.irq_ns.is_some(),
             tail: self.tail.clone().filter(|_| to.is_none()).map(|mut t| {
                 // The tail's times count from this piece's release.
@@ -500,8 +511,20 @@ impl Assembler {
             Shape::EventLoop { syscall } => p.syscall == Some(*syscall),
             Shape::Irregular => true,
         };
-        match self.open.as_mut() {
-            Some(j) if !releases => j.merge(p, self.arch),
+        match self.open.as_ref() {
+            Some(j) if !releases => {
+                // A job that never ends (its wakeups all inside it) is told up to its latest
+                // cut before its lists fill, so no iteration or release is lost.
+                let full = |now: usize, more: usize| now + more > INPUT_WAITS_KEPT;
+                if full(j.period.input_waits.len(), p.input_waits.len())
+                    || full(j.period.unslept.len(), p.unslept.len())
+                {
+                    self.split_open(out);
+                }
+                if let Some(j) = self.open.as_mut() {
+                    j.merge(p, self.arch);
+                }
+            }
             None if !releases => self.before_first_release += 1,
             _ => {
                 self.close(out);
@@ -521,11 +544,34 @@ impl Assembler {
 
     fn close(&mut self, out: &mut Vec<Job>) {
         let Some(mut j) = self.open.take() else { return };
-        j.period.preemptors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        j.period.interrupts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        j.blocked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         j.blocked = j.blocks_in(i64::MIN, i64::MAX);
         j.blocked_ns = j.blocked.iter().map(|b| b.1).sum();
+        let mut jobs = self.cut_all(j);
+        if let (Shape::TimerPeriodic(key), Some(last)) = (&self.shape, jobs.last_mut()) {
+            last.end_at_arming(key);
+        }
+        for job in &mut jobs {
+            job.blocks.clear();
+        }
+        out.extend(jobs);
+    }
+
+    /// The open job's iterations up to its latest cut go to `out`; the last stays open.
+    fn split_open(&mut self, out: &mut Vec<Job>) {
+        let Some(j) = self.open.take() else { return };
+        let mut jobs = self.cut_all(j);
+        self.open = jobs.pop();
+        for job in &mut jobs {
+            job.blocks.clear();
+        }
+        out.extend(jobs);
+    }
+
+    /// Job `j` cut at its event loop's waits that did not block, or at its timer's releases
+    /// that found it working (by the shape), its lists of them emptied.
+    fn cut_all(&self, mut j: Job) -> Vec<Job> {
+        j.period.preemptors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        j.period.interrupts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         let cuts: Vec<Cut> = match &self.shape {
             Shape::EventLoop { syscall } => {
                 let release = j.period.release_ns;
@@ -547,14 +593,7 @@ impl Assembler {
         };
         j.period.input_waits.clear();
         j.period.unslept.clear();
-        let mut jobs = j.cut(cuts);
-        if let (Shape::TimerPeriodic(key), Some(last)) = (&self.shape, jobs.last_mut()) {
-            last.end_at_arming(key);
-        }
-        for job in &mut jobs {
-            job.blocks.clear();
-        }
-        out.extend(jobs);
+        j.cut(cuts)
     }
 }
 
@@ -699,7 +738,33 @@ mod tests {
     }
 
     #[test]
-    fn a_job_that_never_ends_keeps_bounded_lists_and_exact_totals() {
+    fn a_loop_that_keeps_finding_input_has_every_iteration_counted_however_long_it_never_blocks() {
+        use crate::trace::event::Kind;
+        use crate::trace::testing::{ev, switch};
+        // Woken once (its epoll_wait returns at 1 100), it then finds input waiting 1 000 times
+        // (held off the CPU, its input piled up), each iteration busy 90 ns, and blocks.
+        let mut events = vec![
+            ev(1_000, 0, 7, switch(7, "S", 0)),
+            ev(1_050, 1, 3, Kind::Waking { pid: 7, comm: "t7".into(), prio: 120 }),
+        ];
+        events.push(ev(1_100, 0, 7, Kind::SysExit { nr: 232 }));
+        for k in 1..=1_000 {
+            events.push(ev(1_100 + k * 100, 0, 7, Kind::SysExit { nr: 232 }));
+        }
+        events.push(ev(1_100 + 1_000 * 100 + 90, 0, 7, switch(7, "S", 0)));
+        let r = replay(&events, 7, Arch::X86_64, None);
+        assert_eq!(r.shape, Some(Shape::EventLoop { syscall: 232 }));
+        assert_eq!(r.jobs.len(), 1_001, "one iteration woken, then 1 000 that found input");
+        assert_eq!(r.jobs.iter().filter(|j| j.woke).count(), 1);
+        assert_eq!(r.learner.wakeups, 1, "only the first was a wakeup");
+        for (i, j) in r.jobs.iter().enumerate() {
+            assert_eq!(j.period.release_ns, if i == 0 { 1_050 } else { 1_100 + i as i64 * 100 }, "{i}");
+            assert_eq!(j.busy_ns(), Some(if i == 1_000 { 90 } else { 100 }), "{i}");
+        }
+    }
+
+    #[test]
+    fn a_loop_woken_inside_its_iterations_but_never_at_its_wait_has_every_iteration_counted() {
         let mut a = Assembler::new(Shape::EventLoop { syscall: 232 }, Arch::X86_64);
         let mut jobs = Vec::new();
         a.push(period(0, 10, 10), &mut jobs);
@@ -713,12 +778,16 @@ mod tests {
                 ..period(k * 100, 10, 10)
             };
             a.push(p, &mut jobs);
+            let open = a.open.as_ref().unwrap();
+            assert!(open.blocks.len() <= BLOCKS_KEPT && open.period.input_waits.len() <= INPUT_WAITS_KEPT);
         }
-        let open = a.open.as_ref().unwrap();
-        assert!(open.blocks.len() <= BLOCKS_KEPT && open.period.input_waits.len() <= INPUT_WAITS_KEPT);
-        assert_eq!((open.resumes, open.blocks.iter().map(|b| b.2).sum::<i64>()), (10_000, 70_000));
         a.finish(&mut jobs);
-        assert_eq!(jobs.len(), INPUT_WAITS_KEPT + 1, "the iterations told apart, then the rest as one");
+        assert_eq!(jobs.len(), 10_001, "every iteration told apart");
+        assert_eq!(jobs.iter().map(|j| j.resumes).sum::<u32>(), 10_000, "every wakeup inside counted once");
+        assert_eq!(jobs.iter().map(|j| j.blocked_ns).sum::<i64>(), 70_000, "every block counted once");
+        // Each iteration: from its wait's return (+5 after a futex wakeup at k*100) to the next
+        // one's: 100 ns, 7 of them blocked.
+        assert!(jobs[1..10_000].iter().all(|j| j.busy_ns() == Some(100) && j.blocked_ns == 7), "{:?}", &jobs[1..3]);
     }
 
     #[test]

@@ -80,6 +80,9 @@ pub struct Period {
     /// Expiries of a timer of its own that released it with no sleep: it was working when
     /// the timer fired, and its wait for it (a `read` of a timerfd) returned at once.
     pub unslept: Vec<Unslept>,
+    /// It began at a return from a wait for input that did not block, not at a wakeup: the
+    /// period before it kept finding input until its list of such returns was full.
+    pub continued: bool,
 }
 
 /// A release with no sleep: its timer fired while the thread worked; the thread found the
@@ -275,7 +278,7 @@ impl Tracker {
                 self.switched_out(*prev_pid, prev_state, &format!("{next_comm}:{next_pid}"), e.ts_ns, out);
                 self.switched_in(*next_pid, e);
             }
-            Kind::SysExit { .. } => self.returned(e),
+            Kind::SysExit { .. } => self.returned(e, out),
             Kind::Exit { pid } => self.exited(*pid, out),
             Kind::Fork { child_pid, child_comm } => {
                 out.push(Note::Forked { parent: e.pid, child: *child_pid, comm: child_comm.clone(), ts_ns: e.ts_ns })
@@ -492,7 +495,7 @@ impl Tracker {
         t.running_since = Some(e.ts_ns);
     }
 
-    fn returned(&mut self, e: &Event) {
+    fn returned(&mut self, e: &Event, out: &mut Vec<Note>) {
         let Some(t) = self.threads.get_mut(&e.pid) else { return };
         let Some(p) = t.open.as_mut() else { return };
         let Kind::SysExit { nr } = e.kind else { return };
@@ -500,9 +503,33 @@ impl Tracker {
             p.wakeup_ns = Some(e.ts_ns - p.release_ns);
             p.cpu = e.cpu;
             p.syscall = Some(nr);
-        } else if self.arch.waits_for_input(nr) && p.input_waits.len() < INPUT_WAITS_KEPT {
+        } else if self.arch.waits_for_input(nr) {
             let running_ns = p.running_ns + t.running_since.map_or(0, |s| e.ts_ns - s);
             let mark = Mark { at_ns: e.ts_ns - p.release_ns, running_ns, preempted_ns: p.preempted_ns };
+            if p.input_waits.len() >= INPUT_WAITS_KEPT {
+                // A thread that keeps finding input (an event loop held off the CPU while its
+                // input piled up) is told in bounded pieces: its period ends here and the next
+                // begins at this return, so every iteration is still counted.
+                let next = Period {
+                    tid: p.tid,
+                    release_ns: e.ts_ns,
+                    cpu: e.cpu,
+                    wakeup_ns: Some(0),
+                    slept_ns: Some(0),
+                    syscall: Some(nr),
+                    continued: true,
+                    ..Default::default()
+                };
+                let mut done = std::mem::replace(p, next);
+                done.running_ns = running_ns;
+                t.running_since = t.running_since.map(|_| e.ts_ns);
+                ended(done, e.ts_ns, out);
+                if let (Some(mut f), Some(p)) = (t.fired.take(), t.open.as_mut()) {
+                    f.at = Mark { at_ns: 0, running_ns: 0, preempted_ns: 0 };
+                    p.unslept.push(f);
+                }
+                return;
+            }
             p.input_waits.push((nr, mark));
             if let Some(mut f) = t.fired.take().filter(|_| p.unslept.len() < INPUT_WAITS_KEPT) {
                 f.at = mark;
@@ -695,6 +722,7 @@ mod tests {
             // It armed no sleep in the period (the test's timer was armed before it).
             armed_last: None,
             unslept: Vec::new(),
+            continued: false,
         };
         assert_eq!(notes, vec![Note::Period(Box::new(want))]);
     }

@@ -28,10 +28,12 @@
  *       answers 80 µs later through a second pipe (ctl blocks in read), 50 µs busy.
  *   watched tfdmid COUNT OUT    released by a periodic 1 ms timerfd; 100 µs busy, a 50 µs
  *       nanosleep, 100 µs busy.
- *   watched evloop COUNT OUT    an event loop: a thread "feeder" writes a byte to a pipe every
- *       1 ms (absolute clock_nanosleep), COUNT times; a thread "loop" waits in epoll_wait for
- *       it, reads one byte per iteration and is busy 100 µs, 5 ms every 100th iteration; it
- *       writes per iteration "busy_ns" (the wait's return to its next call).
+ *   watched evloop COUNT OUT [LAG_MS]    an event loop: a thread "feeder" writes a byte to a
+ *       pipe every 1 ms (absolute clock_nanosleep), COUNT times; a thread "loop" waits in
+ *       epoll_wait for it, reads one byte per iteration and is busy 100 µs, 5 ms every 100th
+ *       iteration (LAG_MS ms at its 50th instead, if given: it falls that many bytes behind and
+ *       then finds them waiting); it writes per iteration "busy_ns" (the wait's return to its
+ *       next call).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -58,6 +60,8 @@ static struct timespec ts(long long ns) {
 
 static long work_us, period_us, count, prio, every = 1;
 static long job_index;
+/* evloop: the one iteration that lags, its length (ms). */
+static long lag_ms;
 /* Whether the current job found the mutex held (mode mutex). */
 static int job_waited;
 static const char *out_path;
@@ -336,7 +340,7 @@ static void *loop(void *arg) {
         long long woke = now_ns();
         char b;
         if (read(fds[0], &b, 1) != 1) exit(1);
-        spin_us((i + 1) % 100 == 0 ? 5000 : 100);
+        spin_us(lag_ms > 0 ? (i == 49 ? lag_ms * 1000 : 100) : (i + 1) % 100 == 0 ? 5000 : 100);
         busy[i] = now_ns() - woke;
     }
     /* Every iteration ends with a wait: the last one times out (the feeder is done). */
@@ -408,6 +412,7 @@ int main(int argc, char **argv) {
     } else if (argc >= 4 && !strcmp(argv[1], "evloop")) {
         count = atol(argv[2]);
         out_path = argv[3];
+        lag_ms = argc >= 5 ? atol(argv[4]) : 0;
         if (pipe(fds) != 0) return 1;
         pthread_create(&a, NULL, loop, NULL);
         pthread_create(&b, NULL, feeder, NULL);
