@@ -170,6 +170,10 @@ struct Thread {
     runnable: Option<(i64, String)>,
     /// Gone (exited).
     gone: bool,
+    /// A waking traced while it still ran (the kernel was putting it to sleep and the waker's
+    /// CPU traced first): what released it if it is next switched in from a sleep with no
+    /// waking traced after it.
+    early: Option<Event>,
 }
 
 /// A timer callback that started on a CPU.
@@ -276,6 +280,7 @@ impl Tracker {
             Kind::Waking { pid, .. } => self.woken(*pid, e, out),
             Kind::Switch { prev_pid, prev_state, next_pid, next_comm, .. } => {
                 self.switched_out(*prev_pid, prev_state, &format!("{next_comm}:{next_pid}"), e.ts_ns, out);
+                self.woken_before_it_slept(*next_pid, out);
                 self.switched_in(*next_pid, e);
             }
             Kind::SysExit { .. } => self.returned(e, out),
@@ -407,7 +412,11 @@ impl Tracker {
             // "Asleep" since its callback began: that callback is what released it.
             Some((c.ts, "R".to_string()))
         });
-        let Some((since, state)) = asleep else { return };
+        let Some((since, state)) = asleep else {
+            t.early = Some(e.clone());
+            return;
+        };
+        t.early = None;
         if t.fired.as_ref().is_some_and(|f| self.callbacks.get(&e.cpu).is_some_and(|c| c.timer == f.timer)) {
             t.fired = None;
         }
@@ -424,7 +433,7 @@ impl Tracker {
             tid,
             release_ns: e.ts_ns,
             cpu: e.cpu,
-            slept_ns: Some(if never_slept { 0 } else { e.ts_ns - since }),
+            slept_ns: Some(if never_slept { 0 } else { (e.ts_ns - since).max(0) }),
             slept_state: Some(state),
             ..Default::default()
         };
@@ -472,6 +481,16 @@ impl Tracker {
         t.asleep = Some((ts, state.to_string()));
     }
 
+    /// Thread `tid`, about to be switched in, was asleep with no waking traced since: the
+    /// waking traced just before it slept released it.
+    fn woken_before_it_slept(&mut self, tid: i32, out: &mut Vec<Note>) {
+        let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
+        let early = t.early.take();
+        if let Some(w) = early.filter(|_| t.open.is_none() && t.asleep.is_some()) {
+            self.woken(tid, &w, out);
+        }
+    }
+
     fn switched_in(&mut self, tid: i32, e: &Event) {
         let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
         let Some(p) = t.open.as_mut() else {
@@ -497,6 +516,8 @@ impl Tracker {
 
     fn returned(&mut self, e: &Event, out: &mut Vec<Note>) {
         let Some(t) = self.threads.get_mut(&e.pid) else { return };
+        // Its wait returned: a waking traced while it ran was that wait's.
+        t.early = None;
         let Some(p) = t.open.as_mut() else { return };
         let Kind::SysExit { nr } = e.kind else { return };
         if p.wakeup_ns.is_none() {
@@ -815,6 +836,67 @@ mod tests {
             (p.timer, p.release_ns, p.irq_ns, p.wakeup_ns, p.response_ns),
             (false, 5_000, None, Some(40), Some(500))
         );
+    }
+
+    #[test]
+    fn a_waking_traced_while_the_kernel_was_still_putting_the_thread_to_sleep_releases_it() {
+        // The waker's CPU traces the waking (5 400) before the sleeper's traces its switch
+        // out (5 410, still in a sleeping state): the switch in at 5 600 is that wakeup's.
+        let in_ = |prev: i32| Kind::Switch {
+            prev_pid: prev,
+            prev_comm: format!("t{prev}"),
+            prev_prio: 120,
+            prev_state: "S".into(),
+            next_pid: 7,
+            next_comm: "t7".into(),
+            next_prio: 120,
+        };
+        let notes = run(&[
+            ev(1_000, 0, 7, switch(7, "S", 0)),
+            ev(5_000, 1, 3, waking(7)),
+            ev(5_040, 0, 7, Kind::SysExit { nr: 232 }),
+            ev(5_400, 1, 3, waking(7)),
+            ev(5_410, 0, 7, switch(7, "S", 0)),
+            ev(5_600, 0, 0, in_(0)),
+            ev(5_650, 0, 7, Kind::SysExit { nr: 232 }),
+            ev(5_900, 0, 7, switch(7, "S", 0)),
+        ]);
+        let periods: Vec<_> = notes
+            .iter()
+            .filter_map(|n| match n {
+                Note::Period(p) => Some((p.release_ns, p.thread_ns, p.wakeup_ns, p.response_ns, p.slept_ns)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            periods,
+            [(5_000, Some(40), Some(40), Some(410), Some(4_000)), (5_400, Some(200), Some(250), Some(500), Some(0))]
+        );
+    }
+
+    #[test]
+    fn a_waking_while_it_runs_that_its_wait_consumed_releases_no_later_sleep() {
+        // Woken at 5 400 while still on its way to sleep, its wait returns (5 450); it sleeps
+        // at 5 600 for real and is switched in at 7 000 with no waking traced (lost): no
+        // release is made up from the consumed waking.
+        let notes = run(&[
+            ev(1_000, 0, 7, switch(7, "S", 0)),
+            ev(5_000, 1, 3, waking(7)),
+            ev(5_040, 0, 7, Kind::SysExit { nr: 232 }),
+            ev(5_400, 1, 3, waking(7)),
+            ev(5_450, 0, 7, Kind::SysExit { nr: 232 }),
+            ev(5_600, 0, 7, switch(7, "S", 0)),
+            ev(7_000, 0, 0, switch(0, "R", 7)),
+            ev(7_100, 0, 7, switch(7, "S", 0)),
+        ]);
+        let releases: Vec<i64> = notes
+            .iter()
+            .filter_map(|n| match n {
+                Note::Period(p) => Some(p.release_ns),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(releases, [5_000]);
     }
 
     #[test]
