@@ -285,6 +285,60 @@ fn compare_prints_exact_differences_and_ratios_and_fails_on_a_regression() {
 }
 
 #[test]
+fn compare_of_two_groups_gives_each_figures_ratio_interval_and_verdict_and_fails_only_on_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, samples: &[i64]| {
+        let text: String = samples.iter().map(|s| format!("{s}\n")).collect();
+        let spec = samples_file(dir.path(), &text);
+        let json = dir.path().join(format!("{name}.json"));
+        rtlab().args(["run", "--simulate", &spec, "-t", "1", "-q", "--json"]).arg(&json).assert().success();
+        json
+    };
+    // A's runs have maxima of 10, 11, 12, 13 µs; B's three times A's (the same samples below).
+    let a: Vec<PathBuf> = (0..4).map(|i| run(&format!("a{i}"), &[1000, 2000, 10_000 + i * 1000])).collect();
+    let b: Vec<PathBuf> = (0..4).map(|i| run(&format!("b{i}"), &[1000, 2000, 3 * (10_000 + i * 1000)])).collect();
+    let compare = |a: &[PathBuf], b: &[PathBuf], extra: &[&str]| {
+        rtlab().arg("compare").args(a).arg("--vs").args(b).args(extra).output().unwrap()
+    };
+    let out = compare(&a, &b, &["--fail-if-worse", "10", "--percentile", "max"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    let row = |text: &str, figure: &str| -> Vec<String> {
+        let line = text.lines().find(|l| l.starts_with(&format!("| {figure} "))).unwrap_or_else(|| panic!("{text}"));
+        line.split('|').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect()
+    };
+    // 16 ratios of a B maximum to an A maximum: the 2nd smallest 30/12, the 2nd largest 36/10.
+    assert_eq!(
+        row(&text, "max"),
+        ["max", "11.5", "10.0–13.0", "34.5", "30.0–39.0", "×3.000", "[×2.500, ×3.600]", "worse"]
+    );
+    assert_eq!(
+        row(&text, "min"),
+        ["min", "1.0", "1.0–1.0", "1.0", "1.0–1.0", "×1.000", "[×1.000, ×1.000]", "no evidence"]
+    );
+    assert!(text.contains("FAIL: B's max is more than 10% worse than A's at 97.1 % confidence"), "{text}");
+    // The other way round it is better, and nothing fails.
+    let back = compare(&b, &a, &["--fail-if-worse", "10", "--percentile", "max"]);
+    assert_eq!(back.status.code(), Some(0));
+    let back = String::from_utf8(back.stdout).unwrap();
+    assert_eq!(row(&back, "max")[7], "better");
+    assert!(back.contains("PASS: no evidence that B's max is more than 10% worse"), "{back}");
+    // One run a side: no interval, never a failure, each run's own intervals shown.
+    let one = compare(&a[..1], &b[..1], &["--fail-if-worse", "10", "--percentile", "max"]);
+    assert_eq!(one.status.code(), Some(0));
+    let one = String::from_utf8(one.stdout).unwrap();
+    assert_eq!(row(&one, "max")[5..], ["×3.000", "unbounded", "inconclusive (one run a side)"]);
+    assert!(one.contains("Each run's own 95 % intervals") && row(&one, "a0.json").len() == 6, "{one}");
+    // Two runs a side: still no interval at 90 %, but the runs that would decide it.
+    let two = String::from_utf8(compare(&a[..2], &b[..2], &[]).stdout).unwrap();
+    assert!(row(&two, "max")[7].starts_with("inconclusive (about "), "{two}");
+    for bad in [vec!["--percentile", "misses", "--fail-if-worse", "5"], vec!["--prometheus", "http://127.0.0.1:1"]] {
+        let out = compare(&a, &b, &bad.iter().map(|s| &**s).collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
 fn compare_works_on_imported_cyclictest_data_and_lists_environment_differences() {
     let a = format!("{FIXTURES}/v2.4-t2-h80.json");
     let b = format!("{FIXTURES}/v2.10-t2-H60.json");

@@ -32,9 +32,17 @@ pub struct ReportArgs {
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
     /// Two or more RunResult files, cyclictest --json or -h output, samples files or sweep
-    /// directories (each point is a run); the first is the baseline
-    #[arg(required_unless_present = "prometheus", num_args = 2.., value_name = "INPUT")]
+    /// directories (each point is a run); the first is the baseline (with --vs: group A, one or
+    /// more)
+    #[arg(required_unless_present = "prometheus", num_args = 1.., value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
+
+    /// Compare two groups of runs: the INPUTs (group A, the baseline) against these (group B).
+    /// Per figure, B ÷ A with an interval that assumes no distribution and a verdict: worse,
+    /// better, no evidence or inconclusive (with the runs a side that would decide it); run at
+    /// least 3 of each, interleaved
+    #[arg(long, num_args = 1.., value_name = "INPUT", conflicts_with = "prometheus")]
+    pub vs: Vec<PathBuf>,
 
     /// The fleet instead: every host the Prometheus at URL scrapes (the best p99.9 is the
     /// baseline)
@@ -46,7 +54,8 @@ pub struct CompareArgs {
     pub output: Option<PathBuf>,
 
     /// Exit with code 3 when a run is more than PCT percent worse than the baseline on
-    /// --percentile (all threads), e.g. 10
+    /// --percentile (all threads), e.g. 10; with --vs, when group B is, at the stated confidence
+    /// (also the verdicts' margin, 10 % by default)
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     pub fail_if_worse: Option<f64>,
 
@@ -160,7 +169,7 @@ impl CompareOptions {
         let output = match a.output {
             Some(o) => {
                 let f = crate::plot::Format::of(&o).map_err(|e| super::UsageError(format!("-o {e}")))?;
-                let ins: Vec<&std::path::Path> = a.inputs.iter().map(PathBuf::as_path).collect();
+                let ins: Vec<&std::path::Path> = a.inputs.iter().chain(&a.vs).map(PathBuf::as_path).collect();
                 crate::export::check_outputs(&[("-o".into(), &o)], &ins).map_err(super::UsageError)?;
                 Some((o, f))
             }
@@ -175,6 +184,7 @@ impl CompareOptions {
             all_threads: a.all_threads,
             unit: a.unit.map(|u| u.to_unit()),
             inputs: a.inputs,
+            vs: a.vs,
         })
     }
 }

@@ -14,8 +14,10 @@ fn written(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
 /// A validated `rtlab compare`.
 #[derive(Debug, Clone)]
 pub struct CompareOptions {
-    /// The inputs (the first is the baseline).
+    /// The inputs (the first is the baseline; with `vs`, group A).
     pub inputs: Vec<PathBuf>,
+    /// Group B (`--vs`): empty for a comparison of runs with the first.
+    pub vs: Vec<PathBuf>,
     /// The picture of the tails, and its format.
     pub output: Option<(PathBuf, crate::plot::Format)>,
     /// Fail (exit 3) when a run is this much worse (%).
@@ -165,6 +167,9 @@ pub fn report(args: &ReportOptions) -> Result<i32, Error> {
 /// regression beyond `--fail-if-worse`.
 pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
     let (mut inputs, judged_code) = gather(&args.inputs, args.unit, &args.fleet, args.max_latency)?;
+    if !args.vs.is_empty() {
+        return compare_groups(args, inputs, judged_code);
+    }
     // A fleet's baseline is its best host (they come worst first).
     if args.fleet.is_some() {
         inputs.reverse();
@@ -173,46 +178,13 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
     if runs.len() < 2 {
         return Err(Error::Usage("compare needs at least two runs; give two result files".into()));
     }
-    // Gaps of busy loops and wakeup latencies are different quantities.
-    if let Some((name, _)) = runs.iter().find(|(_, r)| r.kind != runs[0].1.kind) {
-        return Err(Error::Usage(format!(
-            "{name} is a {} run but {} is a {} run: compare noise runs with noise runs and wakeup runs with wakeup runs",
-            kind_name(runs.iter().find(|(n, _)| n == name).map_or(runs[0].1.kind, |(_, r)| r.kind)),
-            runs[0].0,
-            kind_name(runs[0].1.kind)
-        )));
-    }
+    same_kind(&runs)?;
     let c = compare::compare(&runs);
     let threads = c.sections.iter().filter(|s| s.per_thread).count();
     let max_threads = if args.all_threads || threads <= 8 { usize::MAX } else { 0 };
-    let mut text = String::new();
-    text += &format!("baseline: {}\n\n", c.names[0]);
-    for b in report::comparison_blocks(&c, max_threads) {
-        match b {
-            Block::Heading(_, t) => text += &format!("{t}\n"),
-            Block::Text(t) => text += &format!("{t}\n\n"),
-            Block::Headline(figures) => {
-                text += &figures.iter().map(|(k, v)| format!("{k}: {v}\n")).collect::<String>();
-                text += "\n";
-            }
-            Block::Table { header, rows, numeric } => text += &report::markdown::table(&header, &rows, &numeric),
-            _ => {}
-        }
-    }
+    let text = format!("baseline: {}\n\n{}", c.names[0], text_of(report::comparison_blocks(&c, max_threads)));
     crate::export::print(&text);
-    if let Some((out, format)) = &args.output {
-        let svg = crate::plot::inputs::render(
-            crate::plot::inputs::Kind::Cdf,
-            &inputs,
-            Some(By::Input),
-            None,
-            Some("Latency tails compared"),
-            crate::plot::inputs::Of::Latency,
-        )?;
-        let bytes = crate::plot::encode(&svg, *format).map_err(Error::Runtime)?;
-        written(out, &bytes)?;
-        eprintln!("{} written", out.display());
-    }
+    draw_tails(args, &inputs)?;
     if let Some(pct) = args.fail_if_worse {
         let worse = compare::regressions(&c, args.percentile, pct).map_err(Error::Usage)?;
         let name = args.percentile.name();
@@ -241,6 +213,95 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
         }
     }
     Ok(judged_code)
+}
+
+/// The verdicts' margin when `--fail-if-worse` gives none (%).
+pub const GROUP_MARGIN_PCT: f64 = 10.0;
+
+/// `rtlab compare A… --vs B…`: per figure B ÷ A with its interval and verdict; exit code 3
+/// when B is worse on `--percentile` beyond `--fail-if-worse` at the stated confidence.
+fn compare_groups(args: &CompareOptions, a_inputs: Vec<input::Input>, judged_a: i32) -> Result<i32, Error> {
+    let (b_inputs, judged_b) = gather(&args.vs, args.unit, &None, args.max_latency)?;
+    let (a, b) = (compare::runs(&a_inputs), compare::runs(&b_inputs));
+    let both: Vec<(String, &crate::result::RunResult)> = a.iter().chain(&b).cloned().collect();
+    same_kind(&both)?;
+    let margin = args.fail_if_worse.unwrap_or(GROUP_MARGIN_PCT);
+    let g = compare::compare_groups(&a, &b, margin);
+    crate::export::print(&text_of(report::group_blocks(&g)));
+    let all: Vec<input::Input> = a_inputs.iter().chain(&b_inputs).cloned().collect();
+    draw_tails(args, &all)?;
+    if let Some(pct) = args.fail_if_worse {
+        let row = compare::group_check(&g, args.percentile).map_err(Error::Usage)?;
+        let name = args.percentile.name();
+        let Some(r) = &row.ratio else { return Err(Error::Usage(format!("{name}: not comparable"))) };
+        let one_sided = (1.0 + r.coverage) / 2.0 * 100.0;
+        let figures = report::group_figures(r);
+        if r.verdict == crate::measure::groups::Verdict::Worse {
+            crate::export::print(&format!(
+                "FAIL: B's {name} is more than {pct}% worse than A's at {one_sided:.1} % confidence ({figures})\n"
+            ));
+            return Ok(3);
+        }
+        crate::export::print(&format!(
+            "PASS: no evidence that B's {name} is more than {pct}% worse than A's ({figures}: {})\n",
+            report::group_verdict(r, g.a.len(), g.b.len())
+        ));
+    }
+    if args.max_latency.is_some() {
+        for (_, r) in &both {
+            crate::export::print(&format!("{}\n", r.verdict.message));
+        }
+    }
+    Ok(judged_a.max(judged_b))
+}
+
+/// Refuses runs of different kinds: gaps of busy loops and wakeup latencies are different
+/// quantities.
+fn same_kind(runs: &[(String, &crate::result::RunResult)]) -> Result<(), Error> {
+    let Some((first, r0)) = runs.first() else { return Ok(()) };
+    match runs.iter().find(|(_, r)| r.kind != r0.kind) {
+        Some((name, r)) => Err(Error::Usage(format!(
+            "{name} is a {} run but {first} is a {} run: compare noise runs with noise runs and wakeup runs with wakeup runs",
+            kind_name(r.kind),
+            kind_name(r0.kind)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Blocks as the terminal shows them.
+fn text_of(blocks: Vec<Block>) -> String {
+    let mut text = String::new();
+    for b in blocks {
+        match b {
+            Block::Heading(_, t) => text += &format!("{t}\n"),
+            Block::Text(t) => text += &format!("{t}\n\n"),
+            Block::Headline(figures) => {
+                text += &figures.iter().map(|(k, v)| format!("{k}: {v}\n")).collect::<String>();
+                text += "\n";
+            }
+            Block::Table { header, rows, numeric } => text += &report::markdown::table(&header, &rows, &numeric),
+            _ => {}
+        }
+    }
+    text
+}
+
+/// `-o`: the inputs' tails side by side.
+fn draw_tails(args: &CompareOptions, inputs: &[input::Input]) -> Result<(), Error> {
+    let Some((out, format)) = &args.output else { return Ok(()) };
+    let svg = crate::plot::inputs::render(
+        crate::plot::inputs::Kind::Cdf,
+        inputs,
+        Some(By::Input),
+        None,
+        Some("Latency tails compared"),
+        crate::plot::inputs::Of::Latency,
+    )?;
+    let bytes = crate::plot::encode(&svg, *format).map_err(Error::Runtime)?;
+    written(out, &bytes)?;
+    eprintln!("{} written", out.display());
+    Ok(())
 }
 
 fn kind_name(k: crate::result::Kind) -> &'static str {

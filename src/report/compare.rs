@@ -385,11 +385,7 @@ pub fn compare(runs: &[(String, &RunResult)]) -> Comparison {
     let mut indices: Vec<usize> = runs.iter().flat_map(|(_, r)| r.threads.iter().map(|t| t.thread)).collect();
     indices.sort_unstable();
     indices.dedup();
-    // Working tasks' response times, `missed` standing for their deadline misses.
-    let responses: Vec<Option<Stats>> = runs
-        .iter()
-        .map(|(_, r)| r.all.work.as_ref().map(|w| Stats { missed: Some(w.deadlines.misses), ..w.response.clone() }))
-        .collect();
+    let responses: Vec<Option<Stats>> = runs.iter().map(|(_, r)| response_stats(r)).collect();
     if responses.iter().any(Option::is_some) {
         sections.push(section(RESPONSE_SECTION.into(), &responses.iter().map(Option::as_ref).collect::<Vec<_>>()));
     }
@@ -427,16 +423,123 @@ pub fn compare(runs: &[(String, &RunResult)]) -> Comparison {
             (!jitter && values.iter().any(|v| *v != values[0])).then_some(Difference { field: f, values })
         })
         .collect();
-    let intervals = runs
-        .iter()
+    Comparison { names, sections, differences, intervals: interval_rows(runs) }
+}
+
+/// Per run that has them, its all-threads intervals: the run's name, how they were found, then
+/// the cells of `result::uncertainty::SHOWN` (µs).
+fn interval_rows(runs: &[(String, &RunResult)]) -> Vec<Vec<String>> {
+    runs.iter()
         .filter_map(|(n, r)| {
             let x = r.all.stats.uncertainty.as_ref()?;
             let mut row = vec![n.clone(), crate::result::uncertainty::method_text(x, r.all.stats.cycles)];
             row.extend(crate::result::uncertainty::cells(&r.all.stats, crate::units::Unit::Micros));
             Some(row)
         })
+        .collect()
+}
+
+/// A run's working tasks' response times, `missed` standing for their deadline misses.
+fn response_stats(r: &RunResult) -> Option<Stats> {
+    r.all.work.as_ref().map(|w| Stats { missed: Some(w.deadlines.misses), ..w.response.clone() })
+}
+
+/// The figures two groups of runs are compared on: latencies, of which a ratio says something.
+pub const GROUP_METRICS: [Metric; 9] = [
+    Metric::Min,
+    Metric::Mean,
+    Metric::Percentile("50"),
+    Metric::Percentile("90"),
+    Metric::Percentile("99"),
+    Metric::Percentile("99.9"),
+    Metric::Percentile("99.99"),
+    Metric::Percentile("99.999"),
+    Metric::Max,
+];
+
+/// One figure of two groups: each run's value (ns) and B ÷ A.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupRow {
+    /// The figure.
+    pub metric: Metric,
+    /// Group A's runs' values (ns), in input order (only when every run knows it exactly).
+    pub a: Vec<f64>,
+    /// Group B's.
+    pub b: Vec<f64>,
+    /// B ÷ A with its interval and verdict (`None`: a run does not know it exactly, or a value
+    /// is 0).
+    pub ratio: Option<crate::measure::groups::Ratio>,
+}
+
+/// One table of a group comparison: all threads, or the working tasks' response.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupSection {
+    /// `all threads` or [`RESPONSE_SECTION`].
+    pub title: String,
+    /// Rows in [`GROUP_METRICS`] order.
+    pub rows: Vec<GroupRow>,
+}
+
+/// Two groups of runs compared figure by figure (`rtlab compare A… --vs B…`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupComparison {
+    /// Group A's runs (the baseline).
+    pub a: Vec<String>,
+    /// Group B's.
+    pub b: Vec<String>,
+    /// The margin of the verdicts (%).
+    pub margin_pct: f64,
+    /// All threads first, then (when every run has working tasks) their response.
+    pub sections: Vec<GroupSection>,
+    /// Each run's own intervals, as [`Comparison::intervals`] (A's runs, then B's).
+    pub intervals: Vec<Vec<String>>,
+}
+
+fn group_section(title: &str, a: &[Option<Stats>], b: &[Option<Stats>], margin_pct: f64) -> GroupSection {
+    let values = |side: &[Option<Stats>], m: Metric| -> Option<Vec<f64>> {
+        side.iter().map(|s| s.as_ref().and_then(|s| m.value(s)).filter(|(_, bound)| !bound).map(|(v, _)| v)).collect()
+    };
+    let rows = GROUP_METRICS
+        .iter()
+        .map(|m| {
+            let (a, b) = (values(a, *m).unwrap_or_default(), values(b, *m).unwrap_or_default());
+            let ratio = crate::measure::groups::compare(&a, &b, margin_pct);
+            GroupRow { metric: *m, a, b, ratio }
+        })
         .collect();
-    Comparison { names, sections, differences, intervals }
+    GroupSection { title: title.into(), rows }
+}
+
+/// Compares group `b` against group `a` (each run one figure per metric), verdicts for a margin
+/// of `margin_pct` percent.
+pub fn compare_groups(a: &[(String, &RunResult)], b: &[(String, &RunResult)], margin_pct: f64) -> GroupComparison {
+    let all = |side: &[(String, &RunResult)]| -> Vec<Option<Stats>> {
+        side.iter().map(|(_, r)| Some(r.all.stats.clone())).collect()
+    };
+    let mut sections = vec![group_section("all threads", &all(a), &all(b), margin_pct)];
+    let response =
+        |side: &[(String, &RunResult)]| -> Vec<Option<Stats>> { side.iter().map(|(_, r)| response_stats(r)).collect() };
+    let (ra, rb) = (response(a), response(b));
+    if ra.iter().chain(&rb).all(Option::is_some) {
+        sections.push(group_section(RESPONSE_SECTION, &ra, &rb, margin_pct));
+    }
+    let names = |side: &[(String, &RunResult)]| side.iter().map(|(n, _)| n.clone()).collect();
+    let both: Vec<(String, &RunResult)> = a.iter().chain(b).cloned().collect();
+    GroupComparison { a: names(a), b: names(b), margin_pct, sections, intervals: interval_rows(&both) }
+}
+
+/// The row `check` looks at in a group comparison; an error when it cannot be judged.
+pub fn group_check(g: &GroupComparison, check: Check) -> Result<&GroupRow, String> {
+    let title = if check.response { RESPONSE_SECTION } else { "all threads" };
+    let section = g.sections.iter().find(|s| s.title == title).ok_or_else(|| {
+        format!("{} compares response times, but not every run has working tasks (rtlab run --work)", check.name())
+    })?;
+    section.rows.iter().find(|r| r.metric == check.metric && r.ratio.is_some()).ok_or_else(|| {
+        format!(
+            "{}: groups are compared on a latency that every run knows exactly and above 0; use --percentile 99, 99.9 or max",
+            check.name()
+        )
+    })
 }
 
 /// A run that is worse than the baseline by more than the allowed percentage.

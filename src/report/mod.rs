@@ -1053,6 +1053,113 @@ pub fn comparison_blocks(c: &Comparison, max_threads: usize) -> Vec<Block> {
     out
 }
 
+/// How a group comparison's verdict reads: `worse`, `inconclusive (about 9 runs a side would
+/// decide)`.
+pub fn group_verdict(r: &crate::measure::groups::Ratio, runs_a: usize, runs_b: usize) -> String {
+    use crate::measure::groups::{Verdict, RUNS_CAP};
+    match r.verdict {
+        Verdict::Inconclusive(Some(n)) => format!("inconclusive (about {n} runs a side would decide)"),
+        Verdict::Inconclusive(None) if runs_a + runs_b < 3 => "inconclusive (one run a side)".into(),
+        Verdict::Inconclusive(None) => format!("inconclusive (more than {RUNS_CAP} runs a side)"),
+        v => v.name().into(),
+    }
+}
+
+/// A ratio's interval: `[×1.800, ×2.950]`, or `unbounded` (too few runs).
+pub fn group_interval(r: &crate::measure::groups::Ratio) -> String {
+    match (r.low, r.high) {
+        (Some(l), Some(h)) => format!("[×{l:.3}, ×{h:.3}]"),
+        _ => "unbounded".into(),
+    }
+}
+
+/// The ratio and its interval in a line: `B ÷ A ×1.938, 94.3 % interval [×1.840, ×2.375]`.
+pub fn group_figures(r: &crate::measure::groups::Ratio) -> String {
+    match r.low {
+        Some(_) => format!("B ÷ A ×{:.3}, {:.1} % interval {}", r.estimate, r.coverage * 100.0, group_interval(r)),
+        None => format!("B ÷ A ×{:.3}, no interval", r.estimate),
+    }
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    (n > 0).then(|| if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// Two groups compared as tables: per figure each group's median run and range, B ÷ A with its
+/// interval and the verdict; how it was found; each run's own intervals when a side has too few
+/// runs to bound the ratio.
+pub fn group_blocks(g: &compare::GroupComparison) -> Vec<Block> {
+    let (na, nb) = (g.a.len(), g.b.len());
+    let mut out = vec![Block::Text(format!(
+        "A (the baseline, {na} run{}): {}\nB ({nb} run{}): {}",
+        if na == 1 { "" } else { "s" },
+        g.a.join(", "),
+        if nb == 1 { "" } else { "s" },
+        g.b.join(", ")
+    ))];
+    let us = |v: f64| crate::units::Unit::Micros.fmt_f(v);
+    let range = |v: &[f64]| {
+        let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
+        if v.is_empty() {
+            "-".into()
+        } else {
+            format!("{}–{}", us(lo), us(hi))
+        }
+    };
+    let header: Vec<String> = ["figure", "A median", "A range", "B median", "B range", "B ÷ A", "interval", "verdict"]
+        .map(String::from)
+        .into();
+    let numeric = vec![false, true, true, true, true, true, true, false];
+    let mut coverage = None;
+    for s in &g.sections {
+        out.push(Block::Heading(3, format!("{}: B against A (µs)", s.title)));
+        let rows = s
+            .rows
+            .iter()
+            .map(|r| {
+                coverage = coverage.or(r.ratio.filter(|x| x.low.is_some()).map(|x| x.coverage));
+                let cell = |v: &[f64]| median(v).map_or("-".into(), us);
+                let (ratio, interval, verdict) = match &r.ratio {
+                    Some(x) => (format!("×{:.3}", x.estimate), group_interval(x), group_verdict(x, na, nb)),
+                    None => ("-".into(), "-".into(), "not comparable (a run lacks it, or it is 0)".into()),
+                };
+                vec![r.metric.name(), cell(&r.a), range(&r.a), cell(&r.b), range(&r.b), ratio, interval, verdict]
+            })
+            .collect();
+        out.push(Block::Table { header: header.clone(), rows, numeric: numeric.clone() });
+    }
+    let t = 1.0 + g.margin_pct / 100.0;
+    let held = |c: f64| format!("{:.1} %", c * 100.0);
+    out.push(Block::Text(format!(
+        "Each run gives one figure. B ÷ A is the median of the ratios of every B run to every A run (Hodges–Lehmann); \
+         its interval is Moses's, from the exact distribution of the Mann–Whitney statistic, holding the true ratio \
+         with probability {} whatever the figures' distribution, if the runs of a group are alike and independent \
+         (interleave them). Verdicts for a margin of {} %: worse when the whole interval is above ×{t:.3}, better when \
+         below ×{:.3}, no evidence (of a change beyond the margin) when inside, inconclusive otherwise; a verdict \
+         of worse or better holds at {}. Fewer than 3 runs a side bound no interval.",
+        coverage.map_or("- (no interval: fewer than 3 runs a side)".into(), held),
+        g.margin_pct,
+        1.0 / t,
+        coverage.map_or("-".into(), |c| held((1.0 + c) / 2.0)),
+    )));
+    if na.min(nb) < 3 && !g.intervals.is_empty() {
+        out.push(Block::Heading(3, "Each run's own 95 % intervals (all threads, µs)".into()));
+        out.push(Block::Text(
+            "They measure each run's sampling only, not how far runs of one configuration land apart on this machine, \
+             so they decide no verdict: run at least 3 of each, interleaved."
+                .into(),
+        ));
+        let mut header = vec!["run".to_string(), "found by".to_string()];
+        header.extend(crate::result::uncertainty::SHOWN.iter().map(|s| s.to_string()));
+        let numeric = header.iter().enumerate().map(|(i, _)| i > 1).collect();
+        out.push(Block::Table { header, rows: g.intervals.clone(), numeric });
+    }
+    out
+}
+
 /// One figure per run against the baseline, from the all-threads table: (`b.json vs a.json`,
 /// `p99 ×5.4, max ×34, missed 563 vs 1`).
 pub fn compare_headlines(c: &Comparison) -> Vec<(String, String)> {
