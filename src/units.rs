@@ -84,6 +84,16 @@ pub fn duration(ns: i64) -> String {
     }
 }
 
+/// A long time as people say it: `45 s`, `4.3 min`, `2.1 h`, `3.5 days`.
+pub fn span(secs: f64) -> String {
+    match secs {
+        s if s >= 2.0 * 86_400.0 => format!("{:.1} days", s / 86_400.0),
+        s if s >= 2.0 * 3_600.0 => format!("{:.1} h", s / 3_600.0),
+        s if s >= 120.0 => format!("{:.1} min", s / 60.0),
+        s => format!("{s:.1} s"),
+    }
+}
+
 /// Microseconds as a short label: `12.3`, `1 500`.
 pub fn us_short(ns: f64) -> String {
     let us = ns / 1000.0;

@@ -95,6 +95,49 @@ fn exceeding_max_latency_fails_the_verdict_with_exit_code_3_naming_thread_time_a
 }
 
 #[test]
+fn exceedances_are_counted_in_bursts_with_their_rate_per_hour_and_time_between() {
+    // Above 10 µs: 15 and 16 (one burst), 20 (another); 7 samples of a 1 ms period.
+    let (r, out) = sim_run("1000\n2000\n15000\n16000\n3000\n20000\n1000\n", &["--max-latency", "10us"]);
+    assert_eq!(out.status.code(), Some(3));
+    let x = &r["all"]["exceedances"];
+    assert_eq!(
+        (x["threshold_ns"].as_i64(), x["samples"].as_u64(), x["bursts"].as_u64()),
+        (Some(10_000), Some(3), Some(2))
+    );
+    assert_eq!(r["threads"][0]["exceedances"], *x, "one thread: its figures are all's");
+    let hours = r["duration_s"].as_f64().unwrap() / 3600.0;
+    let rate = &x["rate"];
+    assert_eq!(rate["hours"].as_f64().unwrap(), hours);
+    assert_eq!(rate["per_hour"].as_f64().unwrap(), 2.0 / hours);
+    // Garwood's 95 % interval for 2 events: [0.2422, 7.2247].
+    let (low, high) = (rate["per_hour_low"].as_f64().unwrap() * hours, rate["per_hour_high"].as_f64().unwrap() * hours);
+    assert!((low - 0.2422).abs() < 1e-3 && (high - 7.2247).abs() < 1e-3, "{rate}");
+    assert_eq!(rate["mean_between_s"].as_f64().unwrap(), 3600.0 / (2.0 / hours));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("above 10.0 µs: 3 samples in 2 bursts in "), "{stdout}");
+    assert!(
+        stdout.contains("bursts an hour [") && stdout.contains("(95 %, bursts taken as a Poisson process)"),
+        "{stdout}"
+    );
+    // The report says how often, and what the latency took of the period.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    std::fs::write(&json, serde_json::to_vec(&r).unwrap()).unwrap();
+    let md = dir.path().join("r.md");
+    rtlab().arg("report").arg(&json).arg("-o").arg(&md).assert().success();
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains("How often: above 10.0 µs: 3 samples in 2 bursts"), "{text}");
+    let share =
+        text.lines().find(|l| l.starts_with("| 0 ") && l.contains(" 1 ms ")).unwrap_or_else(|| panic!("{text}"));
+    let cells: Vec<&str> = share.split('|').map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(
+        cells,
+        ["0", "1 ms", "0.4 %", "2.0 %", "2.0 %", "2.0 %"],
+        "p50 4 µs (its bucket's upper edge), p99 and max 20 µs, of 1 ms"
+    );
+}
+
+#[test]
 fn staying_under_max_latency_passes_with_exit_code_0() {
     let (r, out) = sim_run(TWO_THREADS, &["--max-latency", "3ms"]);
     assert_eq!(out.status.code(), Some(0));

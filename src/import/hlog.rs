@@ -294,6 +294,7 @@ impl Tagged {
             percentiles_ns,
             percentiles_above_ns,
             over_threshold: 0,
+            exceedances: None,
             histogram: Some(histogram),
             uncertainty: None,
         };

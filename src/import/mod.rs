@@ -132,6 +132,7 @@ pub fn stats_of(f: &ThreadFigures, unit: Unit) -> Stats {
         percentiles_ns,
         percentiles_above_ns,
         over_threshold: 0,
+        exceedances: None,
         histogram,
         uncertainty: None,
     }

@@ -322,6 +322,7 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
             percentiles_ns: pct,
             percentiles_above_ns: above,
             over_threshold: 0,
+            exceedances: None,
             histogram: Some(h),
             uncertainty: None,
         };

@@ -6,6 +6,7 @@ pub mod hdr;
 pub mod histogram;
 pub mod noise;
 pub mod probe;
+pub mod rate;
 pub mod relay;
 pub mod ring;
 pub mod series;

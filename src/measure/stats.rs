@@ -303,6 +303,11 @@ pub struct ExceedLog {
     threshold_ns: i64,
     /// Samples above the threshold.
     pub count: u64,
+    /// Bursts of them: runs of consecutive samples above the threshold (one late episode, such
+    /// as a host's stall, often makes several), counted as one each.
+    pub bursts: u64,
+    /// The cycle of the latest sample above the threshold.
+    last_cycle: u64,
     /// The first of them, up to the capacity given at creation.
     pub entries: Vec<Exceedance>,
 }
@@ -315,7 +320,13 @@ impl ExceedLog {
 
     /// A log of samples strictly above `threshold_ns` (`None`: never), keeping `capacity`.
     pub fn new(threshold_ns: Option<i64>, capacity: usize) -> ExceedLog {
-        ExceedLog { threshold_ns: threshold_ns.unwrap_or(i64::MAX), count: 0, entries: Vec::with_capacity(capacity) }
+        ExceedLog {
+            threshold_ns: threshold_ns.unwrap_or(i64::MAX),
+            count: 0,
+            bursts: 0,
+            last_cycle: 0,
+            entries: Vec::with_capacity(capacity),
+        }
     }
 
     /// A log that records nothing.
@@ -330,13 +341,19 @@ impl ExceedLog {
 
     /// Adds another log's count and entries (for all-thread summaries).
     pub fn merge(&mut self, other: &ExceedLog) {
+        // An empty summary (all threads') takes the threshold of what it gathers.
+        self.threshold_ns = self.threshold_ns.min(other.threshold_ns);
         self.count += other.count;
+        self.bursts += other.bursts;
         self.entries.extend_from_slice(&other.entries);
     }
 
     #[inline(always)]
     fn check(&mut self, latency: i64, cycle: u64, at_ns: i64) {
         if latency > self.threshold_ns {
+            // Only a sample above the threshold pays for the burst count.
+            self.bursts += u64::from(self.count == 0 || cycle != self.last_cycle.wrapping_add(1));
+            self.last_cycle = cycle;
             self.count += 1;
             if self.entries.len() < self.entries.capacity() {
                 self.entries.push(Exceedance { cycle, at_ns, latency_ns: latency });
@@ -646,6 +663,7 @@ impl Summary {
         let exact = self.sum_sq_overflow.is_none() && earlier.sum_sq_overflow.is_none();
         let mut over = ExceedLog::new(self.over.threshold_ns(), 0);
         over.count = self.over.count.saturating_sub(earlier.over.count);
+        over.bursts = self.over.bursts.saturating_sub(earlier.over.bursts);
         let has = cycles > 0;
         Summary {
             cycles,
@@ -900,6 +918,29 @@ mod tests {
         let s = r.finish();
         assert_eq!(s.over.count, 2);
         assert_eq!(s.over.first(), Some(Exceedance { cycle: 1, at_ns: 100, latency_ns: 11 }));
+    }
+
+    #[test]
+    fn consecutive_samples_over_the_threshold_are_one_burst() {
+        let live = Live::new(Layout::DEFAULT);
+        let mut r = Recorder::new(&live, Some(10));
+        let mut first_half = None;
+        for (i, v) in [5, 11, 12, 3, 20, 10, 30, 31, 32].into_iter().enumerate() {
+            r.record(v, 100 * i as i64, 0);
+            if i == 4 {
+                first_half = Some(r.finish());
+            }
+        }
+        let s = r.finish();
+        assert_eq!((s.over.count, s.over.bursts), (6, 3), "11 12 | 20 | 30 31 32");
+        let earlier = first_half.unwrap();
+        assert_eq!((earlier.over.count, earlier.over.bursts), (3, 2));
+        let window = s.since(&earlier, None);
+        assert_eq!((window.over.count, window.over.bursts), (3, 1));
+        let mut all = Summary::empty(Layout::DEFAULT);
+        all.merge(&s, 0);
+        all.merge(&s, 1);
+        assert_eq!((all.over.count, all.over.bursts), (12, 6));
     }
 
     proptest! {

@@ -123,6 +123,34 @@ pub fn summary_table(r: &RunResult) -> Block {
     Block::Table { header: SUMMARY_COLUMNS.iter().map(|s| s.to_string()).collect(), rows, numeric }
 }
 
+/// Latency as a share of each thread's period (p50, p99, p99.9, max): how much of the period's
+/// budget the wakeup already took; `None` when no thread has a period.
+pub fn period_share_table(r: &RunResult) -> Option<Block> {
+    let share =
+        |v: Option<i64>, period: i64| v.map_or("-".into(), |v| format!("{:.1} %", v as f64 * 100.0 / period as f64));
+    let rows: Vec<Vec<String>> = r
+        .threads
+        .iter()
+        .filter_map(|t| {
+            let period = t.interval_ns.filter(|p| *p > 0)?;
+            let p = |k: &str| t.stats.percentiles_ns.get(k).copied().flatten();
+            Some(vec![
+                t.thread.to_string(),
+                crate::units::duration(period),
+                share(p("50"), period),
+                share(p("99"), period),
+                share(p("99.9"), period),
+                share(t.stats.max_ns, period),
+            ])
+        })
+        .collect();
+    (!rows.is_empty()).then(|| Block::Table {
+        header: ["thread", "period", "p50", "p99", "p99.9", "max"].map(String::from).into(),
+        rows,
+        numeric: vec![false, true, true, true, true, true],
+    })
+}
+
 /// A percentile cell: the value, `>X` when only a lower bound is known, `-` when unknown.
 pub fn percentile_cell(s: &Stats, k: &str, u: crate::units::Unit) -> String {
     match (s.percentiles_ns.get(k).copied().flatten(), s.percentiles_above_ns.get(k)) {
@@ -742,8 +770,17 @@ fn run_blocks(input: &Input, r: &RunResult, index: usize, out: &mut Vec<Block>) 
     } else {
         out.push(Block::Heading(3, "Per-thread summary".into()));
         out.push(summary_table(r));
+        if let Some(t) = period_share_table(r) {
+            out.push(Block::Text(
+                "Latency as a share of the period (what the wakeup took of each period's budget):".into(),
+            ));
+            out.push(t);
+        }
         if let Some(d) = crate::result::uncertainty::describe(&r.all.stats, crate::units::Unit::Micros) {
             out.push(Block::Text(format!("How far a rerun may land: {d}.")));
+        }
+        if let Some(d) = crate::result::exceed::describe(&r.all.stats, crate::units::Unit::Micros) {
+            out.push(Block::Text(format!("How often: {d}.")));
         }
     }
     out.extend(load_blocks(r));

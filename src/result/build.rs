@@ -168,6 +168,8 @@ impl RunResult {
         let mut threads: Vec<ThreadResult> = p.probes.iter().map(|t| thread_result(t, at, &known)).collect();
         let mut all_stats = known(stats_of(&all, at));
         super::uncertainty::attach(&mut threads, &mut all_stats, control, p.end_reason);
+        let (end, duration_s) = span(&p);
+        super::exceed::attach(&mut threads, &mut all_stats, duration_s);
         let lost_events = p.watch.as_ref().map_or(0, |w| w.lost_events);
         let mut warnings = p.warnings;
         let of_working_tasks = measured.iter().filter(|t| t.work.is_some()).map(|t| t.summary.missed).sum();
@@ -179,11 +181,6 @@ impl RunResult {
         let cpus = CpuSet::from_cpus(measured.iter().filter_map(|t| t.cpu));
         let inputs: Vec<VerdictInput> = measured.iter().map(|t| (t.thread, t.cpu, &t.summary, t.break_hit)).collect();
         let subject: Vec<&ThreadResult> = threads.iter().filter(|t| Some(t.thread) != control).collect();
-        let end = p.end.or_else(|| p.start.zip(p.duration_s).map(|(s, d)| s + Duration::from_secs_f64(d.max(0.0))));
-        let duration_s = match (p.start, p.end) {
-            (Some(s), Some(e)) => Some(e.duration_since(s).unwrap_or_default().as_secs_f64()),
-            _ => p.duration_s,
-        };
         RunResult {
             schema: SCHEMA.into(),
             tool: Tool::this(),
@@ -232,6 +229,16 @@ impl RunResult {
             cost: p.cost,
         }
     }
+}
+
+/// When the run ended and how long it lasted (s), from its start and end or its duration.
+fn span(p: &ProbeRun) -> (Option<SystemTime>, Option<f64>) {
+    let end = p.end.or_else(|| p.start.zip(p.duration_s).map(|(s, d)| s + Duration::from_secs_f64(d.max(0.0))));
+    let duration_s = match (p.start, p.end) {
+        (Some(s), Some(e)) => Some(e.duration_since(s).unwrap_or_default().as_secs_f64()),
+        _ => p.duration_s,
+    };
+    (end, duration_s)
 }
 
 /// A runtime's section with its control's comparison filled in: per percentile and for the
@@ -339,6 +346,12 @@ pub fn stats_of(s: &Summary, start: SystemTime) -> Stats {
         percentiles_ns: s.percentiles(),
         percentiles_above_ns: BTreeMap::new(),
         over_threshold: s.over.count,
+        exceedances: s.over.threshold_ns().map(|threshold_ns| super::exceed::Exceedances {
+            threshold_ns,
+            samples: s.over.count,
+            bursts: s.over.bursts,
+            rate: None,
+        }),
         histogram: Some(HistogramRecord {
             bucket_ns: s.counts.layout().bucket_ns,
             range_ns: s.counts.layout().range_ns,
@@ -568,6 +581,7 @@ fn all_of(threads: &[ThreadResult]) -> AllResult {
             percentiles_ns,
             percentiles_above_ns,
             over_threshold: 0,
+            exceedances: None,
             histogram,
             uncertainty: None,
         },

@@ -3,6 +3,7 @@
 //! builder in [`build`], the verdict in [`verdict`], the warnings in [`warning`].
 
 pub mod build;
+pub mod exceed;
 pub mod noise;
 pub mod rt_app;
 pub mod uncertainty;
@@ -403,6 +404,9 @@ pub struct Stats {
     pub percentiles_above_ns: BTreeMap<String, i64>,
     /// Samples above `--max-latency`.
     pub over_threshold: u64,
+    /// With `--max-latency`: the samples above it, their bursts and how often those came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exceedances: Option<exceed::Exceedances>,
     /// The histogram (`null` when the source had none).
     pub histogram: Option<HistogramRecord>,
     /// How far another run of the same configuration may land: a 95 % interval for each
