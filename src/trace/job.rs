@@ -509,7 +509,8 @@ impl Assembler {
         let releases = match &self.shape {
             Shape::TimerPeriodic(key) => key.same(&p),
             Shape::EventLoop { syscall } => p.syscall == Some(*syscall),
-            Shape::Irregular => true,
+            // A continued period (the previous one's list of waits was full) is no wakeup.
+            Shape::Irregular => !p.continued,
         };
         match self.open.as_ref() {
             Some(j) if !releases => {
@@ -761,6 +762,19 @@ mod tests {
             assert_eq!(j.period.release_ns, if i == 0 { 1_050 } else { 1_100 + i as i64 * 100 }, "{i}");
             assert_eq!(j.busy_ns(), Some(if i == 1_000 { 90 } else { 100 }), "{i}");
         }
+    }
+
+    #[test]
+    fn an_irregular_threads_job_is_not_cut_where_its_period_was_continued() {
+        let mut a = Assembler::new(Shape::Irregular, Arch::X86_64);
+        let mut jobs = Vec::new();
+        a.push(period(0, 500, 400), &mut jobs);
+        a.push(Period { continued: true, wakeup_ns: Some(0), ..period(500, 300, 300) }, &mut jobs);
+        a.push(period(5_000, 100, 90), &mut jobs);
+        a.finish(&mut jobs);
+        let got: Vec<(i64, Option<i64>, i64, u32)> =
+            jobs.iter().map(|j| (j.period.release_ns, j.period.response_ns, j.period.running_ns, j.resumes)).collect();
+        assert_eq!(got, [(0, Some(800), 700, 0), (5_000, Some(100), 90, 0)]);
     }
 
     #[test]
