@@ -296,7 +296,7 @@ fn plot_report_compare_and_beam_refuse_every_bad_value() {
         ("report a.json -o r.pdf", "r.pdf"),
         ("report /dev/zero -o r.html", "/dev/zero"),
         ("report a.json -o /proc/r.html", "/proc/r.html"),
-        ("compare a.json", "2 values"),
+        ("compare a.json", "give 2 inputs or more"),
         ("compare a.json a.json --fail-if-worse -5", "-5"),
         ("compare a.json /dev/zero", "/dev/zero"),
         ("compare a.json a.json --percentile p42", "p42"),

@@ -166,6 +166,12 @@ impl ReportOptions {
 impl CompareOptions {
     /// Validates the arguments: the picture's format and that it may be written.
     pub fn from_cli(a: CompareArgs) -> Result<CompareOptions, super::UsageError> {
+        if a.vs.is_empty() && a.inputs.len() == 1 {
+            return Err(super::UsageError(format!(
+                "compare {}: give 2 inputs or more (the first is the baseline), or two groups: A… --vs B…",
+                a.inputs[0].display()
+            )));
+        }
         let output = match a.output {
             Some(o) => {
                 let f = crate::plot::Format::of(&o).map_err(|e| super::UsageError(format!("-o {e}")))?;
