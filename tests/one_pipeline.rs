@@ -52,6 +52,10 @@ fn measured(v: &Value) -> Value {
         s.as_object_mut().unwrap().remove("max_at_time");
         // Which second a sample was read in depends on the wall clock, like the time above.
         s.as_object_mut().unwrap().remove("series");
+        // So does a rate per hour: the exceedances' counts are compared, not their rate.
+        if let Some(x) = s.get_mut("exceedances").and_then(Value::as_object_mut) {
+            x.remove("rate");
+        }
     }
     serde_json::json!({
         "threads": threads, "all": all, "verdict": verdict, "runtime": v["runtime"],
@@ -120,7 +124,9 @@ fn beam_run_is_an_alias_of_run_with_the_beam_runtime() {
     // The summary is the same up to the loads' throughput, which depends on the elapsed time.
     let until_loads = |o: &std::process::Output| {
         let text = String::from_utf8_lossy(&o.stdout).into_owned();
-        mask_times(&text.lines().take_while(|l| !l.starts_with("load ")).collect::<Vec<_>>().join("\n"))
+        // Without the exceedances' rate, which is per hour of the run's own duration.
+        let lines = text.lines().take_while(|l| !l.starts_with("load ")).filter(|l| !l.starts_with("above "));
+        mask_times(&lines.collect::<Vec<_>>().join("\n"))
     };
     assert_eq!(until_loads(&alias), until_loads(&run));
     assert!(until_loads(&run).starts_with("Erlang/OTP 99 [fake]"), "{}", until_loads(&run));
