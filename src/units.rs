@@ -94,6 +94,19 @@ pub fn span(secs: f64) -> String {
     }
 }
 
+/// A horizon as people say it, in the largest unit that divides it: `24 h`, `7 days`, `30 min`,
+/// `90 s` (else as [`span`]).
+pub fn horizon(ns: i64) -> String {
+    let s = ns / 1_000_000_000;
+    match s {
+        _ if ns % 1_000_000_000 != 0 || s == 0 => span(ns as f64 / 1e9),
+        _ if s % 86_400 == 0 => count((s / 86_400) as u64, "day"),
+        _ if s % 3_600 == 0 => format!("{} h", s / 3_600),
+        _ if s % 60 == 0 => format!("{} min", s / 60),
+        _ => format!("{s} s"),
+    }
+}
+
 /// Microseconds as a short label: `12.3`, `1 500`.
 pub fn us_short(ns: f64) -> String {
     let us = ns / 1000.0;

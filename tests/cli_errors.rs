@@ -348,3 +348,13 @@ fn pseudo_files_that_block_or_never_end_are_refused_without_reading_them() {
         assert!(err.contains("pseudo-file, not a result file"), "{path}: {err}");
     }
 }
+
+#[test]
+fn a_prediction_horizon_that_is_not_a_duration_from_a_second_to_a_century_is_refused() {
+    for bad in ["0", "500ms", "36600d", "soon", "-1h"] {
+        let e = refused(&["--predict", bad]);
+        assert!(e.contains(&format!("'{bad}'")), "{e}");
+    }
+    let e = common::refused(&["show", "x.json", "--predict", "0"]);
+    assert!(e.contains("--predict '0'"), "{e}");
+}

@@ -340,3 +340,67 @@ fn a_run_whose_seconds_are_alike_has_intervals_that_are_its_figures_and_a_short_
     assert_eq!(u["max_ns"], json!({"low_ns": 8_500, "high_ns": null}));
     assert!(String::from_utf8_lossy(&out.stdout).contains("order statistics of 3000 samples taken as independent"));
 }
+
+/// `n` latencies (ns, one a line) of 10 µs plus an exponential of mean 20 µs, from a fixed seed,
+/// each plus `drift_ns` times its index.
+fn exponential_samples(n: usize, drift_ns: f64) -> String {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut out = String::with_capacity(n * 8);
+    for i in 0..n {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let u = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
+        out += &format!("{}\n", (10_000.0 - 20_000.0 * (1.0 - u).ln() + drift_ns * i as f64) as i64);
+    }
+    out
+}
+
+#[test]
+fn the_worst_case_predicted_from_a_known_light_tail_holds_its_true_median() {
+    // 200 s of 1 ms periods; over an hour's 3.6 million samples the maximum's median is
+    // 10 + 20·(−ln(1 − 0.5^(1/3.6e6))) µs = 319.3 µs.
+    let (r, out) = sim_run(&exponential_samples(200_000, 0.0), &["--predict", "1h"]);
+    assert_eq!(out.status.code(), Some(0));
+    let p = &r["all"]["prediction"];
+    assert_eq!((p["horizon_ns"].as_i64(), p["confidence"].as_f64()), (Some(3_600_000_000_000), Some(0.9)), "{p}");
+    assert_eq!(r["threads"][0]["prediction"], *p, "one thread: its prediction is all's");
+    assert_eq!(p["block_ns"].as_i64().unwrap() % 1_000_000_000, 0, "{p}");
+    let f = &p["forecast"];
+    let ns = |k: &str| f[k].as_i64().unwrap_or_else(|| panic!("{k}: {p}"));
+    let level = |i: usize| f["level_ns"][i].as_i64().unwrap();
+    assert!(ns("low_ns") <= ns("expected_ns") && ns("expected_ns") <= ns("high_ns"), "{p}");
+    assert!(ns("low_ns") < 319_300 && 319_300 < ns("high_ns"), "the predicted interval misses the true median: {p}");
+    assert!(level(1) < 319_300 && 319_300 < level(2), "the return level's interval misses it: {p}");
+    assert!((f["shape"].as_f64().unwrap()).abs() < 0.15, "an exponential's maxima are Gumbel's (shape 0): {p}");
+    // The summary says it, and `show --predict` of the saved result says the same.
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let line =
+        stdout.lines().find(|l| l.starts_with("worst case to expect in 1 h: ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains(" (90 %; GEV shape "), "{line}");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    std::fs::write(&json, serde_json::to_vec(&r).unwrap()).unwrap();
+    let shown = rtlab().arg("show").arg(&json).args(["--predict", "1h"]).output().unwrap();
+    assert!(String::from_utf8(shown.stdout).unwrap().contains(line), "show --predict differs from the run's");
+    let plain = rtlab().arg("show").arg(&json).output().unwrap();
+    assert!(String::from_utf8(plain.stdout).unwrap().contains(line), "the saved prediction is shown");
+}
+
+#[test]
+fn a_run_that_drifts_gets_no_worst_case_and_says_why() {
+    // Each second 1 µs later than the one before it.
+    let (r, out) = sim_run(&exponential_samples(60_000, 1.0), &["--predict", "24h"]);
+    let p = &r["all"]["prediction"];
+    assert!(p.get("forecast").is_none(), "{p}");
+    let why = p["refused"].as_str().unwrap();
+    assert!(why.starts_with("the block maxima drift (Mann–Kendall p = "), "{why}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains(&format!("worst case to expect in 1 day: none given: {why}")), "{stdout}");
+    // Too short a run: fewer blocks than a fit needs.
+    let (r, _) = sim_run(&exponential_samples(5_000, 0.0), &["--predict", "24h"]);
+    let why = r["all"]["prediction"]["refused"].as_str().unwrap().to_string();
+    assert!(why.contains("block maxima, fewer than the 20 a fit needs: run longer"), "{why}");
+    assert!(r["all"].get("prediction").is_some() && sim_run("1000\n", &[]).0["all"].get("prediction").is_none());
+}

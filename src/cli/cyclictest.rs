@@ -217,6 +217,11 @@ pub struct CyclictestArgs {
     #[arg(long = "rtlab-json", value_name = "FILE")]
     pub rtlab_json: Option<PathBuf>,
 
+    /// rtlab: predict the largest latency a run of DURATION would show (e.g. 24h), printed after
+    /// the summary as a `#` line (and in --rtlab-json)
+    #[arg(long = "predict", value_name = "DURATION", allow_hyphen_values = true, value_parser = parse::horizon)]
+    pub predict: Option<i64>,
+
     /// rtlab's HdrHistogram interval log
     #[command(flatten)]
     pub hlog: super::hlog::HlogArgs,
@@ -534,6 +539,7 @@ impl CyclictestArgs {
             histfile: self.histfile.clone(),
             json: self.json.clone(),
             rtlab_json: self.rtlab_json.clone(),
+            predict: self.predict,
             compat: match self.compat {
                 CompatVersion::V2_10 => Compat::V2_10,
                 CompatVersion::V2_4 => Compat::V2_4,

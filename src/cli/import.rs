@@ -45,6 +45,11 @@ pub struct ShowArgs {
     /// Unit of a cyclictest text file's figures when it cannot be seen
     #[arg(long, value_enum)]
     pub unit: Option<FileUnit>,
+
+    /// Predict the largest latency a run of DURATION would show (e.g. 24h) from the result's
+    /// per-second maxima (extreme value theory; none where the data do not allow it)
+    #[arg(long = "predict", value_name = "DURATION", allow_hyphen_values = true, value_parser = super::parse::horizon)]
+    pub predict: Option<i64>,
 }
 
 impl FileUnit {
@@ -90,6 +95,6 @@ impl ShowOptions {
     /// The arguments as options (nothing to check before reading the file).
     pub fn from_cli(a: ShowArgs) -> Result<ShowOptions, super::UsageError> {
         let unit = if a.nsecs { crate::units::Unit::Nanos } else { crate::units::Unit::Micros };
-        Ok(ShowOptions { file: a.file, unit, file_unit: a.unit.map(|u| u.to_unit()) })
+        Ok(ShowOptions { file: a.file, unit, file_unit: a.unit.map(|u| u.to_unit()), predict: a.predict })
     }
 }

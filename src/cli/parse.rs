@@ -43,6 +43,18 @@ pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_nanos(ns as u64))
 }
 
+/// `--predict`'s horizon (ns): a duration from 1 s to 100 years (`24h`, `7d`, `30m`).
+pub fn horizon(text: &str) -> Result<i64, String> {
+    const MOST: i64 = 100 * 365 * 86_400 * 1_000_000_000;
+    let ns = time_ns(text, DefaultUnit::Seconds)?;
+    if !(1_000_000_000..=MOST).contains(&ns) {
+        return Err(format!(
+            "--predict '{text}' is not a horizon from 1 s to 100 years; give how long the run to predict would be, e.g. --predict 24h"
+        ));
+    }
+    Ok(ns)
+}
+
 /// `--simulate`: `seed:N`, or `file:PATH` read through the one input loader (bounded, special
 /// files refused, nothing of its content echoed).
 pub fn simulation(spec: &str) -> Result<crate::measure::simulate::Simulation, String> {

@@ -196,6 +196,12 @@ pub struct RunArgs {
     #[arg(help_heading = "Output")]
     pub nsecs: bool,
 
+    /// Predict the largest latency a run of DURATION would show (e.g. 24h), with a 90 % interval,
+    /// from this run's per-second maxima (extreme value theory; none where the data do not allow it)
+    #[arg(long = "predict", value_name = "DURATION", allow_hyphen_values = true, value_parser = parse::horizon)]
+    #[arg(help_heading = "Output")]
+    pub predict: Option<i64>,
+
     /// Write the RunResult (schema rtlab.run/1) to FILE, atomically; - for stdout
     #[arg(long = "json", value_name = "FILE")]
     #[arg(help_heading = "Output")]
@@ -604,6 +610,7 @@ impl RunArgs {
             json: self.json,
             unit: if self.nsecs { Unit::Nanos } else { Unit::Micros },
             quiet: self.quiet,
+            predict: self.predict,
         })
     }
 

@@ -198,7 +198,8 @@ impl RunOptions {
             explain: probe_explain,
             ..Plan::new(ProbeSpec::Watch(probe), layout)
         };
-        Ok(RunOptions { plan, json: a.json, unit: if a.nsecs { Unit::Nanos } else { Unit::Micros }, quiet: a.quiet })
+        let unit = if a.nsecs { Unit::Nanos } else { Unit::Micros };
+        Ok(RunOptions { plan, json: a.json, unit, quiet: a.quiet, predict: None })
     }
 }
 

@@ -72,6 +72,8 @@ pub struct Outputs {
     pub json: Option<PathBuf>,
     /// `--rtlab-json`: the RunResult.
     pub rtlab_json: Option<PathBuf>,
+    /// `--predict`: the horizon (ns) of the worst case to expect.
+    pub predict: Option<i64>,
     /// `--compat`.
     pub compat: Compat,
     /// `--spike` was given: print the spike list.
@@ -136,10 +138,17 @@ pub fn execute(opts: &CyclictestOptions, command_line: Vec<String>) -> Result<i3
         s.stop();
     }
 
-    let result = RunResult::build(out.record(session::base_record(plan, Provenance { command_line, environment })));
+    let mut result = RunResult::build(out.record(session::base_record(plan, Provenance { command_line, environment })));
     let broke = out.break_hit.is_some();
+    if let Some(horizon) = args.predict {
+        crate::result::predict::attach(&mut result, horizon);
+    }
     write_files(args, histogram_us, &result)?;
-    let text = end_text(args, (histogram_us, histofall), &out, &result)?;
+    let mut text = end_text(args, (histogram_us, histofall), &out, &result)?;
+    let unit = if nsecs { crate::units::Unit::Nanos } else { crate::units::Unit::Micros };
+    if let Some(line) = crate::result::predict::describe(&result.all.stats, unit) {
+        text += &format!("# {line}\n");
+    }
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();

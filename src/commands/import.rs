@@ -15,6 +15,8 @@ pub struct ShowOptions {
     pub unit: crate::units::Unit,
     /// The unit of a text input.
     pub file_unit: Option<crate::import::Unit>,
+    /// `--predict`: the horizon (ns) of the worst case to expect.
+    pub predict: Option<i64>,
 }
 
 /// A validated `rtlab import`.
@@ -56,7 +58,10 @@ pub fn import(opts: &ImportOptions) -> Result<i32, Error> {
 /// Prints the summary table of a result file.
 pub fn show(opts: &ShowOptions) -> Result<i32, Error> {
     match input::load(&opts.file, opts.file_unit).map_err(|e| Error::Usage(e.to_string()))?.content {
-        Content::Run(result) => {
+        Content::Run(mut result) => {
+            if let Some(horizon) = opts.predict {
+                crate::result::predict::attach(&mut result, horizon);
+            }
             // The saved explanations too: why it was late is part of what was measured.
             let explained = if result.kind == crate::result::Kind::Noise {
                 String::new()

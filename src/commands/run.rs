@@ -23,6 +23,8 @@ pub struct RunOptions {
     pub unit: Unit,
     /// `-q`.
     pub quiet: bool,
+    /// `--predict`: the horizon (ns) of the worst case to expect.
+    pub predict: Option<i64>,
 }
 
 /// Runs the measurement and writes every output; returns the exit code (0, 3 when the
@@ -36,13 +38,16 @@ pub fn execute(opts: &RunOptions, command_line: Vec<String>) -> Result<i32, Erro
     view.total = opts.plan.duration;
     let mut warnings = WarningPrinter::default();
     let provenance = Provenance { command_line, environment: Environment::capture() };
-    let (result, failure) = session::measure(
+    let (mut result, failure) = session::measure(
         &opts.plan,
         provenance,
         opts.json.as_deref(),
         &mut Fanout(vec![&mut view, &mut warnings]),
         &signals,
     )?;
+    if let Some(horizon) = opts.predict {
+        crate::result::predict::attach(&mut result, horizon);
+    }
     warnings.rest(&result);
     let json = opts.json.as_deref();
     let written = match json {

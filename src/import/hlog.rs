@@ -297,6 +297,7 @@ impl Tagged {
             exceedances: None,
             histogram: Some(histogram),
             uncertainty: None,
+            prediction: None,
         };
         ThreadResult { name: Some(self.name), series: Some(self.series), ..ThreadResult::of_figures(index, cpu, stats) }
     }

@@ -135,6 +135,7 @@ pub fn stats_of(f: &ThreadFigures, unit: Unit) -> Stats {
         exceedances: None,
         histogram,
         uncertainty: None,
+        prediction: None,
     }
 }
 

@@ -325,6 +325,7 @@ pub fn fetch(q: &Query) -> Result<Vec<(String, RunResult)>, String> {
             exceedances: None,
             histogram: Some(h),
             uncertainty: None,
+            prediction: None,
         };
         let threads = hosts.entry(host).or_default();
         threads.push(ThreadResult::of_figures(threads.len(), cpu.parse().ok(), stats));

@@ -1,6 +1,7 @@
 //! Measuring: the probe loop, its histogram and statistics, the simulation, and the engine
 //! that runs threads of probes.
 
+pub mod evt;
 pub mod groups;
 pub mod hdr;
 pub mod histogram;

@@ -164,6 +164,7 @@ pub fn summary_within(r: &RunResult, u: Unit, width: Option<usize>) -> String {
     }
     out += &uncertainty(r, u);
     out += &crate::result::exceed::describe(&r.all.stats, u).map_or_else(String::new, |d| d + "\n");
+    out += &crate::result::predict::describe(&r.all.stats, u).map_or_else(String::new, |d| d + "\n");
     out += &drifts(r);
     out += &control_excess(r, u);
     if r.verdict.threshold_ns.is_some() || r.verdict.max_response_ns.is_some() || r.verdict.max_misses.is_some() {

@@ -359,6 +359,7 @@ pub fn stats_of(s: &Summary, start: SystemTime) -> Stats {
             unbinned: None,
         }),
         uncertainty: None,
+        prediction: None,
     }
 }
 
@@ -584,6 +585,7 @@ fn all_of(threads: &[ThreadResult]) -> AllResult {
             exceedances: None,
             histogram,
             uncertainty: None,
+            prediction: None,
         },
         work: None,
     }

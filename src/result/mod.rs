@@ -5,6 +5,7 @@
 pub mod build;
 pub mod exceed;
 pub mod noise;
+pub mod predict;
 pub mod rt_app;
 pub mod uncertainty;
 pub mod verdict;
@@ -415,6 +416,10 @@ pub struct Stats {
     /// Absent where the source holds neither (imports, stages).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncertainty: Option<crate::measure::uncertainty::Uncertainty>,
+    /// `--predict`: the largest latency to expect over a longer run, or why none is given
+    /// (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<predict::Prediction>,
 }
 
 /// A task that works after each wakeup: its response time (completion − release), run time

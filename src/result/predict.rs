@@ -1,0 +1,175 @@
+//! The worst case to expect (`--predict DURATION`): the largest latency a run of DURATION would
+//! show, predicted from a result's series of per-interval maxima with extreme value theory
+//! (`measure/evt.rs`), or why the run does not allow one.
+
+use super::{RunResult, Stats};
+use crate::measure::evt::{self, Forecast};
+use crate::measure::series::LatencySeries;
+use crate::units::Unit;
+use serde::{Deserialize, Serialize};
+
+/// The method, in words, as the result names it.
+pub const METHOD: &str =
+    "block maxima, GEV fitted by probability-weighted moments, parametric bootstrap predictive interval";
+
+/// A prediction of the largest latency over a horizon, or why none was made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Prediction {
+    /// The horizon (ns): `--predict`.
+    pub horizon_ns: i64,
+    /// How the prediction was made.
+    pub method: String,
+    /// The interval's confidence (two-sided): 0.90, so the maximum stays below its upper end
+    /// with 95 % probability.
+    pub confidence: f64,
+    /// The block length used (ns; when refused, the longest tried).
+    pub block_ns: i64,
+    /// Blocks fitted (when refused, the longest blocks' count).
+    pub blocks: usize,
+    /// The prediction; `None` when the run does not allow one (`refused` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<Expected>,
+    /// Why no prediction was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+/// The maximum to expect over the horizon, the fit it comes from, and the checks it passed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Expected {
+    /// The maximum to expect (ns): the predictive distribution's median.
+    pub expected_ns: i64,
+    /// The interval's lower end (ns).
+    pub low_ns: i64,
+    /// The interval's upper end (ns).
+    pub high_ns: i64,
+    /// The fitted GEV's location (ns).
+    pub location_ns: f64,
+    /// Its scale (ns).
+    pub scale_ns: f64,
+    /// Its shape ξ: above 0 a heavy tail, 0 Gumbel's, below 0 a bounded one.
+    pub shape: f64,
+    /// The Anderson–Darling p-value of the fit (parametric bootstrap).
+    pub fit_p: f64,
+    /// Mann–Kendall's p-value of no trend in the block maxima.
+    pub trend_p: f64,
+    /// The block maxima's lag-1 rank autocorrelation.
+    pub lag1: f64,
+    /// The return level: the fit's median maximum over the horizon (ns), and its interval.
+    pub level_ns: [i64; 3],
+    /// How long a run would need for the return level's interval to be within ±10 % of it
+    /// (ns); `None` when this one already is.
+    pub run_for_ns: Option<i64>,
+}
+
+/// Gives each thread's statistics, and all threads' (but `control`'s), a prediction over
+/// `horizon_ns` from their series; all threads' from the largest of their maxima interval by
+/// interval, when their series are alike. Statistics without a series get none.
+pub fn attach(r: &mut RunResult, horizon_ns: i64) {
+    let control = r.runtime.as_ref().and_then(|rt| rt.control.as_ref()).map(|c| c.thread);
+    let mut subjects: Vec<&LatencySeries> = Vec::new();
+    for t in r.threads.iter_mut() {
+        if let Some(s) = t.series.as_ref() {
+            t.stats.prediction = Some(predict(&maxima(s), s.interval_ns, horizon_ns));
+            if Some(t.thread) != control {
+                subjects.push(s);
+            }
+        }
+    }
+    let alike = subjects
+        .first()
+        .filter(|f| subjects.iter().all(|s| s.interval_ns == f.interval_ns && s.max_ns.len() == f.max_ns.len()));
+    if let Some(first) = alike {
+        let mut all = (*first).clone();
+        for s in &subjects[1..] {
+            for (m, x) in all.max_ns.iter_mut().zip(&s.max_ns) {
+                *m = (*m).max(*x);
+            }
+        }
+        r.all.stats.prediction = Some(predict(&maxima(&all), all.interval_ns, horizon_ns));
+    }
+}
+
+/// A series' whole intervals' maxima (ns), in time order: intervals without samples and a last
+/// interval shorter than the others are left out.
+fn maxima(s: &LatencySeries) -> Vec<f64> {
+    let whole = usize::try_from(s.span_ns / s.interval_ns.max(1)).unwrap_or(0);
+    s.max_ns.iter().take(whole).flatten().map(|m| *m as f64).collect()
+}
+
+/// The prediction from `maxima` of intervals of `interval_ns`.
+fn predict(maxima: &[f64], interval_ns: i64, horizon_ns: i64) -> Prediction {
+    let horizon = horizon_ns as f64 / interval_ns as f64;
+    let base = Prediction {
+        horizon_ns,
+        method: METHOD.into(),
+        confidence: evt::CONFIDENCE,
+        block_ns: interval_ns,
+        blocks: maxima.len(),
+        forecast: None,
+        refused: None,
+    };
+    match evt::predict(maxima, horizon, evt::PRECISION) {
+        Ok(f) => Prediction {
+            block_ns: interval_ns * f.per_block as i64,
+            blocks: f.blocks,
+            forecast: Some(expected(&f, interval_ns)),
+            ..base
+        },
+        Err(why) => {
+            let longest = evt::BLOCK_LENGTHS.iter().take_while(|k| maxima.len() / *k >= evt::MIN_BLOCKS).last();
+            let longest = longest.copied().unwrap_or(1);
+            Prediction {
+                block_ns: interval_ns * longest as i64,
+                blocks: maxima.len() / longest,
+                refused: Some(why.to_string()),
+                ..base
+            }
+        }
+    }
+}
+
+/// A forecast in the result's terms.
+fn expected(f: &Forecast, interval_ns: i64) -> Expected {
+    let ns = |x: f64| x.round().clamp(0.0, i64::MAX as f64) as i64;
+    let block_ns = interval_ns as f64 * f.per_block as f64;
+    Expected {
+        expected_ns: ns(f.expected),
+        low_ns: ns(f.interval.0),
+        high_ns: ns(f.interval.1),
+        location_ns: f.fit.location,
+        scale_ns: f.fit.scale,
+        shape: f.fit.shape,
+        fit_p: f.gof.1,
+        trend_p: f.trend_p,
+        lag1: f.lag1,
+        level_ns: [ns(f.level.0), ns(f.level.1), ns(f.level.2)],
+        run_for_ns: f.blocks_needed.map(|b| ns(b * block_ns)),
+    }
+}
+
+/// The summary's line: `worst case to expect in 24 h: 1 234 µs [900, 2 100] (90 %; GEV, shape
+/// 0.12, from 180 blocks of 1 s; to know it within ±10 %: run 3 h)`, or why none is given;
+/// `None` without a prediction.
+pub fn describe(stats: &Stats, u: Unit) -> Option<String> {
+    let p = stats.prediction.as_ref()?;
+    let horizon = crate::units::horizon(p.horizon_ns);
+    let Some(f) = &p.forecast else {
+        return Some(format!("worst case to expect in {horizon}: none given: {}", p.refused.as_deref().unwrap_or("")));
+    };
+    let run = match f.run_for_ns {
+        Some(ns) => format!("to know it within ±10 %: run about {}", crate::units::span(ns as f64 / 1e9)),
+        None => "known within ±10 %".into(),
+    };
+    Some(format!(
+        "worst case to expect in {horizon}: {} {} [{}, {}] ({:.0} %; GEV shape {:.2} over {} of {}; {run})",
+        u.fmt(f.expected_ns),
+        u.label(),
+        u.fmt(f.low_ns),
+        u.fmt(f.high_ns),
+        p.confidence * 100.0,
+        f.shape,
+        crate::units::count(p.blocks as u64, "block"),
+        crate::units::duration(p.block_ns),
+    ))
+}
