@@ -357,4 +357,6 @@ fn a_prediction_horizon_that_is_not_a_duration_from_a_second_to_a_century_is_ref
     }
     let e = common::refused(&["show", "x.json", "--predict", "0"]);
     assert!(e.contains("--predict '0'"), "{e}");
+    let e = common::refused(&["monitor", "--predict", "24h"]);
+    assert!(e.contains("add --json FILE"), "a monitor's prediction goes in its windows: {e}");
 }

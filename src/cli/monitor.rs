@@ -111,6 +111,13 @@ impl MonitorOptions {
             return Err(UsageError("--rotate must be at least 1s; e.g. --rotate 1h".into()));
         }
         let json = a.run.json.clone();
+        let predict = a.run.predict;
+        if predict.is_some() && json.is_none() {
+            return Err(UsageError(
+                "--predict on rtlab monitor goes in each window's RunResult; add --json FILE (and --rotate TIME)"
+                    .into(),
+            ));
+        }
         let mut run = a.run;
         run.quiet = true;
         run.no_checkpoint = true;
@@ -136,6 +143,7 @@ impl MonitorOptions {
             json,
             rotate: a.rotate,
             keep: usize::from(a.keep),
+            predict,
         })
     }
 }

@@ -39,6 +39,8 @@ pub struct MonitorOptions {
     pub keep: usize,
     /// `--hlog` beside the `--json` windows, rotated with them (without windows the plan writes it).
     pub hlog: Option<session::observers::HlogPlan>,
+    /// `--predict`: the horizon (ns) of the worst case each window predicts from its own seconds.
+    pub predict: Option<i64>,
 }
 
 /// Serves until SIGINT/SIGTERM (or `-D`); exit 0, 1 when the probe failed.
@@ -163,6 +165,8 @@ struct Windows {
     work_base: Option<Vec<Option<crate::measure::work::WorkSummary>>>,
     /// `--hlog`: the interval log beside the windows, rotated with them.
     hlog: Option<session::observers::HlogWriter>,
+    /// `--predict`'s horizon (ns).
+    predict: Option<i64>,
 }
 
 /// A working task's figures over one window, from its samples.
@@ -217,6 +221,14 @@ impl Windows {
             work: opts.plan.probe.slots().iter().map(|s| s.work.map(|w| WindowWork::new(s.interval_ns, w))).collect(),
             work_base: None,
             hlog: opts.hlog.clone().map(|h| session::observers::HlogWriter::new(h, opts.plan.probe.kind())),
+            predict: opts.predict,
+        }
+    }
+
+    /// A closing window's prediction, from its own seconds only.
+    fn predict(&mut self) {
+        if let (Some(h), Some(r)) = (self.predict, self.pending.as_mut()) {
+            crate::result::predict::attach_last(r, h, (self.checkpoints as i64).saturating_mul(1_000_000_000));
         }
     }
 
@@ -269,6 +281,7 @@ impl Windows {
             if closing { crate::result::EndReason::Duration } else { crate::result::EndReason::Checkpoint };
         self.pending = Some(RunResult::build(figures));
         if closing {
+            self.predict();
             self.save(true);
             if let Some(h) = self.hlog.as_mut() {
                 h.rotate(self.keep);
@@ -317,6 +330,7 @@ impl Windows {
             if let Some(r) = self.pending.as_mut() {
                 r.end_reason = crate::result::EndReason::Duration;
             }
+            self.predict();
             self.save(true);
         }
         match self.failed.take() {

@@ -66,11 +66,17 @@ pub struct Expected {
 /// `horizon_ns` from their series; all threads' from the largest of their maxima interval by
 /// interval, when their series are alike. Statistics without a series get none.
 pub fn attach(r: &mut RunResult, horizon_ns: i64) {
+    attach_last(r, horizon_ns, i64::MAX);
+}
+
+/// [`attach`] from the whole intervals of each series' last `last_ns` only (a monitor's
+/// window: its result's series are the whole run's).
+pub fn attach_last(r: &mut RunResult, horizon_ns: i64, last_ns: i64) {
     let control = r.runtime.as_ref().and_then(|rt| rt.control.as_ref()).map(|c| c.thread);
     let mut subjects: Vec<&LatencySeries> = Vec::new();
     for t in r.threads.iter_mut() {
         if let Some(s) = t.series.as_ref() {
-            t.stats.prediction = Some(predict(&maxima(s), s.interval_ns, horizon_ns));
+            t.stats.prediction = Some(predict(&maxima(s, last_ns), s.interval_ns, horizon_ns));
             if Some(t.thread) != control {
                 subjects.push(s);
             }
@@ -86,15 +92,16 @@ pub fn attach(r: &mut RunResult, horizon_ns: i64) {
                 *m = (*m).max(*x);
             }
         }
-        r.all.stats.prediction = Some(predict(&maxima(&all), all.interval_ns, horizon_ns));
+        r.all.stats.prediction = Some(predict(&maxima(&all, last_ns), all.interval_ns, horizon_ns));
     }
 }
 
-/// A series' whole intervals' maxima (ns), in time order: intervals without samples and a last
-/// interval shorter than the others are left out.
-fn maxima(s: &LatencySeries) -> Vec<f64> {
-    let whole = usize::try_from(s.span_ns / s.interval_ns.max(1)).unwrap_or(0);
-    s.max_ns.iter().take(whole).flatten().map(|m| *m as f64).collect()
+/// The maxima (ns) of a series' whole intervals in its last `last_ns`, in time order: intervals
+/// without samples and a last interval shorter than the others are left out.
+fn maxima(s: &LatencySeries, last_ns: i64) -> Vec<f64> {
+    let last = usize::try_from(last_ns / s.interval_ns.max(1)).unwrap_or(usize::MAX);
+    let whole = usize::try_from(s.span_ns / s.interval_ns.max(1)).unwrap_or(0).min(s.max_ns.len());
+    s.max_ns[whole.saturating_sub(last)..whole].iter().flatten().map(|m| *m as f64).collect()
 }
 
 /// The prediction from `maxima` of intervals of `interval_ns`.
