@@ -289,3 +289,47 @@ fn resume_reruns_only_the_missing_points() {
     assert!(dir.path().join("out/points/001-workers=1.json").exists());
     assert_eq!(std::fs::read_to_string(dir.path().join("out/sweep.csv")).unwrap().lines().count(), 4);
 }
+
+#[test]
+fn rounds_interleave_the_points_flipping_the_order_and_compare_each_with_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sim_sweep(dir.path(), &["--methods", "abs,rel,nanosleep", "--rounds", "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let order: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("point ")?.split(" : ").next()?.split_once(' ').map(|(_, axes)| axes))
+        .collect();
+    let want: Vec<String> = [(1, ["abs", "rel", "nanosleep"]), (2, ["nanosleep", "rel", "abs"])]
+        .iter()
+        .chain(&[(3, ["abs", "rel", "nanosleep"]), (4, ["nanosleep", "rel", "abs"])])
+        .flat_map(|(r, ms)| ms.iter().map(move |m| format!("method={m} round={r}")))
+        .collect();
+    assert_eq!(order, want, "A B C, C B A, …: {err}");
+    assert!(err.contains("Points: 3 × 4 rounds, interleaved"), "{err}");
+    assert!(err.contains("method=rel against method=abs (4 rounds):"), "{err}");
+    let csv = std::fs::read_to_string(dir.path().join("out/sweep.csv")).unwrap();
+    assert!(csv.starts_with("method,round,cpu_workers,") && csv.contains("\nnanosleep,2,0,"), "{csv}");
+    assert_eq!(csv.lines().count(), 13);
+    assert!(dir.path().join("out/points/002-method=nanosleep-round=4.json").is_file());
+    let sweep: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/sweep.json")).unwrap()).unwrap();
+    assert_eq!((sweep["rounds"].as_u64(), sweep["planned"].as_u64()), (Some(4), Some(12)));
+    let c = sweep["comparisons"].as_array().unwrap();
+    assert_eq!(c.len(), 2, "every point but the first against the first");
+    assert_eq!(
+        (c[0]["baseline"].as_str(), c[1]["label"].as_str()),
+        (Some("000-method=abs"), Some("002-method=nanosleep"))
+    );
+    // Every run holds the same samples: each figure's ratio is exactly 1, its interval [1, 1].
+    let p99 = c[1]["figures"].as_array().unwrap().iter().find(|f| f["figure"] == "p99").unwrap();
+    assert_eq!(p99["a_ns"], serde_json::json!([10000.0, 10000.0, 10000.0, 10000.0]), "{p99}");
+    assert_eq!(p99["b_ns"], p99["a_ns"]);
+    assert_eq!((p99["ratio"].as_f64(), p99["low"].as_f64(), p99["high"].as_f64()), (Some(1.0), Some(1.0), Some(1.0)));
+    assert_eq!(p99["verdict"], "no evidence");
+    // One point alone has nothing to compare with.
+    let again = tempfile::tempdir().unwrap();
+    let out = sim_sweep(again.path(), &["--rounds", "3", "--methods", "abs"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("this sweep has one point"));
+}

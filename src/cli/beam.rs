@@ -196,6 +196,7 @@ impl BeamSweepArgs {
             works: None,
             deadlines: None,
             resume: false,
+            rounds: 1,
             run,
         };
         let mut opts = crate::commands::sweep::SweepOptions::from_cli(sweep)?;

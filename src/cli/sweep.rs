@@ -125,6 +125,12 @@ pub struct SweepArgs {
     #[arg(long)]
     pub resume: bool,
 
+    /// Run every point N times, interleaved in rounds (A B, B A, A B …: the order flips each
+    /// round so the machine's drift hits all alike), and compare each point's runs with the
+    /// first point's (as `rtlab compare A… --vs B…`)
+    #[arg(long = "rounds", value_name = "N", default_value = "1", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub rounds: u16,
+
     /// The options of every point (see `rtlab run --help`)
     #[command(flatten)]
     pub run: RunArgs,
@@ -221,9 +227,16 @@ impl SweepArgs {
                 crate::sweep::MAX_POINTS
             )));
         }
+        if self.rounds > 1 && points.len() < 2 {
+            return Err(usage(format!(
+                "--rounds {} compares points with the first; this sweep has one point: sweep an axis (e.g. --probe-policy fifo:95,other)",
+                self.rounds
+            )));
+        }
         let run = self.run.clone();
         let workers_swept = self.workers.is_some();
-        planned_sweep(self.out, self.resume, self.run.duration, points, |p| {
+        let rounds = usize::from(self.rounds);
+        let planned = planned_sweep(self.out, self.resume, self.run.duration, points, |p| {
             let runtime = runtime_of[p.index];
             let mut a = run.clone();
             a.runtime.runtime = super::run::Runtimes(vec![runtime]);
@@ -252,7 +265,8 @@ impl SweepArgs {
                 }
             }
             RunOptions::from_cli(a).map(|o| o.plan)
-        })
+        })?;
+        Ok(SweepOptions { rounds, ..planned })
     }
 }
 
@@ -274,7 +288,7 @@ pub(super) fn planned_sweep(
         check_resumable(&out, &planned)?;
     }
     let axis_names = planned.first().map(|(p, _)| p.axes.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
-    Ok(SweepOptions { out, resume, points: planned, axis_names, duration, printout: Printout::Csv })
+    Ok(SweepOptions { out, resume, points: planned, axis_names, duration, printout: Printout::Csv, rounds: 1 })
 }
 
 /// The settings of a configuration that decide what is measured (what was obtained, such as
@@ -299,7 +313,12 @@ pub(super) fn check_resumable(
     planned: &[(Point, crate::session::Plan)],
 ) -> Result<(), UsageError> {
     for (p, plan) in planned {
-        let file = out.join("points").join(format!("{}.json", p.label()));
+        // With --rounds, a point's first round stands for it.
+        let file = ["", "-round=1"]
+            .iter()
+            .map(|r| out.join("points").join(format!("{}{r}.json", p.label())))
+            .find(|f| f.is_file())
+            .unwrap_or_default();
         let Ok(text) = std::fs::read_to_string(&file) else { continue };
         let Ok(recorded) = serde_json::from_str::<RunResult>(&text) else { continue };
         let then_runtime =

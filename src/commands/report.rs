@@ -182,7 +182,8 @@ pub fn compare(args: &CompareOptions) -> Result<i32, Error> {
     let c = compare::compare(&runs);
     let threads = c.sections.iter().filter(|s| s.per_thread).count();
     let max_threads = if args.all_threads || threads <= 8 { usize::MAX } else { 0 };
-    let text = format!("baseline: {}\n\n{}", c.names[0], text_of(report::comparison_blocks(&c, max_threads)));
+    let text =
+        format!("baseline: {}\n\n{}", c.names[0], report::terminal_text(report::comparison_blocks(&c, max_threads)));
     crate::export::print(&text);
     draw_tails(args, &inputs)?;
     if let Some(pct) = args.fail_if_worse {
@@ -227,7 +228,7 @@ fn compare_groups(args: &CompareOptions, a_inputs: Vec<input::Input>, judged_a: 
     same_kind(&both)?;
     let margin = args.fail_if_worse.unwrap_or(GROUP_MARGIN_PCT);
     let g = compare::compare_groups(&a, &b, margin);
-    crate::export::print(&text_of(report::group_blocks(&g)));
+    crate::export::print(&report::terminal_text(report::group_blocks(&g)));
     let all: Vec<input::Input> = a_inputs.iter().chain(&b_inputs).cloned().collect();
     draw_tails(args, &all)?;
     if let Some(pct) = args.fail_if_worse {
@@ -267,24 +268,6 @@ fn same_kind(runs: &[(String, &crate::result::RunResult)]) -> Result<(), Error> 
         ))),
         None => Ok(()),
     }
-}
-
-/// Blocks as the terminal shows them.
-fn text_of(blocks: Vec<Block>) -> String {
-    let mut text = String::new();
-    for b in blocks {
-        match b {
-            Block::Heading(_, t) => text += &format!("{t}\n"),
-            Block::Text(t) => text += &format!("{t}\n\n"),
-            Block::Headline(figures) => {
-                text += &figures.iter().map(|(k, v)| format!("{k}: {v}\n")).collect::<String>();
-                text += "\n";
-            }
-            Block::Table { header, rows, numeric } => text += &report::markdown::table(&header, &rows, &numeric),
-            _ => {}
-        }
-    }
-    text
 }
 
 /// `-o`: the inputs' tails side by side.

@@ -1125,6 +1125,24 @@ fn median(v: &[f64]) -> Option<f64> {
     (n > 0).then(|| if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
+/// Blocks as the terminal shows them.
+pub fn terminal_text(blocks: Vec<Block>) -> String {
+    let mut text = String::new();
+    for b in blocks {
+        match b {
+            Block::Heading(_, t) => text += &format!("{t}\n"),
+            Block::Text(t) => text += &format!("{t}\n\n"),
+            Block::Headline(figures) => {
+                text += &figures.iter().map(|(k, v)| format!("{k}: {v}\n")).collect::<String>();
+                text += "\n";
+            }
+            Block::Table { header, rows, numeric } => text += &markdown::table(&header, &rows, &numeric),
+            _ => {}
+        }
+    }
+    text
+}
+
 /// Two groups compared as tables: per figure each group's median run and range, B ÷ A with its
 /// interval and the verdict; how it was found; each run's own intervals when a side has too few
 /// runs to bound the ratio.

@@ -10,4 +10,4 @@ pub mod schema;
 
 pub use csv::{csv, CSV_COLUMNS};
 pub use grid::{expand, parse_counts, parse_load_policies, parse_probe, Axes, Point, MAX_POINTS, MAX_WORKERS};
-pub use schema::{SweepPoint, SweepResult, SCHEMA};
+pub use schema::{FigureComparison, PointComparison, SweepPoint, SweepResult, SCHEMA};

@@ -31,10 +31,56 @@ pub struct SweepResult {
     pub command_line: Vec<String>,
     /// The machine, once for all points.
     pub environment: crate::sysinfo::Environment,
-    /// The points done so far.
+    /// The runs done so far (with `--rounds`, one per point and round, the round an axis).
     pub points: Vec<SweepPoint>,
-    /// Points planned.
+    /// Runs planned.
     pub planned: usize,
+    /// `--rounds`: how many times each point was run, interleaved (absent: once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<usize>,
+    /// With `--rounds`: every point's runs against the first point's, figure by figure (the
+    /// method of `rtlab compare A… --vs B…`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<PointComparison>,
+}
+
+/// One point's runs (group B) against the first point's (group A).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PointComparison {
+    /// The first point's label (without the round).
+    pub baseline: String,
+    /// This point's label.
+    pub label: String,
+    /// This point's axis values.
+    pub axes: Vec<(String, String)>,
+    /// The margin of the verdicts (%).
+    pub margin_pct: f64,
+    /// All threads' figures, min to max.
+    pub figures: Vec<FigureComparison>,
+}
+
+/// One figure of two groups of runs: each run's value and B ÷ A with its interval and verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FigureComparison {
+    /// `min`, `mean`, `p50` … `p99.999`, `max`.
+    pub figure: String,
+    /// The baseline's runs' values (ns), round by round.
+    pub a_ns: Vec<f64>,
+    /// This point's.
+    pub b_ns: Vec<f64>,
+    /// B ÷ A (Hodges–Lehmann); `None` when a run does not know the figure exactly.
+    pub ratio: Option<f64>,
+    /// Its interval's lower end (`None`: unbounded, too few rounds).
+    pub low: Option<f64>,
+    /// Its upper end.
+    pub high: Option<f64>,
+    /// The interval's exact coverage.
+    pub coverage: Option<f64>,
+    /// `worse`, `better`, `no evidence` or `inconclusive`.
+    pub verdict: Option<String>,
+    /// When inconclusive: the rounds estimated to decide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds_to_decide: Option<u64>,
 }
 
 impl SweepResult {
