@@ -155,19 +155,24 @@ fn expected(f: &Forecast, interval_ns: i64) -> Expected {
     }
 }
 
-/// The summary's line: `worst case to expect in 24 h: 1 234 µs [900, 2 100] (90 %; GEV, shape
-/// 0.12, from 180 blocks of 1 s; to know it within ±10 %: run 3 h)`, or why none is given;
-/// `None` without a prediction.
+/// The summary's line: `worst case to expect in 24 h: 1234.0 µs [900.0, 2100.0] (90 %; GEV
+/// shape 0.12 over 180 blocks of 1 s; to know it within ±10 %: run about 3.0 h, ±5 %: run about
+/// 12.0 h)`, or why none is given; `None` without a prediction.
 pub fn describe(stats: &Stats, u: Unit) -> Option<String> {
     let p = stats.prediction.as_ref()?;
     let horizon = crate::units::horizon(p.horizon_ns);
     let Some(f) = &p.forecast else {
         return Some(format!("worst case to expect in {horizon}: none given: {}", p.refused.as_deref().unwrap_or("")));
     };
-    let run = match f.run_for_ns {
-        Some(ns) => format!("to know it within ±10 %: run about {}", crate::units::span(ns as f64 / 1e9)),
-        None => "known within ±10 %".into(),
+    // The return level's interval narrows as 1/√blocks: the run each precision needs.
+    let [level, lo, hi] = f.level_ns.map(|v| v as f64);
+    let half = (hi - lo) / 2.0 / level.max(1.0);
+    let measured_s = p.blocks as f64 * p.block_ns as f64 / 1e9;
+    let need = |pct: f64| match half / (pct / 100.0) {
+        r if r <= 1.0 => format!("±{pct:.0} %: known"),
+        r => format!("±{pct:.0} %: run about {}", crate::units::span(measured_s * r * r)),
     };
+    let run = format!("to know it within {}, {}", need(10.0), need(5.0));
     Some(format!(
         "worst case to expect in {horizon}: {} {} [{}, {}] ({:.0} %; GEV shape {:.2} over {} of {}; {run})",
         u.fmt(f.expected_ns),
