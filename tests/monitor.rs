@@ -717,7 +717,7 @@ fn json_windows_rotate_on_time_and_on_sighup_each_a_valid_run_result() {
         // Each window predicts from its own seconds (at most 3), not from the run's so far.
         let why = v["all"]["prediction"]["refused"].as_str().unwrap_or_else(|| panic!("{}", v["all"]));
         let blocks: usize = why.split(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("{why}"));
-        assert!(blocks <= 3 && why.contains("fewer than the 20 a fit needs"), "{why}");
+        assert!(blocks <= 3 && why.contains("fewer than the 30 a fit needs"), "{why}");
     }
     let lengths: Vec<f64> = files.iter().map(|v| v["duration_s"].as_f64().unwrap()).collect();
     assert!(lengths[0] >= 2.5 && lengths[1] < 2.5, "the first window ran its 3 s, SIGHUP cut the second: {lengths:?}");

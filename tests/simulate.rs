@@ -401,6 +401,6 @@ fn a_run_that_drifts_gets_no_worst_case_and_says_why() {
     // Too short a run: fewer blocks than a fit needs.
     let (r, _) = sim_run(&exponential_samples(5_000, 0.0), &["--predict", "24h"]);
     let why = r["all"]["prediction"]["refused"].as_str().unwrap().to_string();
-    assert!(why.contains("block maxima, fewer than the 20 a fit needs: run longer"), "{why}");
+    assert!(why.contains("block maxima, fewer than the 30 a fit needs: run longer"), "{why}");
     assert!(r["all"].get("prediction").is_some() && sim_run("1000\n", &[]).0["all"].get("prediction").is_none());
 }
