@@ -2,13 +2,22 @@
 //! distributions, how often the predicted 90 % interval holds the true maximum over a horizon
 //! ten times the run, and how often a prediction is refused.
 //!
-//! `cargo run --release --example evt-coverage [TRIALS]` (default 400).
+//! `cargo run --release --example evt-coverage [TRIALS [BLOCKS…]]` (default 400 trials; the
+//! table below, or with BLOCKS the three converging parents at each count of blocks).
 
 use rtlab::measure::evt::known::{self, Parent};
 
 fn main() {
     let trials: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(400);
-    let cases: [(&str, Parent, usize); 8] = [
+    let counts: Vec<usize> = std::env::args().skip(2).filter_map(|a| a.parse().ok()).collect();
+    let parents: [(&str, Parent); 3] = [
+        ("exponential", known::exponential),
+        ("pareto (exponent 3)", known::pareto),
+        ("lognormal (sigma 0.5)", known::lognormal),
+    ];
+    let by_count: Vec<(&str, Parent, usize)> =
+        counts.iter().flat_map(|&n| parents.iter().map(move |&(name, p)| (name, p, n))).collect();
+    let table: [(&str, Parent, usize); 8] = [
         ("exponential", known::exponential, 180),
         ("pareto (exponent 3)", known::pareto, 180),
         ("lognormal (sigma 0.5)", known::lognormal, 180),
@@ -18,6 +27,7 @@ fn main() {
         ("lognormal (sigma 0.5)", known::lognormal, 1800),
         ("spikes 1 in 10 000", known::spiky, 1800),
     ];
+    let cases = if counts.is_empty() { table.to_vec() } else { by_count };
     println!("| parent | blocks of 1 000 samples | horizon | predictions | held | truth above | truth below |");
     println!("|---|---|---|---|---|---|---|");
     for (name, parent, blocks) in cases {
