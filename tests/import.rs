@@ -187,6 +187,10 @@ fn show_prints_the_summary_of_a_result_or_of_a_cyclictest_file() {
     assert_eq!(o.status.code(), Some(0));
     let s = String::from_utf8(o.stdout).unwrap();
     assert!(s.contains("imported from") && s.contains("ALL") && s.contains(">80.0"), "{s}");
+    // A file without per-second maxima cannot be predicted from, and says so.
+    let o = rtlab().arg("show").arg(fixture("v2.4-t2-h80.json")).args(["--predict", "24h"]).output().unwrap();
+    let s = String::from_utf8(o.stdout).unwrap();
+    assert!(s.contains("worst case to expect in 1 day: none given: this result holds no maxima per second"), "{s}");
     let dir = tempfile::tempdir().unwrap();
     let spec = samples_file(dir.path(), "1000\n2000\n");
     let r = dir.path().join("r.json");

@@ -93,8 +93,22 @@ pub fn attach_last(r: &mut RunResult, horizon_ns: i64, last_ns: i64) {
             }
         }
         r.all.stats.prediction = Some(predict(&maxima(&all, last_ns), all.interval_ns, horizon_ns));
+    } else if subjects.is_empty() {
+        r.all.stats.prediction = Some(Prediction {
+            horizon_ns,
+            method: METHOD.into(),
+            confidence: evt::CONFIDENCE,
+            block_ns: 0,
+            blocks: 0,
+            forecast: None,
+            refused: Some(NO_SERIES.into()),
+        });
     }
 }
+
+/// Why a result without series gets no prediction.
+pub const NO_SERIES: &str =
+    "this result holds no maxima per second to predict from (a file of cyclictest's, or rtlab's before series)";
 
 /// The maxima (ns) of a series' whole intervals in its last `last_ns`, in time order: intervals
 /// without samples and a last interval shorter than the others are left out.
