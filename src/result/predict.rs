@@ -64,7 +64,8 @@ pub struct Expected {
 
 /// Gives each thread's statistics, and all threads' (but `control`'s), a prediction over
 /// `horizon_ns` from their series; all threads' from the largest of their maxima interval by
-/// interval, when their series are alike. Statistics without a series get none.
+/// interval, when their series are alike. Statistics without a series get none; a result with
+/// no series at all gets all's refusal ([`NO_SERIES`]).
 pub fn attach(r: &mut RunResult, horizon_ns: i64) {
     attach_last(r, horizon_ns, i64::MAX);
 }
