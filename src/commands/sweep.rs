@@ -3,6 +3,7 @@
 
 use crate::error::Error;
 use crate::export::write_output;
+use crate::report::compare::GroupComparison;
 use crate::result::{EndReason, RunResult, Tool};
 use crate::session::{self, Provenance, Signals, Silent};
 use crate::sweep::{csv, FigureComparison, Point, PointComparison, SweepResult, SCHEMA};
@@ -248,14 +249,12 @@ fn finish(opts: &SweepOptions, done: &[Done], interrupted: bool, total: usize) {
         crate::export::print(&csv(&axis_names(opts), &rows));
     }
     let groups = groups(opts, done);
-    for point in groups.iter().skip(1).filter(|g| !g.1.is_empty() && !groups[0].1.is_empty()) {
-        let first = &groups[0];
-        let g = crate::report::compare::compare_groups(&first.1, &point.1, ROUNDS_MARGIN_PCT);
+    for (k, g) in against_first(&groups) {
         eprintln!(
             "\n{} against {} ({} rounds):\n{}",
-            point.0,
-            first.0,
-            point.1.len().min(first.1.len()),
+            groups[k].0,
+            groups[0].0,
+            g.a.len().min(g.b.len()),
             crate::report::terminal_text(crate::report::group_blocks(&g)).trim_end()
         );
     }
@@ -330,26 +329,26 @@ impl Summaries<'_> {
     }
 }
 
+/// Each point of `groups` (by its position) with runs, against the first point's runs, when it
+/// has some.
+fn against_first(groups: &[(String, Vec<(String, &RunResult)>)]) -> Vec<(usize, GroupComparison)> {
+    let Some((_, a)) = groups.first().filter(|(_, a)| !a.is_empty()) else { return Vec::new() };
+    (1..groups.len())
+        .filter(|k| !groups[*k].1.is_empty())
+        .map(|k| (k, crate::report::compare::compare_groups(a, &groups[k].1, ROUNDS_MARGIN_PCT)))
+        .collect()
+}
+
 /// With `--rounds`: every point's runs against the first point's, all threads' figures.
 fn comparisons(opts: &SweepOptions, done: &[Done]) -> Vec<PointComparison> {
-    let groups = groups(opts, done);
-    let Some((_, a)) = groups.first() else { return Vec::new() };
-    let labels: Vec<String> = opts.points.iter().map(|(p, _)| p.label()).collect();
-    groups
-        .iter()
-        .enumerate()
-        .skip(1)
-        .filter(|(_, (_, b))| !a.is_empty() && !b.is_empty())
-        .map(|(k, (_, b))| {
-            let g = crate::report::compare::compare_groups(a, b, ROUNDS_MARGIN_PCT);
-            let rows = g.sections.first().map(|s| s.rows.as_slice()).unwrap_or_default();
-            PointComparison {
-                baseline: labels[0].clone(),
-                label: labels[k].clone(),
-                axes: opts.points[k].0.axes.clone(),
-                margin_pct: ROUNDS_MARGIN_PCT,
-                figures: rows.iter().map(figure).collect(),
-            }
+    against_first(&groups(opts, done))
+        .into_iter()
+        .map(|(k, g)| PointComparison {
+            baseline: opts.points[0].0.label(),
+            label: opts.points[k].0.label(),
+            axes: opts.points[k].0.axes.clone(),
+            margin_pct: ROUNDS_MARGIN_PCT,
+            figures: g.sections.first().map(|s| s.rows.iter().map(figure).collect()).unwrap_or_default(),
         })
         .collect()
 }

@@ -330,19 +330,31 @@ pub fn predict(maxima: &[f64], horizon: f64, precision: f64) -> Result<Forecast,
     if trend_p < CHECK_ALPHA {
         return Err(Refusal::Trend(trend_p));
     }
-    for per in BLOCK_LENGTHS.into_iter().take_while(|k| maxima.len() / k >= MIN_BLOCKS) {
+    for per in block_lengths(maxima.len()) {
         let blocks: Vec<f64> =
             maxima.chunks_exact(per).map(|c| c.iter().copied().fold(f64::NEG_INFINITY, f64::max)).collect();
-        match predict_blocks(&blocks, horizon / per as f64, precision) {
-            Ok(f) => return Ok(Forecast { per_block: per, trend_p, ..f }),
+        match predict_blocks(&blocks, (per, trend_p), horizon / per as f64, precision) {
+            Ok(f) => return Ok(f),
             Err(r) => refusal = r,
         }
     }
     Err(refusal)
 }
 
-/// [`predict`] for one block length: `horizon_blocks` blocks ahead of `maxima`.
-fn predict_blocks(maxima: &[f64], horizon_blocks: f64, precision: f64) -> Result<Forecast, Refusal> {
+/// The block lengths (in intervals) [`predict`] tries for `intervals` maxima, shortest first:
+/// those of [`BLOCK_LENGTHS`] that make [`MIN_BLOCKS`] blocks or more.
+pub fn block_lengths(intervals: usize) -> impl Iterator<Item = usize> {
+    BLOCK_LENGTHS.into_iter().take_while(move |k| intervals / k >= MIN_BLOCKS)
+}
+
+/// [`predict`] for one block length: `horizon_blocks` blocks ahead of `maxima`, the maxima of
+/// blocks of `per` intervals whose maxima had Mann–Kendall's `trend_p`.
+fn predict_blocks(
+    maxima: &[f64],
+    (per, trend_p): (usize, f64),
+    horizon_blocks: f64,
+    precision: f64,
+) -> Result<Forecast, Refusal> {
     let n = maxima.len();
     let lag1 = lag1_of_ranks(maxima);
     if lag1.abs() * (n as f64).sqrt() > 2.576 {
@@ -378,10 +390,10 @@ fn predict_blocks(maxima: &[f64], horizon_blocks: f64, precision: f64) -> Result
     let half = (hi - lo) / 2.0 / level.abs().max(f64::MIN_POSITIVE);
     Ok(Forecast {
         fit,
-        per_block: 1,
+        per_block: per,
         blocks: n,
         gof: (ad, gof_p),
-        trend_p: 1.0,
+        trend_p,
         lag1,
         expected: at(&draws, 0.5),
         interval: (at(&draws, tail), at(&draws, 1.0 - tail)),
@@ -414,8 +426,7 @@ fn at(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
-    let k = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[k - 1]
+    sorted[super::histogram::nearest_rank(sorted.len() as u64, q) as usize - 1]
 }
 
 #[cfg(test)]

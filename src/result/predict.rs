@@ -51,7 +51,7 @@ pub struct Expected {
     pub shape: f64,
     /// The Anderson–Darling p-value of the fit (parametric bootstrap).
     pub fit_p: f64,
-    /// Mann–Kendall's p-value of no trend in the block maxima.
+    /// Mann–Kendall's p-value of no trend in the intervals' maxima.
     pub trend_p: f64,
     /// The block maxima's lag-1 rank autocorrelation.
     pub lag1: f64,
@@ -95,15 +95,7 @@ pub fn attach_last(r: &mut RunResult, horizon_ns: i64, last_ns: i64) {
         }
         r.all.stats.prediction = Some(predict(&maxima(&all, last_ns), all.interval_ns, horizon_ns));
     } else if subjects.is_empty() {
-        r.all.stats.prediction = Some(Prediction {
-            horizon_ns,
-            method: METHOD.into(),
-            confidence: evt::CONFIDENCE,
-            block_ns: 0,
-            blocks: 0,
-            forecast: None,
-            refused: Some(NO_SERIES.into()),
-        });
+        r.all.stats.prediction = Some(Prediction { refused: Some(NO_SERIES.into()), ..unmade(horizon_ns, 0, 0) });
     }
 }
 
@@ -119,33 +111,32 @@ fn maxima(s: &LatencySeries, last_ns: i64) -> Vec<f64> {
     s.max_ns[whole.saturating_sub(last)..whole].iter().flatten().map(|m| *m as f64).collect()
 }
 
-/// The prediction from `maxima` of intervals of `interval_ns`.
-fn predict(maxima: &[f64], interval_ns: i64, horizon_ns: i64) -> Prediction {
-    let horizon = horizon_ns as f64 / interval_ns as f64;
-    let base = Prediction {
+/// A prediction over `horizon_ns` from `blocks` blocks of `block_ns`, its outcome not yet set.
+fn unmade(horizon_ns: i64, block_ns: i64, blocks: usize) -> Prediction {
+    Prediction {
         horizon_ns,
         method: METHOD.into(),
         confidence: evt::CONFIDENCE,
-        block_ns: interval_ns,
-        blocks: maxima.len(),
+        block_ns,
+        blocks,
         forecast: None,
         refused: None,
-    };
+    }
+}
+
+/// The prediction from `maxima` of intervals of `interval_ns`.
+fn predict(maxima: &[f64], interval_ns: i64, horizon_ns: i64) -> Prediction {
+    let horizon = horizon_ns as f64 / interval_ns as f64;
     match evt::predict(maxima, horizon, evt::PRECISION) {
         Ok(f) => Prediction {
-            block_ns: interval_ns * f.per_block as i64,
-            blocks: f.blocks,
             forecast: Some(expected(&f, interval_ns)),
-            ..base
+            ..unmade(horizon_ns, interval_ns * f.per_block as i64, f.blocks)
         },
         Err(why) => {
-            let longest = evt::BLOCK_LENGTHS.iter().take_while(|k| maxima.len() / *k >= evt::MIN_BLOCKS).last();
-            let longest = longest.copied().unwrap_or(1);
+            let longest = evt::block_lengths(maxima.len()).last().unwrap_or(1);
             Prediction {
-                block_ns: interval_ns * longest as i64,
-                blocks: maxima.len() / longest,
                 refused: Some(why.to_string()),
-                ..base
+                ..unmade(horizon_ns, interval_ns * longest as i64, maxima.len() / longest)
             }
         }
     }
