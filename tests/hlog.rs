@@ -45,11 +45,11 @@ fn encode(h: &Histogram<u64>) -> String {
 }
 
 #[test]
-fn a_30_s_runs_log_merges_to_its_histogram_and_each_interval_max_is_the_series_max() {
+fn a_10_s_runs_log_merges_to_its_histogram_and_each_interval_max_is_the_series_max() {
     let dir = tempfile::tempdir().unwrap();
     let (log, json) = (dir.path().join("run.hlog"), dir.path().join("run.json"));
     let out = common::rtlab()
-        .args(["run", "-t", "2", "-i", "1ms", "-D", "30", "-q", "--no-checkpoint", "--hlog"])
+        .args(["run", "-t", "2", "-i", "1ms", "-D", "10", "-q", "--no-checkpoint", "--hlog"])
         .arg(&log)
         .arg("--json")
         .arg(&json)
