@@ -1,6 +1,7 @@
 //! Build script: records the tokio version from Cargo.lock (for `rtlab run --runtime tokio`
 //! results), and links a release binary for a small resident footprint: its code in the order a
-//! plain run executes it, its relocations packed.
+//! plain run executes it, its relocations packed; compiles `rtlab watch`'s BPF programs when
+//! clang is there.
 
 fn main() {
     println!("cargo:rerun-if-changed=Cargo.lock");
@@ -13,6 +14,42 @@ fn main() {
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=RTLAB_TOKIO_VERSION={version}");
     release_link();
+    bpf_programs();
+}
+
+/// Compiles bpf/watch.bpf.c into `$OUT_DIR/watch.bpf.o` with clang (`-target bpfel`, CO-RE
+/// relocations from `-g`) and sets `cfg(rtlab_bpf)`; without clang (or with `RTLAB_BPF=off`)
+/// rtlab is built without the BPF backend, and says so here and when `watch` runs.
+fn bpf_programs() {
+    const SOURCE: &str = "bpf/watch.bpf.c";
+    println!("cargo:rustc-check-cfg=cfg(rtlab_bpf)");
+    println!("cargo:rerun-if-changed={SOURCE}");
+    println!("cargo:rerun-if-env-changed=RTLAB_BPF");
+    println!("cargo:rerun-if-env-changed=CLANG");
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
+    let arch = match env("CARGO_CFG_TARGET_ARCH").as_str() {
+        "x86_64" => "x86",
+        "aarch64" => "arm64",
+        _ => return,
+    };
+    if env("RTLAB_BPF") == "off" {
+        return;
+    }
+    let clang = std::env::var("CLANG").unwrap_or_else(|_| "clang".into());
+    let out = std::path::Path::new(&env("OUT_DIR")).join("watch.bpf.o");
+    let status = std::process::Command::new(&clang)
+        .args(["-O2", "-g", "-target", "bpfel", "-Wall", "-Werror"])
+        .arg(format!("-D__TARGET_ARCH_{arch}"))
+        .args(["-c", SOURCE, "-o"])
+        .arg(&out)
+        .status();
+    match status {
+        Ok(s) if s.success() => println!("cargo:rustc-cfg=rtlab_bpf"),
+        Ok(s) => panic!("{clang} could not compile {SOURCE} ({s}); set RTLAB_BPF=off to build without it"),
+        Err(e) => println!(
+            "cargo:warning={clang} not found ({e}): rtlab is built without watch's BPF backend (apt-get install clang)"
+        ),
+    }
 }
 
 /// This machine's C library is glibc `major.minor` or later (`getconf GNU_LIBC_VERSION`).

@@ -56,6 +56,7 @@ not_emulated=(
     "beam — the Erlang VM probe: erl is this host's x86_64 program, rtlab only reads its pipe"
     "runtimes — the Ada, Go, Node.js and Python probes: this host's x86_64 programs, read over pipes"
     "cost — what a run costs rtlab: emulated, its memory and CPU time are qemu-user's, which translates the code as it runs"
+    "watch_bpf — watch's BPF backend: qemu-user does not pass the bpf(2) system call through (the records' decoding runs emulated in the library's tests; the BPF object is built for aarch64 by build.rs)"
 )
 args=()
 echo "rtlab on $target under qemu-user: NOT RUN here, with the reason (all run natively above):"

@@ -12,8 +12,12 @@ rtlab's event reader's CPU time (from its RunResult) and its share of the run, t
 and the events the kernel lost; then the median of each ratio over the pairs. The target of
 issue 26 is a p50 ratio of at most 1.05.
 
+With --backend both, each round runs cyclictest alone, under the tracefs backend and under the
+BPF backend (the order rotating round by round), and each backend's ratios are to the same
+round's run alone.
+
 Usage: scripts/watch-cost.py [--pairs 5] [--loops 5000] [--cpu 1] [--main-cpu 0]
-       [--rtlab target/release/rtlab] [--json out.json]
+       [--rtlab target/release/rtlab] [--json out.json] [--backend bpf|tracefs|both]
 Needs root (SCHED_FIFO, tracefs) and cyclictest (Debian: rt-tests).
 """
 import argparse
@@ -52,14 +56,57 @@ def alone(a, tmp):
     return cycles(out), None
 
 
-def watched(a, tmp):
+def watched(a, tmp, backend):
     out = os.path.join(tmp, "watched.txt")
     js = os.path.join(tmp, "watch.json")
-    cmd = [a.rtlab, "watch", "-q", "--mainaffinity", str(a.main_cpu), "--json", js, "--"] + cyclictest_cmd(a, out)
+    chosen = ["--backend", backend] if backend else []
+    cmd = [a.rtlab, "watch", "-q", "--mainaffinity", str(a.main_cpu), "--json", js] + chosen + ["--"] + cyclictest_cmd(a, out)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(js) as f:
         r = json.load(f)
     return cycles(out), r
+
+
+def arms(a):
+    """The runs of one round: alone, then each backend watched (rtlab's default when none)."""
+    backends = {"both": ["tracefs", "bpf"], None: [None]}.get(a.backend, [a.backend])
+    return ["alone"] + backends
+
+
+def row_of(i, name, alone_values, values, r, secs):
+    w = r["watch"]
+    row = {
+        "pair": i,
+        "backend": w["backend"].split(":")[0],
+        "alone_p50_ns": quantile(alone_values, 0.5),
+        "alone_p99_ns": quantile(alone_values, 0.99),
+        "watched_p50_ns": quantile(values, 0.5),
+        "watched_p99_ns": quantile(values, 0.99),
+        "reader_cpu_ms": w["reader_cpu_ns"] / 1e6,
+        "reader_cpu_share": w["reader_cpu_ns"] / 1e9 / secs,
+        "events": w["events"],
+        "lost_events": w["lost_events"],
+        "cycles": (len(alone_values), len(values)),
+    }
+    row["p50_ratio"] = row["watched_p50_ns"] / row["alone_p50_ns"]
+    row["p99_ratio"] = row["watched_p99_ns"] / row["alone_p99_ns"]
+    print(
+        f"pair {i} {row['backend']}: p50 {row['alone_p50_ns']} → {row['watched_p50_ns']} ns (×{row['p50_ratio']:.3f}), "
+        f"p99 {row['alone_p99_ns']} → {row['watched_p99_ns']} ns (×{row['p99_ratio']:.3f}), "
+        f"reader {row['reader_cpu_ms']:.1f} ms CPU ({row['reader_cpu_share'] * 100:.2f} % of a CPU), "
+        f"{row['events']} events, {row['lost_events']} lost",
+        flush=True,
+    )
+    return row
+
+
+def summarise(rows):
+    return {
+        "median_p50_ratio": statistics.median(r["p50_ratio"] for r in rows),
+        "median_p99_ratio": statistics.median(r["p99_ratio"] for r in rows),
+        "median_reader_cpu_share": statistics.median(r["reader_cpu_share"] for r in rows),
+        "lost_events": sum(r["lost_events"] for r in rows),
+    }
 
 
 def main():
@@ -70,55 +117,41 @@ def main():
     p.add_argument("--main-cpu", type=int, default=0)
     p.add_argument("--rtlab", default="target/release/rtlab")
     p.add_argument("--json")
+    p.add_argument(
+        "--backend",
+        choices=["bpf", "tracefs", "both"],
+        help="rtlab watch --backend; both: each round runs alone, tracefs and bpf, the order rotating (default: rtlab's)",
+    )
     a = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("watch-cost.py needs root (SCHED_FIFO, tracefs)")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(a.pairs):
-            order = [alone, watched] if i % 2 == 0 else [watched, alone]
+            names = arms(a)
+            # The order rotates (and flips) round by round: drift hits every arm alike.
+            k = i % len(names)
+            order = names[k:] + names[:k]
+            if i % 2 == 1:
+                order.reverse()
             got = {}
-            for f in order:
+            for name in order:
                 t0 = time.monotonic()
-                values, r = f(a, tmp)
-                got[f.__name__] = (values, r, time.monotonic() - t0)
-            (va, _, _), (vw, r, secs) = got["alone"], got["watched"]
-            w = r["watch"]
-            row = {
-                "pair": i,
-                "alone_p50_ns": quantile(va, 0.5),
-                "alone_p99_ns": quantile(va, 0.99),
-                "watched_p50_ns": quantile(vw, 0.5),
-                "watched_p99_ns": quantile(vw, 0.99),
-                "reader_cpu_ms": w["reader_cpu_ns"] / 1e6,
-                "reader_cpu_share": w["reader_cpu_ns"] / 1e9 / secs,
-                "events": w["events"],
-                "lost_events": w["lost_events"],
-                "cycles": (len(va), len(vw)),
-            }
-            row["p50_ratio"] = row["watched_p50_ns"] / row["alone_p50_ns"]
-            row["p99_ratio"] = row["watched_p99_ns"] / row["alone_p99_ns"]
-            rows.append(row)
-            print(
-                f"pair {i}: p50 {row['alone_p50_ns']} → {row['watched_p50_ns']} ns (×{row['p50_ratio']:.3f}), "
-                f"p99 {row['alone_p99_ns']} → {row['watched_p99_ns']} ns (×{row['p99_ratio']:.3f}), "
-                f"reader {row['reader_cpu_ms']:.1f} ms CPU ({row['reader_cpu_share'] * 100:.2f} % of a CPU), "
-                f"{row['events']} events, {row['lost_events']} lost",
-                flush=True,
-            )
-    summary = {
-        "machine": platform.uname()._asdict(),
-        "loops": a.loops,
-        "pairs": rows,
-        "median_p50_ratio": statistics.median(r["p50_ratio"] for r in rows),
-        "median_p99_ratio": statistics.median(r["p99_ratio"] for r in rows),
-        "median_reader_cpu_share": statistics.median(r["reader_cpu_share"] for r in rows),
-        "lost_events": sum(r["lost_events"] for r in rows),
-    }
-    print(
-        f"median p50 ratio ×{summary['median_p50_ratio']:.3f}, p99 ratio ×{summary['median_p99_ratio']:.3f}, "
-        f"reader {summary['median_reader_cpu_share'] * 100:.2f} % of a CPU, {summary['lost_events']} events lost"
-    )
+                got[name] = (alone(a, tmp) if name == "alone" else watched(a, tmp, name)) + (time.monotonic() - t0,)
+            for name in names[1:]:
+                values, r, secs = got[name]
+                rows.append(row_of(i, name, got["alone"][0], values, r, secs))
+    by_backend = {}
+    for r in rows:
+        by_backend.setdefault(r["backend"], []).append(r)
+    summary = {"machine": platform.uname()._asdict(), "loops": a.loops, "pairs": rows}
+    for backend, its in by_backend.items():
+        s = summarise(its)
+        summary[backend] = s
+        print(
+            f"{backend}: median p50 ratio ×{s['median_p50_ratio']:.3f}, p99 ratio ×{s['median_p99_ratio']:.3f}, "
+            f"reader {s['median_reader_cpu_share'] * 100:.2f} % of a CPU, {s['lost_events']} events lost"
+        )
     if a.json:
         with open(a.json, "w") as f:
             json.dump(summary, f, indent=2)

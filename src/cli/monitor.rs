@@ -72,6 +72,7 @@ fn watch_args(target: &str, run: &RunArgs) -> Result<super::watch::WatchArgs, Us
         explain: run.explain,
         explain_worst: run.explain_worst,
         stall: None,
+        backend: None,
         events: None,
         command: Vec::new(),
     })

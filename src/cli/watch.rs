@@ -5,7 +5,7 @@ use super::parse;
 use super::UsageError;
 use crate::commands::run::RunOptions;
 use crate::measure::histogram::Layout;
-use crate::probes::watch::{Plan as WatchPlan, Target, MAX_THREADS};
+use crate::probes::watch::{Backend, Plan as WatchPlan, Target, MAX_THREADS};
 use crate::probes::ProbeSpec;
 use crate::rt::affinity::CpuSet;
 use crate::rt::process;
@@ -117,6 +117,12 @@ pub struct WatchArgs {
     #[arg(long = "stall", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
     pub stall: Option<i64>,
 
+    /// How the kernel's events are read: tracefs (rtlab's instances) or bpf (rtlab's programs on
+    /// BTF tracepoints: less of the reader's CPU, fewer events lost at high rates) [default:
+    /// tracefs]
+    #[arg(long = "backend", value_name = "BACKEND", value_parser = ["bpf", "tracefs"])]
+    pub backend: Option<String>,
+
     /// Write every event read, in time order, as trace lines with nanoseconds (fixtures)
     #[arg(long = "events", value_name = "FILE", hide = true)]
     pub events: Option<PathBuf>,
@@ -124,6 +130,24 @@ pub struct WatchArgs {
     /// The command to start and watch (after --)
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+impl WatchArgs {
+    /// `--backend`, checked against this build and `--explain`.
+    fn backend(&self) -> Result<Backend, UsageError> {
+        match self.backend.as_deref() {
+            None | Some("tracefs") => Ok(Backend::Tracefs),
+            Some(_) if !crate::rt::bpf::built() => Err(usage(
+                "--backend bpf: this rtlab was built without clang, so without its BPF programs; install clang and \
+                 build again, or use --backend tracefs",
+            )),
+            Some(_) if self.explain.is_some() || self.explain_worst.is_some() => Err(usage(
+                "--backend bpf: --explain reads every CPU's events through tracefs; use --backend tracefs or leave \
+                 --backend out",
+            )),
+            Some(_) => Ok(Backend::Bpf),
+        }
+    }
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -166,6 +190,7 @@ impl RunOptions {
         // Each slot keeps five histograms: wakeup, response, run, IRQ and switch.
         layout.check_memory(capacity * 5).map_err(usage)?;
         let probe = WatchPlan {
+            backend: a.backend()?,
             target,
             period_ns: a.period,
             deadline_ns: a.deadlines.deadline,

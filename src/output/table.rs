@@ -252,11 +252,18 @@ pub fn watch(r: &RunResult, u: Unit) -> String {
             (_, Some(sig)) => format!("; it ended on signal {sig}"),
             _ => String::new(),
         };
+        let unseen: u64 = r.threads.iter().filter_map(|t| t.watch.as_ref()).map(|w| w.unseen_wakeups).sum();
+        let unseen = if unseen > 0 {
+            format!("; {} without the kernel's events of it", crate::units::count(unseen, "wakeup"))
+        } else {
+            String::new()
+        };
         out += &format!(
-            "watched {}{ended}: {}, {} events ({} lost), rtlab's reader used {} of CPU\n",
+            "watched {}{ended}: {}, {} events through {} ({} lost{unseen}), rtlab's reader used {} of CPU\n",
             w.target,
             crate::units::count(w.threads as u64, "thread"),
             w.events,
+            w.backend.split(':').next().unwrap_or("tracefs"),
             w.lost_events,
             crate::units::duration(w.reader_cpu_ns)
         );

@@ -740,6 +740,8 @@ fn watch_stages(
     let tids: Vec<i32> = statuses.iter().map(|s| s.tid).collect();
     let watch = super::watch::Plan {
         target: super::watch::Target::Threads(tids),
+        // The timerlat stand-in's stages stay on tracefs until BPF is measured for them.
+        backend: super::watch::Backend::Tracefs,
         period_ns: None,
         deadline_ns: None,
         miss_window: crate::measure::work::DEFAULT_MISS_WINDOW,

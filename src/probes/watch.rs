@@ -91,6 +91,14 @@ const BUFFER_KB: usize = 4096;
 /// How often the reader drains the buffers.
 const READ_EVERY: Duration = Duration::from_millis(50);
 
+/// How often it drains them while they fill fast (a read found more than [`BUSY_READ`]
+/// events): a program waking hundreds of thousands of times a second fills them in less than
+/// [`READ_EVERY`].
+const READ_BUSY_EVERY: Duration = Duration::from_millis(2);
+
+/// Events in one read that make the next come sooner.
+const BUSY_READ: u64 = 4096;
+
 /// Events younger than this are left for the next read: another CPU may still be writing
 /// one older than them.
 const SETTLE_NS: i64 = 20_000_000;
@@ -98,11 +106,24 @@ const SETTLE_NS: i64 = 20_000_000;
 /// How often threads are looked for in `/proc` besides the fork and rename events.
 const LOOK_EVERY: Duration = Duration::from_millis(250);
 
+/// How a watch reads the kernel's events (`--backend`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// BPF programs on BTF tracepoints (src/rt/bpf.rs), or an error.
+    Bpf,
+    /// rtlab's tracefs instances: the default while the BPF programs cost the watched program
+    /// more than they do (BENCHMARKS.md section 20).
+    #[default]
+    Tracefs,
+}
+
 /// A watch as asked.
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// What to watch.
     pub target: Target,
+    /// How the events are read.
+    pub backend: Backend,
     /// The watched threads' period (`--period`; `None`: learnt per thread).
     pub period_ns: Option<i64>,
     /// Their deadline relative to the release (`--deadline`; `None`: the period).
@@ -261,6 +282,23 @@ impl WatchProbe {
         WatchProbe { plan, missing: Vec::new(), shared: Arc::default(), reader: None, child: None }
     }
 
+    /// Where the events will come from, set up to watch `tids` (`follow`: with the threads
+    /// they create), and the formats that name what they carry: the plan's backend.
+    fn source(&mut self, tids: &[i32], follow: bool) -> Result<(Source, Formats), ProbeError> {
+        if self.plan.backend == Backend::Bpf {
+            let cpus = crate::rt::affinity::online_cpus().cpus().len();
+            let mut programs = crate::rt::bpf::WatchPrograms::load(crate::rt::bpf::ring_bytes(cpus))
+                .and_then(|mut programs| programs.watch(tids, follow).map(|()| programs))
+                .map_err(|e| ProbeError::Start(format!("the BPF backend cannot watch: {e}")))?;
+            self.missing = std::mem::take(&mut programs.missing);
+            let mut formats = Formats::default();
+            formats.name_functions(TIMER_FUNCTIONS);
+            return Ok((Source::Bpf { programs: Box::new(programs), follow }, formats));
+        }
+        let (threads, system, formats, pipes) = self.trace(tids, follow)?;
+        Ok((Source::Tracefs { instances: Box::new([threads, system]), pipes }, formats))
+    }
+
     /// The two tracefs instances (the system's first: a watched thread's first timer release
     /// needs its callback), the formats of their events and every CPU's pipe of each.
     fn trace(&mut self, tids: &[i32], follow: bool) -> Result<(Instance, Instance, Formats, Vec<Pipe>), ProbeError> {
@@ -321,7 +359,7 @@ impl Probe for WatchProbe {
             t => threads_now(t),
         };
         let follow = matches!(self.plan.target, Target::Process(_) | Target::Command(_));
-        let (threads, system, formats, pipes) = self.trace(&tids, follow)?;
+        let (source, formats) = self.source(&tids, follow)?;
         let start_ns = clock::now(ClockId::MONOTONIC);
         let wall = SystemTime::now();
         let now = Instant::now();
@@ -346,7 +384,7 @@ impl Probe for WatchProbe {
         let initial = tids.clone();
         let handle = std::thread::Builder::new()
             .name("rtlab-watch".into())
-            .spawn(move || reader.run([threads, system], formats, pipes, initial))
+            .spawn(move || reader.run(source, formats, initial))
             .map_err(|e| ProbeError::Start(format!("cannot start the event reader ({e})")))?;
         self.reader = Some(handle);
         // Every slot as it stands at the start (a samples file's header lists them all); the
@@ -480,6 +518,73 @@ struct Pipe {
     file: std::fs::File,
 }
 
+/// Where the reader's events come from.
+enum Source {
+    /// Every CPU's pipe of the two tracefs instances (the watched threads', the system's), and
+    /// the instances. The pipes come first: fields drop in order, and an instance with a pipe
+    /// still open cannot be removed.
+    Tracefs { pipes: Vec<Pipe>, instances: Box<[Instance; 2]> },
+    /// The BPF programs; `follow`: threads found later are watched with the threads they create.
+    Bpf { programs: Box<crate::rt::bpf::WatchPrograms>, follow: bool },
+}
+
+impl Source {
+    /// The run is ending: the kernel records no more.
+    fn stop(&self) {
+        if let Source::Tracefs { instances, .. } = self {
+            instances.iter().for_each(Instance::stop);
+        }
+    }
+
+    /// Reads every event waiting.
+    fn read(&mut self, streams: &mut Streams, formats: &Formats) {
+        match self {
+            Source::Tracefs { pipes, .. } => streams.read(pipes, formats),
+            Source::Bpf { programs, .. } => streams.read_bpf(programs, formats),
+        }
+    }
+
+    /// Has the kernel trace the threads found since the last call.
+    fn trace_new(&mut self, state: &mut State) -> Result<(), String> {
+        if state.untraced.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Source::Tracefs { instances, .. } => instances[0].add_pids(&state.untraced)?,
+            Source::Bpf { programs, follow } => programs.watch(&state.untraced, *follow)?,
+        }
+        state.untraced.clear();
+        Ok(())
+    }
+
+    /// How the events were read, the instances, and the events lost: per CPU and tracefs
+    /// instance (the pages' flags and the kernel's own counts tell of the same events), or the
+    /// BPF programs' counts.
+    fn describe(&self, streams: &Streams) -> (String, String, u64) {
+        match self {
+            Source::Tracefs { instances, pipes } => {
+                let lost = pipes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| streams.lost.get(i).copied().unwrap_or(0).max(instances[p.instance].lost(p.cpu)))
+                    .sum();
+                let names = instances
+                    .iter()
+                    .filter_map(|i| i.dir().file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                ("tracefs: trace_pipe_raw, filtered to the watched threads in the kernel".into(), names, lost)
+            }
+            Source::Bpf { programs, .. } => (
+                "bpf: programs on BTF tracepoints, filtered to the watched threads in the kernel, one ring buffer"
+                    .into(),
+                String::new(),
+                programs.lost(),
+            ),
+        }
+    }
+}
+
 /// Each CPU's events read and not yet fed, in time order.
 #[derive(Debug, Default)]
 struct Streams {
@@ -513,6 +618,25 @@ impl Streams {
                 }
             }
         }
+    }
+
+    /// Reads every record the BPF programs left in their ring, into its CPU's queue in time
+    /// order (an interrupt nested in an event may have reserved its record first).
+    fn read_bpf(&mut self, programs: &mut crate::rt::bpf::WatchPrograms, formats: &Formats) {
+        let (queues, events, undecoded) = (&mut self.queues, &mut self.events, &mut self.undecoded);
+        programs.drain(|record| {
+            let Some(e) = crate::trace::bpf::decode(record, formats) else {
+                *undecoded += 1;
+                return;
+            };
+            *events += 1;
+            if queues.len() <= e.cpu {
+                queues.resize_with(e.cpu + 1, VecDeque::new);
+            }
+            let q = &mut queues[e.cpu];
+            let at = q.iter().rposition(|o| o.ts_ns <= e.ts_ns).map_or(0, |i| i + 1);
+            q.insert(at, e);
+        });
     }
 
     /// The events up to `until` (ns), merged over the CPUs in time order.
@@ -565,7 +689,7 @@ impl<'a> Recorders<'a> {
 }
 
 impl Reader {
-    fn run(self, instances: [Instance; 2], formats: Formats, mut pipes: Vec<Pipe>, initial: Vec<i32>) -> Harvest {
+    fn run(self, mut source: Source, formats: Formats, initial: Vec<i32>) -> Harvest {
         if let Some(cpus) = &self.plan.reader_cpus {
             let _ = crate::rt::affinity::set_current_thread(cpus);
         }
@@ -594,16 +718,16 @@ impl Reader {
             });
         // rtla's `trace` action: the latest events, written if a stage threshold is crossed.
         let mut kept = self.plan.trace_out.as_ref().map(|_| crate::trace::period::Recent::default());
-        let mut next_look = Instant::now() + LOOK_EVERY;
+        let (mut next_look, mut read_before) = (Instant::now() + LOOK_EVERY, 0);
         let mut notes = Vec::new();
         let mut error: Option<String> = None;
         loop {
             let stopping = self.shared.stop.load(Relaxed);
             if stopping {
-                instances.iter().for_each(Instance::stop);
+                source.stop();
             }
             let until = if stopping { i64::MAX } else { clock::now(ClockId::MONOTONIC) - SETTLE_NS };
-            streams.read(&mut pipes, &formats);
+            source.read(&mut streams, &formats);
             for e in streams.take(until) {
                 if let Some(w) = recording.as_mut() {
                     let _ = writeln!(w, "{e}");
@@ -617,7 +741,7 @@ impl Reader {
                 state.tracker.feed(&e, &mut notes);
                 self.notes(&mut state, &mut recs, &mut notes);
             }
-            if let Err(e) = trace_new(&instances[0], &mut state) {
+            if let Err(e) = source.trace_new(&mut state) {
                 error = Some(e);
                 break;
             }
@@ -628,7 +752,9 @@ impl Reader {
             if stopping {
                 break;
             }
-            std::thread::sleep(READ_EVERY);
+            let busy = streams.events - read_before > BUSY_READ;
+            read_before = streams.events;
+            std::thread::sleep(if busy { READ_BUSY_EVERY } else { READ_EVERY });
         }
         state.tracker.finish(&mut notes);
         self.notes(&mut state, &mut recs, &mut notes);
@@ -637,42 +763,27 @@ impl Reader {
             self.flush(slot, i, &mut recs, true, state.explaining.as_mut());
             slots.push(self.outcome(slot, i, &recs));
         }
-        let run = self.watch_run(&instances, &pipes, &streams, state.slots.len(), cpu0);
-        drop(pipes);
+        let run = self.watch_run(&source, &streams, state.slots.len(), cpu0);
+        drop(source);
         let hit = recs.hits.iter().any(|h| h.load(Relaxed) > 0);
         error = error.or(self.write_outputs(kept.filter(|_| hit || self.plan.stop_at.trace_at_end), recording));
         Harvest { slots, run, error, explained: state.explaining.take() }
     }
 
-    /// What the watch watched and what reading cost: the target, the instances, the events
-    /// read and lost (once per CPU and instance: the pages' flags and the kernel's own counts
-    /// tell of the same events), the reader's CPU time since `cpu0`.
-    fn watch_run(
-        &self,
-        instances: &[Instance; 2],
-        pipes: &[Pipe],
-        streams: &Streams,
-        threads: usize,
-        cpu0: i64,
-    ) -> WatchRun {
+    /// What the watch watched and what reading cost: the target, how the events were read,
+    /// the events read and lost, the reader's CPU time since `cpu0`.
+    fn watch_run(&self, source: &Source, streams: &Streams, threads: usize, cpu0: i64) -> WatchRun {
+        let (backend, instance, lost_events) = source.describe(streams);
         WatchRun {
             target: self.plan.target.describe(),
             command: match &self.plan.target {
                 Target::Command(argv) => Some(argv.clone()),
                 _ => None,
             },
-            backend: "tracefs trace_pipe_raw, filtered to the watched threads in the kernel".into(),
-            instance: instances
-                .iter()
-                .filter_map(|i| i.dir().file_name().map(|n| n.to_string_lossy().into_owned()))
-                .collect::<Vec<_>>()
-                .join(", "),
+            backend,
+            instance,
             events: streams.events,
-            lost_events: pipes
-                .iter()
-                .enumerate()
-                .map(|(i, p)| streams.lost.get(i).copied().unwrap_or(0).max(instances[p.instance].lost(p.cpu)))
-                .sum(),
+            lost_events,
             undecoded: streams.undecoded,
             threads,
             reader_cpu_ns: clock::now(ClockId::THREAD_CPUTIME) - cpu0,
@@ -865,16 +976,6 @@ impl Explaining {
         };
         (self.done, summary)
     }
-}
-
-/// Has the kernel trace the threads found since the last call.
-fn trace_new(threads: &Instance, state: &mut State) -> Result<(), String> {
-    if state.untraced.is_empty() {
-        return Ok(());
-    }
-    threads.add_pids(&state.untraced)?;
-    state.untraced.clear();
-    Ok(())
 }
 
 impl Reader {
@@ -1180,6 +1281,7 @@ impl Reader {
     fn record(&self, slot: &mut Slot, i: usize, recs: &mut Recorders<'_>, p: &Period) {
         let periodic = matches!(slot.shape(), Some(Shape::TimerPeriodic(_)));
         let f = &mut slot.figures;
+        f.unseen_wakeups += u64::from(p.unseen);
         let Some(wakeup) = p.wakeup_ns else {
             f.incomplete += 1;
             return;

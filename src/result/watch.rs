@@ -36,6 +36,12 @@ pub struct WatchThread {
     /// Periods not recorded: no return to user space was seen after the release (the thread
     /// blocked again in the kernel, exited, or the run ended first).
     pub incomplete: u64,
+    /// Periods whose wakeup the kernel's events did not show (no timer interrupt, waking or
+    /// switch in was delivered: some contexts deliver none to BPF programs): released at the
+    /// expiry of the sleep the thread armed, measured from its return to user space, without
+    /// IRQ and thread latencies (or, with no such sleep, counted in `incomplete`).
+    #[serde(default)]
+    pub unseen_wakeups: u64,
     /// Timer interrupt latency (`hrtimer_expire_entry` − the expiry asked for): timerlat's
     /// "IRQ" (absent when no timer release was seen).
     pub irq: Option<Stats>,

@@ -40,6 +40,7 @@ pub fn repair_left_behind() -> Vec<String> {
 }
 
 pub mod affinity;
+pub mod bpf;
 pub mod clock;
 pub mod container;
 pub mod counter;

@@ -3,6 +3,7 @@
 //! [`explain`] turns the events between a late sample's deadline and its wakeup into the parts
 //! of its latency; [`noise`] does the same for the gaps of a busy thread (`rtlab noise`).
 
+pub mod bpf;
 pub mod cpu;
 pub mod event;
 pub mod explain;

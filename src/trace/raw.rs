@@ -99,10 +99,20 @@ impl Formats {
         }
     }
 
+    /// A timer callback's name as events carry it: named when [`Formats::name_functions`]
+    /// knows its address, else the address in hex.
+    pub fn function(&self, address: u64) -> String {
+        function_name(&self.symbols, address)
+    }
+
     /// True when no event's layout is known.
     pub fn is_empty(&self) -> bool {
         self.by_id.is_empty()
     }
+}
+
+fn function_name(symbols: &HashMap<u64, String>, address: u64) -> String {
+    symbols.get(&address).cloned().unwrap_or_else(|| format!("{address:016x}"))
 }
 
 /// What one page held.
@@ -154,7 +164,7 @@ fn text(data: &[u8], f: &Format, name: &str) -> Option<String> {
 }
 
 /// A `prev_state` bit mask as the text stream prints it: `R`, `R+` (preempted), `S`, `D|…`.
-fn state(mask: i64) -> String {
+pub fn switch_state(mask: i64) -> String {
     const LETTERS: [&str; 8] = ["S", "D", "T", "t", "X", "Z", "P", "I"];
     let bits = mask & 0xff;
     if bits == 0 {
@@ -164,7 +174,7 @@ fn state(mask: i64) -> String {
 }
 
 /// The softirq names by vector, as the kernel prints them.
-const SOFTIRQS: [&str; 10] =
+pub const SOFTIRQS: [&str; 10] =
     ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 
 /// One record's event, from its layout.
@@ -172,14 +182,13 @@ fn kind(f: &Format, data: &[u8], symbols: &HashMap<u64, String>) -> Option<Kind>
     let i = |n: &str| int(data, f, n);
     let s = |n: &str| text(data, f, n);
     let ptr = |n: &str| i(n).map(|v| format!("{:016x}", v as u64));
-    let function =
-        |n: &str| i(n).map(|v| symbols.get(&(v as u64)).cloned().unwrap_or_else(|| format!("{:016x}", v as u64)));
+    let function = |n: &str| i(n).map(|v| function_name(symbols, v as u64));
     Some(match f.name.as_str() {
         "sched_switch" => Kind::Switch {
             prev_pid: i("prev_pid")? as i32,
             prev_comm: s("prev_comm")?,
             prev_prio: i("prev_prio")? as i32,
-            prev_state: state(i("prev_state")?),
+            prev_state: switch_state(i("prev_state")?),
             next_pid: i("next_pid")? as i32,
             next_comm: s("next_comm")?,
             next_prio: i("next_prio")? as i32,
@@ -392,10 +401,10 @@ mod tests {
 
     #[test]
     fn states_read_as_the_text_stream_prints_them() {
-        assert_eq!(state(0), "R");
-        assert_eq!(state(0x100), "R+");
-        assert_eq!(state(1), "S");
-        assert_eq!(state(2), "D");
-        assert_eq!(state(0x81), "S|I");
+        assert_eq!(switch_state(0), "R");
+        assert_eq!(switch_state(0x100), "R+");
+        assert_eq!(switch_state(1), "S");
+        assert_eq!(switch_state(2), "D");
+        assert_eq!(switch_state(0x81), "S|I");
     }
 }

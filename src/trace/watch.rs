@@ -83,6 +83,11 @@ pub struct Period {
     /// It began at a return from a wait for input that did not block, not at a wakeup: the
     /// period before it kept finding input until its list of such returns was full.
     pub continued: bool,
+    /// The kernel's events of its wakeup were not seen (no timer interrupt, waking or switch
+    /// in: some contexts deliver no events to BPF programs): its release is the expiry of the
+    /// sleep it armed, its wakeup latency its return to user space from that sleep, its IRQ and
+    /// thread latencies unknown.
+    pub unseen: bool,
 }
 
 /// A release with no sleep: its timer fired while the thread worked; the thread found the
@@ -260,6 +265,11 @@ impl Tracker {
 
     /// One event (in time order); what it concluded goes to `out`.
     pub fn feed(&mut self, e: &Event, out: &mut Vec<Note>) {
+        // An event in the context of a thread asleep with no period open: it was woken and
+        // switched in unseen (before this event changes what it armed).
+        if let Some(t) = self.threads.get_mut(&e.pid).filter(|t| !t.gone && t.open.is_none() && t.asleep.is_some()) {
+            unseen_wakeup(t, e);
+        }
         match &e.kind {
             Kind::HrtimerStart { timer, function, expires_ns, softexpires_ns, relative } => {
                 self.armed(e.pid, (timer, function), (*softexpires_ns, *expires_ns, *relative), e.ts_ns)
@@ -520,6 +530,10 @@ impl Tracker {
         t.early = None;
         let Some(p) = t.open.as_mut() else { return };
         let Kind::SysExit { nr } = e.kind else { return };
+        if p.unseen && !p.timer {
+            // Released by something unknown: no wakeup latency to give.
+            return;
+        }
         if p.wakeup_ns.is_none() {
             p.wakeup_ns = Some(e.ts_ns - p.release_ns);
             p.cpu = e.cpu;
@@ -571,6 +585,37 @@ impl Tracker {
         }
         out.push(Note::Exited(tid));
     }
+}
+
+/// Thread `t`, asleep with no period open, shows in an event of its own (`e`): it was woken
+/// and switched in without an event of either. Released by the sleep timer it armed (the latest
+/// whose expiry falls between its sleep and this return) at that expiry, or by something
+/// unknown (a period without a wakeup latency).
+fn unseen_wakeup(t: &mut Thread, e: &Event) {
+    let Some((since, state)) = t.asleep.take() else { return };
+    let armed = t.armed.iter().rev().find(|(_, a)| a.soft_ns >= since && a.soft_ns <= e.ts_ns);
+    let mut p = Period {
+        tid: e.pid,
+        release_ns: e.ts_ns,
+        cpu: e.cpu,
+        slept_state: Some(state),
+        unseen: true,
+        ..Default::default()
+    };
+    if let Some((timer, a)) = armed {
+        p.release_ns = a.soft_ns;
+        p.timer = true;
+        p.slack_ns = Some(a.hard_ns - a.soft_ns);
+        p.relative = a.relative;
+        p.previous_armed_ns = a.previous_soft_ns;
+        p.timer_addr = Some(timer.clone());
+        p.timer_function = Some(a.function.clone());
+        p.slept_ns = Some(a.soft_ns - since);
+    }
+    t.open = Some(p);
+    t.ran = false;
+    t.runnable = None;
+    t.running_since = None;
 }
 
 /// Period `p` ended at `ts` (its response): told, its preemptors longest first.
@@ -744,8 +789,77 @@ mod tests {
             armed_last: None,
             unslept: Vec::new(),
             continued: false,
+            unseen: false,
         };
         assert_eq!(notes, vec![Note::Period(Box::new(want))]);
+    }
+
+    #[test]
+    fn a_return_from_a_timer_sleep_whose_wakeup_events_were_not_delivered_is_released_at_the_expiry_it_armed() {
+        let notes = run(&[
+            ev(900, 1, 7, start(10_000, 50)),
+            ev(1_000, 1, 7, switch(7, "S", 0)),
+            // No timer interrupt, waking or switch in: the return is all there is.
+            ev(10_095, 1, 7, Kind::SysExit { nr: 230 }),
+            ev(10_400, 1, 7, switch(7, "S", 0)),
+        ]);
+        let [Note::Period(p)] = notes.as_slice() else { panic!("{notes:?}") };
+        assert!(p.unseen && p.timer);
+        assert_eq!((p.release_ns, p.wakeup_ns, p.response_ns), (10_000, Some(95), Some(400)));
+        assert_eq!((p.irq_ns, p.slack_ns, p.slept_ns), (None, Some(50), Some(9_000)));
+    }
+
+    #[test]
+    fn a_return_with_no_wakeup_events_and_no_timer_that_expired_is_a_period_without_a_wakeup_latency() {
+        let notes = run(&[
+            ev(900, 1, 7, start(50_000, 0)),
+            ev(1_000, 1, 7, switch(7, "S", 0)),
+            ev(10_095, 1, 7, Kind::SysExit { nr: 0 }),
+            ev(10_400, 1, 7, switch(7, "S", 0)),
+        ]);
+        let [Note::Period(p)] = notes.as_slice() else { panic!("{notes:?}") };
+        assert!(p.unseen && !p.timer);
+        assert_eq!((p.wakeup_ns, p.irq_ns), (None, None), "an unknown release is not guessed");
+    }
+
+    #[test]
+    fn a_timerfd_rearmed_before_the_return_still_releases_the_unseen_wakeup_at_its_old_expiry() {
+        let tfd = |armed: i64| Kind::HrtimerStart {
+            timer: "tfd".into(),
+            function: "timerfd_tmrproc".into(),
+            expires_ns: armed,
+            softexpires_ns: armed,
+            relative: false,
+        };
+        let notes = run(&[
+            ev(900, 1, 7, tfd(10_000)),
+            ev(1_000, 1, 7, switch(7, "S", 0)),
+            // Its read re-arms the timerfd for the next period before it returns.
+            ev(10_090, 1, 7, tfd(20_000)),
+            ev(10_095, 1, 7, Kind::SysExit { nr: 0 }),
+            ev(10_400, 1, 7, switch(7, "S", 0)),
+        ]);
+        let [Note::Period(p)] = notes.as_slice() else { panic!("{notes:?}") };
+        assert!(p.unseen && p.timer);
+        assert_eq!(
+            (p.release_ns, p.wakeup_ns, p.timer_function.as_deref()),
+            (10_000, Some(95), Some("timerfd_tmrproc"))
+        );
+    }
+
+    #[test]
+    fn a_return_after_a_traced_wakeup_is_not_an_unseen_one() {
+        let notes = run(&[
+            ev(900, 1, 7, start(10_000, 50)),
+            ev(1_000, 1, 7, switch(7, "S", 0)),
+            ev(10_070, 1, 0, entry(10_060)),
+            ev(10_080, 1, 0, waking(7)),
+            ev(10_095, 1, 7, Kind::SysExit { nr: 230 }),
+            ev(10_400, 1, 7, switch(7, "S", 0)),
+        ]);
+        let [Note::Period(p)] = notes.as_slice() else { panic!("{notes:?}") };
+        assert!(!p.unseen);
+        assert_eq!(p.irq_ns, Some(60));
     }
 
     #[test]
@@ -889,14 +1003,16 @@ mod tests {
             ev(7_000, 0, 0, switch(0, "R", 7)),
             ev(7_100, 0, 7, switch(7, "S", 0)),
         ]);
-        let releases: Vec<i64> = notes
+        let periods: Vec<(i64, Option<i64>, bool)> = notes
             .iter()
             .filter_map(|n| match n {
-                Note::Period(p) => Some(p.release_ns),
+                Note::Period(p) => Some((p.release_ns, p.wakeup_ns, p.unseen)),
                 _ => None,
             })
             .collect();
-        assert_eq!(releases, [5_000]);
+        // The run at 7 000 is a wakeup whose waking was not seen: a period without a wakeup
+        // latency, not one released by the consumed waking at 5 400.
+        assert_eq!(periods, [(5_000, Some(40), false), (7_100, None, true)]);
     }
 
     #[test]
@@ -943,9 +1059,9 @@ mod tests {
             ev(2_100, 0, 7, switch(7, "S", 0)),
             // Woken later by another task on that CPU: that callback was used up.
             ev(3_000, 0, 3, waking(7)),
-            ev(3_100, 0, 7, switch(7, "S", 0)),
             // A tick the thread happened to arm is no release either.
-            ev(3_200, 0, 7, start(4_000, 0)),
+            ev(3_050, 0, 7, start(4_000, 0)),
+            ev(3_100, 0, 7, switch(7, "S", 0)),
             ev(4_001, 0, 0, tick(4_000)),
             ev(4_002, 0, 0, waking(7)),
             ev(4_100, 0, 7, switch(7, "S", 0)),

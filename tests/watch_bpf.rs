@@ -1,0 +1,191 @@
+//! `rtlab watch --backend bpf` against real programs on the real kernel: the BPF programs
+//! (bpf/watch.bpf.c, built when clang is there; .ci/run installs it) give the figures the
+//! tracefs backend gives (tests/watch.rs), lose nothing at tens of thousands of wakeups a
+//! second, and leave nothing loaded after any exit. Needs root, BTF and a build with clang:
+//! without them every test says so loudly and fails.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// The watched programs use SCHED_FIFO threads: one test at a time keeps them apart.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Root and a build with the BPF programs, or a loud failure.
+fn need_bpf() {
+    assert!(is_root(), "rtlab watch's BPF tests need root (loading BPF programs); run the suite as root");
+    assert!(
+        rtlab::rt::bpf::built(),
+        "this rtlab was built without clang, so without its BPF programs: apt-get install clang (.ci/run does) and \
+         build again"
+    );
+}
+
+/// `rtlab watch --backend bpf ARGS` to completion; its JSON result.
+fn watch(dir: &Path, args: &[&str]) -> Value {
+    let json = dir.join("watch.json");
+    let out = rtlab()
+        .args(["watch", "-q", "--backend", "bpf", "--json"])
+        .arg(&json)
+        .args(args)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "rtlab watch {args:?}: {:?} {err}", out.status);
+    let r = read_json(&json);
+    assert_valid_run_result(&r);
+    assert!(r["watch"]["backend"].as_str().unwrap().starts_with("bpf:"), "{}", r["watch"]["backend"]);
+    r
+}
+
+/// The per-cycle wakeup latencies of slot `index` in a samples file.
+fn samples(path: &Path, index: u64) -> Vec<i64> {
+    let out = rtlab().args(["samples"]).arg(path).arg("--csv").output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse::<u64>().ok()? == index).then(|| f[3].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn every_cycle_cyclictest_prints_has_a_period_through_bpf_whose_wakeup_is_no_later_than_its_own() {
+    need_bpf();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let printed = dir.path().join("cyclictest.txt");
+    let smp = dir.path().join("watch.smp");
+    let cpu = last_cpu().to_string();
+    let script = format!("exec cyclictest -t1 -a{cpu} -p80 -i1000 -l 3000 -v --nsecs -q > {}", printed.display());
+    let r = watch(dir.path(), &["--samples", smp.to_str().unwrap(), "--", "sh", "-c", &script]);
+    assert_eq!(r["watch"]["lost_events"], 0);
+    let t = r["threads"].as_array().unwrap().iter().find(|t| t["priority"] == 80).expect("the FIFO 80 thread");
+    let theirs: Vec<i64> = std::fs::read_to_string(&printed)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').map(str::trim).collect();
+            (f.len() == 3 && f[0] == "0").then(|| f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(theirs.len(), 3000, "cyclictest printed {} cycles", theirs.len());
+    let ours = samples(&smp, t["thread"].as_u64().unwrap());
+    assert_eq!(ours.len(), theirs.len(), "one period per cycle cyclictest printed");
+    let w = &t["watch"];
+    assert_eq!(w["timer_releases"], 3000);
+    let late: Vec<usize> = ours.iter().zip(&theirs).enumerate().filter(|(_, (o, c))| o > c).map(|(i, _)| i).collect();
+    assert!(late.is_empty(), "rtlab's wakeup later than cyclictest's own at cycles {late:?}");
+    // Every period has its IRQ stage but those whose wakeup events were not delivered.
+    let unseen = w["unseen_wakeups"].as_i64().unwrap();
+    assert_eq!(w["irq"]["cycles"].as_i64().unwrap(), 3000 - unseen, "{unseen} unseen wakeups");
+    assert_eq!(w["timer_slack_max_ns"], 0, "a FIFO thread's timers get no slack");
+}
+
+#[test]
+fn a_thread_busy_300us_per_period_has_a_period_per_period_it_lived_through_bpf() {
+    need_bpf();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("own.txt");
+    let args = ["busy", "300", "1000", "2000", "80", own.to_str().unwrap()];
+    let watched = watched().to_str().unwrap().to_string();
+    let mut all = vec!["--"];
+    all.push(&watched);
+    all.extend(args);
+    let r = watch(dir.path(), &all);
+    let t = r["threads"].as_array().unwrap().iter().find(|t| t["watch"]["comm"] == "worker").expect("worker");
+    assert_eq!(t["watch"]["periodic"], true);
+    assert_eq!(t["watch"]["period_ns"], 1_000_000);
+    assert_eq!(t["watch"]["periods"], 2000, "a period per period the program lived");
+    assert_eq!(std::fs::read_to_string(&own).unwrap().lines().count(), 2000);
+}
+
+#[test]
+fn a_program_waking_tens_of_thousands_of_times_a_second_loses_no_event_and_each_wakeup_is_counted() {
+    need_bpf();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("own.txt");
+    let watched = watched().to_str().unwrap().to_string();
+    // A debug build's reader decodes about six times slower than a release one's: a debug run
+    // asks for a rate it sustains beside the rest of the suite (about 10 000 wakeups a second);
+    // `cargo test --release --test watch_bpf` checks at least 50 000 (BENCHMARKS.md section 20).
+    let (spin_us, at_least) = if cfg!(debug_assertions) { ("40", 25_000) } else { ("5", 250_000) };
+    let r = watch(dir.path(), &["--", &watched, "pingpong", "5", spin_us, own.to_str().unwrap()]);
+    let w = &r["watch"];
+    assert_eq!(w["lost_events"], 0, "{w}");
+    assert_eq!(w["undecoded"], 0);
+    let text = std::fs::read_to_string(&own).unwrap();
+    let mut total = 0;
+    for line in text.lines() {
+        let (name, blocks) = line.split_once(' ').unwrap();
+        let blocks: i64 = blocks.parse().unwrap();
+        total += blocks;
+        let t = r["threads"].as_array().unwrap().iter().find(|t| t["watch"]["comm"] == name).expect(name);
+        let x = &t["watch"];
+        // Each block but the last (its exit) is a wakeup: a period, or one inside a job.
+        let wakeups = ["periods", "incomplete"].iter().map(|k| x[k].as_i64().unwrap()).sum::<i64>()
+            + x["jobs"]["inner_wakeups"].as_i64().unwrap();
+        assert!((blocks - 1..=blocks).contains(&wakeups), "{name}: blocked {blocks} times, {wakeups} wakeups watched");
+    }
+    eprintln!("{total} wakeups in 5 s, {} events, reader {} ns of CPU", w["events"], w["reader_cpu_ns"]);
+    assert!(total >= at_least, "the program woke {total} times in 5 s, fewer than {at_least}");
+}
+
+#[test]
+fn nothing_of_rtlabs_stays_loaded_after_a_sigkill() {
+    need_bpf();
+    let _g = serial();
+    let loaded = || {
+        let out = std::process::Command::new("bpftool")
+            .args(["prog", "show"])
+            .output()
+            .unwrap_or_else(|e| panic!("bpftool is not installed ({e}): apt-get install bpftool (.ci/run does)"));
+        String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains(" name rtlab_")).count()
+    };
+    // A run that just ended may still have its programs on their way out (an RCU grace period).
+    let gone = |within: u64| {
+        let start = std::time::Instant::now();
+        while loaded() > 0 && start.elapsed().as_secs() < within {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        loaded()
+    };
+    assert_eq!(gone(5), 0, "BPF programs of rtlab's are loaded before the test");
+    let mut child = std::process::Command::new(rtlab_path())
+        .args(["watch", "-q", "--backend", "bpf", "-D", "20s", "--", "sleep", "20"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while loaded() < 12 && start.elapsed().as_secs() < 15 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(loaded() >= 12, "rtlab watch --backend bpf loaded {} programs", loaded());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The kernel releases programs whose last descriptor closed, after an RCU grace period.
+    assert_eq!(gone(5), 0, "programs of rtlab's stay loaded after its SIGKILL");
+    let _ = std::process::Command::new("pkill").args(["-x", "-f", "sleep 20"]).status();
+}
+
+#[test]
+fn the_bpf_backend_with_explain_is_refused_before_anything_is_traced() {
+    let out = rtlab().args(["watch", "--backend", "bpf", "--explain", "-D", "1s", "--", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--backend bpf") && err.contains("--backend tracefs"), "{err}");
+}
