@@ -112,7 +112,7 @@ pub enum Backend {
     /// BPF programs on BTF tracepoints (src/rt/bpf.rs), or an error.
     Bpf,
     /// rtlab's tracefs instances: the default while the BPF programs cost the watched program
-    /// more than they do (BENCHMARKS.md section 20).
+    /// as much and miss events in some contexts (BENCHMARKS.md section 20).
     #[default]
     Tracefs,
 }
