@@ -333,10 +333,17 @@ fn mp3_short_reports_each_hand_off_pair_with_the_count_that_happened() {
     // AudioOut's loop ends in its one wait, its suspend, which only AudioTick resumes: each
     // completed loop is one hand-off from AudioTick. OMXCall's loop holds one wait, ended only
     // by mp3.decoder's signal.
+    // The run's end may fall between a hand-off and the end of the loop it released (seen
+    // emulated on aarch64, where loops are slow): that loop is not completed, its hand-off is.
     assert!(loops("AudioOut") > 10, "AudioOut ran {} loops", loops("AudioOut"));
-    assert_eq!(handoffs("AudioTick", "AudioOut", "resume"), loops("AudioOut"));
-    assert_eq!(handoffs("mp3.decoder", "OMXCall", "signal"), loops("OMXCall"));
-    assert_eq!(handoffs("OMXCall", "mp3.decoder", "signal"), loops("mp3.decoder"));
+    for (from, to, via) in [
+        ("AudioTick", "AudioOut", "resume"),
+        ("mp3.decoder", "OMXCall", "signal"),
+        ("OMXCall", "mp3.decoder", "signal"),
+    ] {
+        let (h, l) = (handoffs(from, to, via), loops(to));
+        assert!(h == l || h == l + 1, "{from} → {to} ({via}): {h} hand-offs, {l} loops completed");
+    }
     let text = String::from_utf8_lossy(&rtlab().args(["show"]).arg(dir.path().join("r.json")).output().unwrap().stdout)
         .into_owned();
     assert!(text.contains("hand-off (resume)") && text.contains("AudioTick"), "{text}");
