@@ -1,20 +1,21 @@
 //! `rtlab watch --backend bpf` against real programs on the real kernel: the BPF programs
-//! (bpf/watch.bpf.c, built when clang is there; .ci/run installs it) give the figures the
-//! tracefs backend gives (tests/watch.rs), lose nothing at tens of thousands of wakeups a
-//! second, and leave nothing loaded after any exit. Needs root, BTF and a build with clang:
-//! without them every test says so loudly and fails.
+//! (bpf/watch.bpf.c, built when clang is there; .ci/run installs it) pass every case the
+//! tracefs backend passes (tests/watch/cases.rs, run here in `cases`), lose nothing at tens of
+//! thousands of wakeups a second, and leave nothing loaded after any exit. Needs root, BTF and
+//! a build with clang: without them every test says so loudly and fails.
 
 mod common;
+use cases::serial;
 use common::*;
 use serde_json::Value;
 use std::path::Path;
-use std::sync::Mutex;
 
-/// The watched programs use SCHED_FIFO threads: one test at a time keeps them apart.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// Every case of tests/watch/cases.rs, on the BPF backend.
+mod cases {
+    /// The backend the shared cases run on here (tests/watch.rs runs them on tracefs).
+    const BACKEND: &str = "bpf";
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    include!("watch/cases.rs");
 }
 
 /// Root and a build with the BPF programs, or a loud failure.
@@ -43,72 +44,6 @@ fn watch(dir: &Path, args: &[&str]) -> Value {
     assert_valid_run_result(&r);
     assert!(r["watch"]["backend"].as_str().unwrap().starts_with("bpf:"), "{}", r["watch"]["backend"]);
     r
-}
-
-/// The per-cycle wakeup latencies of slot `index` in a samples file.
-fn samples(path: &Path, index: u64) -> Vec<i64> {
-    let out = rtlab().args(["samples"]).arg(path).arg("--csv").output().unwrap();
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f[0].parse::<u64>().ok()? == index).then(|| f[3].parse().unwrap())
-        })
-        .collect()
-}
-
-#[test]
-fn every_cycle_cyclictest_prints_has_a_period_through_bpf_whose_wakeup_is_no_later_than_its_own() {
-    need_bpf();
-    let _g = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let printed = dir.path().join("cyclictest.txt");
-    let smp = dir.path().join("watch.smp");
-    let cpu = last_cpu().to_string();
-    let script = format!("exec cyclictest -t1 -a{cpu} -p80 -i1000 -l 3000 -v --nsecs -q > {}", printed.display());
-    let r = watch(dir.path(), &["--samples", smp.to_str().unwrap(), "--", "sh", "-c", &script]);
-    assert_eq!(r["watch"]["lost_events"], 0);
-    let t = r["threads"].as_array().unwrap().iter().find(|t| t["priority"] == 80).expect("the FIFO 80 thread");
-    let theirs: Vec<i64> = std::fs::read_to_string(&printed)
-        .unwrap()
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(':').map(str::trim).collect();
-            (f.len() == 3 && f[0] == "0").then(|| f[2].parse().unwrap())
-        })
-        .collect();
-    assert_eq!(theirs.len(), 3000, "cyclictest printed {} cycles", theirs.len());
-    let ours = samples(&smp, t["thread"].as_u64().unwrap());
-    assert_eq!(ours.len(), theirs.len(), "one period per cycle cyclictest printed");
-    let w = &t["watch"];
-    assert_eq!(w["timer_releases"], 3000);
-    let late: Vec<usize> = ours.iter().zip(&theirs).enumerate().filter(|(_, (o, c))| o > c).map(|(i, _)| i).collect();
-    assert!(late.is_empty(), "rtlab's wakeup later than cyclictest's own at cycles {late:?}");
-    // Every period has its IRQ stage but those whose wakeup events were not delivered.
-    let unseen = w["unseen_wakeups"].as_i64().unwrap();
-    assert_eq!(w["irq"]["cycles"].as_i64().unwrap(), 3000 - unseen, "{unseen} unseen wakeups");
-    assert_eq!(w["timer_slack_max_ns"], 0, "a FIFO thread's timers get no slack");
-}
-
-#[test]
-fn a_thread_busy_300us_per_period_has_a_period_per_period_it_lived_through_bpf() {
-    need_bpf();
-    let _g = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let own = dir.path().join("own.txt");
-    let args = ["busy", "300", "1000", "2000", "80", own.to_str().unwrap()];
-    let watched = watched().to_str().unwrap().to_string();
-    let mut all = vec!["--"];
-    all.push(&watched);
-    all.extend(args);
-    let r = watch(dir.path(), &all);
-    let t = r["threads"].as_array().unwrap().iter().find(|t| t["watch"]["comm"] == "worker").expect("worker");
-    assert_eq!(t["watch"]["periodic"], true);
-    assert_eq!(t["watch"]["period_ns"], 1_000_000);
-    assert_eq!(t["watch"]["periods"], 2000, "a period per period the program lived");
-    assert_eq!(std::fs::read_to_string(&own).unwrap().lines().count(), 2000);
 }
 
 #[test]
