@@ -14,10 +14,13 @@ issue 26 is a p50 ratio of at most 1.05.
 
 With --backend both, each round runs cyclictest alone, under the tracefs backend and under the
 BPF backend (the order rotating round by round), and each backend's ratios are to the same
-round's run alone.
+round's run alone. Each --variant NAME=BINARY adds an arm to every round: that rtlab binary
+watching through its BPF programs (another build of them: what a change to the programs costs,
+measured in the same rounds).
 
 Usage: scripts/watch-cost.py [--pairs 5] [--loops 5000] [--cpu 1] [--main-cpu 0]
        [--rtlab target/release/rtlab] [--json out.json] [--backend bpf|tracefs|both]
+       [--variant NAME=BINARY]...
 Needs root (SCHED_FIFO, tracefs) and cyclictest (Debian: rt-tests).
 """
 import argparse
@@ -59,8 +62,11 @@ def alone(a, tmp):
 def watched(a, tmp, backend):
     out = os.path.join(tmp, "watched.txt")
     js = os.path.join(tmp, "watch.json")
+    binary = a.rtlab
+    if backend in a.variants:
+        binary, backend = a.variants[backend], "bpf"
     chosen = ["--backend", backend] if backend else []
-    cmd = [a.rtlab, "watch", "-q", "--mainaffinity", str(a.main_cpu), "--json", js] + chosen + ["--"] + cyclictest_cmd(a, out)
+    cmd = [binary, "watch", "-q", "--mainaffinity", str(a.main_cpu), "--json", js] + chosen + ["--"] + cyclictest_cmd(a, out)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(js) as f:
         r = json.load(f)
@@ -70,14 +76,14 @@ def watched(a, tmp, backend):
 def arms(a):
     """The runs of one round: alone, then each backend watched (rtlab's default when none)."""
     backends = {"both": ["tracefs", "bpf"], None: [None]}.get(a.backend, [a.backend])
-    return ["alone"] + backends
+    return ["alone"] + backends + list(a.variants)
 
 
-def row_of(i, name, alone_values, values, r, secs):
+def row_of(i, name, alone_values, values, r, secs, variants):
     w = r["watch"]
     row = {
         "pair": i,
-        "backend": w["backend"].split(":")[0],
+        "backend": name if name in variants else w["backend"].split(":")[0],
         "alone_p50_ns": quantile(alone_values, 0.5),
         "alone_p99_ns": quantile(alone_values, 0.99),
         "watched_p50_ns": quantile(values, 0.5),
@@ -122,7 +128,15 @@ def main():
         choices=["bpf", "tracefs", "both"],
         help="rtlab watch --backend; both: each round runs alone, tracefs and bpf, the order rotating (default: rtlab's)",
     )
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=BINARY",
+        help="one more arm per round: BINARY watch --backend bpf, reported as NAME (another build's BPF programs)",
+    )
     a = p.parse_args()
+    a.variants = dict(v.split("=", 1) for v in a.variant)
     if os.geteuid() != 0:
         sys.exit("watch-cost.py needs root (SCHED_FIFO, tracefs)")
     rows = []
@@ -140,7 +154,7 @@ def main():
                 got[name] = (alone(a, tmp) if name == "alone" else watched(a, tmp, name)) + (time.monotonic() - t0,)
             for name in names[1:]:
                 values, r, secs = got[name]
-                rows.append(row_of(i, name, got["alone"][0], values, r, secs))
+                rows.append(row_of(i, name, got["alone"][0], values, r, secs, a.variants))
     by_backend = {}
     for r in rows:
         by_backend.setdefault(r["backend"], []).append(r)
