@@ -68,6 +68,7 @@ static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)158;
 
 #define BPF_MAP_TYPE_HASH 1
 #define BPF_MAP_TYPE_PERCPU_ARRAY 6
+#define BPF_MAP_TYPE_LRU_HASH 9
 #define BPF_MAP_TYPE_RINGBUF 27
 #define BPF_NOEXIST 1
 // The reader drains the ring on its own clock: no wakeup per record.
@@ -113,6 +114,17 @@ struct {
     __type(value, __u8);
 } rtlab_watched SEC(".maps");
 
+// The timers the watched threads armed: address -> 1. Their expiries are the only ones the
+// analysis uses (src/trace/watch.rs matches a callback to a timer its thread armed); every other
+// timer's expiry on every CPU is left in the kernel. Least recently armed forgotten first: a
+// sleeper's timer lives on its stack, at a new address at each sleep.
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 16384);
+    __type(key, __u64);
+    __type(value, __u8);
+} rtlab_timers SEC(".maps");
+
 // Records for the reader (its size is set by the loader).
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -130,6 +142,9 @@ struct {
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 static __u8 *watched(int tid) {
+    // The idle tasks (pid 0) are never watched, and run at every wakeup of a waiting CPU.
+    if (tid == 0)
+        return 0;
     __u32 key = tid;
     return bpf_map_lookup_elem(&rtlab_watched, &key);
 }
@@ -228,6 +243,9 @@ int rtlab_hrstart(__u64 *ctx) {
     if (!current_watched())
         return 0;
     struct hrtimer *t = (void *)ctx[0];
+    __u64 timer = (__u64)t;
+    __u8 one = 1;
+    bpf_map_update_elem(&rtlab_timers, &timer, &one, 0);
     struct record *r = begin(HRTIMER_START);
     if (!r)
         return 0;
@@ -240,11 +258,14 @@ int rtlab_hrstart(__u64 *ctx) {
     return 0;
 }
 
-// Every timer's expiry, as the tracefs backend's system instance records them: a watched
-// thread's release is the expiry of its timer, on whatever CPU and in whatever task's context.
+// The expiry of a timer a watched thread armed: its release, on whatever CPU and in whatever
+// task's context it comes.
 SEC("tp_btf/hrtimer_expire_entry")
 int rtlab_hrexpire(__u64 *ctx) {
     struct hrtimer *t = (void *)ctx[0];
+    __u64 timer = (__u64)t;
+    if (!bpf_map_lookup_elem(&rtlab_timers, &timer))
+        return 0;
     struct record *r = begin(HRTIMER_EXPIRE);
     if (!r)
         return 0;

@@ -62,7 +62,7 @@ fn squat_with(pid: u32, argv: &[&str]) -> Option<Child> {
 fn a_killed_watchs_instances_are_removed_by_the_next_rtlab_even_when_its_pid_was_taken() {
     let _one = need_root();
     let mut watch = Command::new(rtlab_path())
-        .args(["watch", "-q", "-D", "30s", "--", "sleep", "30"])
+        .args(["watch", "-q", "--backend", "tracefs", "-D", "30s", "--", "sleep", "30"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -88,7 +88,7 @@ fn a_double_ctrl_c_in_a_watchs_first_moments_leaves_no_instance() {
     let mut left = Vec::new();
     for trial in 0..12u64 {
         let mut watch = Command::new(rtlab_path())
-            .args(["watch", "-q", "-D", "10s", "--", "sleep", "10"])
+            .args(["watch", "-q", "--backend", "tracefs", "-D", "10s", "--", "sleep", "10"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -190,7 +190,7 @@ fn a_watched_process_that_exits_is_not_replaced_by_the_stranger_that_takes_its_p
     let pid = target.id();
     let started = Instant::now();
     let watch = Command::new(rtlab_path())
-        .args(["watch", "-q", "-D", "40s", "-p", &pid.to_string(), "--json"])
+        .args(["watch", "-q", "--backend", "tracefs", "-D", "40s", "-p", &pid.to_string(), "--json"])
         .arg(&json)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -253,7 +253,7 @@ fn running(marker: &str) -> usize {
 fn watch_tree(seconds: &str, duration: &str) -> Child {
     let script = format!("setsid sleep {seconds} & sleep {seconds} & wait");
     let c = Command::new(rtlab_path())
-        .args(["watch", "-q", "-D", duration, "--", "sh", "-c", &script])
+        .args(["watch", "-q", "--backend", "tracefs", "-D", duration, "--", "sh", "-c", &script])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -79,6 +79,42 @@ fn a_program_waking_tens_of_thousands_of_times_a_second_loses_no_event_and_each_
 }
 
 #[test]
+fn only_the_expiries_of_timers_a_watched_thread_armed_leave_the_kernel() {
+    use rtlab::trace::event::{parse, Kind};
+    need_bpf();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("w.trace");
+    // An unwatched cyclictest beside the watched sleeper: thousands of foreign timer expiries.
+    let mut foreign = std::process::Command::new("cyclictest")
+        .args(["-t1", "-i200", "-l", "20000", "-q"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("cyclictest (rt-tests) is installed");
+    let r =
+        watch(dir.path(), &["--events", events.to_str().unwrap(), "--", watched().to_str().unwrap(), "sleep", "300"]);
+    let _ = foreign.kill();
+    let _ = foreign.wait();
+    let sleeper = r["threads"].as_array().unwrap().iter().find(|t| t["watch"]["comm"] == "sleeper").expect("sleeper");
+    assert_eq!(sleeper["watch"]["timer_releases"], 300, "{}", sleeper["watch"]);
+    let text = std::fs::read_to_string(&events).unwrap();
+    let (mut armed, mut expiries) = (std::collections::HashSet::new(), 0);
+    for e in text.lines().filter_map(parse) {
+        match e.kind {
+            Kind::HrtimerStart { timer, .. } => {
+                armed.insert(timer);
+            }
+            Kind::HrtimerEntry { timer, function, .. } => {
+                expiries += 1;
+                assert!(armed.contains(&timer), "the expiry of {timer} ({function}), which no watched thread armed");
+            }
+            _ => {}
+        }
+    }
+    assert!(expiries >= 300, "{expiries} expiries recorded for 300 timed sleeps");
+}
+
+#[test]
 fn nothing_of_rtlabs_stays_loaded_after_a_sigkill() {
     need_bpf();
     let _g = serial();
@@ -114,6 +150,41 @@ fn nothing_of_rtlabs_stays_loaded_after_a_sigkill() {
     // The kernel releases programs whose last descriptor closed, after an RCU grace period.
     assert_eq!(gone(5), 0, "programs of rtlab's stay loaded after its SIGKILL");
     let _ = std::process::Command::new("pkill").args(["-x", "-f", "sleep 20"]).status();
+}
+
+#[test]
+fn watch_reads_through_bpf_by_default_and_through_tracefs_with_a_warning_where_bpf_cannot_load() {
+    need_bpf();
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w.json");
+    let watch_sleep = |cmd: &mut std::process::Command| -> (Value, String) {
+        let out = cmd.args(["watch", "-q", "-D", "2s", "--json"]).arg(&json).args(["--", "sleep", "0.3"]).output();
+        let out = out.unwrap_or_else(|e| panic!("setpriv (util-linux) is installed: {e}"));
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        (read_json(&json), err)
+    };
+    let (r, err) = watch_sleep(&mut std::process::Command::new(rtlab_path()));
+    assert!(r["watch"]["backend"].as_str().unwrap().starts_with("bpf:"), "{}", r["watch"]["backend"]);
+    assert_eq!(r["warnings"], serde_json::json!([]), "{err}");
+    // Without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN the kernel refuses the programs; root's
+    // tracefs files stay writable to their owner.
+    let dropped = || {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--inh-caps=-sys_admin,-bpf,-perfmon", "--bounding-set=-sys_admin,-bpf,-perfmon"]).arg(rtlab_path());
+        c
+    };
+    let (r, err) = watch_sleep(&mut dropped());
+    assert!(r["watch"]["backend"].as_str().unwrap().starts_with("tracefs:"), "{}", r["watch"]["backend"]);
+    let w = &r["warnings"][0];
+    assert_eq!(w["kind"], "backend_fallback", "{}", r["warnings"]);
+    let line: Vec<&str> = err.lines().filter(|l| l.starts_with("rtlab: warning: watch: the BPF backend")).collect();
+    assert_eq!(line.len(), 1, "one warning line, as soon as it is known: {err}");
+    assert!(line[0].contains("read through tracefs"), "{err}");
+    // Asked for, BPF that cannot load is an error, not a fallback.
+    let out = dropped().args(["watch", "-q", "--backend", "bpf", "-D", "1s", "--", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

@@ -117,9 +117,10 @@ pub struct WatchArgs {
     #[arg(long = "stall", value_name = "TIME", allow_negative_numbers = true, value_parser = parse::latency)]
     pub stall: Option<i64>,
 
-    /// How the kernel's events are read: tracefs (rtlab's instances) or bpf (rtlab's programs on
-    /// BTF tracepoints: less of the reader's CPU, fewer events lost at high rates) [default:
-    /// tracefs]
+    /// How the kernel's events are read: bpf (rtlab's programs on BTF tracepoints: less of the
+    /// reader's CPU, fewer events lost at high rates) or tracefs (rtlab's instances) [default:
+    /// bpf where this build and the kernel allow, else tracefs with a warning; tracefs with
+    /// --explain]
     #[arg(long = "backend", value_name = "BACKEND", value_parser = ["bpf", "tracefs"])]
     pub backend: Option<String>,
 
@@ -136,7 +137,10 @@ impl WatchArgs {
     /// `--backend`, checked against this build and `--explain`.
     fn backend(&self) -> Result<Backend, UsageError> {
         match self.backend.as_deref() {
-            None | Some("tracefs") => Ok(Backend::Tracefs),
+            // --explain reads every CPU's events, which only the tracefs backend records.
+            None if self.explain.is_some() || self.explain_worst.is_some() => Ok(Backend::Tracefs),
+            None => Ok(Backend::Preferred),
+            Some("tracefs") => Ok(Backend::Tracefs),
             Some(_) if !crate::rt::bpf::built() => Err(usage(
                 "--backend bpf: this rtlab was built without clang, so without its BPF programs; install clang and \
                  build again, or use --backend tracefs",

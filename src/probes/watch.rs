@@ -14,6 +14,7 @@ use crate::measure::histogram::Layout;
 use crate::measure::probe::LoopOutcome;
 use crate::measure::stats::Recorder;
 use crate::measure::work::{WorkKind, WorkLive, WorkRecorder, WorkSpec, NO_DEADLINE};
+use crate::result::warning::Warning;
 use crate::result::watch::{BlockedOn, EventLoop, Preemptor, Share, Stall, WatchFigures, WatchRun, WatchThread};
 use crate::result::EndReason;
 use crate::rt::affinity::CpuSet;
@@ -109,10 +110,12 @@ const LOOK_EVERY: Duration = Duration::from_millis(250);
 /// How a watch reads the kernel's events (`--backend`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Backend {
-    /// BPF programs on BTF tracepoints (src/rt/bpf.rs), or an error.
+    /// BPF programs on BTF tracepoints (src/rt/bpf.rs), or an error (`--backend bpf`).
     Bpf,
-    /// rtlab's tracefs instances: the default while the BPF programs cost the watched program
-    /// as much and miss events in some contexts (BENCHMARKS.md section 20).
+    /// BPF where this build has its programs and the kernel loads them, else tracefs with a
+    /// warning that says why: `rtlab watch`'s default (BENCHMARKS.md section 20).
+    Preferred,
+    /// rtlab's tracefs instances (`--backend tracefs`, `--explain`, `run --stages`, `timerlat`).
     #[default]
     Tracefs,
 }
@@ -271,6 +274,8 @@ pub struct WatchProbe {
     plan: Plan,
     /// Events asked for that this kernel lacks.
     missing: Vec<String>,
+    /// Why the preferred backend, BPF, could not watch (tracefs did).
+    fallback: Option<String>,
     shared: Arc<Shared>,
     reader: Option<std::thread::JoinHandle<Harvest>>,
     child: Option<Arc<Mutex<process::Running>>>,
@@ -279,21 +284,27 @@ pub struct WatchProbe {
 impl WatchProbe {
     /// A probe ready to start.
     pub fn new(plan: Plan) -> WatchProbe {
-        WatchProbe { plan, missing: Vec::new(), shared: Arc::default(), reader: None, child: None }
+        WatchProbe { plan, missing: Vec::new(), fallback: None, shared: Arc::default(), reader: None, child: None }
     }
 
     /// Where the events will come from, set up to watch `tids` (`follow`: with the threads
     /// they create), and the formats that name what they carry: the plan's backend.
+    /// With the preferred backend, why BPF could not watch lands in `fallback`.
     fn source(&mut self, tids: &[i32], follow: bool) -> Result<(Source, Formats), ProbeError> {
-        if self.plan.backend == Backend::Bpf {
+        if matches!(self.plan.backend, Backend::Bpf | Backend::Preferred) {
             let cpus = crate::rt::affinity::online_cpus().cpus().len();
-            let mut programs = crate::rt::bpf::WatchPrograms::load(crate::rt::bpf::ring_bytes(cpus))
-                .and_then(|mut programs| programs.watch(tids, follow).map(|()| programs))
-                .map_err(|e| ProbeError::Start(format!("the BPF backend cannot watch: {e}")))?;
-            self.missing = std::mem::take(&mut programs.missing);
-            let mut formats = Formats::default();
-            formats.name_functions(TIMER_FUNCTIONS);
-            return Ok((Source::Bpf { programs: Box::new(programs), follow }, formats));
+            let loaded = crate::rt::bpf::WatchPrograms::load(crate::rt::bpf::ring_bytes(cpus))
+                .and_then(|mut programs| programs.watch(tids, follow).map(|()| programs));
+            match loaded {
+                Ok(mut programs) => {
+                    self.missing = std::mem::take(&mut programs.missing);
+                    let mut formats = Formats::default();
+                    formats.name_functions(TIMER_FUNCTIONS);
+                    return Ok((Source::Bpf { programs: Box::new(programs), follow }, formats));
+                }
+                Err(e) if self.plan.backend == Backend::Preferred => self.fallback = Some(e),
+                Err(e) => return Err(ProbeError::Start(format!("the BPF backend cannot watch: {e}"))),
+            }
         }
         let (threads, system, formats, pipes) = self.trace(tids, follow)?;
         Ok((Source::Tracefs { instances: Box::new([threads, system]), pipes }, formats))
@@ -399,7 +410,7 @@ impl Probe for WatchProbe {
         };
         Ok(Started {
             slots: (0..self.plan.capacity).map(placeholder).collect(),
-            warnings: Vec::new(),
+            warnings: self.fallback.take().map(|why| Warning::BackendFallback { why }).into_iter().collect(),
             dma_latency_us: None,
             mlocked: false,
             start: wall,

@@ -192,6 +192,12 @@ pub enum Warning {
         /// How long the task took no sample (ns).
         quiet_ns: i64,
     },
+    /// `rtlab watch` left to choose its backend could not load its BPF programs here (a build
+    /// without clang, a kernel without BTF or BPF): it watched through tracefs.
+    BackendFallback {
+        /// Why the BPF backend could not watch.
+        why: String,
+    },
 }
 
 impl Warning {
@@ -286,6 +292,10 @@ impl Warning {
             ),
             Warning::AnchoredSchedule { min_ns } => anchored_schedule(*min_ns),
             Warning::EventsLost { count } => events_lost(*count),
+            Warning::BackendFallback { why } => format!(
+                "watch: the BPF backend cannot watch here ({why}), so the events were read through tracefs; \
+                 --backend tracefs says so without this warning."
+            ),
             Warning::MutexWaits { waits, deadlock: true } => format!(
                 "deadlock: {waits}; each waits for a mutex another holds, so they would wait for ever (rt-app \
                  too): the run ended at its duration or stop. Fix: take the mutexes in one order in every task."
