@@ -73,6 +73,7 @@ impl WatchPrograms {
     /// attaches them; a kernel without BTF, BPF rights or a needed tracepoint is an error,
     /// in words.
     pub fn load(ring_bytes: u32) -> Result<WatchPrograms, String> {
+        may_use_bpf()?;
         let (inner, missing) = loaded::Loaded::new(ring_bytes)?;
         Ok(WatchPrograms { inner, missing })
     }
@@ -102,6 +103,24 @@ impl WatchPrograms {
         let full: u64 = self.inner.lost.get(&0, 0).map(|v| v.iter().sum()).unwrap_or(0);
         full + self.inner.recursion_misses()
     }
+}
+
+/// Whether the kernel lets this process create BPF maps at all, asked with a map of one entry
+/// before the kernel's BTF (megabytes) is read and parsed: a process without the rights, or
+/// under an emulator that does not pass bpf(2) through, is told at once.
+#[cfg(rtlab_bpf)]
+fn may_use_bpf() -> Result<(), String> {
+    // union bpf_attr for BPF_MAP_CREATE: map_type, key_size, value_size, max_entries, the rest 0.
+    let mut attr = [0u32; 18];
+    attr[..4].copy_from_slice(&[2, 4, 4, 1]); // BPF_MAP_TYPE_ARRAY, u32 -> u32, 1 entry
+                                              // SAFETY: BPF_MAP_CREATE reads `size_of_val(&attr)` bytes of attr, which outlives the call.
+    let fd = unsafe { libc::syscall(libc::SYS_bpf, 0, attr.as_ptr(), std::mem::size_of_val(&attr)) };
+    if fd < 0 {
+        return Err(format!("the kernel refuses BPF maps to this process ({})", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd is the map's descriptor, owned here and closed once.
+    unsafe { libc::close(fd as i32) };
+    Ok(())
 }
 
 #[cfg(rtlab_bpf)]
