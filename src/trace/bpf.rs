@@ -2,22 +2,18 @@
 //! the [`Event`]s the tracefs decoder gives, so both backends feed the same analysis.
 
 use super::event::{Event, Kind};
-use super::raw::{switch_state, Formats, SOFTIRQS};
+use super::raw::{c_string as name, switch_state, u32_at, u64_at, Formats, SOFTIRQS};
 
 /// A record's size, in bytes.
 pub const RECORD_BYTES: usize = 120;
 
+// Records are checked to be RECORD_BYTES long before any field is read.
 fn i32_at(b: &[u8], at: usize) -> i32 {
-    i32::from_ne_bytes(b[at..at + 4].try_into().unwrap_or_default())
+    u32_at(b, at).unwrap_or_default() as i32
 }
 
 fn i64_at(b: &[u8], at: usize) -> i64 {
-    i64::from_ne_bytes(b[at..at + 8].try_into().unwrap_or_default())
-}
-
-fn name(b: &[u8]) -> String {
-    let end = b.iter().position(|c| *c == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..end]).into_owned()
+    u64_at(b, at).unwrap_or_default() as i64
 }
 
 /// One record's event; `None` for a record shorter than [`RECORD_BYTES`] or of an unknown

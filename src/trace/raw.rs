@@ -127,12 +127,20 @@ pub struct PageEvents {
     pub undecoded: u64,
 }
 
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+/// The native-endian u32 at `at`, if `b` holds it (also the BPF records' decoder's).
+pub(super) fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+/// The native-endian u64 at `at`, if `b` holds it (also the BPF records' decoder's).
+pub(super) fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_ne_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// A C string in a fixed field: the bytes before the first NUL (all if none), lossily UTF-8.
+pub(super) fn c_string(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
 /// A field as a signed integer (1, 2, 4 or 8 bytes, sign-extended by size).
@@ -159,8 +167,7 @@ fn text(data: &[u8], f: &Format, name: &str) -> Option<String> {
     } else {
         data.get(off..off + size)?
     };
-    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+    Some(c_string(bytes))
 }
 
 /// A `prev_state` bit mask as the text stream prints it: `R`, `R+` (preempted), `S`, `D|…`.

@@ -137,6 +137,17 @@ impl Period {
         let known: Vec<i64> = [self.irq_ns, self.thread_ns, self.wakeup_ns].into_iter().flatten().collect();
         known.windows(2).all(|w| w[0] <= w[1])
     }
+
+    /// Released by `timer`, armed as `a`: at the expiry it asked for.
+    fn released_by(&mut self, timer: String, a: &Armed) {
+        self.release_ns = a.soft_ns;
+        self.timer = true;
+        self.slack_ns = Some(a.hard_ns - a.soft_ns);
+        self.relative = a.relative;
+        self.previous_armed_ns = a.previous_soft_ns;
+        self.timer_addr = Some(timer);
+        self.timer_function = Some(a.function.clone());
+    }
 }
 
 /// A timer a watched thread armed: its expiry asked for and the latest one.
@@ -179,6 +190,16 @@ struct Thread {
     /// CPU traced first): what released it if it is next switched in from a sleep with no
     /// waking traced after it.
     early: Option<Event>,
+}
+
+impl Thread {
+    /// Its period `p` begins: it has not run in it yet.
+    fn opened(&mut self, p: Period) {
+        self.open = Some(p);
+        self.ran = false;
+        self.runnable = None;
+        self.running_since = None;
+    }
 }
 
 /// A timer callback that started on a CPU.
@@ -454,22 +475,15 @@ impl Tracker {
             Some((armed, c))
         });
         if let Some((armed, c)) = fired.filter(|(a, c)| c.now >= a.soft_ns) {
-            p.release_ns = armed.soft_ns;
-            p.timer = true;
-            p.irq_ns = Some(c.now - armed.soft_ns);
-            p.slack_ns = Some(armed.hard_ns - armed.soft_ns);
-            p.relative = armed.relative;
-            p.previous_armed_ns = armed.previous_soft_ns;
-            p.timer_addr = Some(c.timer);
+            p.released_by(c.timer, &armed);
+            // The callback the expiry named (the same as armed unless the address was reused).
             p.timer_function = Some(c.function);
+            p.irq_ns = Some(c.now - armed.soft_ns);
         } else {
             p.waker = Some(format!("{}:{}", e.comm, e.pid));
         }
         p.waking_ns = e.ts_ns - p.release_ns;
-        t.open = Some(p);
-        t.ran = false;
-        t.runnable = None;
-        t.running_since = None;
+        t.opened(p);
     }
 
     fn switched_out(&mut self, tid: i32, state: &str, next: &str, ts: i64, out: &mut Vec<Note>) {
@@ -603,19 +617,10 @@ fn unseen_wakeup(t: &mut Thread, e: &Event) {
         ..Default::default()
     };
     if let Some((timer, a)) = armed {
-        p.release_ns = a.soft_ns;
-        p.timer = true;
-        p.slack_ns = Some(a.hard_ns - a.soft_ns);
-        p.relative = a.relative;
-        p.previous_armed_ns = a.previous_soft_ns;
-        p.timer_addr = Some(timer.clone());
-        p.timer_function = Some(a.function.clone());
+        p.released_by(timer.clone(), a);
         p.slept_ns = Some(a.soft_ns - since);
     }
-    t.open = Some(p);
-    t.ran = false;
-    t.runnable = None;
-    t.running_since = None;
+    t.opened(p);
 }
 
 /// Period `p` ended at `ts` (its response): told, its preemptors longest first.
