@@ -157,7 +157,8 @@ fn an_rt_app_task_watched_agrees_with_its_own_log() {
         dir.path().display()
     );
     std::fs::write(&json, text).unwrap();
-    let r = watch(dir.path(), &["--", "rt-app", json.to_str().unwrap()]);
+    let events = dir.path().join("ctl.trace");
+    let r = watch(dir.path(), &["--events", events.to_str().unwrap(), "--", "rt-app", json.to_str().unwrap()]);
     let t = thread(&r, "ctl");
     let log = std::fs::read_to_string(dir.path().join("rt-app-ctl-0.log")).unwrap();
     let header: Vec<&str> =
@@ -180,13 +181,22 @@ fn an_rt_app_task_watched_agrees_with_its_own_log() {
     // Every period rt-app logged was watched, except after an overrun (negative slack): its
     // next sleep ends at once, with no wakeup to see.
     let overruns = rows.iter().filter(|r| r[col("slack")] < 0).count();
-    assert!(
-        t["cycles"].as_u64().unwrap() as usize + overruns >= rows.len(),
-        "{} periods watched of {} rt-app logged ({overruns} overran): {}",
-        t["cycles"],
-        rows.len(),
-        t["watch"]
-    );
+    if (t["cycles"].as_u64().unwrap() as usize + overruns) < rows.len() {
+        // Seen once in CI (2 991 watched of 2 995, 3 overran, host stalls above 1 ms) and never
+        // since in 26 runs idle and loaded: the log and the events are kept for a look.
+        let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("watch-rt-app-{BACKEND}"));
+        let _ = std::fs::create_dir_all(&kept);
+        for f in [events.clone(), dir.path().join("rt-app-ctl-0.log"), dir.path().join("watch.json")] {
+            let _ = std::fs::copy(&f, kept.join(f.file_name().unwrap()));
+        }
+        panic!(
+            "{} periods watched of {} rt-app logged ({overruns} overran; kept in {}): {}",
+            t["cycles"],
+            rows.len(),
+            kept.display(),
+            t["watch"]
+        );
+    }
     // Ours ends at the return to user space, before rt-app reads its clock (µs in its log);
     // its response ends when its work does, before the thread blocks.
     assert!(ours_wakeup <= theirs_wakeup + 1_000, "wakeup: ours {ours_wakeup} ns, rt-app {theirs_wakeup} ns");
