@@ -5,10 +5,9 @@
 //! a build with clang: without them every test says so loudly and fails.
 
 mod common;
-use cases::serial;
+use cases::{need_root as need_bpf, serial, thread, watch};
 use common::*;
 use serde_json::Value;
-use std::path::Path;
 
 /// Every case of tests/watch/cases.rs, on the BPF backend.
 mod cases {
@@ -16,34 +15,6 @@ mod cases {
     const BACKEND: &str = "bpf";
 
     include!("watch/cases.rs");
-}
-
-/// Root and a build with the BPF programs, or a loud failure.
-fn need_bpf() {
-    assert!(is_root(), "rtlab watch's BPF tests need root (loading BPF programs); run the suite as root");
-    assert!(
-        rtlab::rt::bpf::built(),
-        "this rtlab was built without clang, so without its BPF programs: apt-get install clang (.ci/run does) and \
-         build again"
-    );
-}
-
-/// `rtlab watch --backend bpf ARGS` to completion; its JSON result.
-fn watch(dir: &Path, args: &[&str]) -> Value {
-    let json = dir.join("watch.json");
-    let out = rtlab()
-        .args(["watch", "-q", "--backend", "bpf", "--json"])
-        .arg(&json)
-        .args(args)
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "rtlab watch {args:?}: {:?} {err}", out.status);
-    let r = read_json(&json);
-    assert_valid_run_result(&r);
-    assert!(r["watch"]["backend"].as_str().unwrap().starts_with("bpf:"), "{}", r["watch"]["backend"]);
-    r
 }
 
 #[test]
@@ -67,7 +38,7 @@ fn a_program_waking_tens_of_thousands_of_times_a_second_loses_no_event_and_each_
         let (name, blocks) = line.split_once(' ').unwrap();
         let blocks: i64 = blocks.parse().unwrap();
         total += blocks;
-        let t = r["threads"].as_array().unwrap().iter().find(|t| t["watch"]["comm"] == name).expect(name);
+        let t = thread(&r, name);
         let x = &t["watch"];
         // Each block but the last (its exit) is a wakeup: a period, or one inside a job.
         let wakeups = ["periods", "incomplete"].iter().map(|k| x[k].as_i64().unwrap()).sum::<i64>()
@@ -95,7 +66,7 @@ fn only_the_expiries_of_timers_a_watched_thread_armed_leave_the_kernel() {
         watch(dir.path(), &["--events", events.to_str().unwrap(), "--", watched().to_str().unwrap(), "sleep", "300"]);
     let _ = foreign.kill();
     let _ = foreign.wait();
-    let sleeper = r["threads"].as_array().unwrap().iter().find(|t| t["watch"]["comm"] == "sleeper").expect("sleeper");
+    let sleeper = thread(&r, "sleeper");
     assert_eq!(sleeper["watch"]["timer_releases"], 300, "{}", sleeper["watch"]);
     let text = std::fs::read_to_string(&events).unwrap();
     let (mut armed, mut expiries) = (std::collections::HashSet::new(), 0);

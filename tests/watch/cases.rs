@@ -19,7 +19,7 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// Root (and for BPF a build with its programs), or a loud failure: watching needs the
 /// kernel's events.
-fn need_root() {
+pub fn need_root() {
     assert!(is_root(), "rtlab watch's tests need root (tracefs instances or BPF programs of rtlab's own); run the suite as root");
     assert!(
         BACKEND != "bpf" || rtlab::rt::bpf::built(),
@@ -35,7 +35,7 @@ fn on_backend(r: &Value) {
 }
 
 /// `rtlab watch ARGS` to completion; its JSON result.
-fn watch(dir: &Path, args: &[&str]) -> Value {
+pub fn watch(dir: &Path, args: &[&str]) -> Value {
     let json = dir.join("watch.json");
     let out = rtlab()
         .args(["watch", "-q", "--backend", BACKEND, "--json"])
@@ -54,7 +54,7 @@ fn watch(dir: &Path, args: &[&str]) -> Value {
 }
 
 /// The watched thread named `comm` (its entry in `threads`).
-fn thread<'a>(r: &'a Value, comm: &str) -> &'a Value {
+pub fn thread<'a>(r: &'a Value, comm: &str) -> &'a Value {
     r["threads"]
         .as_array()
         .unwrap()
