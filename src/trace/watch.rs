@@ -10,7 +10,7 @@
 
 use super::event::{Event, Kind};
 use super::syscalls::Arch;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 /// One period of a watched thread.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -174,8 +174,10 @@ struct Thread {
     armed: Vec<(String, Armed)>,
     /// Running since (its switch in, or its first event after a wakeup).
     running_since: Option<i64>,
-    /// A timer of its own that fired with no waking of it (yet).
-    fired: Option<Unslept>,
+    /// Expiries of timers of its own that fired with no waking of it (yet), oldest first: each
+    /// return from a wait for input finds the oldest. (A timerfd's read re-arms it before it
+    /// returns, so the next expiry can fire before the read that found this one returns.)
+    fired: VecDeque<Unslept>,
     /// Asleep since (ns), and in which state.
     asleep: Option<(i64, String)>,
     /// The period under way.
@@ -215,6 +217,10 @@ struct Callback {
 
 /// Callbacks that never wake a sleeping thread (the scheduler tick), by name.
 const NOT_WAKING: &[&str] = &["tick_nohz_handler", "tick_sched_timer", "hrtick"];
+
+/// At most this many expiries found by no wait yet are kept per thread (a timerfd has at most
+/// two: one found by a read under way, the next fired before it returned).
+const FIRED_KEPT: usize = 16;
 
 /// At most this many armed timers are remembered per thread.
 const ARMED_KEPT: usize = 8;
@@ -400,7 +406,10 @@ impl Tracker {
         }
         let Some(t) = self.timers.get(&c.timer).and_then(|tid| self.threads.get_mut(tid)) else { return };
         if let Some((_, a)) = t.armed.iter().rev().find(|(a, _)| *a == c.timer).filter(|(_, a)| c.now >= a.soft_ns) {
-            t.fired = Some(Unslept {
+            if t.fired.len() >= FIRED_KEPT {
+                t.fired.pop_front();
+            }
+            t.fired.push_back(Unslept {
                 timer: c.timer.clone(),
                 release_ns: a.soft_ns,
                 irq_ns: c.now - a.soft_ns,
@@ -448,8 +457,9 @@ impl Tracker {
             return;
         };
         t.early = None;
-        if t.fired.as_ref().is_some_and(|f| self.callbacks.get(&e.cpu).is_some_and(|c| c.timer == f.timer)) {
-            t.fired = None;
+        // The expiry whose callback woke it is its release, not one it will find later.
+        if t.fired.back().is_some_and(|f| self.callbacks.get(&e.cpu).is_some_and(|c| c.timer == f.timer)) {
+            t.fired.pop_back();
         }
         // Woken by the latest timer callback on the CPU the waking is on, of a timer it armed,
         // started while it slept: its own timer released it, at the expiry it asked for. (No
@@ -573,14 +583,14 @@ impl Tracker {
                 done.running_ns = running_ns;
                 t.running_since = t.running_since.map(|_| e.ts_ns);
                 ended(done, e.ts_ns, out);
-                if let (Some(mut f), Some(p)) = (t.fired.take(), t.open.as_mut()) {
+                if let (Some(mut f), Some(p)) = (t.fired.pop_front(), t.open.as_mut()) {
                     f.at = Mark { at_ns: 0, running_ns: 0, preempted_ns: 0 };
                     p.unslept.push(f);
                 }
                 return;
             }
             p.input_waits.push((nr, mark));
-            if let Some(mut f) = t.fired.take().filter(|_| p.unslept.len() < INPUT_WAITS_KEPT) {
+            if let Some(mut f) = t.fired.pop_front().filter(|_| p.unslept.len() < INPUT_WAITS_KEPT) {
                 f.at = mark;
                 p.unslept.push(f);
             }
@@ -850,6 +860,46 @@ mod tests {
             (p.release_ns, p.wakeup_ns, p.timer_function.as_deref()),
             (10_000, Some(95), Some("timerfd_tmrproc"))
         );
+    }
+
+    #[test]
+    fn an_expiry_that_fires_inside_the_read_consuming_the_one_before_waits_for_the_next_read() {
+        let tfd = |armed: i64| Kind::HrtimerStart {
+            timer: "tfd".into(),
+            function: "timerfd_tmrproc".into(),
+            expires_ns: armed,
+            softexpires_ns: armed,
+            relative: false,
+        };
+        let fire = |now: i64| Kind::HrtimerEntry {
+            timer: "tfd".into(),
+            function: "timerfd_tmrproc".into(),
+            now_ns: Some(now),
+        };
+        let notes = run(&[
+            ev(900, 1, 7, tfd(10_000)),
+            ev(1_000, 1, 7, switch(7, "S", 0)),
+            ev(10_010, 1, 0, fire(10_010)),
+            ev(10_012, 1, 0, waking(7)),
+            ev(10_014, 1, 0, Kind::HrtimerExit),
+            ev(10_016, 1, 0, switch(0, "R", 7)),
+            ev(10_020, 1, 7, tfd(20_000)),
+            ev(10_025, 1, 7, Kind::SysExit { nr: 0 }),
+            // Working past 20 000: that expiry fires in its context.
+            ev(20_010, 1, 7, fire(20_010)),
+            ev(20_012, 1, 7, Kind::HrtimerExit),
+            // Its read finds it and re-arms for 30 000, which fires before the read returns:
+            // that return is 20 000's release, the next read's is 30 000's.
+            ev(25_000, 1, 7, tfd(30_000)),
+            ev(30_005, 1, 7, fire(30_005)),
+            ev(30_007, 1, 7, Kind::HrtimerExit),
+            ev(30_010, 1, 7, Kind::SysExit { nr: 0 }),
+            ev(30_110, 1, 7, Kind::SysExit { nr: 0 }),
+            ev(31_000, 1, 7, switch(7, "S", 0)),
+        ]);
+        let [Note::Period(p)] = notes.as_slice() else { panic!("{notes:?}") };
+        let found: Vec<(i64, i64)> = p.unslept.iter().map(|u| (u.release_ns, u.at.at_ns)).collect();
+        assert_eq!(found, [(20_000, 20_010), (30_000, 20_110)]);
     }
 
     #[test]
