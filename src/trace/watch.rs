@@ -10,7 +10,7 @@
 
 use super::event::{Event, Kind};
 use super::syscalls::Arch;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 /// One period of a watched thread.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -174,10 +174,12 @@ struct Thread {
     armed: Vec<(String, Armed)>,
     /// Running since (its switch in, or its first event after a wakeup).
     running_since: Option<i64>,
-    /// Expiries of timers of its own that fired with no waking of it (yet), oldest first: each
-    /// return from a wait for input finds the oldest. (A timerfd's read re-arms it before it
-    /// returns, so the next expiry can fire before the read that found this one returns.)
-    fired: VecDeque<Unslept>,
+    /// Expiries of timers armed in its context that fired with no waking of it (yet), oldest
+    /// first: each return from a wait for input finds the oldest of each timer. (A timerfd's
+    /// read re-arms it before it returns, so the next expiry can fire before the read that
+    /// found this one returns; a kernel timer armed in its context fires and is never waited
+    /// for, and must not stand in the way.)
+    fired: Vec<Unslept>,
     /// Asleep since (ns), and in which state.
     asleep: Option<(i64, String)>,
     /// The period under way.
@@ -202,6 +204,20 @@ impl Thread {
         self.runnable = None;
         self.running_since = None;
     }
+}
+
+/// A return from a wait for input (`at`) finds the oldest unfound expiry of each timer in
+/// `fired`: the wait does not say which it was on (the job assembler keeps its cadence's).
+fn found(fired: &mut Vec<Unslept>, at: Mark) -> Vec<Unslept> {
+    let mut found: Vec<Unslept> = Vec::new();
+    fired.retain(|f| {
+        if found.iter().any(|u| u.timer == f.timer) {
+            return true;
+        }
+        found.push(Unslept { at, ..f.clone() });
+        false
+    });
+    found
 }
 
 /// A timer callback that started on a CPU.
@@ -407,9 +423,9 @@ impl Tracker {
         let Some(t) = self.timers.get(&c.timer).and_then(|tid| self.threads.get_mut(tid)) else { return };
         if let Some((_, a)) = t.armed.iter().rev().find(|(a, _)| *a == c.timer).filter(|(_, a)| c.now >= a.soft_ns) {
             if t.fired.len() >= FIRED_KEPT {
-                t.fired.pop_front();
+                t.fired.remove(0);
             }
-            t.fired.push_back(Unslept {
+            t.fired.push(Unslept {
                 timer: c.timer.clone(),
                 release_ns: a.soft_ns,
                 irq_ns: c.now - a.soft_ns,
@@ -458,8 +474,10 @@ impl Tracker {
         };
         t.early = None;
         // The expiry whose callback woke it is its release, not one it will find later.
-        if t.fired.back().is_some_and(|f| self.callbacks.get(&e.cpu).is_some_and(|c| c.timer == f.timer)) {
-            t.fired.pop_back();
+        if let Some(c) = self.callbacks.get(&e.cpu) {
+            if let Some(i) = t.fired.iter().rposition(|f| f.timer == c.timer) {
+                t.fired.remove(i);
+            }
         }
         // Woken by the latest timer callback on the CPU the waking is on, of a timer it armed,
         // started while it slept: its own timer released it, at the expiry it asked for. (No
@@ -583,17 +601,15 @@ impl Tracker {
                 done.running_ns = running_ns;
                 t.running_since = t.running_since.map(|_| e.ts_ns);
                 ended(done, e.ts_ns, out);
-                if let (Some(mut f), Some(p)) = (t.fired.pop_front(), t.open.as_mut()) {
-                    f.at = Mark { at_ns: 0, running_ns: 0, preempted_ns: 0 };
-                    p.unslept.push(f);
+                let found = found(&mut t.fired, Mark::default());
+                if let Some(p) = t.open.as_mut() {
+                    p.unslept.extend(found);
                 }
                 return;
             }
             p.input_waits.push((nr, mark));
-            if let Some(mut f) = t.fired.pop_front().filter(|_| p.unslept.len() < INPUT_WAITS_KEPT) {
-                f.at = mark;
-                p.unslept.push(f);
-            }
+            let room = INPUT_WAITS_KEPT.saturating_sub(p.unslept.len());
+            p.unslept.extend(found(&mut t.fired, mark).into_iter().take(room));
         }
     }
 
@@ -863,7 +879,8 @@ mod tests {
     }
 
     #[test]
-    fn an_expiry_that_fires_inside_the_read_consuming_the_one_before_waits_for_the_next_read() {
+    fn an_expiry_that_fires_inside_the_read_consuming_the_one_before_waits_for_the_next_read_whatever_other_timers_fired(
+    ) {
         let tfd = |armed: i64| Kind::HrtimerStart {
             timer: "tfd".into(),
             function: "timerfd_tmrproc".into(),
@@ -876,9 +893,22 @@ mod tests {
             function: "timerfd_tmrproc".into(),
             now_ns: Some(now),
         };
+        // A kernel timer armed in its context (the RT bandwidth timer) fires and wakes nobody.
+        let rt_period =
+            |at: i64| Kind::HrtimerEntry { timer: "rtp".into(), function: "ffff81".into(), now_ns: Some(at) };
+        let rt_armed = Kind::HrtimerStart {
+            timer: "rtp".into(),
+            function: "ffff81".into(),
+            expires_ns: 5_000,
+            softexpires_ns: 5_000,
+            relative: false,
+        };
         let notes = run(&[
+            ev(800, 0, 7, rt_armed),
             ev(900, 1, 7, tfd(10_000)),
             ev(1_000, 1, 7, switch(7, "S", 0)),
+            ev(5_000, 0, 0, rt_period(5_000)),
+            ev(5_001, 0, 0, Kind::HrtimerExit),
             ev(10_010, 1, 0, fire(10_010)),
             ev(10_012, 1, 0, waking(7)),
             ev(10_014, 1, 0, Kind::HrtimerExit),
@@ -898,7 +928,8 @@ mod tests {
             ev(31_000, 1, 7, switch(7, "S", 0)),
         ]);
         let [Note::Period(p)] = notes.as_slice() else { panic!("{notes:?}") };
-        let found: Vec<(i64, i64)> = p.unslept.iter().map(|u| (u.release_ns, u.at.at_ns)).collect();
+        let found: Vec<(i64, i64)> =
+            p.unslept.iter().filter(|u| u.timer == "tfd").map(|u| (u.release_ns, u.at.at_ns)).collect();
         assert_eq!(found, [(20_000, 20_010), (30_000, 20_110)]);
     }
 
