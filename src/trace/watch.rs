@@ -760,6 +760,17 @@ mod tests {
         Kind::HrtimerEntry { timer: "ff01".into(), function: "hrtimer_wakeup".into(), now_ns: Some(now) }
     }
 
+    /// `timer` (calling `function`) armed for the absolute expiry `at`, with no slack.
+    fn absolute(timer: &str, function: &str, at: i64) -> Kind {
+        Kind::HrtimerStart {
+            timer: timer.into(),
+            function: function.into(),
+            expires_ns: at,
+            softexpires_ns: at,
+            relative: false,
+        }
+    }
+
     fn waking(pid: i32) -> Kind {
         Kind::Waking { pid, comm: format!("t{pid}"), prio: 19 }
     }
@@ -855,13 +866,7 @@ mod tests {
 
     #[test]
     fn a_timerfd_rearmed_before_the_return_still_releases_the_unseen_wakeup_at_its_old_expiry() {
-        let tfd = |armed: i64| Kind::HrtimerStart {
-            timer: "tfd".into(),
-            function: "timerfd_tmrproc".into(),
-            expires_ns: armed,
-            softexpires_ns: armed,
-            relative: false,
-        };
+        let tfd = |armed: i64| absolute("tfd", "timerfd_tmrproc", armed);
         let notes = run(&[
             ev(900, 1, 7, tfd(10_000)),
             ev(1_000, 1, 7, switch(7, "S", 0)),
@@ -881,13 +886,7 @@ mod tests {
     #[test]
     fn an_expiry_that_fires_inside_the_read_consuming_the_one_before_waits_for_the_next_read_whatever_other_timers_fired(
     ) {
-        let tfd = |armed: i64| Kind::HrtimerStart {
-            timer: "tfd".into(),
-            function: "timerfd_tmrproc".into(),
-            expires_ns: armed,
-            softexpires_ns: armed,
-            relative: false,
-        };
+        let tfd = |armed: i64| absolute("tfd", "timerfd_tmrproc", armed);
         let fire = |now: i64| Kind::HrtimerEntry {
             timer: "tfd".into(),
             function: "timerfd_tmrproc".into(),
@@ -896,13 +895,7 @@ mod tests {
         // A kernel timer armed in its context (the RT bandwidth timer) fires and wakes nobody.
         let rt_period =
             |at: i64| Kind::HrtimerEntry { timer: "rtp".into(), function: "ffff81".into(), now_ns: Some(at) };
-        let rt_armed = Kind::HrtimerStart {
-            timer: "rtp".into(),
-            function: "ffff81".into(),
-            expires_ns: 5_000,
-            softexpires_ns: 5_000,
-            relative: false,
-        };
+        let rt_armed = absolute("rtp", "ffff81", 5_000);
         let notes = run(&[
             ev(800, 0, 7, rt_armed),
             ev(900, 1, 7, tfd(10_000)),
