@@ -1,9 +1,5 @@
 //! One line of a tracefs text stream (`trace_pipe`) turned into an event.
 
-/// A short text of an event (a task's name, a timer's address, a callback, an IRQ's name):
-/// kept inline up to 24 bytes, so decoding and copying events allocates nothing.
-pub type Name = compact_str::CompactString;
-
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -12,15 +8,15 @@ pub enum Kind {
         /// The task that stopped running.
         prev_pid: i32,
         /// Its command name.
-        prev_comm: Name,
+        prev_comm: String,
         /// Its kernel priority (0-99 real-time, 100-139 fair, -1 deadline).
         prev_prio: i32,
         /// Its state (`R`, `R+`: preempted; `S`, `D`: it slept).
-        prev_state: Name,
+        prev_state: String,
         /// The task that runs now.
         next_pid: i32,
         /// Its command name.
-        next_comm: Name,
+        next_comm: String,
         /// Its kernel priority.
         next_prio: i32,
     },
@@ -29,7 +25,7 @@ pub enum Kind {
         /// The task woken.
         pid: i32,
         /// Its command name.
-        comm: Name,
+        comm: String,
         /// Its kernel priority.
         prio: i32,
     },
@@ -38,7 +34,7 @@ pub enum Kind {
         /// IRQ number.
         irq: u32,
         /// Device name.
-        name: Name,
+        name: String,
     },
     /// `irq_handler_exit`.
     IrqExit {
@@ -48,19 +44,19 @@ pub enum Kind {
     /// `softirq_entry`.
     SoftirqEntry {
         /// `NET_RX`, `TIMER`, …
-        name: Name,
+        name: String,
     },
     /// `softirq_exit`.
     SoftirqExit {
         /// `NET_RX`, `TIMER`, …
-        name: Name,
+        name: String,
     },
     /// `hrtimer_expire_entry`: a timer's callback starts.
     HrtimerEntry {
         /// The timer's address (as printed).
-        timer: Name,
+        timer: String,
         /// Its callback (`hrtimer_wakeup` for a sleeping task).
-        function: Name,
+        function: String,
         /// The expiry time the kernel used (ns, CLOCK_MONOTONIC), exact.
         now_ns: Option<i64>,
     },
@@ -69,9 +65,9 @@ pub enum Kind {
     /// `hrtimer_start`: the current task (or an interrupt) arms a timer.
     HrtimerStart {
         /// The timer's address (as printed; the same text as its `hrtimer_expire_entry`).
-        timer: Name,
+        timer: String,
         /// Its callback (`hrtimer_wakeup` for a task that sleeps on it).
-        function: Name,
+        function: String,
         /// The latest expiry (ns on the timer's clock): the soft expiry plus the timer slack.
         expires_ns: i64,
         /// The expiry asked for (ns on the timer's clock).
@@ -94,42 +90,42 @@ pub enum Kind {
         /// The new task.
         child_pid: i32,
         /// Its command name.
-        child_comm: Name,
+        child_comm: String,
     },
     /// `task_rename`: a task changes its command name.
     Rename {
         /// The task.
         pid: i32,
         /// Its new name.
-        comm: Name,
+        comm: String,
     },
     /// An architecture interrupt (`irq_vectors`: `local_timer`, `reschedule`,
     /// `call_function`, `irq_work`, …) starts.
     VectorEntry {
         /// `local_timer`, `reschedule`, …
-        name: Name,
+        name: String,
     },
     /// An architecture interrupt ends.
     VectorExit {
         /// `local_timer`, `reschedule`, …
-        name: Name,
+        name: String,
     },
     /// `nmi_handler`: an NMI handler ran for `delta_ns`, ending at the event's time.
     Nmi {
         /// The handler.
-        handler: Name,
+        handler: String,
         /// How long it ran (ns).
         delta_ns: i64,
     },
     /// `workqueue_execute_start`: a kworker runs a work item.
     WorkStart {
         /// The work function.
-        function: Name,
+        function: String,
     },
     /// Any other event (kept for the count and the timeline).
     Other {
         /// Its name.
-        name: Name,
+        name: String,
     },
 }
 
@@ -143,7 +139,7 @@ pub struct Event {
     /// The task current when it happened.
     pub pid: i32,
     /// Its command name.
-    pub comm: Name,
+    pub comm: String,
     /// What happened.
     pub kind: Kind,
 }
@@ -254,21 +250,21 @@ pub fn parse(line: &str) -> Option<Event> {
     let name = name.trim();
     let kind = match name {
         "sched_switch" => Kind::Switch {
-            prev_comm: field(args, "prev_comm")?.into(),
+            prev_comm: field(args, "prev_comm")?.to_string(),
             prev_pid: num(args, "prev_pid")?,
             prev_prio: num(args, "prev_prio")?,
-            prev_state: field(args, "prev_state").unwrap_or("").into(),
-            next_comm: field(args, "next_comm")?.into(),
+            prev_state: field(args, "prev_state").unwrap_or("").to_string(),
+            next_comm: field(args, "next_comm")?.to_string(),
             next_pid: num(args, "next_pid")?,
             next_prio: num(args, "next_prio")?,
         },
         "sched_waking" => {
-            Kind::Waking { comm: field(args, "comm")?.into(), pid: num(args, "pid")?, prio: num(args, "prio")? }
+            Kind::Waking { comm: field(args, "comm")?.to_string(), pid: num(args, "pid")?, prio: num(args, "prio")? }
         }
-        "irq_handler_entry" => Kind::IrqEntry { irq: num(args, "irq")?, name: field(args, "name")?.into() },
+        "irq_handler_entry" => Kind::IrqEntry { irq: num(args, "irq")?, name: field(args, "name")?.to_string() },
         "irq_handler_exit" => Kind::IrqExit { irq: num(args, "irq")? },
         "softirq_entry" | "softirq_exit" => {
-            let action = field(args, "action").unwrap_or("?").into();
+            let action = field(args, "action").unwrap_or("?").to_string();
             if name == "softirq_entry" {
                 Kind::SoftirqEntry { name: action }
             } else {
@@ -276,14 +272,14 @@ pub fn parse(line: &str) -> Option<Event> {
             }
         }
         "hrtimer_expire_entry" => Kind::HrtimerEntry {
-            timer: field(args, "hrtimer")?.into(),
-            function: field(args, "function")?.into(),
+            timer: field(args, "hrtimer")?.to_string(),
+            function: field(args, "function")?.to_string(),
             now_ns: num(args, "now"),
         },
         "hrtimer_expire_exit" => Kind::HrtimerExit,
         "hrtimer_start" => Kind::HrtimerStart {
-            timer: field(args, "hrtimer")?.into(),
-            function: field(args, "function")?.into(),
+            timer: field(args, "hrtimer")?.to_string(),
+            function: field(args, "function")?.to_string(),
             expires_ns: num(args, "expires")?,
             softexpires_ns: num(args, "softexpires")?,
             relative: field(args, "mode").is_some_and(|m| m.starts_with("REL")),
@@ -292,25 +288,25 @@ pub fn parse(line: &str) -> Option<Event> {
         "sys_exit" => Kind::SysExit { nr: args.strip_prefix("NR ")?.split_whitespace().next()?.parse().ok()? },
         "sched_process_exit" => Kind::Exit { pid: num(args, "pid")? },
         "sched_process_fork" => {
-            Kind::Fork { child_pid: num(args, "child_pid")?, child_comm: field(args, "child_comm")?.into() }
+            Kind::Fork { child_pid: num(args, "child_pid")?, child_comm: field(args, "child_comm")?.to_string() }
         }
-        "task_rename" => Kind::Rename { pid: num(args, "pid")?, comm: field(args, "newcomm")?.into() },
+        "task_rename" => Kind::Rename { pid: num(args, "pid")?, comm: field(args, "newcomm")?.to_string() },
         // `%ps() delta_ns: %lld handled: %d`
         "nmi_handler" => Kind::Nmi {
-            handler: args.split("()").next().unwrap_or("?").trim().into(),
+            handler: args.split("()").next().unwrap_or("?").trim().to_string(),
             delta_ns: args.split("delta_ns: ").nth(1)?.split_whitespace().next()?.parse().ok()?,
         },
         // `work struct %p: function %ps`
-        "workqueue_execute_start" => Kind::WorkStart { function: args.split("function ").nth(1)?.trim().into() },
+        "workqueue_execute_start" => Kind::WorkStart { function: args.split("function ").nth(1)?.trim().to_string() },
         n if n.ends_with("_entry") && args.starts_with("vector=") => {
-            Kind::VectorEntry { name: n.trim_end_matches("_entry").into() }
+            Kind::VectorEntry { name: n.trim_end_matches("_entry").to_string() }
         }
         n if n.ends_with("_exit") && args.starts_with("vector=") => {
-            Kind::VectorExit { name: n.trim_end_matches("_exit").into() }
+            Kind::VectorExit { name: n.trim_end_matches("_exit").to_string() }
         }
-        n => Kind::Other { name: n.into() },
+        n => Kind::Other { name: n.to_string() },
     };
-    Some(Event { ts_ns, cpu, pid, comm: comm.into(), kind })
+    Some(Event { ts_ns, cpu, pid, comm: comm.to_string(), kind })
 }
 
 #[cfg(test)]
