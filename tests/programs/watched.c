@@ -381,9 +381,11 @@ static void *pingpong(void *arg) {
         if (write(ping ? pong_fds[1] : ping_fds[1], &b, 1) != 1) exit(1);
         if (ping && stop_pingpong) break;
     }
+    /* The count is taken holding the lock: a thread that blocked on it after counting (the
+     * other still writing, both on one CPU) would be woken once more than it says. */
+    pthread_mutex_lock(&out_lock);
     struct rusage ru;
     getrusage(RUSAGE_THREAD, &ru);
-    pthread_mutex_lock(&out_lock);
     FILE *out = fopen(out_path, "a");
     if (!out) exit(1);
     fprintf(out, "%s %ld\n", ping ? "ping" : "pong", ru.ru_nvcsw);
