@@ -64,6 +64,8 @@ static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (
 static long (*bpf_probe_read_kernel_str)(void *dst, __u32 size, const void *src) = (void *)115;
 static void *(*bpf_ringbuf_reserve)(void *ringbuf, __u64 size, __u64 flags) = (void *)131;
 static void (*bpf_ringbuf_submit)(void *data, __u64 flags) = (void *)132;
+static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)130;
+static __u64 (*bpf_ringbuf_query)(void *ringbuf, __u64 flags) = (void *)134;
 static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)158;
 
 #define BPF_MAP_TYPE_HASH 1
@@ -71,8 +73,12 @@ static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)158;
 #define BPF_MAP_TYPE_LRU_HASH 9
 #define BPF_MAP_TYPE_RINGBUF 27
 #define BPF_NOEXIST 1
-// The reader drains the ring on its own clock: no wakeup per record.
+// The reader drains the ring on its own clock: no wakeup per record; only a ring half full
+// wakes it early, through rtlab_wake.
 #define BPF_RB_NO_WAKEUP 1
+#define BPF_RB_FORCE_WAKEUP 2
+#define BPF_RB_AVAIL_DATA 0
+#define BPF_RB_RING_SIZE 1
 
 // What a record is (src/trace/bpf.rs reads the same numbers).
 enum kind {
@@ -139,6 +145,13 @@ struct {
     __type(value, __u64);
 } rtlab_lost SEC(".maps");
 
+// A ring that only signals: the reader sleeps on it between its reads, and a program that
+// finds rtlab_events half full writes one byte here to wake it before the ring overflows.
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 4096);
+} rtlab_wake SEC(".maps");
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 static __u8 *watched(int tid) {
@@ -172,8 +185,18 @@ static struct record *begin(enum kind kind) {
     return r;
 }
 
+// Wakes the reader, once (a signal already waiting is enough).
+static void wake(void) {
+    if (bpf_ringbuf_query(&rtlab_wake, BPF_RB_AVAIL_DATA) == 0) {
+        __u8 one = 1;
+        bpf_ringbuf_output(&rtlab_wake, &one, sizeof(one), BPF_RB_FORCE_WAKEUP);
+    }
+}
+
 static void send(struct record *r) {
     bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+    if (bpf_ringbuf_query(&rtlab_events, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&rtlab_events, BPF_RB_RING_SIZE) / 2)
+        wake();
 }
 
 // An event about the current task only, with no field of its own.
@@ -335,6 +358,9 @@ int rtlab_rename(__u64 *ctx) {
     r->a = task->pid;
     bpf_probe_read_kernel_str(r->s, 16, (void *)ctx[1]);
     send(r);
+    // A thread watched by its name from now on (--comm): the reader adds it at once, not
+    // at its next read, so that its periods are recorded from the start.
+    wake();
     return 0;
 }
 

@@ -89,8 +89,16 @@ pub const MAX_THREADS: usize = 96;
 /// Per-CPU trace buffer (KiB) of a watch.
 const BUFFER_KB: usize = 4096;
 
-/// How often the reader drains the buffers.
+/// After the BPF programs woke the reader, its next read comes this soon: the events that
+/// woke it (a rename) are read once they are older than [`SETTLE_NS`].
+const AFTER_WAKE: Duration = Duration::from_millis(25);
+
+/// How often the reader drains tracefs's buffers.
 const READ_EVERY: Duration = Duration::from_millis(50);
+
+/// How often it drains the BPF programs' ring: they wake it sooner when the ring is half full,
+/// so it can sleep longer (each read costs it its wakeup, whether or not events wait).
+const BPF_READ_EVERY: Duration = Duration::from_millis(200);
 
 /// How often it drains them while they fill fast (a read found more than [`BUSY_READ`]
 /// events): a program waking hundreds of thousands of times a second fills them in less than
@@ -104,8 +112,10 @@ const BUSY_READ: u64 = 4096;
 /// one older than them.
 const SETTLE_NS: i64 = 20_000_000;
 
-/// How often threads are looked for in `/proc` besides the fork and rename events.
-const LOOK_EVERY: Duration = Duration::from_millis(250);
+/// How often threads are looked for in `/proc` besides the fork and rename events (and their
+/// policies and exits checked): each look reads a few files per thread, a quarter of an idle
+/// reader's time when it looked four times a second.
+const LOOK_EVERY: Duration = Duration::from_millis(500);
 
 /// How a watch reads the kernel's events (`--backend`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -547,6 +557,22 @@ impl Source {
         }
     }
 
+    /// Waits for the next read: sooner while the buffers fill fast (`busy`) or after the BPF
+    /// programs woke it (`woken`: a half-full ring, a rename); true when they woke it now.
+    fn wait(&mut self, busy: bool, woken: bool) -> bool {
+        match self {
+            Source::Tracefs { .. } => {
+                std::thread::sleep(if busy { READ_BUSY_EVERY } else { READ_EVERY });
+                false
+            }
+            Source::Bpf { programs, .. } => programs.wait(match (busy, woken) {
+                (true, _) => READ_BUSY_EVERY,
+                (false, true) => AFTER_WAKE,
+                (false, false) => BPF_READ_EVERY,
+            }),
+        }
+    }
+
     /// Reads every event waiting.
     fn read(&mut self, streams: &mut Streams, formats: &Formats) {
         match self {
@@ -600,7 +626,7 @@ impl Source {
 #[derive(Debug, Default)]
 struct Streams {
     queues: Vec<VecDeque<Event>>,
-    comms: HashMap<i32, String>,
+    comms: HashMap<i32, crate::trace::event::Name>,
     events: u64,
     /// Per pipe: events the pages said were lost before them.
     lost: Vec<u64>,
@@ -714,7 +740,7 @@ impl Reader {
         let mut state = State {
             tracker: Tracker::new(self.realtime_offset_ns).with_arch(self.arch),
             slots: Vec::new(),
-            by_tid: HashMap::new(),
+            by_tid: Default::default(),
             untraced: Vec::new(),
             exited: Default::default(),
             explaining: self.plan.explain.map(|x| Explaining::new(x, self.arch)),
@@ -729,7 +755,7 @@ impl Reader {
             });
         // rtla's `trace` action: the latest events, written if a stage threshold is crossed.
         let mut kept = self.plan.trace_out.as_ref().map(|_| crate::trace::period::Recent::default());
-        let (mut next_look, mut read_before) = (Instant::now() + LOOK_EVERY, 0);
+        let (mut next_look, mut read_before, mut woken) = (Instant::now() + LOOK_EVERY, 0, false);
         let mut notes = Vec::new();
         let mut error: Option<String> = None;
         loop {
@@ -765,7 +791,7 @@ impl Reader {
             }
             let busy = streams.events - read_before > BUSY_READ;
             read_before = streams.events;
-            std::thread::sleep(if busy { READ_BUSY_EVERY } else { READ_EVERY });
+            woken = source.wait(busy, woken);
         }
         state.tracker.finish(&mut notes);
         self.notes(&mut state, &mut recs, &mut notes);
@@ -853,11 +879,11 @@ fn write_events(path: &std::path::Path, events: &[Event]) -> std::io::Result<()>
 struct State {
     tracker: Tracker,
     slots: Vec<Slot>,
-    by_tid: HashMap<i32, usize>,
+    by_tid: crate::trace::watch::FastMap<i32, usize>,
     /// Threads found by their name or in `/proc` whose events the kernel does not trace yet.
     untraced: Vec<i32>,
     /// Watched threads that exited: their ids may be given to strangers, never adopted.
-    exited: std::collections::HashSet<i32>,
+    exited: std::collections::HashSet<i32, foldhash::fast::RandomState>,
     /// `--explain`: the recent events and the explanations so far.
     explaining: Option<Explaining>,
 }
@@ -1136,7 +1162,7 @@ impl Reader {
                         continue;
                     }
                     if let Some(&i) = state.by_tid.get(&tid).filter(|i| **i != usize::MAX) {
-                        state.slots[i].figures.comm = comm.clone();
+                        state.slots[i].figures.comm = comm.to_string();
                         self.rename(i, &comm, tid);
                     } else if matches!(&self.plan.target, Target::Comm(name) if *name == comm) {
                         self.add(state, tid, Some(&comm));
@@ -1267,8 +1293,9 @@ impl Reader {
             return;
         }
         l.stalls += 1;
-        let share =
-            |v: &[(String, i64)]| v.iter().take(5).map(|(name, ns)| Share { name: name.clone(), ns: *ns }).collect();
+        fn share<S: AsRef<str>>(v: &[(S, i64)]) -> Vec<Share> {
+            v.iter().take(5).map(|(name, ns)| Share { name: name.as_ref().to_string(), ns: *ns }).collect()
+        }
         let p = &job.period;
         l.worst_stalls.push(Stall {
             at_ns: p.release_ns - self.start_ns,
@@ -1277,7 +1304,7 @@ impl Reader {
             waiting_ns: job.waiting_ns().unwrap_or(0),
             blocked_ns: job.blocked_ns,
             wakeup_ns: p.wakeup_ns.filter(|_| job.woke),
-            waker: p.waker.clone().filter(|_| job.woke),
+            waker: p.waker.as_ref().filter(|_| job.woke).map(|w| w.to_string()),
             preempted_by: share(&p.preemptors),
             interrupts: share(&p.interrupts),
             blocked_on: share(&job.blocked),
@@ -1334,7 +1361,7 @@ impl Reader {
             f.preempted_max_ns = f.preempted_max_ns.max(p.preempted_ns);
             f.preempted_periods += 1;
             for (who, ns) in &p.preemptors {
-                let e = slot.preemptors.entry(who.clone()).or_default();
+                let e = slot.preemptors.entry(who.to_string()).or_default();
                 e.0 += ns;
                 e.1 += 1;
             }

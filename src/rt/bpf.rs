@@ -61,6 +61,11 @@ impl WatchPrograms {
     }
     /// Hands every record waiting in the ring to `f` (never reached without the programs).
     pub fn drain(&mut self, _f: impl FnMut(&[u8])) {}
+    /// Sleeps `timeout` (never reached without the programs).
+    pub fn wait(&mut self, timeout: std::time::Duration) -> bool {
+        std::thread::sleep(timeout);
+        false
+    }
     /// Records lost (never reached without the programs).
     pub fn lost(&self) -> u64 {
         0
@@ -95,6 +100,20 @@ impl WatchPrograms {
         while let Some(item) = self.inner.ring.next() {
             f(&item);
         }
+    }
+
+    /// Sleeps until `timeout` has passed or the programs woke the reader (the ring half full,
+    /// or a thread renamed), whichever comes first; true when they did.
+    pub fn wait(&mut self, timeout: std::time::Duration) -> bool {
+        use std::os::fd::{AsFd, AsRawFd};
+        let mut fd = libc::pollfd { fd: self.inner.wake.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd, owned here, for the length of the call.
+        let woken = unsafe { libc::poll(&mut fd, 1, ms) } > 0;
+        if woken {
+            while self.inner.wake.next().is_some() {}
+        }
+        woken
     }
 
     /// Records lost so far: those that found the ring full, and the programs' runs the kernel
@@ -137,6 +156,8 @@ mod loaded {
     pub(super) struct Loaded {
         pub(super) watched: HashMap<MapData, u32, u8>,
         pub(super) ring: RingBuf<MapData>,
+        /// The ring that only signals a half-full `ring`.
+        pub(super) wake: RingBuf<MapData>,
         pub(super) lost: PerCpuArray<MapData, u64>,
         /// The programs' descriptors, for their statistics in /proc.
         fds: Vec<i32>,
@@ -176,8 +197,9 @@ mod loaded {
             let bad = |e: aya::maps::MapError| format!("a BPF map is not what rtlab expects ({e})");
             let watched = HashMap::try_from(map("rtlab_watched")?).map_err(bad)?;
             let ring = RingBuf::try_from(map("rtlab_events")?).map_err(bad)?;
+            let wake = RingBuf::try_from(map("rtlab_wake")?).map_err(bad)?;
             let lost = PerCpuArray::try_from(map("rtlab_lost")?).map_err(bad)?;
-            Ok((Loaded { watched, ring, lost, fds, _ebpf: ebpf }, missing))
+            Ok((Loaded { watched, ring, wake, lost, fds, _ebpf: ebpf }, missing))
         }
 
         /// The sum of the programs' `recursion_misses` (their /proc fdinfo).

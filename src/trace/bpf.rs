@@ -1,8 +1,8 @@
 //! The records of `rtlab watch`'s BPF programs (bpf/watch.bpf.c's `struct record`) turned into
 //! the [`Event`]s the tracefs decoder gives, so both backends feed the same analysis.
 
-use super::event::{Event, Kind};
-use super::raw::{c_string as name, switch_state, u32_at, u64_at, Formats, SOFTIRQS};
+use super::event::{Event, Kind, Name};
+use super::raw::{address_name, c_string as name, switch_state, u32_at, u64_at, Formats, SOFTIRQS};
 
 /// A record's size, in bytes.
 pub const RECORD_BYTES: usize = 120;
@@ -37,22 +37,22 @@ pub fn decode(r: &[u8], formats: &Formats) -> Option<Event> {
         },
         2 => Kind::Waking { pid: a, comm: name(s1), prio: b },
         3 => Kind::HrtimerStart {
-            timer: format!("{p:016x}"),
+            timer: address_name(p),
             function: formats.function(q),
             expires_ns: x,
             softexpires_ns: y,
             // HRTIMER_MODE_REL is bit 0 of the mode.
             relative: a & 1 != 0,
         },
-        4 => Kind::HrtimerEntry { timer: format!("{p:016x}"), function: formats.function(q), now_ns: Some(x) },
+        4 => Kind::HrtimerEntry { timer: address_name(p), function: formats.function(q), now_ns: Some(x) },
         5 => Kind::SysExit { nr: x },
         6 => Kind::Exit { pid: a },
         7 => Kind::Fork { child_pid: a, child_comm: name(s1) },
         8 => Kind::Rename { pid: a, comm: name(s1) },
         9 => Kind::IrqEntry { irq: a as u32, name: name(&r[88..120]) },
         10 => Kind::IrqExit { irq: a as u32 },
-        11 => Kind::SoftirqEntry { name: SOFTIRQS.get(a as usize).unwrap_or(&"?").to_string() },
-        12 => Kind::SoftirqExit { name: SOFTIRQS.get(a as usize).unwrap_or(&"?").to_string() },
+        11 => Kind::SoftirqEntry { name: Name::const_new(SOFTIRQS.get(a as usize).copied().unwrap_or("?")) },
+        12 => Kind::SoftirqExit { name: Name::const_new(SOFTIRQS.get(a as usize).copied().unwrap_or("?")) },
         13 => Kind::VectorEntry { name: "local_timer".into() },
         14 => Kind::VectorExit { name: "local_timer".into() },
         _ => return None,

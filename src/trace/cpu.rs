@@ -4,7 +4,7 @@
 //! priorities as the events show them. The explainer walks a window with it; the watch
 //! tracker walks a watched thread's work with it.
 
-use super::event::{Event, Kind};
+use super::event::{Event, Kind, Name};
 use std::collections::{HashMap, HashSet};
 
 /// A task's priority before any switch or wakeup has shown it.
@@ -16,7 +16,7 @@ pub struct Task {
     /// Thread id.
     pub pid: i32,
     /// Command name.
-    pub comm: String,
+    pub comm: Name,
     /// Kernel priority ([`UNKNOWN`] until an event shows it).
     pub prio: i32,
 }
@@ -25,14 +25,14 @@ pub struct Task {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ctx {
     /// A device interrupt handler.
-    Irq(String),
+    Irq(Name),
     /// A softirq.
-    Softirq(String),
+    Softirq(Name),
     /// An architecture interrupt; `true` for the local timer interrupt that fired the timer
     /// being explained.
-    Vector(String, bool),
+    Vector(Name, bool),
     /// An NMI handler.
-    Nmi(String),
+    Nmi(Name),
 }
 
 /// One step of a walk: an event, or an NMI's start or end (an NMI comes as one event at its
@@ -42,7 +42,7 @@ pub enum Step {
     /// An event.
     Event(Event),
     /// An NMI handler starts.
-    NmiStart(String),
+    NmiStart(Name),
     /// The NMI handler ends.
     NmiEnd,
 }
@@ -59,7 +59,7 @@ pub fn steps(events: &[Event], own_vector: Option<usize>) -> Vec<(i64, Step)> {
             }
             Kind::VectorEntry { name } if Some(i) == own_vector => {
                 let mut e = e.clone();
-                e.kind = Kind::VectorEntry { name: format!("{name}\u{0}own") };
+                e.kind = Kind::VectorEntry { name: compact_str::format_compact!("{name}\u{0}own") };
                 steps.push((e.ts_ns, Step::Event(e)));
             }
             _ => steps.push((e.ts_ns, Step::Event(e.clone()))),
@@ -182,7 +182,7 @@ impl CpuState {
             Kind::SoftirqEntry { name } => self.enter(Ctx::Softirq(name.clone()), at),
             Kind::SoftirqExit { .. } => self.pop(|c| matches!(c, Ctx::Softirq(_)), at),
             Kind::VectorEntry { name } => match name.split_once('\u{0}') {
-                Some((n, _)) => self.enter(Ctx::Vector(n.to_string(), true), at),
+                Some((n, _)) => self.enter(Ctx::Vector(n.into(), true), at),
                 None => self.enter(Ctx::Vector(name.clone(), false), at),
             },
             Kind::VectorExit { name } => self.pop(|c| matches!(c, Ctx::Vector(n, _) if n == name), at),

@@ -1,5 +1,9 @@
 //! One line of a tracefs text stream (`trace_pipe`) turned into an event.
 
+/// A short text of an event (a task's name, a timer's address, a callback, an IRQ's name):
+/// kept inline up to 24 bytes, so decoding and copying events allocates nothing.
+pub type Name = compact_str::CompactString;
+
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -8,15 +12,15 @@ pub enum Kind {
         /// The task that stopped running.
         prev_pid: i32,
         /// Its command name.
-        prev_comm: String,
+        prev_comm: Name,
         /// Its kernel priority (0-99 real-time, 100-139 fair, -1 deadline).
         prev_prio: i32,
         /// Its state (`R`, `R+`: preempted; `S`, `D`: it slept).
-        prev_state: String,
+        prev_state: Name,
         /// The task that runs now.
         next_pid: i32,
         /// Its command name.
-        next_comm: String,
+        next_comm: Name,
         /// Its kernel priority.
         next_prio: i32,
     },
@@ -25,7 +29,7 @@ pub enum Kind {
         /// The task woken.
         pid: i32,
         /// Its command name.
-        comm: String,
+        comm: Name,
         /// Its kernel priority.
         prio: i32,
     },
@@ -34,7 +38,7 @@ pub enum Kind {
         /// IRQ number.
         irq: u32,
         /// Device name.
-        name: String,
+        name: Name,
     },
     /// `irq_handler_exit`.
     IrqExit {
@@ -44,19 +48,19 @@ pub enum Kind {
     /// `softirq_entry`.
     SoftirqEntry {
         /// `NET_RX`, `TIMER`, …
-        name: String,
+        name: Name,
     },
     /// `softirq_exit`.
     SoftirqExit {
         /// `NET_RX`, `TIMER`, …
-        name: String,
+        name: Name,
     },
     /// `hrtimer_expire_entry`: a timer's callback starts.
     HrtimerEntry {
         /// The timer's address (as printed).
-        timer: String,
+        timer: Name,
         /// Its callback (`hrtimer_wakeup` for a sleeping task).
-        function: String,
+        function: Name,
         /// The expiry time the kernel used (ns, CLOCK_MONOTONIC), exact.
         now_ns: Option<i64>,
     },
@@ -65,9 +69,9 @@ pub enum Kind {
     /// `hrtimer_start`: the current task (or an interrupt) arms a timer.
     HrtimerStart {
         /// The timer's address (as printed; the same text as its `hrtimer_expire_entry`).
-        timer: String,
+        timer: Name,
         /// Its callback (`hrtimer_wakeup` for a task that sleeps on it).
-        function: String,
+        function: Name,
         /// The latest expiry (ns on the timer's clock): the soft expiry plus the timer slack.
         expires_ns: i64,
         /// The expiry asked for (ns on the timer's clock).
@@ -90,42 +94,42 @@ pub enum Kind {
         /// The new task.
         child_pid: i32,
         /// Its command name.
-        child_comm: String,
+        child_comm: Name,
     },
     /// `task_rename`: a task changes its command name.
     Rename {
         /// The task.
         pid: i32,
         /// Its new name.
-        comm: String,
+        comm: Name,
     },
     /// An architecture interrupt (`irq_vectors`: `local_timer`, `reschedule`,
     /// `call_function`, `irq_work`, …) starts.
     VectorEntry {
         /// `local_timer`, `reschedule`, …
-        name: String,
+        name: Name,
     },
     /// An architecture interrupt ends.
     VectorExit {
         /// `local_timer`, `reschedule`, …
-        name: String,
+        name: Name,
     },
     /// `nmi_handler`: an NMI handler ran for `delta_ns`, ending at the event's time.
     Nmi {
         /// The handler.
-        handler: String,
+        handler: Name,
         /// How long it ran (ns).
         delta_ns: i64,
     },
     /// `workqueue_execute_start`: a kworker runs a work item.
     WorkStart {
         /// The work function.
-        function: String,
+        function: Name,
     },
     /// Any other event (kept for the count and the timeline).
     Other {
         /// Its name.
-        name: String,
+        name: Name,
     },
 }
 
@@ -139,7 +143,7 @@ pub struct Event {
     /// The task current when it happened.
     pub pid: i32,
     /// Its command name.
-    pub comm: String,
+    pub comm: Name,
     /// What happened.
     pub kind: Kind,
 }
@@ -250,21 +254,21 @@ pub fn parse(line: &str) -> Option<Event> {
     let name = name.trim();
     let kind = match name {
         "sched_switch" => Kind::Switch {
-            prev_comm: field(args, "prev_comm")?.to_string(),
+            prev_comm: field(args, "prev_comm")?.into(),
             prev_pid: num(args, "prev_pid")?,
             prev_prio: num(args, "prev_prio")?,
-            prev_state: field(args, "prev_state").unwrap_or("").to_string(),
-            next_comm: field(args, "next_comm")?.to_string(),
+            prev_state: field(args, "prev_state").unwrap_or("").into(),
+            next_comm: field(args, "next_comm")?.into(),
             next_pid: num(args, "next_pid")?,
             next_prio: num(args, "next_prio")?,
         },
         "sched_waking" => {
-            Kind::Waking { comm: field(args, "comm")?.to_string(), pid: num(args, "pid")?, prio: num(args, "prio")? }
+            Kind::Waking { comm: field(args, "comm")?.into(), pid: num(args, "pid")?, prio: num(args, "prio")? }
         }
-        "irq_handler_entry" => Kind::IrqEntry { irq: num(args, "irq")?, name: field(args, "name")?.to_string() },
+        "irq_handler_entry" => Kind::IrqEntry { irq: num(args, "irq")?, name: field(args, "name")?.into() },
         "irq_handler_exit" => Kind::IrqExit { irq: num(args, "irq")? },
         "softirq_entry" | "softirq_exit" => {
-            let action = field(args, "action").unwrap_or("?").to_string();
+            let action = field(args, "action").unwrap_or("?").into();
             if name == "softirq_entry" {
                 Kind::SoftirqEntry { name: action }
             } else {
@@ -272,14 +276,14 @@ pub fn parse(line: &str) -> Option<Event> {
             }
         }
         "hrtimer_expire_entry" => Kind::HrtimerEntry {
-            timer: field(args, "hrtimer")?.to_string(),
-            function: field(args, "function")?.to_string(),
+            timer: field(args, "hrtimer")?.into(),
+            function: field(args, "function")?.into(),
             now_ns: num(args, "now"),
         },
         "hrtimer_expire_exit" => Kind::HrtimerExit,
         "hrtimer_start" => Kind::HrtimerStart {
-            timer: field(args, "hrtimer")?.to_string(),
-            function: field(args, "function")?.to_string(),
+            timer: field(args, "hrtimer")?.into(),
+            function: field(args, "function")?.into(),
             expires_ns: num(args, "expires")?,
             softexpires_ns: num(args, "softexpires")?,
             relative: field(args, "mode").is_some_and(|m| m.starts_with("REL")),
@@ -288,25 +292,25 @@ pub fn parse(line: &str) -> Option<Event> {
         "sys_exit" => Kind::SysExit { nr: args.strip_prefix("NR ")?.split_whitespace().next()?.parse().ok()? },
         "sched_process_exit" => Kind::Exit { pid: num(args, "pid")? },
         "sched_process_fork" => {
-            Kind::Fork { child_pid: num(args, "child_pid")?, child_comm: field(args, "child_comm")?.to_string() }
+            Kind::Fork { child_pid: num(args, "child_pid")?, child_comm: field(args, "child_comm")?.into() }
         }
-        "task_rename" => Kind::Rename { pid: num(args, "pid")?, comm: field(args, "newcomm")?.to_string() },
+        "task_rename" => Kind::Rename { pid: num(args, "pid")?, comm: field(args, "newcomm")?.into() },
         // `%ps() delta_ns: %lld handled: %d`
         "nmi_handler" => Kind::Nmi {
-            handler: args.split("()").next().unwrap_or("?").trim().to_string(),
+            handler: args.split("()").next().unwrap_or("?").trim().into(),
             delta_ns: args.split("delta_ns: ").nth(1)?.split_whitespace().next()?.parse().ok()?,
         },
         // `work struct %p: function %ps`
-        "workqueue_execute_start" => Kind::WorkStart { function: args.split("function ").nth(1)?.trim().to_string() },
+        "workqueue_execute_start" => Kind::WorkStart { function: args.split("function ").nth(1)?.trim().into() },
         n if n.ends_with("_entry") && args.starts_with("vector=") => {
-            Kind::VectorEntry { name: n.trim_end_matches("_entry").to_string() }
+            Kind::VectorEntry { name: n.trim_end_matches("_entry").into() }
         }
         n if n.ends_with("_exit") && args.starts_with("vector=") => {
-            Kind::VectorExit { name: n.trim_end_matches("_exit").to_string() }
+            Kind::VectorExit { name: n.trim_end_matches("_exit").into() }
         }
-        n => Kind::Other { name: n.to_string() },
+        n => Kind::Other { name: n.into() },
     };
-    Some(Event { ts_ns, cpu, pid, comm: comm.to_string(), kind })
+    Some(Event { ts_ns, cpu, pid, comm: comm.into(), kind })
 }
 
 #[cfg(test)]

@@ -617,11 +617,11 @@ impl Phases {
         blocking: &Option<Task>,
     ) -> (Cause, String, Lane) {
         match ctx {
-            Some(Ctx::Irq(n)) => return (Cause::Irq, n.clone(), Lane::Irq),
-            Some(Ctx::Softirq(n)) => return (Cause::Softirq, n.clone(), Lane::Softirq),
+            Some(Ctx::Irq(n)) => return (Cause::Irq, n.to_string(), Lane::Irq),
+            Some(Ctx::Softirq(n)) => return (Cause::Softirq, n.to_string(), Lane::Softirq),
             Some(Ctx::Vector(_, true)) => return (Cause::TimerIrq, String::new(), Lane::Irq),
-            Some(Ctx::Vector(n, false)) => return (Cause::Vector, n.clone(), Lane::Irq),
-            Some(Ctx::Nmi(n)) => return (Cause::Nmi, n.clone(), Lane::Irq),
+            Some(Ctx::Vector(n, false)) => return (Cause::Vector, n.to_string(), Lane::Irq),
+            Some(Ctx::Nmi(n)) => return (Cause::Nmi, n.to_string(), Lane::Irq),
             None => {}
         }
         let label = |t: &Task| format!("{}:{}", t.comm, t.pid);
@@ -900,7 +900,7 @@ fn blocker(
         policy: policy_label(b.pid, b.prio, policy_of),
         preempted_late: probe_prio.is_some_and(|p| p < 100) && priority == Rank::Lower,
         priority,
-        comm: b.comm,
+        comm: b.comm.to_string(),
         pid: b.pid,
     })
 }

@@ -15,6 +15,7 @@
 //!
 //! The shape is learnt from the first periods ([`Learner`]), then fixed for the run.
 
+use super::event::Name;
 use super::syscalls::Arch;
 use super::watch::{Arming, Cadence, Mark, Period, INPUT_WAITS_KEPT, ON_STACK};
 
@@ -39,11 +40,11 @@ pub enum Shape {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TimerKey {
     /// The timer's address as the events print it (empty for a sleep's timer).
-    pub addr: String,
+    pub addr: Name,
     /// Armed with a relative expiry.
     pub relative: bool,
     /// Its callback.
-    pub function: String,
+    pub function: Name,
     /// The call the thread slept in on it, when seen.
     pub syscall: Option<i64>,
 }
@@ -54,7 +55,7 @@ impl TimerKey {
         let function = p.timer_function.clone().unwrap_or_default();
         let on_stack = function == ON_STACK;
         Some(TimerKey {
-            addr: if on_stack { String::new() } else { addr },
+            addr: if on_stack { Name::default() } else { addr },
             relative: p.relative,
             function,
             syscall: p.syscall,
@@ -476,7 +477,7 @@ struct Cut {
 const BLOCKS_KEPT: usize = 1024;
 
 /// Adds `ns` to `name`'s entry of `v`.
-fn add(v: &mut Vec<(String, i64)>, name: String, ns: i64) {
+fn add<S: PartialEq>(v: &mut Vec<(S, i64)>, name: S, ns: i64) {
     match v.iter_mut().find(|(n, _)| *n == name) {
         Some(x) => x.1 += ns,
         None => v.push((name, ns)),
@@ -698,7 +699,7 @@ mod tests {
 
     #[test]
     fn a_timer_periodic_job_keeps_the_blocks_inside_it_and_ends_where_it_armed_its_next_release() {
-        let key = TimerKey { addr: String::new(), relative: false, function: ON_STACK.into(), syscall: Some(230) };
+        let key = TimerKey { addr: Name::default(), relative: false, function: ON_STACK.into(), syscall: Some(230) };
         let release = |at: i64, relative: bool| Period {
             timer: true,
             relative,
@@ -813,7 +814,7 @@ mod tests {
                 tid: 7,
                 release_ns: at,
                 timer: true,
-                timer_addr: Some(format!("ff{k}")),
+                timer_addr: Some(format!("ff{k}").into()),
                 timer_function: Some(ON_STACK.into()),
                 wakeup_ns: Some(5_000),
                 syscall: Some(230),

@@ -344,8 +344,8 @@ fn walk_gap(spike: &Spike, events: &[Event]) -> (Vec<GapSpan>, Occurrences, Vec<
         // was spent in it.
         let unmatched = match &e.kind {
             Kind::IrqExit { irq } => Some(Ctx::Irq(format!("irq {irq}"))),
-            Kind::SoftirqExit { name } => Some(Ctx::Softirq(name.clone())),
-            Kind::VectorExit { name } => Some(Ctx::Vector(name.clone())),
+            Kind::SoftirqExit { name } => Some(Ctx::Softirq(name.to_string())),
+            Kind::VectorExit { name } => Some(Ctx::Vector(name.to_string())),
             _ => None,
         }
         .filter(|_| w.stack.is_empty());
@@ -354,21 +354,21 @@ fn walk_gap(spike: &Spike, events: &[Event]) -> (Vec<GapSpan>, Occurrences, Vec<
         seen += (e.ts_ns >= a && e.ts_ns <= b) as usize;
         let inside = e.ts_ns <= b;
         match &e.kind {
-            Kind::IrqEntry { name, .. } if inside => w.stack.push((Ctx::Irq(name.clone()), false)),
+            Kind::IrqEntry { name, .. } if inside => w.stack.push((Ctx::Irq(name.to_string()), false)),
             Kind::IrqExit { .. } => w.pop(|c| matches!(c, Ctx::Irq(_))),
-            Kind::VectorEntry { name } if inside => w.stack.push((Ctx::Vector(name.clone()), false)),
+            Kind::VectorEntry { name } if inside => w.stack.push((Ctx::Vector(name.to_string()), false)),
             Kind::VectorExit { name } => w.pop(|c| matches!(c, Ctx::Vector(n) if n == name)),
-            Kind::SoftirqEntry { name } if inside => w.stack.push((Ctx::Softirq(name.clone()), false)),
+            Kind::SoftirqEntry { name } if inside => w.stack.push((Ctx::Softirq(name.to_string()), false)),
             Kind::SoftirqExit { .. } => w.pop(|c| matches!(c, Ctx::Softirq(_))),
             // An NMI is one event at its end (µs timestamps): it belongs to the gap when it
             // overlaps it, even when its end is printed just after the gap.
             Kind::Nmi { handler, delta_ns } if e.ts_ns - delta_ns < b && e.ts_ns > a => {
-                nmis.push(((e.ts_ns - delta_ns).clamp(a, b), at, handler.clone()));
-                *w.occurrences.entry((Source::Nmi, handler.clone())).or_default() += 1;
+                nmis.push(((e.ts_ns - delta_ns).clamp(a, b), at, handler.to_string()));
+                *w.occurrences.entry((Source::Nmi, handler.to_string())).or_default() += 1;
             }
             Kind::Switch { next_pid, next_comm, .. } => {
                 w.stack.clear();
-                w.task = (*next_pid, next_comm.clone(), *next_pid == spike.tid);
+                w.task = (*next_pid, next_comm.to_string(), *next_pid == spike.tid);
             }
             _ => {}
         }

@@ -109,11 +109,11 @@ pub fn explain_response(late: &Late, recent: &Recent, policy_of: &dyn Fn(i32) ->
 /// What an interrupt context is, as a part of a latency.
 fn interrupt(ctx: &Ctx) -> (Cause, String, Lane) {
     match ctx {
-        Ctx::Irq(n) => (Cause::Irq, n.clone(), Lane::Irq),
-        Ctx::Softirq(n) => (Cause::Softirq, n.clone(), Lane::Softirq),
+        Ctx::Irq(n) => (Cause::Irq, n.to_string(), Lane::Irq),
+        Ctx::Softirq(n) => (Cause::Softirq, n.to_string(), Lane::Softirq),
         Ctx::Vector(_, true) => (Cause::TimerIrq, String::new(), Lane::Irq),
-        Ctx::Vector(n, false) => (Cause::Vector, n.clone(), Lane::Irq),
-        Ctx::Nmi(n) => (Cause::Nmi, n.clone(), Lane::Irq),
+        Ctx::Vector(n, false) => (Cause::Vector, n.to_string(), Lane::Irq),
+        Ctx::Nmi(n) => (Cause::Nmi, n.to_string(), Lane::Irq),
     }
 }
 

@@ -3,7 +3,7 @@
 //! and without the kernel formatting text for each one. Field offsets come from the events'
 //! `format` files, so the decoder follows the running kernel's layout.
 
-use super::event::{Event, Kind};
+use super::event::{Event, Kind, Name};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -34,7 +34,7 @@ struct Format {
 pub struct Formats {
     by_id: HashMap<u16, Format>,
     /// Names of the kernel functions a timer event may point to, by address.
-    symbols: HashMap<u64, String>,
+    symbols: HashMap<u64, Name>,
 }
 
 impl Formats {
@@ -93,7 +93,7 @@ impl Formats {
             let (Some(addr), Some(_), Some(name)) = (f.next(), f.next(), f.next()) else { continue };
             if names.contains(&name) {
                 if let Some(a) = u64::from_str_radix(addr, 16).ok().filter(|a| *a != 0) {
-                    self.symbols.insert(a, name.to_string());
+                    self.symbols.insert(a, name.into());
                 }
             }
         }
@@ -101,7 +101,7 @@ impl Formats {
 
     /// A timer callback's name as events carry it: named when [`Formats::name_functions`]
     /// knows its address, else the address in hex.
-    pub fn function(&self, address: u64) -> String {
+    pub fn function(&self, address: u64) -> Name {
         function_name(&self.symbols, address)
     }
 
@@ -111,8 +111,19 @@ impl Formats {
     }
 }
 
-fn function_name(symbols: &HashMap<u64, String>, address: u64) -> String {
-    symbols.get(&address).cloned().unwrap_or_else(|| format!("{address:016x}"))
+fn function_name(symbols: &HashMap<u64, Name>, address: u64) -> Name {
+    symbols.get(&address).cloned().unwrap_or_else(|| address_name(address))
+}
+
+/// An address as events print it: 16 hex digits.
+pub(super) fn address_name(address: u64) -> Name {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    for (i, d) in digits.iter_mut().enumerate() {
+        *d = HEX[((address >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    // Two timer events a period each name an address: no formatting machinery for them.
+    std::str::from_utf8(&digits).map(Name::from).unwrap_or_default()
 }
 
 /// What one page held.
@@ -138,9 +149,9 @@ pub(super) fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 }
 
 /// A C string in a fixed field: the bytes before the first NUL (all if none), lossily UTF-8.
-pub(super) fn c_string(bytes: &[u8]) -> String {
+pub(super) fn c_string(bytes: &[u8]) -> Name {
     let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
+    Name::from_utf8_lossy(&bytes[..end])
 }
 
 /// A field as a signed integer (1, 2, 4 or 8 bytes, sign-extended by size).
@@ -157,7 +168,7 @@ fn int(data: &[u8], f: &Format, name: &str) -> Option<i64> {
 }
 
 /// A `char name[N]` field, or a `__data_loc char[]` one (offset and length in a u32).
-fn text(data: &[u8], f: &Format, name: &str) -> Option<String> {
+fn text(data: &[u8], f: &Format, name: &str) -> Option<Name> {
     let &(off, size) = f.fields.get(name)?;
     // A 4-byte text field is a `__data_loc`: the string's offset and length.
     let bytes = if size == 4 {
@@ -171,13 +182,25 @@ fn text(data: &[u8], f: &Format, name: &str) -> Option<String> {
 }
 
 /// A `prev_state` bit mask as the text stream prints it: `R`, `R+` (preempted), `S`, `D|…`.
-pub fn switch_state(mask: i64) -> String {
+pub fn switch_state(mask: i64) -> Name {
     const LETTERS: [&str; 8] = ["S", "D", "T", "t", "X", "Z", "P", "I"];
     let bits = mask & 0xff;
-    if bits == 0 {
-        return if mask & 0x100 != 0 { "R+".into() } else { "R".into() };
+    match (bits, mask & 0x100 != 0) {
+        (0, true) => return Name::const_new("R+"),
+        (0, false) => return Name::const_new("R"),
+        // The states a thread sleeps in, at every switch: named without building the name.
+        (1, _) => return Name::const_new("S"),
+        (2, _) => return Name::const_new("D"),
+        _ => {}
     }
-    LETTERS.iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0).map(|(_, l)| *l).collect::<Vec<_>>().join("|")
+    let mut state = Name::default();
+    for (_, l) in LETTERS.iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0) {
+        if !state.is_empty() {
+            state.push('|');
+        }
+        state.push_str(l);
+    }
+    state
 }
 
 /// The softirq names by vector, as the kernel prints them.
@@ -185,10 +208,10 @@ pub const SOFTIRQS: [&str; 10] =
     ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 
 /// One record's event, from its layout.
-fn kind(f: &Format, data: &[u8], symbols: &HashMap<u64, String>) -> Option<Kind> {
+fn kind(f: &Format, data: &[u8], symbols: &HashMap<u64, Name>) -> Option<Kind> {
     let i = |n: &str| int(data, f, n);
     let s = |n: &str| text(data, f, n);
-    let ptr = |n: &str| i(n).map(|v| format!("{:016x}", v as u64));
+    let ptr = |n: &str| i(n).map(|v| address_name(v as u64));
     let function = |n: &str| i(n).map(|v| function_name(symbols, v as u64));
     Some(match f.name.as_str() {
         "sched_switch" => Kind::Switch {
@@ -220,7 +243,7 @@ fn kind(f: &Format, data: &[u8], symbols: &HashMap<u64, String>) -> Option<Kind>
         "irq_handler_entry" => Kind::IrqEntry { irq: i("irq")? as u32, name: s("name")? },
         "irq_handler_exit" => Kind::IrqExit { irq: i("irq")? as u32 },
         "softirq_entry" | "softirq_exit" => {
-            let name = SOFTIRQS.get(i("vec")? as usize).unwrap_or(&"?").to_string();
+            let name = Name::const_new(SOFTIRQS.get(i("vec")? as usize).copied().unwrap_or("?"));
             if f.name == "softirq_entry" {
                 Kind::SoftirqEntry { name }
             } else {
@@ -228,18 +251,18 @@ fn kind(f: &Format, data: &[u8], symbols: &HashMap<u64, String>) -> Option<Kind>
             }
         }
         n if n.ends_with("_entry") && f.fields.contains_key("vector") => {
-            Kind::VectorEntry { name: n.trim_end_matches("_entry").to_string() }
+            Kind::VectorEntry { name: n.trim_end_matches("_entry").into() }
         }
         n if n.ends_with("_exit") && f.fields.contains_key("vector") => {
-            Kind::VectorExit { name: n.trim_end_matches("_exit").to_string() }
+            Kind::VectorExit { name: n.trim_end_matches("_exit").into() }
         }
-        n => Kind::Other { name: n.to_string() },
+        n => Kind::Other { name: n.into() },
     })
 }
 
 /// Decodes one page read from CPU `cpu`'s `trace_pipe_raw`. `comms` names the tasks seen so far
 /// (the binary stream carries the current task's pid, not its name) and learns from the page.
-pub fn decode_page(page: &[u8], cpu: usize, formats: &Formats, comms: &mut HashMap<i32, String>) -> PageEvents {
+pub fn decode_page(page: &[u8], cpu: usize, formats: &Formats, comms: &mut HashMap<i32, Name>) -> PageEvents {
     let mut out = PageEvents::default();
     let (Some(mut ts), Some(commit)) = (u64_at(page, 0), u64_at(page, 8)) else { return out };
     let size = (commit & COMMIT_MASK) as usize;
@@ -292,14 +315,14 @@ pub fn decode_page(page: &[u8], cpu: usize, formats: &Formats, comms: &mut HashM
         };
         learn(comms, &kind);
         let pid = pid as i32;
-        let comm = comms.get(&pid).cloned().unwrap_or_else(|| if pid == 0 { "<idle>".into() } else { String::new() });
+        let comm = comms.get(&pid).cloned().unwrap_or_else(|| if pid == 0 { "<idle>".into() } else { Name::default() });
         out.events.push(Event { ts_ns: ts as i64, cpu, pid, comm, kind });
     }
     out
 }
 
 /// Remembers the task names an event shows.
-fn learn(comms: &mut HashMap<i32, String>, kind: &Kind) {
+fn learn(comms: &mut HashMap<i32, Name>, kind: &Kind) {
     match kind {
         Kind::Switch { prev_pid, prev_comm, next_pid, next_comm, .. } => {
             comms.insert(*prev_pid, prev_comm.clone());
@@ -338,6 +361,17 @@ mod tests {
 
     fn header(type_len: u32, delta: u32) -> [u8; 4] {
         (type_len | (delta << 5)).to_ne_bytes()
+    }
+
+    #[test]
+    fn an_address_is_named_as_the_events_print_it_in_sixteen_hex_digits() {
+        for a in [0u64, 1, 0xabc, 0xffff_8880_1234_5678, u64::MAX] {
+            assert_eq!(address_name(a), format!("{a:016x}"));
+        }
+        assert_eq!(switch_state(1), "S");
+        assert_eq!(switch_state(2 | 0x100), "D");
+        assert_eq!(switch_state(0x100), "R+");
+        assert_eq!(switch_state(3), "S|D");
     }
 
     #[test]

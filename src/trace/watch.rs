@@ -8,9 +8,13 @@
 //! alone: this VM's kernel does not trace a switch out of idle, so the thread latency is known
 //! only for the periods whose switch was seen, and every period says which figures it has.
 
-use super::event::{Event, Kind};
+use super::event::{Event, Kind, Name};
 use super::syscalls::Arch;
 use std::collections::HashMap;
+
+/// The tracker's maps, looked up at every event: thread ids, CPUs and timer addresses hashed
+/// fast (foldhash; SipHash took a tenth of the reader's time).
+pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// One period of a watched thread.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -36,7 +40,7 @@ pub struct Period {
     /// Time it was runnable but not running after it first ran (ns).
     pub preempted_ns: i64,
     /// Who ran instead (`comm:pid`) and for how long (ns), longest first.
-    pub preemptors: Vec<(String, i64)>,
+    pub preemptors: Vec<(Name, i64)>,
     /// The CPU it returned to user space on (else the one it was switched in on, else woken on).
     pub cpu: usize,
     /// The timer slack the kernel added to its timer (`expires − softexpires`, ns).
@@ -54,9 +58,9 @@ pub struct Period {
     /// The timer that released it (its address as the events print it), when one did: with
     /// `relative`, which of the thread's timers this was (a period's and a mid-period sleep's
     /// differ by address or mode).
-    pub timer_addr: Option<String>,
+    pub timer_addr: Option<Name>,
     /// That timer's callback (`hrtimer_wakeup`, `timerfd_tmrproc`, …).
-    pub timer_function: Option<String>,
+    pub timer_function: Option<Name>,
     /// The system call it returned from first after the wakeup: the one it slept in.
     pub syscall: Option<i64>,
     /// How long it was asleep before this wakeup (its block to its waking, ns); `None` for
@@ -64,13 +68,13 @@ pub struct Period {
     pub slept_ns: Option<i64>,
     /// The state it slept in (`S`: waiting for something; `D`: uninterruptible, I/O or a
     /// page fault).
-    pub slept_state: Option<String>,
+    pub slept_state: Option<Name>,
     /// The task whose context woke it (`comm:pid`; an interrupt's is whatever it interrupted).
-    pub waker: Option<String>,
+    pub waker: Option<Name>,
     /// Time it ran (on a CPU, its own work or interrupts taken in its context), ns.
     pub running_ns: i64,
     /// Interrupts and softirqs taken in its context while it ran, by name, with their time (ns).
-    pub interrupts: Vec<(String, i64)>,
+    pub interrupts: Vec<(Name, i64)>,
     /// Its returns from a wait for input that did not block (an event loop that found work
     /// waiting), at most [`INPUT_WAITS_KEPT`]: the call, and when.
     pub input_waits: Vec<(i64, Mark)>,
@@ -95,7 +99,7 @@ pub struct Period {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Unslept {
     /// The timer (its address).
-    pub timer: String,
+    pub timer: Name,
     /// The expiry it was armed for (ns, CLOCK_MONOTONIC).
     pub release_ns: i64,
     /// Its interrupt − the expiry (ns).
@@ -113,7 +117,7 @@ pub struct Arming {
     /// Relative (else absolute).
     pub relative: bool,
     /// The timer (its address).
-    pub timer: String,
+    pub timer: Name,
 }
 
 /// A moment inside a period, with the period's totals by then.
@@ -139,7 +143,7 @@ impl Period {
     }
 
     /// Released by `timer`, armed as `a`: at the expiry it asked for.
-    fn released_by(&mut self, timer: String, a: &Armed) {
+    fn released_by(&mut self, timer: Name, a: &Armed) {
         self.release_ns = a.soft_ns;
         self.timer = true;
         self.slack_ns = Some(a.hard_ns - a.soft_ns);
@@ -159,7 +163,7 @@ struct Armed {
     /// The expiry this timer was armed for before (ns).
     previous_soft_ns: Option<i64>,
     /// Its callback.
-    function: String,
+    function: Name,
 }
 
 /// The callback of a timer a task sleeps on (`clock_nanosleep`, `nanosleep`, poll, epoll and
@@ -171,7 +175,7 @@ pub const ON_STACK: &str = "hrtimer_wakeup";
 struct Thread {
     /// Timers it armed, by address and mode (the latest few, the latest arming last: one
     /// address may be armed absolute for the period and relative for a sleep inside it).
-    armed: Vec<(String, Armed)>,
+    armed: Vec<(Name, Armed)>,
     /// Running since (its switch in, or its first event after a wakeup).
     running_since: Option<i64>,
     /// Expiries of timers armed in its context that fired with no waking of it (yet), oldest
@@ -181,13 +185,13 @@ struct Thread {
     /// for, and must not stand in the way.)
     fired: Vec<Unslept>,
     /// Asleep since (ns), and in which state.
-    asleep: Option<(i64, String)>,
+    asleep: Option<(i64, Name)>,
     /// The period under way.
     open: Option<Period>,
     /// It ran during the open period (an event of its own was seen).
     ran: bool,
     /// Preempted at, by whom.
-    runnable: Option<(i64, String)>,
+    runnable: Option<(i64, Name)>,
     /// Gone (exited).
     gone: bool,
     /// A waking traced while it still ran (the kernel was putting it to sleep and the waker's
@@ -223,8 +227,8 @@ fn found(fired: &mut Vec<Unslept>, at: Mark) -> Vec<Unslept> {
 /// A timer callback that started on a CPU.
 #[derive(Clone, Debug)]
 struct Callback {
-    timer: String,
-    function: String,
+    timer: Name,
+    function: Name,
     /// The expiry time the kernel used (`now`).
     now: i64,
     /// When it started.
@@ -253,7 +257,7 @@ pub enum Note {
         /// The new task.
         child: i32,
         /// Its name.
-        comm: String,
+        comm: Name,
         /// When (ns, CLOCK_MONOTONIC).
         ts_ns: i64,
     },
@@ -262,7 +266,7 @@ pub enum Note {
         /// The task.
         tid: i32,
         /// Its new name.
-        comm: String,
+        comm: Name,
     },
     /// A watched thread exited.
     Exited(i32),
@@ -271,18 +275,18 @@ pub enum Note {
 /// The state machine over every watched thread.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    threads: HashMap<i32, Thread>,
+    threads: FastMap<i32, Thread>,
     /// Which watched thread armed a timer (by address).
-    timers: HashMap<String, i32>,
+    timers: FastMap<Name, i32>,
     /// Per CPU, the latest timer callback that started there (an exit, where recorded, ends
     /// it; a waking uses it up).
-    callbacks: HashMap<usize, Callback>,
+    callbacks: FastMap<usize, Callback>,
     /// CLOCK_REALTIME − CLOCK_MONOTONIC (ns): a timer on the realtime clock expires in its time.
     realtime_offset_ns: i64,
     /// The kernel's system call numbers.
     arch: Arch,
     /// Per CPU and kind (hard, soft), the interrupt under way: its start and name.
-    interrupts: HashMap<(usize, bool), (i64, String)>,
+    interrupts: FastMap<(usize, bool), (i64, Name)>,
 }
 
 impl Tracker {
@@ -332,7 +336,7 @@ impl Tracker {
             }
             Kind::Waking { pid, .. } => self.woken(*pid, e, out),
             Kind::Switch { prev_pid, prev_state, next_pid, next_comm, .. } => {
-                self.switched_out(*prev_pid, prev_state, &format!("{next_comm}:{next_pid}"), e.ts_ns, out);
+                self.switched_out(*prev_pid, prev_state, (next_comm, *next_pid), e.ts_ns, out);
                 self.woken_before_it_slept(*next_pid, out);
                 self.switched_in(*next_pid, e);
             }
@@ -386,7 +390,7 @@ impl Tracker {
         // A sleeper's timer lives on the kernel stack, whose offset the kernel may randomise
         // at every system call: its address names no timer, its callback and mode do.
         let on_stack = function == ON_STACK;
-        let same = |(a, x): &(String, Armed)| {
+        let same = |(a, x): &(Name, Armed)| {
             x.relative == relative && if on_stack { x.function == function } else { a == timer }
         };
         let previous_soft_ns = t.armed.iter().rev().find(|a| same(a)).map(|(_, a)| a.soft_ns);
@@ -395,14 +399,14 @@ impl Tracker {
             hard_ns: hard - shift,
             relative,
             previous_soft_ns,
-            function: function.to_string(),
+            function: function.into(),
         };
         t.armed.retain(|a| !same(a));
-        t.armed.push((timer.to_string(), armed));
+        t.armed.push((timer.into(), armed));
         if let (true, Some(p)) = (on_stack, t.open.as_mut()) {
             let running_ns = p.running_ns + t.running_since.map_or(0, |s| now - s);
             let at = Mark { at_ns: now - p.release_ns, running_ns, preempted_ns: p.preempted_ns };
-            p.armed_last = Some(Arming { at, relative, timer: timer.to_string() });
+            p.armed_last = Some(Arming { at, relative, timer: timer.into() });
         }
         if t.armed.len() > ARMED_KEPT {
             let (old, _) = t.armed.remove(0);
@@ -410,7 +414,7 @@ impl Tracker {
                 self.timers.remove(&old);
             }
         }
-        self.timers.insert(timer.to_string(), tid);
+        self.timers.insert(timer.into(), tid);
     }
 
     /// A timer of a watched thread's own (a timerfd's, a POSIX timer's: not a sleep's) fires:
@@ -436,7 +440,7 @@ impl Tracker {
 
     /// An interrupt (`soft`: a softirq) starts (`name`) or ends on `e`'s CPU; one that ends in
     /// a watched thread's context while it runs is counted in its period.
-    fn interrupt(&mut self, e: &Event, soft: bool, name: Option<&String>) {
+    fn interrupt(&mut self, e: &Event, soft: bool, name: Option<&Name>) {
         if let Some(name) = name {
             self.interrupts.insert((e.cpu, soft), (e.ts_ns, name.clone()));
             return;
@@ -466,7 +470,7 @@ impl Tracker {
             p.running_ns += t.running_since.take().map_or(0, |s| e.ts_ns - s);
             ended(p, e.ts_ns, out);
             // "Asleep" since its callback began: that callback is what released it.
-            Some((c.ts, "R".to_string()))
+            Some((c.ts, Name::const_new("R")))
         });
         let Some((since, state)) = asleep else {
             t.early = Some(e.clone());
@@ -508,19 +512,21 @@ impl Tracker {
             p.timer_function = Some(c.function);
             p.irq_ns = Some(c.now - armed.soft_ns);
         } else {
-            p.waker = Some(format!("{}:{}", e.comm, e.pid));
+            p.waker = Some(compact_str::format_compact!("{}:{}", e.comm, e.pid));
         }
         p.waking_ns = e.ts_ns - p.release_ns;
         t.opened(p);
     }
 
-    fn switched_out(&mut self, tid: i32, state: &str, next: &str, ts: i64, out: &mut Vec<Note>) {
+    /// `tid` switched out in `state` for `next` (its name and id: named `comm:pid` only if it
+    /// preempted `tid`, the rare case, so that a switch formats nothing).
+    fn switched_out(&mut self, tid: i32, state: &str, next: (&Name, i32), ts: i64, out: &mut Vec<Note>) {
         let Some(t) = self.threads.get_mut(&tid).filter(|t| !t.gone) else { return };
         if let (Some(since), Some(p)) = (t.running_since.take(), t.open.as_mut()) {
             p.running_ns += ts - since;
         }
         if state.starts_with('R') {
-            t.runnable = Some((ts, next.to_string()));
+            t.runnable = Some((ts, compact_str::format_compact!("{}:{}", next.0, next.1)));
             return;
         }
         if state.contains('X') || state.contains('Z') {
@@ -530,7 +536,7 @@ impl Tracker {
             ended(p, ts, out);
         }
         t.runnable = None;
-        t.asleep = Some((ts, state.to_string()));
+        t.asleep = Some((ts, state.into()));
     }
 
     /// Thread `tid`, about to be switched in, was asleep with no waking traced since: the
@@ -772,7 +778,7 @@ mod tests {
     }
 
     fn waking(pid: i32) -> Kind {
-        Kind::Waking { pid, comm: format!("t{pid}"), prio: 19 }
+        Kind::Waking { pid, comm: format!("t{pid}").into(), prio: 19 }
     }
 
     fn run(events: &[Event]) -> Vec<Note> {
@@ -1037,7 +1043,7 @@ mod tests {
         // out (5 410, still in a sleeping state): the switch in at 5 600 is that wakeup's.
         let in_ = |prev: i32| Kind::Switch {
             prev_pid: prev,
-            prev_comm: format!("t{prev}"),
+            prev_comm: format!("t{prev}").into(),
             prev_prio: 120,
             prev_state: "S".into(),
             next_pid: 7,
