@@ -458,6 +458,25 @@ fn jobs_in(path: &Path, index: u64) -> Vec<(i64, Option<i64>)> {
         .collect()
 }
 
+/// When thread `tid` began to sleep, by the recorded events (`--events`): each arming of its
+/// sleep timer and each switch away from it in a sleeping state, in time order.
+fn sleeps_of(events: &Path, tid: i32) -> Vec<i64> {
+    use rtlab::trace::event::{parse, Kind};
+    let text = std::fs::read_to_string(events).unwrap();
+    let mut at: Vec<i64> = text
+        .lines()
+        .filter_map(parse)
+        .filter(|e| match &e.kind {
+            Kind::HrtimerStart { function, .. } => e.pid == tid && function == "hrtimer_wakeup",
+            Kind::Switch { prev_pid, prev_state, .. } => *prev_pid == tid && !prev_state.starts_with('R'),
+            _ => false,
+        })
+        .map(|e| e.ts_ns)
+        .collect();
+    at.sort_unstable();
+    at
+}
+
 /// Watches `watched MODE ARGS… OWN` with `--deadline 200us` and checks its thread `ctl` against
 /// the program's own (release, response) per job: a job per job it counted, at its expiries,
 /// the period learnt, every miss it counted a miss (a miss only we count is one it measured
@@ -496,7 +515,8 @@ fn watch_ctl(dir: &Path, mode: &str, args: &[&str]) -> (Value, Value, i64) {
     let mut diffs = Vec::new();
     // Jobs we count late that it measured on time, beyond 10 µs of the deadline: ours end where
     // it slept again, its own at its last clock read, and this VM's host can take the CPU between
-    // the two (seen: 102 µs, one job in 2 000). Tolerated one in 500 and shown; more is a fault.
+    // the two (seen: 102 µs; 13 jobs of 2 000 on a busy host). Each is shown and checked against
+    // the recording: no count of them is a fault, an end not where the kernel saw it is.
     let mut preempted = Vec::new();
     // A disagreement keeps the recording for a look (target/tmp/watch-MODE).
     let keep = |why: String| -> ! {
@@ -526,8 +546,15 @@ fn watch_ctl(dir: &Path, mode: &str, args: &[&str]) -> (Value, Value, i64) {
     if !preempted.is_empty() {
         eprintln!("{mode}: jobs late only by our end, (job, ours, its own): {preempted:?}");
     }
-    if preempted.len() > theirs.len() / 500 {
-        keep(format!("{} jobs we missed and it did not: {preempted:?}", preempted.len()));
+    // Each such job must end where the kernel first saw the thread go to sleep after its own
+    // end: what lies between is time the kernel never saw (the hypervisor's) or interrupts.
+    let slept = sleeps_of(&events, w["tid"].as_i64().unwrap() as i32);
+    for &(i, o, its) in &preempted {
+        let release = theirs[i].0;
+        let first = slept.iter().find(|&&ts| ts >= release + its).map(|ts| ts - release);
+        if first != Some(o) {
+            keep(format!("job {i} ended at {o} ns, its first sleep after its own end ({its} ns) is at {first:?}"));
+        }
     }
     let counted = theirs.iter().filter(|t| t.1 > 200_000).count() as u64;
     let late = t["work"]["late"].as_u64().unwrap();
