@@ -643,10 +643,12 @@ fn an_epoll_loop_fed_through_a_pipe_has_its_iterations_and_each_stall_as_long_as
     assert!((n..=n + 1).contains(&l["iterations"].as_u64().unwrap()), "{summary}, the program's {n}");
     // 1 % of 1000 iterations work 5 ms; on this VM an iteration can also be held off the CPU
     // past 2 ms (the program's clock counts that too).
-    // The program's clock and the kernel's events bound an iteration a few µs apart: one within
-    // 50 µs of the 2 ms limit may be a stall by either and not the other (a busy machine makes
-    // such iterations); every other one is a stall by both or by neither.
-    let tolerance = 50_000;
+    // The program's clock and the kernel's events bound an iteration a few µs apart, more when
+    // the host takes the CPU between the program's clock read and its system call (seen: 59 µs
+    // in a CI run): one within 100 µs of the 2 ms limit may be a stall by either and not the
+    // other (a busy machine makes such iterations); every other one is a stall by both or by
+    // neither, and as long by both within that.
+    let tolerance = 100_000;
     let candidates: Vec<i64> = theirs.iter().copied().filter(|b| *b > 2_000_000 - tolerance).collect();
     let certain = candidates.iter().filter(|b| **b > 2_000_000 + tolerance).count();
     assert!(candidates.len() >= 10, "the program measured {} stalls", candidates.len());
