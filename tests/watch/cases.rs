@@ -467,7 +467,7 @@ fn sleeps_of(events: &Path, tid: i32) -> Vec<i64> {
         .lines()
         .filter_map(parse)
         .filter(|e| match &e.kind {
-            Kind::HrtimerStart { function, .. } => e.pid == tid && function == "hrtimer_wakeup",
+            Kind::HrtimerStart { function, .. } => e.pid == tid && function == rtlab::trace::watch::ON_STACK,
             Kind::Switch { prev_pid, prev_state, .. } => *prev_pid == tid && !prev_state.starts_with('R'),
             _ => false,
         })
