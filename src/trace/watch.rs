@@ -276,7 +276,7 @@ pub enum Note {
 #[derive(Debug, Default)]
 pub struct Tracker {
     threads: FastMap<i32, Thread>,
-    /// Which watched thread armed a timer (by address).
+    /// Which watched thread armed a timer of its own (by address; a sleep's is not kept).
     timers: FastMap<Name, i32>,
     /// Per CPU, the latest timer callback that started there (an exit, where recorded, ends
     /// it; a waking uses it up).
@@ -414,7 +414,12 @@ impl Tracker {
                 self.timers.remove(&old);
             }
         }
-        self.timers.insert(timer.into(), tid);
+        // A sleep's timer is found by its callback, never by its address (a stack slot the
+        // kernel may move at every system call): only a timer of the thread's own is kept, or
+        // the map grows by one entry per sleep at a new address.
+        if !on_stack {
+            self.timers.insert(timer.into(), tid);
+        }
     }
 
     /// A timer of a watched thread's own (a timerfd's, a POSIX timer's: not a sleep's) fires:
@@ -790,6 +795,36 @@ mod tests {
         }
         t.finish(&mut out);
         out
+    }
+
+    #[test]
+    fn sleeps_on_timers_at_a_new_stack_address_each_time_leave_the_tracker_no_bigger() {
+        // The kernel may randomise the stack's offset at every system call: a sleeper's timer
+        // is at a new address each period, for days. Only the timers a thread still has armed
+        // are remembered.
+        let mut t = Tracker::new(0);
+        t.watch(7);
+        let mut out = Vec::new();
+        for i in 0..10_000i64 {
+            let at = 1_000_000 * (i + 1);
+            let timer = format!("ffffc900{:08x}", 0x1000 + 0x10 * i);
+            t.feed(&ev(at - 900_000, 1, 7, absolute(&timer, "hrtimer_wakeup", at)), &mut out);
+            t.feed(&ev(at - 899_000, 1, 7, switch(7, "S", 0)), &mut out);
+            t.feed(
+                &ev(
+                    at + 10,
+                    1,
+                    0,
+                    Kind::HrtimerEntry { timer: timer.into(), function: "hrtimer_wakeup".into(), now_ns: Some(at) },
+                ),
+                &mut out,
+            );
+            t.feed(&ev(at + 20, 1, 0, waking(7)), &mut out);
+            t.feed(&ev(at + 30, 1, 0, switch(0, "R", 7)), &mut out);
+            t.feed(&ev(at + 40, 1, 7, Kind::SysExit { nr: 230 }), &mut out);
+            out.clear();
+        }
+        assert_eq!(t.timers.len(), 0, "timers remembered for a thread that only sleeps");
     }
 
     #[test]
