@@ -32,8 +32,9 @@
  *       pipe every 1 ms (absolute clock_nanosleep), COUNT times; a thread "loop" waits in
  *       epoll_wait for it, reads one byte per iteration and is busy 100 µs, 5 ms every 100th
  *       iteration (LAG_MS ms at its 50th instead, if given: it falls that many bytes behind and
- *       then finds them waiting); it writes per iteration "busy_ns" (the wait's return to its
- *       next call).
+ *       then finds them waiting); it writes per iteration "busy_ns woke_ns end_ns": its
+ *       clock read after the wait's return, the one before its next call (CLOCK_MONOTONIC, the
+ *       trace's clock) and the time between.
  *   watched pingpong SECONDS SPIN_US OUT   threads "ping" and "pong", pinned to the last CPU,
  *       wake each other through two pipes for SECONDS, each busy SPIN_US after each wakeup
  *       (0: hundreds of thousands of wakeups a second on this VM, 8: about 70 000); each
@@ -336,8 +337,8 @@ static void *loop(void *arg) {
     (void)arg;
     prctl(PR_SET_NAME, "loop");
     FILE *out = open_out();
-    long long *busy = calloc((size_t)count, sizeof *busy);
-    if (!busy) exit(1);
+    long long *woke_at = calloc((size_t)count, sizeof *woke_at), *end_at = calloc((size_t)count, sizeof *end_at);
+    if (!woke_at || !end_at) exit(1);
     int ep = epoll_create1(0);
     struct epoll_event ev = {.events = EPOLLIN};
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds[0], &ev) != 0) exit(1);
@@ -347,11 +348,12 @@ static void *loop(void *arg) {
         char b;
         if (read(fds[0], &b, 1) != 1) exit(1);
         spin_us(lag_ms > 0 ? (i == 49 ? lag_ms * 1000 : 100) : (i + 1) % 100 == 0 ? 5000 : 100);
-        busy[i] = now_ns() - woke;
+        woke_at[i] = woke;
+        end_at[i] = now_ns();
     }
     /* Every iteration ends with a wait: the last one times out (the feeder is done). */
     epoll_wait(ep, &ev, 1, 20);
-    for (long i = 0; i < count; i++) fprintf(out, "%lld\n", busy[i]);
+    for (long i = 0; i < count; i++) fprintf(out, "%lld %lld %lld\n", end_at[i] - woke_at[i], woke_at[i], end_at[i]);
     fclose(out);
     return NULL;
 }

@@ -477,6 +477,46 @@ fn sleeps_of(events: &Path, tid: i32) -> Vec<i64> {
     at
 }
 
+/// Each iteration of event loop `t` (a watched thread) that the program logged (`theirs`: its
+/// lines of `watched evloop`), as the kernel saw it in the recorded events (`--events`): from
+/// the wait's return before the program's first clock read to the thread's first wait after
+/// its last (a switch away asleep, or a return that found input). (Start, length), ns. The
+/// host may take the CPU between a clock read and the system call beside it (seen: 193 µs in a
+/// CI run): the program's figure cannot show that time, the kernel's events and watch do.
+fn iterations(events: &Path, t: &Value, theirs: &[Vec<i64>]) -> Vec<(i64, i64)> {
+    use rtlab::trace::event::{parse, Kind};
+    let tid = t["watch"]["tid"].as_i64().unwrap() as i32;
+    let arch = rtlab::trace::syscalls::Arch::of_machine(std::env::consts::ARCH);
+    let text = std::fs::read_to_string(events).unwrap();
+    let (mut returns, mut ends) = (Vec::new(), Vec::new());
+    for e in text.lines().filter_map(parse) {
+        match &e.kind {
+            Kind::SysExit { nr } if e.pid == tid && arch.waits_for_input(*nr) => {
+                returns.push(e.ts_ns);
+                ends.push(e.ts_ns);
+            }
+            Kind::Switch { prev_pid, prev_state, .. } if *prev_pid == tid && !prev_state.starts_with('R') => {
+                ends.push(e.ts_ns)
+            }
+            _ => {}
+        }
+    }
+    returns.sort_unstable();
+    ends.sort_unstable();
+    let kernel: Vec<(i64, i64)> = theirs
+        .iter()
+        .map(|v| {
+            let start = returns.iter().rev().find(|&&ts| ts <= v[1]).expect("a wait's return before each iteration");
+            let end = ends.iter().find(|&&ts| ts >= v[2]).expect("a wait after each iteration");
+            (*start, end - start)
+        })
+        .collect();
+    for (v, k) in theirs.iter().zip(&kernel) {
+        assert!(k.0 <= v[1] && k.0 + k.1 >= v[2] && k.1 >= v[0], "the kernel's iteration {k:?} against the program's {v:?}");
+    }
+    kernel
+}
+
 /// Watches `watched MODE ARGS… OWN` with `--deadline 200us` and checks its thread `ctl` against
 /// the program's own (release, response) per job: a job per job it counted, at its expiries,
 /// the period learnt, every miss it counted a miss (a miss only we count is one it measured
@@ -626,7 +666,11 @@ fn an_epoll_loop_fed_through_a_pipe_has_its_iterations_and_each_stall_as_long_as
     let dir = tempfile::tempdir().unwrap();
     let own_path = dir.path().join("evloop.own");
     let w = watched().to_str().unwrap().to_string();
-    let r = watch(dir.path(), &["--stall", "2ms", "--", &w, "evloop", "1000", own_path.to_str().unwrap()]);
+    let events = dir.path().join("evloop.trace");
+    let r = watch(
+        dir.path(),
+        &["--stall", "2ms", "--events", events.to_str().unwrap(), "--", &w, "evloop", "1000", own_path.to_str().unwrap()],
+    );
     let t = thread(&r, "loop");
     assert_eq!(t["watch"]["kind"], "event-loop", "{}", t["watch"]["evidence"]);
     // No timer, no schedule: no learnt period, deadline or skipped release.
@@ -634,44 +678,30 @@ fn an_epoll_loop_fed_through_a_pipe_has_its_iterations_and_each_stall_as_long_as
     assert_eq!(t["work"]["skipped"], 0);
     assert!(t["watch"]["evidence"].as_str().unwrap().contains("epoll_wait"));
     let l = &t["watch"]["event_loop"];
-    let theirs: Vec<i64> = numbers(&own_path).into_iter().map(|v| v[0]).collect();
+    let theirs = numbers(&own_path);
     // Its iterations, each ended by its next wait; the stretch after the last wait's timeout
     // (writing its file, exiting) is one more when the events show it ending before the exit,
     // which depends on whether that writing blocked: seen both ways on this VM.
     let summary = format!("{} iterations, {} stalls", l["iterations"], l["stalls"]);
     let n = theirs.len() as u64;
     assert!((n..=n + 1).contains(&l["iterations"].as_u64().unwrap()), "{summary}, the program's {n}");
-    // 1 % of 1000 iterations work 5 ms; on this VM an iteration can also be held off the CPU
-    // past 2 ms (the program's clock counts that too).
-    // The program's clock and the kernel's events bound an iteration a few µs apart, more when
-    // the host takes the CPU between the program's clock read and its system call (seen: 59 µs
-    // in a CI run): one within 100 µs of the 2 ms limit may be a stall by either and not the
-    // other (a busy machine makes such iterations); every other one is a stall by both or by
-    // neither, and as long by both within that.
-    let tolerance = 100_000;
-    let candidates: Vec<i64> = theirs.iter().copied().filter(|b| *b > 2_000_000 - tolerance).collect();
-    let certain = candidates.iter().filter(|b| **b > 2_000_000 + tolerance).count();
-    assert!(candidates.len() >= 10, "the program measured {} stalls", candidates.len());
-    let n_ours = l["stalls"].as_u64().unwrap() as usize;
-    assert!(
-        (certain..=candidates.len()).contains(&n_ours),
-        "{summary}: the program's {certain} to {}",
-        candidates.len()
-    );
+    // 1 % of 1000 iterations work 5 ms, and on this VM any can be held off the CPU past 2 ms.
+    let kernel = iterations(&events, t, &theirs);
+    // Ours, in time order, are the kernel's iterations over 2 ms, each exactly as long.
+    let mut expected: Vec<(i64, i64)> = kernel.iter().copied().filter(|k| k.1 > 2_000_000).collect();
+    assert!(expected.len() >= 10, "the kernel saw {} stalls", expected.len());
+    assert_eq!(l["stalls"].as_u64(), Some(expected.len() as u64), "{summary}: the kernel's at {expected:?}");
+    // The longest 100 are listed (a host that holds it off the CPU often makes more).
     let mut ours = l["worst_stalls"].as_array().unwrap().clone();
+    expected.sort_by_key(|k| std::cmp::Reverse(k.1));
+    expected.truncate(100);
+    expected.sort_unstable();
     ours.sort_by_key(|s| s["at_ns"].as_i64());
-    assert_eq!(ours.len(), n_ours);
-    // Ours, in time order, are the program's candidates in order, skipping only uncertain ones.
-    let mut theirs_left = candidates.iter();
+    let busy: Vec<i64> = ours.iter().map(|o| o["busy_ns"].as_i64().unwrap()).collect();
+    assert_eq!(busy, expected.iter().map(|k| k.1).collect::<Vec<_>>(), "{summary}: the kernel's at {expected:?}");
     for o in &ours {
-        let busy = o["busy_ns"].as_i64().unwrap();
-        let t = theirs_left
-            .by_ref()
-            .find(|t| (busy - **t).abs() <= tolerance || **t > 2_000_000 + tolerance)
-            .unwrap_or_else(|| panic!("a stall of {busy} ns the program did not measure"));
-        assert!((busy - t).abs() <= tolerance, "a stall of {busy} ns against the program's {t} ns");
         let parts = ["running_ns", "waiting_ns", "blocked_ns"].iter().map(|k| o[k].as_i64().unwrap()).sum::<i64>();
-        assert_eq!(parts, busy + o["wakeup_ns"].as_i64().unwrap_or(0), "{o}");
+        assert_eq!(parts, o["busy_ns"].as_i64().unwrap() + o["wakeup_ns"].as_i64().unwrap_or(0), "{o}");
         // Woken by the feeder's write, or (held off the CPU, its bytes piling up) finding one.
         assert!(o["waker"].as_str().is_none_or(|w| w.starts_with("feeder:")), "{o}");
         assert_eq!(o["waker"].is_null(), o["wakeup_ns"].is_null(), "{o}");
@@ -691,20 +721,23 @@ fn an_event_loop_that_falls_hundreds_of_iterations_behind_has_each_one_counted()
     // Its 50th iteration works 400 ms while a byte arrives every 1 ms: the ~400 iterations
     // after it each find their byte waiting, and never block (more than a period's list of
     // such returns holds).
-    let r = watch(dir.path(), &["--stall", "2ms", "--", &w, "evloop", "1000", own_path.to_str().unwrap(), "400"]);
+    let events = dir.path().join("evloop.trace");
+    let r = watch(
+        dir.path(),
+        &["--stall", "2ms", "--events", events.to_str().unwrap(), "--", &w, "evloop", "1000", own_path.to_str().unwrap(), "400"],
+    );
     let t = thread(&r, "loop");
     assert_eq!(t["watch"]["kind"], "event-loop", "{}", t["watch"]["evidence"]);
     let l = &t["watch"]["event_loop"];
-    let theirs: Vec<i64> = numbers(&own_path).into_iter().map(|v| v[0]).collect();
+    let theirs = numbers(&own_path);
     let n = theirs.len() as u64;
     let summary = format!("{} iterations ({} found input waiting)", l["iterations"], l["found_waiting"]);
     assert!((n..=n + 1).contains(&l["iterations"].as_u64().unwrap()), "{summary}, the program's {n}");
     assert!(l["found_waiting"].as_u64().unwrap() >= 300, "{summary}");
-    let longest = theirs.iter().max().copied().unwrap();
-    assert!(
-        (l["busy_max_ns"].as_i64().unwrap() - longest).abs() <= 50_000,
-        "{summary}: {l} against the program's {longest}"
-    );
+    // The longest, as the kernel saw it (the program's clock misses what the host takes
+    // between its clock reads and its system calls).
+    let longest = iterations(&events, t, &theirs).iter().map(|k| k.1).max().unwrap();
+    assert_eq!(l["busy_max_ns"].as_i64(), Some(longest), "{summary}: {l}");
 }
 
 #[test]
