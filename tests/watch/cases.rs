@@ -486,7 +486,8 @@ fn sleeps_of(events: &Path, tid: i32) -> Vec<i64> {
 fn iterations(events: &Path, t: &Value, theirs: &[Vec<i64>]) -> Vec<(i64, i64)> {
     use rtlab::trace::event::{parse, Kind};
     let tid = t["watch"]["tid"].as_i64().unwrap() as i32;
-    let arch = rtlab::trace::syscalls::Arch::of_machine(std::env::consts::ARCH);
+    // The traced kernel's numbers (an aarch64 build under qemu-user reads an x86_64 kernel).
+    let arch = rtlab::trace::syscalls::Arch::of_machine(&rtlab::rt::machine::kernel().unwrap_or_default());
     let text = std::fs::read_to_string(events).unwrap();
     let (mut returns, mut ends) = (Vec::new(), Vec::new());
     for e in text.lines().filter_map(parse) {
