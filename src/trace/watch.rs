@@ -800,8 +800,8 @@ mod tests {
     #[test]
     fn sleeps_on_timers_at_a_new_stack_address_each_time_leave_the_tracker_no_bigger() {
         // The kernel may randomise the stack's offset at every system call: a sleeper's timer
-        // is at a new address each period, for days. Only the timers a thread still has armed
-        // are remembered.
+        // is at a new address each period, for days. A sleep's timer is found by its callback,
+        // so none of those addresses is remembered.
         let mut t = Tracker::new(0);
         t.watch(7);
         let mut out = Vec::new();
