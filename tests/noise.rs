@@ -247,7 +247,7 @@ fn bad_requests_are_refused_before_anything_is_measured() {
 }
 
 #[test]
-fn a_fifo_task_taking_the_cpu_200us_every_10ms_shows_as_20ms_a_second_of_its_thread_noise() {
+fn a_fifo_task_taking_the_cpu_in_bursts_shows_as_thread_noise_as_long_as_its_own_cpu_time() {
     if !traced() {
         return;
     }
@@ -262,12 +262,33 @@ fn a_fifo_task_taking_the_cpu_200us_every_10ms_shows_as_20ms_a_second_of_its_thr
         .find(|x| x["source"] == "thread" && x["name"].as_str().unwrap().starts_with("rtlab-load"))
         .unwrap_or_else(|| panic!("the FIFO task is named: {top:#?}"));
     let per_s = load_thread["count"].as_f64().unwrap() / runtime_s;
-    let ms_per_s = load_thread["ns"].as_f64().unwrap() / runtime_s / 1e6;
-    eprintln!("ground truth: {per_s:.1} noises/s, {ms_per_s:.1} ms/s (100/s of 200 µs: 20 ms/s expected)");
-    // The time is the load's whatever the machine does: it runs 200 µs every 10 ms at FIFO 90.
-    // How many noises it makes is not: on a busy machine the busy thread (SCHED_OTHER) shares
-    // the CPU, and one gap may hold several bursts or a burst span two gaps.
-    assert!((15.0..=25.0).contains(&ms_per_s), "about 20 ms a second: {ms_per_s}");
+    let seen_ms = load_thread["ns"].as_f64().unwrap() / 1e6;
+    // The ground truth is the load's own CPU time, not its 200 µs: a burst ends 200 µs after
+    // its period's start on an absolute schedule, so a late wakeup (a hypervisor's, a busy
+    // machine's) shortens it; CI once saw 14 ms a second of a 20 ms design.
+    let load = &v["loads"][0];
+    let load_ms = load["cpu_s"].as_f64().unwrap() * 1e3;
+    let in_window_ms = load["utilization"].as_f64().unwrap() * runtime_s * 1e3;
+    let lost = n["sources"]["lost_events"].as_u64().unwrap();
+    eprintln!(
+        "ground truth: {per_s:.1} noises/s; the load ran {in_window_ms:.1} ms in the window ({load_ms:.1} ms in all), \
+         {seen_ms:.1} ms seen as its noise; {lost} events lost"
+    );
+    // Nothing is attributed to the load that it did not run (the trace's µs timestamps round
+    // each of its ~300 parts by under 1 µs).
+    assert!(seen_ms <= load_ms + 0.3, "the load's noise {seen_ms} ms is within its CPU time {load_ms} ms");
+    if lost > 0 {
+        eprintln!(
+            "NOT CHECKED (how much of the load's time was seen): this machine is so busy that the trace lost \
+             {lost} events, so the attribution is a lower bound; the run says so in explain.lost_events"
+        );
+    } else {
+        // All of its time is seen but what its CPU time holds outside the gaps it makes (its
+        // own system calls and switches: about 13 µs a burst here), whatever a burst's length.
+        let bursts = load_thread["count"].as_f64().unwrap();
+        let unseen_us = (in_window_ms - seen_ms) * 1e3 / bursts;
+        assert!(unseen_us <= 40.0, "the load's time in the window is its noise: {unseen_us:.1} µs a burst unseen");
+    }
     assert!(per_s > 0.0);
     // It outranks every interrupt; only another thread can take more (on a busy machine, a fair
     // task sharing the CPU with the SCHED_OTHER busy thread does).
