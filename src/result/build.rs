@@ -171,10 +171,13 @@ impl RunResult {
         let (end, duration_s) = span(&p);
         super::exceed::attach(&mut threads, &mut all_stats, duration_s);
         let lost_events = p.watch.as_ref().map_or(0, |w| w.lost_events);
+        // A watch's explanations read the watch's own trace: its loss is said once, as the watch's.
+        let explained = if p.watch.is_some() { 0 } else { p.explain.as_ref().map_or(0, |e| e.lost_events) };
+        let lost = Lost { watched: lost_events, explained };
         let mut warnings = p.warnings;
         let of_working_tasks = measured.iter().filter(|t| t.work.is_some()).map(|t| t.summary.missed).sum();
         let runtime = p.runtime.as_ref().map(|r| format!("{} ({})", r.kind, r.method));
-        warnings.extend(standard_warnings(&all, (p.missed_known, of_working_tasks), p.kind, lost_events, runtime));
+        warnings.extend(standard_warnings(&all, (p.missed_known, of_working_tasks), p.kind, lost, runtime));
         let degraded = warnings.iter().any(Warning::is_downgrade);
         let config = p.config.map(|c| super::Config { degraded, ..c });
         let noise = p.noise.map(|n| super::NoiseConfig { degraded, ..n });
@@ -257,6 +260,14 @@ fn with_excess(mut r: Runtime, all: &Stats, threads: &[ThreadResult]) -> Runtime
     r
 }
 
+/// Trace events a run lost: a watch's (its figures are made of them) and those of the trace
+/// that explains late wakeups or attributes noise (only the explanations miss them).
+#[derive(Clone, Copy, Debug, Default)]
+struct Lost {
+    watched: u64,
+    explained: u64,
+}
+
 /// The warnings every result carries when they apply: missed periods, negative latencies, no
 /// samples, an inexact stdev, trace events lost. `missed_known` with how many of the missed
 /// periods are working tasks'; `runtime` names a runtime's probe (`node (interval)`).
@@ -264,7 +275,7 @@ fn standard_warnings(
     all: &Summary,
     (missed_known, of_working_tasks): (bool, u64),
     kind: crate::result::Kind,
-    lost_events: u64,
+    lost: Lost,
     runtime: Option<String>,
 ) -> Vec<Warning> {
     let mut warnings = Vec::new();
@@ -281,8 +292,11 @@ fn standard_warnings(
     if all.sum_sq_overflow.is_some() {
         warnings.push(Warning::StdevInexact);
     }
-    if lost_events > 0 {
-        warnings.push(Warning::EventsLost { count: lost_events });
+    if lost.watched > 0 {
+        warnings.push(Warning::EventsLost { count: lost.watched });
+    }
+    if lost.explained > 0 {
+        warnings.push(Warning::AttributionEventsLost { count: lost.explained });
     }
     warnings
 }
@@ -588,5 +602,27 @@ fn all_of(threads: &[ThreadResult]) -> AllResult {
             prediction: None,
         },
         work: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warnings_for(lost: Lost) -> Vec<Warning> {
+        standard_warnings(&Summary::empty(Layout::DEFAULT), (true, 0), crate::result::Kind::Noise, lost, None)
+    }
+
+    #[test]
+    fn events_the_attributing_trace_lost_are_a_warning_about_the_explanations_not_about_the_figures() {
+        let w = warnings_for(Lost { watched: 0, explained: 161_724 });
+        assert_eq!(w, vec![Warning::AttributionEventsLost { count: 161_724 }]);
+        assert!(warnings_for(Lost::default()).is_empty());
+    }
+
+    #[test]
+    fn events_a_watch_lost_are_the_figures_own_warning_and_said_once() {
+        let w = warnings_for(Lost { watched: 12, explained: 0 });
+        assert_eq!(w, vec![Warning::EventsLost { count: 12 }]);
     }
 }

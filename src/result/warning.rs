@@ -175,6 +175,14 @@ pub enum Warning {
         /// Events the kernel's buffers overwrote or dropped.
         count: u64,
     },
+    /// The trace that explains late wakeups (`--explain`) or attributes noise (`noise
+    /// --attribute`) lost events: the latencies and the noise are rtlab's own and complete, but
+    /// the explanations and the noise's sources are not (a gap whose events were lost looks like
+    /// hardware noise).
+    AttributionEventsLost {
+        /// Events the kernel's buffers overwrote or dropped.
+        count: u64,
+    },
     /// An rt-app run ended with threads waiting for mutexes (a lock-order deadlock when they
     /// wait on each other in a cycle): the run ended at its duration or stop, not at its loops.
     MutexWaits {
@@ -292,6 +300,13 @@ impl Warning {
             ),
             Warning::AnchoredSchedule { min_ns } => anchored_schedule(*min_ns),
             Warning::EventsLost { count } => events_lost(*count),
+            Warning::AttributionEventsLost { count } => format!(
+                "the trace lost {} (its buffer filled faster than rtlab read it): the latencies and the noise are \
+                 measured by rtlab itself and complete, but the explanations and the noise's sources miss them: \
+                 a gap whose events were lost shows as hardware noise (HW) or as unaccounted time. Fix: trace \
+                 fewer CPUs (-c), or measure when the machine is less busy.",
+                crate::units::count(*count, "event")
+            ),
             Warning::BackendFallback { why } => format!(
                 "watch: the BPF backend cannot watch here ({why}), so the events were read through tracefs; \
                  --backend tracefs says so without this warning."
@@ -402,6 +417,13 @@ mod tests {
     fn lost_events_are_said_to_make_the_figures_wrong_either_way_not_only_low() {
         let m = Warning::EventsLost { count: 5 }.message();
         assert!(m.contains("overstate as well as understate"), "{m}");
+    }
+
+    #[test]
+    fn events_the_attribution_lost_are_said_to_leave_the_figures_whole_and_the_causes_short() {
+        let m = Warning::AttributionEventsLost { count: 161_724 }.message();
+        assert!(m.starts_with("the trace lost 161724 events"), "{m}");
+        assert!(m.contains("complete") && m.contains("hardware noise (HW)") && m.contains("Fix: "), "{m}");
     }
 
     #[test]
