@@ -322,7 +322,9 @@ fn a_timerfd_and_an_epoll_timeout_release_their_threads_as_timers() {
     // timerfd_settime arms it once, each read re-arms it (hrtimer_start in the thread's own
     // read), its callback (timerfd_tmrproc) wakes the reader.
     assert!(t["watch"]["timer_releases"].as_u64().unwrap() >= 295, "{}", t["watch"]);
-    assert_eq!(t["watch"]["period_ns"], 1_000_000);
+    // Once in CI (an idle host) the period was not learnt (null) though the releases were
+    // counted: what the thread was taken for is in the message, for the next one.
+    assert_eq!(t["watch"]["period_ns"], 1_000_000, "{}", t["watch"]);
     let r = watch(dir.path(), &["--", watched().to_str().unwrap(), "epoll", "300"]);
     let t = thread(&r, "poller");
     assert_eq!(t["watch"]["timer_releases"], 300, "{}", t["watch"]);
