@@ -295,7 +295,9 @@ fn a_thread_busy_longer_than_its_period_misses_every_deadline() {
     let d = &t["work"];
     // Each job takes 1.2 ms of its 1 ms period: it is late, and the next release passes while it works.
     assert_eq!(d["late"], t["work"]["response"]["cycles"]);
-    assert!(d["skipped"].as_u64().unwrap() >= d["late"].as_u64().unwrap() - 1);
+    // Once in CI (bpf backend) fewer releases were counted skipped than jobs late, less one:
+    // the figures are in the message, for the next one.
+    assert!(d["skipped"].as_u64().unwrap() >= d["late"].as_u64().unwrap() - 1, "{d}\n{}", t["watch"]);
     assert_eq!(d["misses"], d["releases"], "every release misses: {d}");
     assert_eq!(r["verdict"]["status"], "fail");
 }
