@@ -91,7 +91,7 @@ impl Exporter for Hlog {
             let tag = tag(t.thread, t.cpu, None);
             for rd in s.readings() {
                 let begin = (rd.at_ns - s.interval_ns).max(0);
-                lines.push((begin, i, line(&tag, begin, rd.at_ns, rd.max_ns, &rd.histogram)));
+                lines.push((begin, i, line(&tag, begin, rd.at_ns, rd.max_ns, &rd.histogram())));
             }
         }
         lines.sort_by_key(|(at, i, _)| (*at, *i));

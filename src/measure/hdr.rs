@@ -99,6 +99,139 @@ fn representative(layout: Layout, i: usize, cap: u64) -> u64 {
     (hi - 1).min(cap).max(lo)
 }
 
+/// The text of what a reading added (`layout`'s buckets `added`, capped at `max_ns`), exactly
+/// `encode(&of_added(layout, added, max_ns))`, written straight from the buckets: no
+/// HdrHistogram is built (its counts array grows to the interval's maximum: about 200 KiB for a
+/// millisecond, and the serializer's buffer 120 KiB more, which were most of a plain run's heap
+/// at each second's reading). The V2 header and counts follow the `hdrhistogram` crate's
+/// geometry for [`SIGFIG`] figures and a lowest discernible value of 1 ([`V2Counts`]).
+pub fn encode_added(layout: Layout, added: &[(usize, u64)], max_ns: Option<i64>) -> String {
+    let cap = max_ns.map_or(u64::MAX, |m| m.max(0) as u64);
+    let mut counts: Vec<(usize, u64)> =
+        added.iter().map(|&(i, n)| (V2Counts::index(representative(layout, i, cap)), n)).collect();
+    counts.sort_unstable_by_key(|c| c.0);
+    let highest = added.iter().map(|&(i, _)| representative(layout, i, cap)).max();
+    let mut plain = Vec::with_capacity(64 + counts.len() * 4);
+    V2Counts::header(highest, &mut plain);
+    V2Counts::counts(&counts, &mut plain);
+    let payload = (plain.len() - V2Counts::HEADER) as u32;
+    plain[4..8].copy_from_slice(&payload.to_be_bytes());
+    deflated_text(&plain)
+}
+
+/// The `hdrhistogram` crate's layout of an auto-resizing histogram of [`SIGFIG`] (3)
+/// significant figures and lowest discernible value 1, and its V2 encoding: 2 048 sub-buckets,
+/// the first bucket whole, each next one's upper half at twice the unit.
+struct V2Counts;
+
+impl V2Counts {
+    /// V2's header length.
+    const HEADER: usize = 40;
+    /// log2 of half the sub-buckets (1 024).
+    const HALF_MAGNITUDE: u32 = 10;
+    /// 64 − unit magnitude (0) − sub-bucket magnitude (11).
+    const LEADING_ZEROS_BASE: u32 = 53;
+    /// Sub-buckets − 1.
+    const SUB_MASK: u64 = 2047;
+
+    fn bucket(v: u64) -> u32 {
+        Self::LEADING_ZEROS_BASE - (v | Self::SUB_MASK).leading_zeros()
+    }
+
+    /// The counts-array index of value `v`.
+    fn index(v: u64) -> usize {
+        let b = Self::bucket(v);
+        (((b + 1) << Self::HALF_MAGNITUDE) as usize + (v >> b) as usize) - (1 << Self::HALF_MAGNITUDE)
+    }
+
+    /// The value at the bottom of index `i`'s range.
+    fn value(i: usize) -> u64 {
+        let half = 1usize << Self::HALF_MAGNITUDE;
+        match (i >> Self::HALF_MAGNITUDE).checked_sub(1) {
+            None => i as u64,
+            Some(b) => (((i & (half - 1)) + half) as u64) << b,
+        }
+    }
+
+    /// The largest value that counts with `v`.
+    fn highest_equivalent(v: u64) -> u64 {
+        let b = Self::bucket(v);
+        ((v >> b) << b).saturating_add(1 << b).saturating_sub(1).max(v)
+    }
+
+    /// The highest trackable value once `highest` was recorded: the constructor's 2 until a
+    /// value needs more than the first bucket, then the top of the last bucket grown to.
+    fn highest_trackable(highest: Option<u64>) -> u64 {
+        let v = highest.unwrap_or(0);
+        let (mut untrackable, mut buckets) = (Self::SUB_MASK + 1, 1u32);
+        while untrackable <= v {
+            if untrackable > u64::MAX / 2 {
+                buckets += 1;
+                break;
+            }
+            untrackable <<= 1;
+            buckets += 1;
+        }
+        if buckets == 1 {
+            return 2;
+        }
+        let len = ((buckets + 1) as usize) << Self::HALF_MAGNITUDE;
+        Self::highest_equivalent(Self::value(len - 1))
+    }
+
+    fn header(highest: Option<u64>, out: &mut Vec<u8>) {
+        out.extend_from_slice(&V2_COOKIE.to_be_bytes());
+        out.extend_from_slice(&[0; 8]);
+        out.extend_from_slice(&u32::from(SIGFIG).to_be_bytes());
+        out.extend_from_slice(&1u64.to_be_bytes());
+        out.extend_from_slice(&Self::highest_trackable(highest).to_be_bytes());
+        out.extend_from_slice(&1f64.to_be_bytes());
+    }
+
+    /// `counts` (`(index, count)`, ascending; one index may come twice) as V2's zig-zag varints:
+    /// each count, a run of empty indices as its negated length (a single one as a count of 0),
+    /// up to the highest index; an empty histogram is its one empty index 0.
+    fn counts(counts: &[(usize, u64)], out: &mut Vec<u8>) {
+        let mut next = 0;
+        let mut k = 0;
+        if counts.is_empty() {
+            varint(0, out);
+        }
+        while k < counts.len() {
+            let (at, mut n) = counts[k];
+            while k + 1 < counts.len() && counts[k + 1].0 == at {
+                k += 1;
+                n = n.saturating_add(counts[k].1);
+            }
+            match at - next {
+                0 => {}
+                1 => varint(0, out),
+                gap => varint(zig_zag(-(gap as i64)), out),
+            }
+            varint(zig_zag(n.min(i64::MAX as u64) as i64), out);
+            next = at + 1;
+            k += 1;
+        }
+    }
+}
+
+fn zig_zag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+/// LEB128 as HdrHistogram writes it: seven bits a byte, the ninth byte whole.
+fn varint(v: u64, out: &mut Vec<u8>) {
+    for k in 0..8 {
+        let rest = v >> (7 * (k + 1));
+        if rest == 0 {
+            out.push((v >> (7 * k)) as u8 & 0x7f);
+            return;
+        }
+        out.push(0x80 | ((v >> (7 * k)) as u8 & 0x7f));
+    }
+    out.push((v >> 56) as u8);
+}
+
 /// The text of `h` in an interval log: V2, deflated, base64 (it starts `HISTF`).
 ///
 /// The deflate stream is made of stored blocks (RFC 1951's uncompressed ones, in a zlib
@@ -109,10 +242,16 @@ fn representative(layout: Layout, i: usize, cap: u64) -> u64 {
 pub fn encode(h: &Hdr) -> String {
     let mut plain = Vec::new();
     V2Serializer::new().serialize(h, &mut plain).expect("a histogram serializes into memory");
+    deflated_text(&plain)
+}
+
+/// V2 bytes `plain` as an interval log's text: the deflated cookie, the length, the zlib
+/// stream of stored blocks, base64.
+fn deflated_text(plain: &[u8]) -> String {
     let mut bytes = Vec::with_capacity(plain.len() + plain.len() / 65_535 * 5 + 32);
     bytes.extend_from_slice(&V2_DEFLATED_COOKIE.to_be_bytes());
     bytes.extend_from_slice(&[0; 4]);
-    zlib_stored(&plain, &mut bytes);
+    zlib_stored(plain, &mut bytes);
     let deflated = (bytes.len() - 8) as u32;
     bytes[4..8].copy_from_slice(&deflated.to_be_bytes());
     base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -238,6 +377,48 @@ mod tests {
         // [5000, 6000) gained one: recorded at 5999; [12000, 13000) two, capped at 12 345.
         assert_eq!(ranges(&h).map(|r| r.2).collect::<Vec<_>>(), vec![1, 2]);
         assert!(h.equivalent(h.min(), 5_999) && h.equivalent(h.max(), 12_345));
+    }
+
+    #[test]
+    fn an_interval_written_from_its_buckets_is_byte_for_byte_the_crates_own_text() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m.max(1)
+        };
+        let layouts = [Layout::DEFAULT, Layout::new(1, 100_000).unwrap(), Layout::new(10_000, 1_000_000_000).unwrap()];
+        assert_eq!(encode_added(Layout::DEFAULT, &[], None), encode(&of_added(Layout::DEFAULT, &[], None)));
+        for trial in 0..3_000 {
+            let layout = layouts[trial % layouts.len()];
+            // Few buckets or many, near the bottom (the crate's first bucket: a header of 2) or
+            // anywhere up to the layout's last bucket (the top of the 64-bit range).
+            let (n, top) = match trial % 4 {
+                0 => (1 + next(3), layout.len() as u64 / 8),
+                1 => (1 + next(40), layout.len() as u64),
+                2 => (1 + next(400), layout.len() as u64),
+                _ => (1 + next(5), 3),
+            };
+            let mut added: Vec<(usize, u64)> = (0..n)
+                .map(|_| {
+                    let (at, bits) = (next(top) as usize, next(40) + 1);
+                    (at, 1 + next(1 << bits))
+                })
+                .collect();
+            added.sort_unstable_by_key(|a| a.0);
+            added.dedup_by_key(|a| a.0);
+            let max_ns = match next(3) {
+                0 => None,
+                1 => {
+                    let bits = next(50);
+                    Some(next(1 << bits) as i64)
+                }
+                _ => Some(layout.bounds(added.last().unwrap().0).1.min(i64::MAX as u64) as i64 - 1),
+            };
+            let crate_text = encode(&of_added(layout, &added, max_ns));
+            assert_eq!(encode_added(layout, &added, max_ns), crate_text, "{layout:?} {added:?} {max_ns:?}");
+        }
     }
 
     #[test]

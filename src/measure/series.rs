@@ -4,6 +4,7 @@
 //! alone, with memory bounded however long the run.
 
 use super::hdr::{self, Hdr};
+use super::histogram::Layout;
 use super::stats::Summary;
 use serde::{Deserialize, Serialize};
 
@@ -53,8 +54,37 @@ pub struct IntervalReading {
     pub missed: u64,
     /// The largest latency added (as the series keeps it).
     pub max_ns: Option<i64>,
-    /// The samples added.
-    pub histogram: Hdr,
+    /// The samples added (see [`IntervalReading::histogram`]).
+    pub added: Added,
+}
+
+/// An interval's samples: an HdrHistogram already (read back from a series), or the buckets of
+/// the live histogram a reading found grown, of which one is built only for an observer that
+/// asks (an interval log): a plain run writes the series' text straight from the buckets.
+#[derive(Clone, Debug)]
+pub enum Added {
+    /// A histogram.
+    Histogram(Hdr),
+    /// `(bucket, added count)` of a histogram of `layout`, ascending, capped at `max_ns`.
+    Buckets {
+        /// The live histogram's layout.
+        layout: Layout,
+        /// Its buckets that grew, with what they gained.
+        grew: hdr::Buckets,
+        /// The interval's largest latency, the cap of every value.
+        max_ns: Option<i64>,
+    },
+}
+
+impl IntervalReading {
+    /// The samples added, as an HdrHistogram (built from the buckets when that is what the
+    /// reading holds).
+    pub fn histogram(&self) -> std::borrow::Cow<'_, Hdr> {
+        match &self.added {
+            Added::Histogram(h) => std::borrow::Cow::Borrowed(h),
+            Added::Buckets { layout, grew, max_ns } => std::borrow::Cow::Owned(hdr::of_added(*layout, grew, *max_ns)),
+        }
+    }
 }
 
 impl LatencySeries {
@@ -106,6 +136,12 @@ impl LatencySeries {
     /// a reading at exactly 1 s closes the first interval), with its distribution when known (a
     /// series keeps distributions only if every reading brings one).
     pub fn add(&mut self, at_ns: i64, samples: u64, missed: u64, max_ns: Option<i64>, histogram: Option<&Hdr>) {
+        let text = histogram.map(|h| if h.is_empty() { String::new() } else { hdr::encode(h) });
+        self.add_text(at_ns, samples, missed, max_ns, text);
+    }
+
+    /// [`LatencySeries::add`] with the distribution as its text already (`""`: no sample).
+    pub fn add_text(&mut self, at_ns: i64, samples: u64, missed: u64, max_ns: Option<i64>, histogram: Option<String>) {
         let at_ns = at_ns.max(0);
         let first = self.samples.is_empty();
         self.span_ns = self.span_ns.max(at_ns);
@@ -126,7 +162,9 @@ impl LatencySeries {
         match histogram {
             Some(h) if first || !self.histograms.is_empty() => {
                 self.histograms.resize(self.samples.len(), String::new());
-                self.histograms[index] = merged(&[&self.histograms[index]], Some(h));
+                // The usual reading opens its interval: its text is kept as it is.
+                let kept = &mut self.histograms[index];
+                *kept = if kept.is_empty() { h } else { merged(&[kept, &h]) };
             }
             _ => self.histograms.clear(),
         }
@@ -144,7 +182,7 @@ impl LatencySeries {
         self.missed = self.missed.chunks(2).map(|p| p.iter().sum()).collect();
         self.max_ns = self.max_ns.chunks(2).map(|p| p.iter().flatten().max().copied()).collect();
         let pairs = self.histograms.chunks(2);
-        self.histograms = pairs.map(|p| merged(&p.iter().collect::<Vec<_>>(), None)).collect();
+        self.histograms = pairs.map(|p| merged(&p.iter().collect::<Vec<_>>())).collect();
         self.interval_ns *= 2;
     }
 
@@ -156,7 +194,7 @@ impl LatencySeries {
             samples: self.samples[k],
             missed: self.missed[k],
             max_ns: self.max_ns[k],
-            histogram: self.histogram(k).unwrap_or_else(hdr::empty),
+            added: Added::Histogram(self.histogram(k).unwrap_or_else(hdr::empty)),
         })
     }
 
@@ -166,19 +204,12 @@ impl LatencySeries {
     }
 }
 
-/// The text of the sum of `texts` (interval histograms, `""` for none) and `more`; `""` when
-/// all are empty.
-fn merged(texts: &[&String], more: Option<&Hdr>) -> String {
-    // The usual reading opens its interval: its histogram is the text, without a copy.
-    if let (true, Some(h)) = (texts.iter().all(|t| t.is_empty()), more) {
-        return if h.is_empty() { String::new() } else { hdr::encode(h) };
-    }
+/// The text of the sum of `texts` (interval histograms, `""` for none); `""` when all are
+/// empty.
+fn merged(texts: &[&String]) -> String {
     let mut sum = hdr::empty();
     for h in texts.iter().filter(|t| !t.is_empty()).filter_map(|t| hdr::decode(t).ok()) {
         hdr::add_into(&mut sum, &h);
-    }
-    if let Some(h) = more {
-        hdr::add_into(&mut sum, h);
     }
     if sum.is_empty() {
         String::new()
@@ -228,13 +259,14 @@ impl SeriesRecorder {
                 .map(|(i, _)| now.counts.layout().bounds(*i).1)
                 .map(|hi| i64::try_from(hi).unwrap_or(i64::MAX).min(now.max_ns.unwrap_or(i64::MAX)))
         };
-        let histogram = hdr::of_added(now.counts.layout(), &grew, max);
-        self.series.add(at_ns, samples, missed, max, Some(&histogram));
+        let layout = now.counts.layout();
+        let text = if grew.is_empty() { String::new() } else { hdr::encode_added(layout, &grew, max) };
+        self.series.add_text(at_ns, samples, missed, max, Some(text));
         self.cycles = now.cycles;
         self.missed = now.missed;
         self.max_ns = now.max_ns.max(self.max_ns);
         self.buckets = nonzero;
-        IntervalReading { at_ns, samples, missed, max_ns: max, histogram }
+        IntervalReading { at_ns, samples, missed, max_ns: max, added: Added::Buckets { layout, grew, max_ns: max } }
     }
 
     /// Says the series covers `at_ns` from the start (its last interval ends there).

@@ -385,7 +385,7 @@ impl Observer for HlogWriter {
         });
         g.max_ns = g.max_ns.max(r.max_ns);
         // Histograms that grow to any value take any other's values.
-        let _ = g.histogram.add(&r.histogram);
+        let _ = g.histogram.add(&*r.histogram());
         g.readings += 1;
         g.end_ns = g.end_ns.max(r.at_ns);
         if g.readings >= self.plan.seconds {
