@@ -127,6 +127,8 @@ struct KeyStats {
     releases: u64,
     /// How long the thread slept before each release (ns), the first few.
     sleeps: Vec<i64>,
+    /// Its first intervals were not steady and it is learnt again from later ones.
+    relearnt: bool,
 }
 
 /// Learns a thread's shape from its first periods.
@@ -177,6 +179,7 @@ impl Learner {
                     last_release: None,
                     releases: 0,
                     sleeps: Vec::new(),
+                    relearnt: false,
                 });
                 self.keys.len() - 1
             }
@@ -202,6 +205,16 @@ impl Learner {
         if let Some(s) = p.slept_ns.filter(|_| k.sleeps.len() < 64) {
             k.sleeps.push(s);
         }
+        // A timer whose first intervals were not steady is learnt again from the next ones: a
+        // program's start, a stall of the host or one event seen out of place must not make a
+        // periodic thread aperiodic for the whole run. Only a timer steady over a whole window
+        // of intervals is taken for the thread's cadence.
+        let steady = |c: &Cadence| c.learnt() >= Cadence::LEARN && c.periodic();
+        if k.cadence.learnt() >= Cadence::LEARN && !(steady(&k.cadence) || k.key.relative && steady(&k.armed)) {
+            k.cadence.relearn();
+            k.armed.relearn();
+            k.relearnt = true;
+        }
     }
 
     /// The shape, once the periods seen tell it: a timer at a steady period seen
@@ -217,7 +230,7 @@ impl Learner {
         let mut steady: Vec<(&KeyStats, Cadence)> = self
             .keys
             .iter()
-            .filter(|k| k.releases >= least)
+            .filter(|k| k.releases >= least && (last || !k.relearnt || k.cadence.learnt() >= Cadence::LEARN / 2))
             .filter_map(|k| {
                 let (mut c, mut armed) = (k.cadence.clone(), k.armed.clone());
                 c.settle();
@@ -829,6 +842,37 @@ mod tests {
         assert!(matches!(&shape, Shape::TimerPeriodic(k) if !k.relative && k.syscall == Some(230)), "{shape:?}");
         assert_eq!(cadence.period_ns(), Some(1_000_000));
         assert_eq!(shape.evidence(&l), "clock_nanosleep on one absolute timer (hrtimer_wakeup) at a steady period");
+    }
+
+    #[test]
+    fn a_periodic_timer_whose_first_intervals_were_unsteady_is_learnt_from_the_next_ones() {
+        // A 1 ms absolute timer: its first intervals are a start-up's (3 of the first 8 off the
+        // grid), then steady. Learnt from the first 8 alone it would be no cadence at all.
+        let mut l = Learner::new(Arch::X86_64);
+        let mut armed = 0;
+        for k in 0..24i64 {
+            let interval = if [1, 3, 4].contains(&k) { 1_370_000 } else { 1_000_000 };
+            let p = Period {
+                tid: 7,
+                release_ns: armed + interval,
+                previous_armed_ns: (k > 0).then_some(armed),
+                timer: true,
+                timer_addr: Some("ffd".into()),
+                timer_function: Some("timerfd_tmrproc".into()),
+                wakeup_ns: Some(5_000),
+                syscall: Some(0),
+                slept_ns: Some(900_000),
+                ..Default::default()
+            };
+            armed += interval;
+            l.observe(&p);
+            let decided = l.decide(None, false);
+            // Not on the unsteady window (intervals 1–8), nor before half the next (9–12).
+            assert_eq!(decided.is_some(), k >= 12, "period {k}: {decided:?}");
+        }
+        let (shape, cadence) = l.decide(None, false).expect("decided");
+        assert!(matches!(&shape, Shape::TimerPeriodic(t) if t.addr == "ffd"), "{shape:?}");
+        assert_eq!(cadence.period_ns(), Some(1_000_000));
     }
 
     #[test]

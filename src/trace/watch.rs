@@ -722,6 +722,20 @@ impl Cadence {
         }
     }
 
+    /// Intervals learnt from so far (none once a known period was given).
+    pub fn learnt(&self) -> usize {
+        self.intervals.len()
+    }
+
+    /// Forgets the intervals learnt and the period they gave, to learn again from the next
+    /// ones (a given period, `--period`, has none to forget).
+    pub fn relearn(&mut self) {
+        if !self.intervals.is_empty() {
+            self.intervals.clear();
+            self.period_ns = None;
+        }
+    }
+
     /// Fixes the period from the intervals seen so far (at least one), if it is not known.
     pub fn settle(&mut self) {
         if self.period_ns.is_some() || self.intervals.is_empty() {
