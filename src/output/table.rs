@@ -258,8 +258,13 @@ pub fn watch(r: &RunResult, u: Unit) -> String {
         } else {
             String::new()
         };
+        let late = if w.late_events > 0 {
+            format!(", {} published over 20 ms late, analysed out of place", w.late_events)
+        } else {
+            String::new()
+        };
         out += &format!(
-            "watched {}{ended}: {}, {} events through {} ({} lost{unseen}), rtlab's reader used {} of CPU\n",
+            "watched {}{ended}: {}, {} events through {} ({} lost{late}{unseen}), rtlab's reader used {} of CPU\n",
             w.target,
             crate::units::count(w.threads as u64, "thread"),
             w.events,

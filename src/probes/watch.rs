@@ -631,6 +631,10 @@ struct Streams {
     /// Per pipe: events the pages said were lost before them.
     lost: Vec<u64>,
     undecoded: u64,
+    /// The end of the events taken so far (ns): one read later and older is late.
+    taken_until: Option<i64>,
+    /// Events taken after younger ones (see `WatchRun::late_events`).
+    late: u64,
 }
 
 impl Streams {
@@ -676,13 +680,18 @@ impl Streams {
         });
     }
 
-    /// The events up to `until` (ns), merged over the CPUs in time order.
+    /// The events up to `until` (ns), merged over the CPUs in time order; those older than
+    /// what was taken before are counted late (they are still analysed, as read).
     fn take(&mut self, until: i64) -> Vec<Event> {
         let mut v: Vec<Event> = Vec::new();
         for q in &mut self.queues {
             let n = q.partition_point(|e| e.ts_ns <= until);
             v.extend(q.drain(..n));
         }
+        if let Some(before) = self.taken_until {
+            self.late += v.iter().filter(|e| e.ts_ns < before).count() as u64;
+        }
+        self.taken_until = self.taken_until.max(Some(until));
         v.sort_by_key(|e| (e.ts_ns, e.cpu));
         v
     }
@@ -822,6 +831,7 @@ impl Reader {
             events: streams.events,
             lost_events,
             undecoded: streams.undecoded,
+            late_events: streams.late,
             threads,
             reader_cpu_ns: clock::now(ClockId::THREAD_CPUTIME) - cpu0,
             ..Default::default()
@@ -1449,5 +1459,29 @@ impl Reader {
                 thread: f,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::testing::{ev, switch};
+
+    #[test]
+    fn an_event_read_after_younger_ones_were_taken_is_counted_late_and_still_delivered() {
+        let mut s = Streams { queues: vec![VecDeque::new(), VecDeque::new()], ..Default::default() };
+        s.queues[0].extend([ev(10, 0, 1, switch(1, "S", 2)), ev(30, 0, 1, switch(1, "S", 2))]);
+        s.queues[1].push_back(ev(20, 1, 1, switch(1, "S", 2)));
+        let first: Vec<i64> = s.take(25).iter().map(|e| e.ts_ns).collect();
+        assert_eq!(first, vec![10, 20]);
+        // CPU 1 publishes an event of 22 ns only now: older than what was taken up to 25.
+        s.queues[1].push_back(ev(22, 1, 1, switch(1, "S", 2)));
+        s.queues[1].push_back(ev(40, 1, 1, switch(1, "S", 2)));
+        let second: Vec<i64> = s.take(35).iter().map(|e| e.ts_ns).collect();
+        assert_eq!(second, vec![22, 30]);
+        assert_eq!(s.late, 1);
+        // At the stop everything left is taken; 40 is not late.
+        assert_eq!(s.take(i64::MAX).len(), 1);
+        assert_eq!(s.late, 1);
     }
 }

@@ -258,6 +258,12 @@ pub struct WatchRun {
     pub lost_events: u64,
     /// Records the decoder did not understand.
     pub undecoded: u64,
+    /// Events read after younger ones of other CPUs had been analysed: the kernel published
+    /// them more than 20 ms after they happened (a CPU stalled while writing one, as a host's
+    /// preemption of a virtual CPU can do). They are analysed as read, out of their place, so
+    /// the periods around them may be cut wrongly; 0 on a healthy machine.
+    #[serde(default)]
+    pub late_events: u64,
     /// Threads watched over the run.
     pub threads: usize,
     /// Threads that matched but were not watched (more than `--max-threads`).

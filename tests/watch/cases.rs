@@ -297,7 +297,7 @@ fn a_thread_busy_longer_than_its_period_misses_every_deadline() {
     assert_eq!(d["late"], t["work"]["response"]["cycles"]);
     // Once in CI (bpf backend) fewer releases were counted skipped than jobs late, less one:
     // the figures are in the message, for the next one.
-    assert!(d["skipped"].as_u64().unwrap() >= d["late"].as_u64().unwrap() - 1, "{d}\n{}", t["watch"]);
+    assert!(d["skipped"].as_u64().unwrap() >= d["late"].as_u64().unwrap() - 1, "{d}\n{}\n{}", t["watch"], r["watch"]);
     assert_eq!(d["misses"], d["releases"], "every release misses: {d}");
     assert_eq!(r["verdict"]["status"], "fail");
 }
@@ -325,8 +325,9 @@ fn a_timerfd_and_an_epoll_timeout_release_their_threads_as_timers() {
     // read), its callback (timerfd_tmrproc) wakes the reader.
     assert!(t["watch"]["timer_releases"].as_u64().unwrap() >= 295, "{}", t["watch"]);
     // Once in CI (an idle host) the period was not learnt (null) though the releases were
-    // counted: what the thread was taken for is in the message, for the next one.
-    assert_eq!(t["watch"]["period_ns"], 1_000_000, "{}", t["watch"]);
+    // counted: its first 8 intervals were not steady, and they alone decided (now a timer is
+    // judged again on later windows). The thread and the run (late events) are in the message.
+    assert_eq!(t["watch"]["period_ns"], 1_000_000, "{}\n{}", t["watch"], r["watch"]);
     let r = watch(dir.path(), &["--", watched().to_str().unwrap(), "epoll", "300"]);
     let t = thread(&r, "poller");
     assert_eq!(t["watch"]["timer_releases"], 300, "{}", t["watch"]);
