@@ -93,7 +93,9 @@ pub struct RunResult {
 /// a runtime's VM, are not included).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cost {
-    /// The most memory rtlab had resident at once, code and data (KiB; `ru_maxrss`).
+    /// The most memory rtlab had resident at once, code and data (KiB; `ru_maxrss`), up to
+    /// the moment this result was built: writing the outputs and exiting come after it and can
+    /// add to the process's peak (about half a MiB for a plain run; BENCHMARKS.md section 23).
     pub peak_rss_kib: u64,
     /// CPU time of the whole process in user mode (s): every thread, the measuring ones, the
     /// reporting one and any load rtlab ran in its own threads.
