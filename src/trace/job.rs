@@ -452,7 +452,8 @@ impl Job {
                 cpu: self.period.cpu,
                 release_ns: c.release_ns,
                 timer: c.irq_ns.is_some(),
-                irq_ns: c.irq_ns,
+                irq_ns: c.irq_ns.filter(|_| !c.unseen),
+                unseen: c.unseen,
                 wakeup_ns: Some(base + start.at_ns - c.release_ns),
                 response_ns: end_at.map(|e| base + e - c.release_ns),
                 running_ns: running - start.running_ns,
@@ -484,6 +485,8 @@ struct Cut {
     release_ns: i64,
     /// The timer's interrupt − its expiry, for a timer's release.
     irq_ns: Option<i64>,
+    /// A timer's release whose callback was not seen (its interrupt unknown).
+    unseen: bool,
 }
 
 /// At most this many dated blocks are kept per job.
@@ -594,7 +597,7 @@ impl Assembler {
                     .input_waits
                     .iter()
                     .filter(|(nr, _)| nr == syscall)
-                    .map(|(_, m)| Cut { mark: *m, release_ns: release + m.at_ns, irq_ns: None })
+                    .map(|(_, m)| Cut { mark: *m, release_ns: release + m.at_ns, irq_ns: None, unseen: false })
                     .collect()
             }
             Shape::TimerPeriodic(key) => j
@@ -602,7 +605,7 @@ impl Assembler {
                 .unslept
                 .iter()
                 .filter(|u| u.timer == key.addr)
-                .map(|u| Cut { mark: u.at, release_ns: u.release_ns, irq_ns: Some(u.irq_ns) })
+                .map(|u| Cut { mark: u.at, release_ns: u.release_ns, irq_ns: Some(u.irq_ns), unseen: u.unseen })
                 .collect(),
             Shape::Irregular => Vec::new(),
         };

@@ -106,6 +106,9 @@ pub struct Unslept {
     pub irq_ns: i64,
     /// The return from the wait that found it.
     pub at: Mark,
+    /// Its callback was not seen (the BPF programs miss events in some contexts): the expiry is
+    /// known from the timer's re-arming after it, its interrupt is not (`irq_ns` is 0).
+    pub unseen: bool,
 }
 
 /// A sleep armed inside a period: the start of a wait.
@@ -393,7 +396,11 @@ impl Tracker {
         let same = |(a, x): &(Name, Armed)| {
             x.relative == relative && if on_stack { x.function == function } else { a == timer }
         };
-        let previous_soft_ns = t.armed.iter().rev().find(|a| same(a)).map(|(_, a)| a.soft_ns);
+        let previous = t.armed.iter().rev().find(|a| same(a)).map(|(_, a)| a.clone());
+        if let Some(prev) = previous.as_ref().filter(|_| !on_stack) {
+            fired_unseen(t, timer, prev, now);
+        }
+        let previous_soft_ns = previous.map(|a| a.soft_ns);
         let armed = Armed {
             soft_ns: soft - shift,
             hard_ns: hard - shift,
@@ -658,6 +665,26 @@ fn unseen_wakeup(t: &mut Thread, e: &Event) {
         p.slept_ns = Some(a.soft_ns - since);
     }
     t.opened(p);
+}
+
+/// A timer of thread `t`'s own (a timerfd's, a POSIX timer's) is re-armed at `now`, after the
+/// expiry `prev` it was armed for had passed: that expiry fired. If neither its callback was
+/// seen (it would be in `t.fired`) nor it released the open period, its callback came where
+/// no event is delivered (a BPF blind spot): the thread finds the expiry at its next return
+/// from a wait, as when the callback is seen, with its interrupt unknown.
+fn fired_unseen(t: &mut Thread, timer: &str, prev: &Armed, now: i64) {
+    if prev.hard_ns > now || NOT_WAKING.contains(&prev.function.as_str()) {
+        return;
+    }
+    let released_open =
+        t.open.as_ref().is_some_and(|p| p.release_ns == prev.soft_ns && p.timer_addr.as_deref() == Some(timer));
+    if released_open || t.fired.iter().any(|f| f.timer == timer && f.release_ns == prev.soft_ns) {
+        return;
+    }
+    if t.fired.len() >= FIRED_KEPT {
+        t.fired.remove(0);
+    }
+    t.fired.push(Unslept { timer: timer.into(), release_ns: prev.soft_ns, unseen: true, ..Default::default() });
 }
 
 /// Period `p` ended at `ts` (its response): told, its preemptors longest first.
@@ -979,6 +1006,36 @@ mod tests {
         let found: Vec<(i64, i64)> =
             p.unslept.iter().filter(|u| u.timer == "tfd").map(|u| (u.release_ns, u.at.at_ns)).collect();
         assert_eq!(found, [(20_000, 20_010), (30_000, 20_110)]);
+    }
+
+    #[test]
+    fn an_expiry_whose_callback_was_not_seen_is_known_from_the_timers_rearming_and_found_by_the_next_read() {
+        // The tfdmid job CI's BPF backend lost: the expiry at 20 000 fired while the thread
+        // worked, in a context whose events are not delivered; its read re-arms the timerfd for
+        // 30 000 (only an expired timerfd is re-armed by a read) and returns at once.
+        let tfd = |armed: i64| absolute("tfd", "timerfd_tmrproc", armed);
+        let fire = |now: i64| Kind::HrtimerEntry {
+            timer: "tfd".into(),
+            function: "timerfd_tmrproc".into(),
+            now_ns: Some(now),
+        };
+        let notes = run(&[
+            ev(900, 1, 7, tfd(10_000)),
+            ev(1_000, 1, 7, switch(7, "S", 0)),
+            ev(10_010, 1, 0, fire(10_010)),
+            ev(10_012, 1, 0, waking(7)),
+            ev(10_014, 1, 0, Kind::HrtimerExit),
+            ev(10_016, 1, 0, switch(0, "R", 7)),
+            ev(10_020, 1, 7, tfd(20_000)),
+            ev(10_025, 1, 7, Kind::SysExit { nr: 0 }),
+            ev(25_000, 1, 7, tfd(30_000)),
+            ev(25_005, 1, 7, Kind::SysExit { nr: 0 }),
+            ev(26_000, 1, 7, switch(7, "S", 0)),
+        ]);
+        let [Note::Period(p)] = notes.as_slice() else { panic!("{notes:?}") };
+        assert_eq!(p.release_ns, 10_000);
+        let found: Vec<(i64, i64, bool)> = p.unslept.iter().map(|u| (u.release_ns, u.at.at_ns, u.unseen)).collect();
+        assert_eq!(found, [(20_000, 15_005, true)], "once, at the read's return, its interrupt unknown");
     }
 
     #[test]
