@@ -92,9 +92,26 @@ HANG_LIMIT=${HANG_LIMIT:-300}
 # Bounds that say "this ends within N s" are stretched by this factor (tests/common `slow`):
 # emulated, rtlab and its children start and stop five to ten times slower.
 export RTLAB_TEST_SLOWDOWN=${RTLAB_TEST_SLOWDOWN:-6}
+# Each binary's output is kept until the end, where what failed is printed again: CI shows only the
+# log's last lines, and a failure early in this stage would otherwise be out of sight.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 emulated() {
     timeout --kill-after=10 "$HANG_LIMIT" \
-        cargo test --locked --target "$target" --no-fail-fast "$1" -- "${args[@]}"
+        cargo test --locked --target "$target" --no-fail-fast "$1" -- "${args[@]}" 2>&1 |
+        tee "$logs/last"
+    return "${PIPESTATUS[0]}"
+}
+# Keeps the failures section of the binary that just ran (or its last lines if it has none).
+kept() {
+    {
+        echo "=== $1 under qemu-user: $2"
+        if grep -q '^failures:$' "$logs/last"; then
+            sed -n '/^failures:$/,$p' "$logs/last"
+        else
+            tail -n 40 "$logs/last"
+        fi
+    } >> "$logs/failed"
 }
 # What a hung binary leaves behind: emulated processes in their own process groups, which
 # timeout's signals do not reach, still running (and holding root's signals and timers).
@@ -114,12 +131,22 @@ for t in "${targets[@]}"; do
     rc=0
     emulated "$t" || rc=$?
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        kept "$t" "did not finish in ${HANG_LIMIT} s (ran once more)"
         echo "rtlab: $t did not finish in ${HANG_LIMIT} s under qemu-user (its fork deadlock): once more" >&2
         stragglers "$t"
         rc=0
         emulated "$t" || rc=$?
         if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then stragglers "$t"; fi
     fi
-    [ "$rc" -eq 0 ] || { echo "rtlab: $t failed under qemu-user (exit $rc)" >&2; status=1; }
+    if [ "$rc" -ne 0 ]; then
+        kept "$t" "failed (exit $rc)"
+        echo "rtlab: $t failed under qemu-user (exit $rc)" >&2
+        status=1
+    fi
 done
+if [ -s "$logs/failed" ]; then
+    echo
+    echo "rtlab: what failed or hung in this stage, repeated from above:"
+    cat "$logs/failed"
+fi
 exit "$status"
