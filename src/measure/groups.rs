@@ -22,6 +22,7 @@
 //! *inconclusive* otherwise, with an estimate of the runs a side that would decide it.
 
 use super::uncertainty::normal_quantile;
+use std::sync::OnceLock;
 
 /// The interval's confidence (two-sided); each one-sided verdict is at (1 + this) / 2 = 95 %.
 pub const CONFIDENCE: f64 = 0.90;
@@ -192,6 +193,14 @@ fn critical_score(n: usize) -> f64 {
     if n > SCORE_EXACT_LIMIT {
         return -normal_quantile(alpha);
     }
+    // An undecided comparison asks for each n up to the limit, and each exact score costs the
+    // whole distribution of U: computed once, the same numbers for every comparison after.
+    static EXACT: OnceLock<Vec<f64>> = OnceLock::new();
+    EXACT.get_or_init(|| (0..=SCORE_EXACT_LIMIT).map(|n| exact_critical_score(n, alpha)).collect())[n]
+}
+
+/// [`critical_score`] from `U`'s exact distribution for `n` runs a side.
+fn exact_critical_score(n: usize, alpha: f64) -> f64 {
     let (k, _) = critical(n, n, alpha);
     if k == 0 {
         return f64::INFINITY;
