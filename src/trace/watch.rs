@@ -827,6 +827,31 @@ mod tests {
         Kind::Waking { pid, comm: format!("t{pid}").into(), prio: 19 }
     }
 
+    /// Thread 7's timerfd armed for the absolute expiry `at`.
+    fn tfd(at: i64) -> Kind {
+        absolute("tfd", "timerfd_tmrproc", at)
+    }
+
+    /// That timerfd's callback, entered at `now`.
+    fn tfd_fires(now: i64) -> Kind {
+        Kind::HrtimerEntry { timer: "tfd".into(), function: "timerfd_tmrproc".into(), now_ns: Some(now) }
+    }
+
+    /// Thread 7 reads its timerfd armed for 10 000, whose callback wakes it; the read re-arms it
+    /// for 20 000 and returns at 10 025.
+    fn tfd_first_release() -> Vec<Event> {
+        vec![
+            ev(900, 1, 7, tfd(10_000)),
+            ev(1_000, 1, 7, switch(7, "S", 0)),
+            ev(10_010, 1, 0, tfd_fires(10_010)),
+            ev(10_012, 1, 0, waking(7)),
+            ev(10_014, 1, 0, Kind::HrtimerExit),
+            ev(10_016, 1, 0, switch(0, "R", 7)),
+            ev(10_020, 1, 7, tfd(20_000)),
+            ev(10_025, 1, 7, Kind::SysExit { nr: 0 }),
+        ]
+    }
+
     fn run(events: &[Event]) -> Vec<Note> {
         let mut t = Tracker::new(0);
         t.watch(7);
@@ -948,7 +973,6 @@ mod tests {
 
     #[test]
     fn a_timerfd_rearmed_before_the_return_still_releases_the_unseen_wakeup_at_its_old_expiry() {
-        let tfd = |armed: i64| absolute("tfd", "timerfd_tmrproc", armed);
         let notes = run(&[
             ev(900, 1, 7, tfd(10_000)),
             ev(1_000, 1, 7, switch(7, "S", 0)),
@@ -968,40 +992,28 @@ mod tests {
     #[test]
     fn an_expiry_that_fires_inside_the_read_consuming_the_one_before_waits_for_the_next_read_whatever_other_timers_fired(
     ) {
-        let tfd = |armed: i64| absolute("tfd", "timerfd_tmrproc", armed);
-        let fire = |now: i64| Kind::HrtimerEntry {
-            timer: "tfd".into(),
-            function: "timerfd_tmrproc".into(),
-            now_ns: Some(now),
-        };
         // A kernel timer armed in its context (the RT bandwidth timer) fires and wakes nobody.
         let rt_period =
             |at: i64| Kind::HrtimerEntry { timer: "rtp".into(), function: "ffff81".into(), now_ns: Some(at) };
-        let rt_armed = absolute("rtp", "ffff81", 5_000);
-        let notes = run(&[
-            ev(800, 0, 7, rt_armed),
-            ev(900, 1, 7, tfd(10_000)),
-            ev(1_000, 1, 7, switch(7, "S", 0)),
+        let mut events = tfd_first_release();
+        events.extend([
+            ev(800, 0, 7, absolute("rtp", "ffff81", 5_000)),
             ev(5_000, 0, 0, rt_period(5_000)),
             ev(5_001, 0, 0, Kind::HrtimerExit),
-            ev(10_010, 1, 0, fire(10_010)),
-            ev(10_012, 1, 0, waking(7)),
-            ev(10_014, 1, 0, Kind::HrtimerExit),
-            ev(10_016, 1, 0, switch(0, "R", 7)),
-            ev(10_020, 1, 7, tfd(20_000)),
-            ev(10_025, 1, 7, Kind::SysExit { nr: 0 }),
             // Working past 20 000: that expiry fires in its context.
-            ev(20_010, 1, 7, fire(20_010)),
+            ev(20_010, 1, 7, tfd_fires(20_010)),
             ev(20_012, 1, 7, Kind::HrtimerExit),
             // Its read finds it and re-arms for 30 000, which fires before the read returns:
             // that return is 20 000's release, the next read's is 30 000's.
             ev(25_000, 1, 7, tfd(30_000)),
-            ev(30_005, 1, 7, fire(30_005)),
+            ev(30_005, 1, 7, tfd_fires(30_005)),
             ev(30_007, 1, 7, Kind::HrtimerExit),
             ev(30_010, 1, 7, Kind::SysExit { nr: 0 }),
             ev(30_110, 1, 7, Kind::SysExit { nr: 0 }),
             ev(31_000, 1, 7, switch(7, "S", 0)),
         ]);
+        events.sort_by_key(|e| e.ts_ns);
+        let notes = run(&events);
         let [Note::Period(p)] = notes.as_slice() else { panic!("{notes:?}") };
         let found: Vec<(i64, i64)> =
             p.unslept.iter().filter(|u| u.timer == "tfd").map(|u| (u.release_ns, u.at.at_ns)).collect();
@@ -1013,25 +1025,13 @@ mod tests {
         // The tfdmid job CI's BPF backend lost: the expiry at 20 000 fired while the thread
         // worked, in a context whose events are not delivered; its read re-arms the timerfd for
         // 30 000 (only an expired timerfd is re-armed by a read) and returns at once.
-        let tfd = |armed: i64| absolute("tfd", "timerfd_tmrproc", armed);
-        let fire = |now: i64| Kind::HrtimerEntry {
-            timer: "tfd".into(),
-            function: "timerfd_tmrproc".into(),
-            now_ns: Some(now),
-        };
-        let notes = run(&[
-            ev(900, 1, 7, tfd(10_000)),
-            ev(1_000, 1, 7, switch(7, "S", 0)),
-            ev(10_010, 1, 0, fire(10_010)),
-            ev(10_012, 1, 0, waking(7)),
-            ev(10_014, 1, 0, Kind::HrtimerExit),
-            ev(10_016, 1, 0, switch(0, "R", 7)),
-            ev(10_020, 1, 7, tfd(20_000)),
-            ev(10_025, 1, 7, Kind::SysExit { nr: 0 }),
+        let mut events = tfd_first_release();
+        events.extend([
             ev(25_000, 1, 7, tfd(30_000)),
             ev(25_005, 1, 7, Kind::SysExit { nr: 0 }),
             ev(26_000, 1, 7, switch(7, "S", 0)),
         ]);
+        let notes = run(&events);
         let [Note::Period(p)] = notes.as_slice() else { panic!("{notes:?}") };
         assert_eq!(p.release_ns, 10_000);
         let found: Vec<(i64, i64, bool)> = p.unslept.iter().map(|u| (u.release_ns, u.at.at_ns, u.unseen)).collect();
