@@ -97,14 +97,17 @@ HANG_TRIES=${HANG_TRIES:-3}
 # emulated, rtlab and its children start and stop five to ten times slower.
 export RTLAB_TEST_SLOWDOWN=${RTLAB_TEST_SLOWDOWN:-6}
 # Each binary's output is kept until the end, where what failed is printed again: CI shows only the
-# log's last lines, and a failure early in this stage would otherwise be out of sight.
+# log's last lines, and a failure early in this stage would otherwise be out of sight. It goes to
+# a file, printed when the binary ends, not through a pipe: a deadlocked child that outlives the
+# timeout keeps its output open, and a reader of the pipe would wait for it for ever.
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 emulated() {
+    local rc=0
     timeout --kill-after=10 "$HANG_LIMIT" \
-        cargo test --locked --target "$target" --no-fail-fast "$1" -- "${args[@]}" 2>&1 |
-        tee "$logs/last"
-    return "${PIPESTATUS[0]}"
+        cargo test --locked --target "$target" --no-fail-fast "$1" -- "${args[@]}" > "$logs/last" 2>&1 || rc=$?
+    cat "$logs/last"
+    return "$rc"
 }
 # Keeps the failures section of the binary that just ran (or its last lines if it has none).
 kept() {
