@@ -330,7 +330,9 @@ fn a_timerfd_and_an_epoll_timeout_release_their_threads_as_timers() {
     assert_eq!(t["watch"]["period_ns"], 1_000_000, "{}\n{}", t["watch"], r["watch"]);
     let r = watch(dir.path(), &["--", watched().to_str().unwrap(), "epoll", "300"]);
     let t = thread(&r, "poller");
-    assert_eq!(t["watch"]["timer_releases"], 300, "{}", t["watch"]);
+    // Once in CI (tracefs, 2026-11-29) 299: one of 300 timeouts released no period (a 5 ms
+    // stall at its 9th cycle); the run's late and lost events are in the message, for the next.
+    assert_eq!(t["watch"]["timer_releases"], 300, "{}\n{}", t["watch"], r["watch"]);
     assert_eq!(t["watch"]["timer_slack_min_ns"], 50_000, "epoll's timeout gets the default slack");
 }
 
