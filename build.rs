@@ -64,7 +64,9 @@ fn glibc_at_least(major: u32, minor: u32) -> bool {
 /// The release binary's functions that a plain run executes are linked side by side, in the
 /// order recorded in link/plain-run.order (scripts/order-file.sh): the kernel maps code 64 KiB
 /// around each fault, so scattered, they keep most of the binary resident (BENCHMARKS.md,
-/// section 16); and its relative relocations are packed. Only where rustc links with lld (its
+/// section 16); and its relative relocations are packed. The order is recorded from the
+/// README's static build (`crt-static`: the C library's functions are in it too, sections 25
+/// and 26); a dynamic release build finds only part of it (its symbols' hashes differ). Only where rustc links with lld (its
 /// default on x86_64 Linux); `RTLAB_LINK_ORDER=off` links without either. Symbols missing from
 /// the file are linked where they fall.
 fn release_link() {

@@ -7,7 +7,7 @@
 # usage: scripts/beam-stream-bench.sh [N] [path/to/rtlab]
 set -euo pipefail
 N=${1:-2000000}
-RTLAB=${2:-target/release/rtlab}
+RTLAB=${2:-target/x86_64-unknown-linux-gnu/release/rtlab}
 ERL=$(command -v erl) || { echo "erl not found: apt-get install erlang-nox" >&2; exit 1; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

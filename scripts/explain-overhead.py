@@ -8,7 +8,7 @@ alike), and prints per pair p50, p99, max and process CPU time of each, the rati
 the trace events lost and the per-CPU trace buffer, then the median of each ratio.
 
 Usage: scripts/explain-overhead.py [--pairs 9] [--loops 10000] [--cpu 1] [--main-cpu 0]
-       [--rtlab target/release/rtlab]
+       [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab]
 Needs root (SCHED_FIFO, mlockall, tracefs).
 """
 import argparse
@@ -53,7 +53,7 @@ def main():
     ap.add_argument("--loops", type=int, default=10000)
     ap.add_argument("--cpu", type=int, default=1)
     ap.add_argument("--main-cpu", type=int, default=0)
-    ap.add_argument("--rtlab", default="target/release/rtlab")
+    ap.add_argument("--rtlab", default="target/x86_64-unknown-linux-gnu/release/rtlab")
     args = ap.parse_args()
     ratios = {k: [] for k in ["p50_us", "p99_us", "max_us", "cpu_s"]}
     with tempfile.TemporaryDirectory() as tmp:

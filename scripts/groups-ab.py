@@ -18,7 +18,7 @@ DIR/groups.json naming the groups), and --judge DIR judges kept runs again with 
 
 Usage: scripts/groups-ab.py [--trials 40] [--runs 4] [--duration 3s] [--cpu 1] [--percentile 99]
                             [--margin 10] [--b-load SPEC]... [--keep DIR | --judge DIR]
-                            [--rtlab target/release/rtlab] [--json out.json]
+                            [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab] [--json out.json]
 Example: --b-load none --b-load cpu:policy=fifo:96,cpus=1,burst=100us,every=4900us --keep /tmp/ab
 """
 import argparse
@@ -110,7 +110,7 @@ def main():
     ap.add_argument("--b-load", action="append", default=[])
     ap.add_argument("--keep")
     ap.add_argument("--judge")
-    ap.add_argument("--rtlab", default="target/release/rtlab")
+    ap.add_argument("--rtlab", default="target/x86_64-unknown-linux-gnu/release/rtlab")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.judge:

@@ -10,7 +10,7 @@ cpu: `rtlab load cpu:workers=N` against `stress-ng --cpu N --timeout T`. Their b
 not the same unit, so the figure compared is the CPU utilisation each reaches: user+system CPU
 time of the whole process tree (wait4) over wall time times N.
 
-Usage: scripts/loads-vs-reference.py [--runs 5] [--rtlab target/release/rtlab] [--quick]
+Usage: scripts/loads-vs-reference.py [--runs 5] [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab] [--quick]
 Needs hackbench (rt-tests) and stress-ng (Debian: stress-ng).
 """
 import argparse
@@ -38,7 +38,7 @@ def run(cmd):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--rtlab", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "rtlab"))
+    ap.add_argument("--rtlab", default=os.path.join(os.path.dirname(__file__), "..", "target", "x86_64-unknown-linux-gnu", "release", "rtlab"))
     ap.add_argument("--quick", action="store_true", help="one short pair each (a smoke run)")
     a = ap.parse_args()
     for tool in ("hackbench", "stress-ng"):

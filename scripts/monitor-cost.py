@@ -9,7 +9,7 @@ monitor/cyclictest is printed per pair, then the median. Also printed: the monit
 latency as this client sees it (median, max) and the response size.
 
 Usage: scripts/monitor-cost.py [--pairs 5] [--seconds 20] [--cpu 1] [--main-cpu 0]
-       [--rtlab target/release/rtlab]
+       [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab]
 Needs root (SCHED_FIFO, mlockall) and cyclictest (rt-tests).
 """
 import argparse
@@ -77,7 +77,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--cpu", type=int, default=1)
     ap.add_argument("--main-cpu", type=int, default=0)
-    ap.add_argument("--rtlab", default="target/release/rtlab")
+    ap.add_argument("--rtlab", default="target/x86_64-unknown-linux-gnu/release/rtlab")
     args = ap.parse_args()
     ratios, lats, sizes = [], [], []
     for i in range(args.pairs):

@@ -10,7 +10,7 @@ shape (shares of the gaps ≥ 1 µs in 1-5, 5-10, 10-20, 20-31 and ≥ 31 µs); 
 ratios rtlab/oslat, and their medians.
 
 Usage: scripts/noise-vs-oslat.py [--rounds 7] [--seconds 10] [--cpu 1] [--main-cpu 0]
-       [--rtlab target/release/rtlab] [--oslat oslat]
+       [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab] [--oslat oslat]
 Needs root (mlockall, tracefs for the attributed runs).
 """
 import argparse
@@ -58,7 +58,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--cpu", type=int, default=1)
     ap.add_argument("--main-cpu", type=int, default=0)
-    ap.add_argument("--rtlab", default="target/release/rtlab")
+    ap.add_argument("--rtlab", default="target/x86_64-unknown-linux-gnu/release/rtlab")
     ap.add_argument("--oslat", default="oslat")
     args = ap.parse_args()
     tools = ["oslat", "rtlab", "rtlab+attr"]

@@ -65,7 +65,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--rtlab", default="target/release/rtlab")
+    ap.add_argument("--rtlab", default="target/x86_64-unknown-linux-gnu/release/rtlab")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         smp = os.path.join(d, "run.smp")

@@ -6,7 +6,7 @@ beside what the run showed (BENCHMARKS.md, section 18).
 Record the run first, e.g. (as root; 30 minutes):
     rtlab run -t1 -a1 --policy fifo -p95 -i1ms -D 30m -m -q --json run.json --hlog run.hlog
 then:
-    scripts/predict-windows.py run.hlog [--window 180] [--windows 10] [--rtlab target/release/rtlab]
+    scripts/predict-windows.py run.hlog [--window 180] [--windows 10] [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab]
 
 Each window is imported (`rtlab import`) and shown with `--predict` for the whole log's length;
 the table gives each window's own maximum, the prediction and its 90 % interval (or why none was
@@ -32,7 +32,7 @@ def main():
     ap.add_argument("hlog")
     ap.add_argument("--window", type=int, default=180, help="seconds per window")
     ap.add_argument("--windows", type=int, default=10)
-    ap.add_argument("--rtlab", default="target/release/rtlab")
+    ap.add_argument("--rtlab", default="target/x86_64-unknown-linux-gnu/release/rtlab")
     args = ap.parse_args()
     lines = open(args.hlog).read().splitlines()
     head = [l for l in lines if not l.startswith("Tag=")]

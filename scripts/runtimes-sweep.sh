@@ -8,7 +8,7 @@
 # needs: gnat golang-go nodejs python3 erlang-nox (as .ci/run installs them)
 set -euo pipefail
 OUT=${1:-runtimes-sweep}
-RTLAB=${2:-target/release/rtlab}
+RTLAB=${2:-target/x86_64-unknown-linux-gnu/release/rtlab}
 WORKERS=${3:-0..3}
 SECONDS_PER_POINT=${4:-5}
 "$RTLAB" sweep --runtime os,tokio,beam,ada,go,node,python --workers "$WORKERS" -i 1ms \

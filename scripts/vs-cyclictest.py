@@ -8,7 +8,7 @@ the ratio rtlab/cyclictest of min, avg and max latency, process CPU time (user +
 peak RSS, then the median of each ratio. cyclictest runs with -N so both report nanoseconds
 (without it cyclictest truncates to whole µs, which biases its min and avg low).
 
-Usage: scripts/vs-cyclictest.py [--runs 5] [--cpu 1] [--rtlab target/release/rtlab] [--json out.json]
+Usage: scripts/vs-cyclictest.py [--runs 5] [--cpu 1] [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab] [--json out.json]
 Needs root (SCHED_FIFO, mlockall), cyclictest and GNU time (Debian: rt-tests, time).
 """
 import argparse
@@ -77,7 +77,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5, help="runs of each tool (default 5)")
     ap.add_argument("--loops", type=int, default=10000)
     ap.add_argument("--cpu", type=int, default=1, help="CPU both tools pin their thread to")
-    ap.add_argument("--rtlab", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "rtlab"))
+    ap.add_argument("--rtlab", default=os.path.join(os.path.dirname(__file__), "..", "target", "x86_64-unknown-linux-gnu", "release", "rtlab"))
     ap.add_argument("--cyclictest", default=shutil.which("cyclictest") or "cyclictest")
     ap.add_argument("--json", help="also write the raw runs and ratios here")
     args = ap.parse_args()
@@ -85,7 +85,7 @@ def main():
         sys.exit("--runs and --loops must be at least 1")
     for b in (args.rtlab, args.cyclictest, GNU_TIME):
         if not (os.path.isfile(b) and os.access(b, os.X_OK)):
-            sys.exit(f"not an executable: {b} (build with cargo build --release; apt-get install rt-tests time)")
+            sys.exit(f"not an executable: {b} (build it as the README says; apt-get install rt-tests time)")
 
     print(f"machine: {platform.node()} {platform.release()} {platform.machine()}, {os.cpu_count()} CPUs")
     print(f"settings: 1 thread on CPU {args.cpu}, SCHED_FIFO 80, 200 us, {args.loops} loops, mlockall, dma latency 0")

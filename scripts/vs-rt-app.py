@@ -16,7 +16,7 @@ imported by rtlab and must give the run's own counts. Exit 0 when the difference
 5 µs, the run within 3 % and every log imports exactly; 1 otherwise.
 
 Usage: scripts/vs-rt-app.py [--runs 5] [--seconds 5] [--cpu 1] [--main-cpu 0] [--work 300]
-       [--period 1000] [--mode relative|absolute] [--rtlab target/release/rtlab] [--json out.json]
+       [--period 1000] [--mode relative|absolute] [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab] [--json out.json]
 Needs root (SCHED_FIFO, mlockall) and rt-app (Debian: rt-app).
 """
 import argparse
@@ -109,7 +109,7 @@ def main():
     p.add_argument("--period", type=int, default=1000, help="µs")
     p.add_argument("--mode", default="relative", choices=["relative", "absolute"],
                    help="the timer's mode (rt-app's default: relative)")
-    p.add_argument("--rtlab", default="target/release/rtlab")
+    p.add_argument("--rtlab", default="target/x86_64-unknown-linux-gnu/release/rtlab")
     p.add_argument("--json")
     a = p.parse_args()
     if shutil.which("rt-app") is None:

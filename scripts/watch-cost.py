@@ -19,7 +19,7 @@ watching through its BPF programs (another build of them: what a change to the p
 measured in the same rounds).
 
 Usage: scripts/watch-cost.py [--pairs 5] [--loops 5000] [--cpu 1] [--main-cpu 0]
-       [--rtlab target/release/rtlab] [--json out.json] [--backend bpf|tracefs|both]
+       [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab] [--json out.json] [--backend bpf|tracefs|both]
        [--variant NAME=BINARY]...
 Needs root (SCHED_FIFO, tracefs) and cyclictest (Debian: rt-tests).
 """
@@ -121,7 +121,7 @@ def main():
     p.add_argument("--loops", type=int, default=5000)
     p.add_argument("--cpu", type=int, default=1)
     p.add_argument("--main-cpu", type=int, default=0)
-    p.add_argument("--rtlab", default="target/release/rtlab")
+    p.add_argument("--rtlab", default="target/x86_64-unknown-linux-gnu/release/rtlab")
     p.add_argument("--json")
     p.add_argument(
         "--backend",

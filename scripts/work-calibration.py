@@ -8,7 +8,7 @@ unit, the calibrated amount timed once more) and the median and minimum run time
 latency, exact from the samples file) against the asked time, with their errors in percent.
 The median is the figure that counts: preemption and interrupts only lengthen single runs.
 
-Usage: scripts/work-calibration.py [--cpu 1] [--periods 1000] [--rtlab target/release/rtlab]
+Usage: scripts/work-calibration.py [--cpu 1] [--periods 1000] [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab]
        [--works 50,300,1000,5000,20000] [--json out.json]
 Needs root (SCHED_FIFO, mlockall).
 """
@@ -28,7 +28,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cpu", type=int, default=1)
     p.add_argument("--periods", type=int, default=1000)
-    p.add_argument("--rtlab", default="target/release/rtlab")
+    p.add_argument("--rtlab", default="target/x86_64-unknown-linux-gnu/release/rtlab")
     p.add_argument("--works", default="50,300,1000,5000,20000", help="µs, comma-separated")
     p.add_argument("--json")
     a = p.parse_args()

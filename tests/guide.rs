@@ -228,7 +228,13 @@ fn the_readme_is_a_front_door_that_links_every_guide_page_and_each_page_opens_wi
     );
     // Its first block holds the two set-up commands: build and run the main job, the whole suite.
     let first = blocks(&readme).into_iter().next().expect("a first fenced block").lines.join("\n");
-    assert!(first.contains("cargo build --release --locked && sudo ./target/release/rtlab run"), "{first}");
+    assert!(
+        first.contains(
+            "RUSTFLAGS=\"-C target-feature=+crt-static\" cargo build --release --locked --target x86_64-unknown-linux-gnu \
+             && sudo ./target/x86_64-unknown-linux-gnu/release/rtlab run"
+        ),
+        "{first}"
+    );
     assert!(first.contains("&& cargo test"), "{first}");
     for page in pages().iter().skip(1) {
         let name = page.file_name().unwrap().to_string_lossy();
