@@ -389,6 +389,17 @@ fn untuned_desktop() -> Tree {
 }
 
 #[test]
+fn a_dynamic_kernel_built_for_full_preemption_is_read_as_full_from_config_preempt() {
+    // Kconfig's full preemption is CONFIG_PREEMPT=y (there is no CONFIG_PREEMPT_PREEMPT).
+    let t = untuned_desktop();
+    t.gz("/proc/config.gz", "CONFIG_HZ=250\nCONFIG_NO_HZ_IDLE=y\nCONFIG_HIGH_RES_TIMERS=y\nCONFIG_PREEMPT=y\nCONFIG_PREEMPT_DYNAMIC=y\nCONFIG_PREEMPT_RCU=y\n");
+    let (v, _) = doctor(t.root(), &["--cpus", "2"]);
+    let preempt = check(&v, "kernel.preempt");
+    assert!(preempt["finding"].as_str().unwrap().contains("full"), "{preempt}");
+    assert!(preempt["evidence"].to_string().contains("CONFIG_PREEMPT=y"), "{preempt}");
+}
+
+#[test]
 fn an_untuned_desktop_fails_on_preemption_and_warns_on_power_memory_and_irqbalance() {
     let t = untuned_desktop();
     let (v, code) = doctor(t.root(), &["--cpus", "2"]);

@@ -35,11 +35,17 @@ pub fn preempt_model(debugfs_preempt: Option<&str>, version: Option<&str>, realt
 }
 
 /// The preemption mode a PREEMPT_DYNAMIC kernel boots in without `preempt=`: the one its
-/// configuration selects (`CONFIG_PREEMPT_NONE=y` → `NONE`).
-fn default_mode(f: &Facts) -> Option<&'static str> {
-    ["NONE", "VOLUNTARY", "PREEMPT", "LAZY"]
-        .into_iter()
-        .find(|m| f.config(&format!("CONFIG_PREEMPT_{m}")) == Ok(Some("y")))
+/// configuration selects (`CONFIG_PREEMPT_NONE=y` → `NONE`; full preemption is
+/// `CONFIG_PREEMPT=y`), and that option.
+fn default_mode(f: &Facts) -> Option<(&'static str, &'static str)> {
+    [
+        ("NONE", "CONFIG_PREEMPT_NONE"),
+        ("VOLUNTARY", "CONFIG_PREEMPT_VOLUNTARY"),
+        ("PREEMPT", "CONFIG_PREEMPT"),
+        ("LAZY", "CONFIG_PREEMPT_LAZY"),
+    ]
+    .into_iter()
+    .find(|(_, option)| f.config(option) == Ok(Some("y")))
 }
 
 const RT_FIX: &str = "boot a PREEMPT_RT kernel (Debian: apt install linux-image-rt-amd64, or linux-image-rt-arm64)";
@@ -68,17 +74,15 @@ fn preempt(f: &Facts) -> Check {
             c = c.evidence("/proc/cmdline", format!("preempt={p}"));
             how = format!(" (from preempt={p}; debugfs not readable to confirm)");
             model = Some(p);
-        } else if let Some(mode) = default_mode(f) {
+        } else if let Some((mode, option)) = default_mode(f) {
             let name = match mode {
                 "PREEMPT" => "full",
                 m => m,
             }
             .to_lowercase();
             let file = f.config.as_ref().map(|(p, _)| p.clone()).unwrap_or_default();
-            c = c.evidence(file, format!("CONFIG_PREEMPT_DYNAMIC=y CONFIG_PREEMPT_{mode}=y"));
-            how = format!(
-                " (the build's default, CONFIG_PREEMPT_{mode}=y, no preempt= parameter; mount debugfs to confirm)"
-            );
+            c = c.evidence(file, format!("CONFIG_PREEMPT_DYNAMIC=y {option}=y"));
+            how = format!(" (the build's default, {option}=y, no preempt= parameter; mount debugfs to confirm)");
             model = Some(name);
         }
     }
@@ -110,9 +114,9 @@ fn preempt(f: &Facts) -> Check {
 
 fn config_evidence(c: Check, f: &Facts, options: &[&str]) -> Check {
     match &f.config {
-        Ok((file, map)) => {
+        Ok((file, _)) => {
             let v: Vec<String> =
-                options.iter().map(|o| format!("{o}={}", map.get(*o).map_or("(not set)", String::as_str))).collect();
+                options.iter().map(|o| format!("{o}={}", f.config(o).ok().flatten().unwrap_or("(not set)"))).collect();
             c.evidence(file.clone(), v.join(" "))
         }
         Err(e) => c.evidence("/proc/config.gz", format!("unreadable: {e}")),

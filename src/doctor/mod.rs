@@ -352,8 +352,10 @@ impl Facts<'_> {
             .unwrap_or(0)
     }
 
-    /// A `CONFIG_` option's value (`y`, `m`, a number) when the configuration is readable.
+    /// A `CONFIG_` option's value (`y`, `m`, a number) when the configuration is readable; only
+    /// the options in [`CONFIG_OPTIONS`] are kept (a check that asks for another fails in tests).
     pub fn config(&self, option: &str) -> Result<Option<&str>, &str> {
+        debug_assert!(CONFIG_OPTIONS.contains(&option), "{option} is not in doctor::CONFIG_OPTIONS: add it there");
         match &self.config {
             Ok((_, map)) => Ok(map.get(option).map(String::as_str)),
             Err(why) => Err(why),
@@ -393,26 +395,44 @@ impl Facts<'_> {
     }
 }
 
-/// The kernel's build configuration: `/proc/config.gz`, else `/boot/config-RELEASE`.
+/// The kernel options the doctor's checks read ([`Facts::config`]): only these are kept of a
+/// configuration's thousands of lines, so that neither its text (100 KiB) nor a map of every
+/// option is held through a run.
+pub const CONFIG_OPTIONS: [&str; 12] = [
+    "CONFIG_HZ",
+    "CONFIG_HZ_PERIODIC",
+    "CONFIG_NO_HZ_IDLE",
+    "CONFIG_NO_HZ_FULL",
+    "CONFIG_HIGH_RES_TIMERS",
+    "CONFIG_RCU_NOCB_CPU",
+    "CONFIG_PREEMPT_RCU",
+    "CONFIG_RCU_BOOST",
+    "CONFIG_PREEMPT_NONE",
+    "CONFIG_PREEMPT_VOLUNTARY",
+    "CONFIG_PREEMPT",
+    "CONFIG_PREEMPT_LAZY",
+];
+
+/// The kernel's build configuration (the options in [`CONFIG_OPTIONS`]): `/proc/config.gz`,
+/// else `/boot/config-RELEASE`.
 fn kernel_config(root: &Sysroot) -> Result<(String, std::collections::HashMap<String, String>), String> {
-    let parse = |text: &str| {
-        text.lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
-            .collect::<std::collections::HashMap<_, _>>()
+    let read = |path: &str, gzip: bool| {
+        let mut map = std::collections::HashMap::new();
+        root.each_line(path, gzip, |l| {
+            if let Some((k, v)) = l.split_once('=').filter(|(k, _)| CONFIG_OPTIONS.contains(k)) {
+                map.insert(k.to_string(), v.trim_matches('"').to_string());
+            }
+        })
+        .map(|()| (path.to_string(), map))
     };
-    let gz = root.read_gzip("/proc/config.gz");
-    if let Ok(text) = &gz {
-        return Ok(("/proc/config.gz".into(), parse(text)));
+    let gz = read("/proc/config.gz", true);
+    if gz.is_ok() {
+        return gz;
     }
     let release = root.read("/proc/sys/kernel/osrelease").map_err(|e| format!("/proc/sys/kernel/osrelease: {e}"))?;
     let boot = format!("/boot/config-{release}");
-    match root.read(&boot) {
-        Ok(text) => Ok((boot, parse(&text))),
-        Err(e) => {
-            Err(format!("neither /proc/config.gz ({}) nor {boot} ({e}) is readable", gz.err().unwrap_or_default()))
-        }
-    }
+    read(&boot, false)
+        .map_err(|e| format!("neither /proc/config.gz ({}) nor {boot} ({e}) is readable", gz.err().unwrap_or_default()))
 }
 
 /// The architecture: `/proc/sys/kernel/arch` (Linux 6.1+), else guessed from `/proc/cpuinfo`'s

@@ -71,14 +71,26 @@ impl Sysroot {
         Ok(t.to_string())
     }
 
-    /// The text of the gzip-compressed `path` (`/proc/config.gz`).
-    pub fn read_gzip(&self, path: &str) -> Result<String, String> {
+    /// Each line of `path`, gunzipped when `gzip` (`/proc/config.gz`), given to `line` as it is
+    /// read: a long file is never held whole.
+    pub fn each_line(&self, path: &str, gzip: bool, mut line: impl FnMut(&str)) -> Result<(), String> {
+        use std::io::BufRead;
+        let file = self.open(path)?.take(LIMIT);
+        let mut reader: Box<dyn BufRead> = if gzip {
+            Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
+        } else {
+            Box::new(std::io::BufReader::new(file))
+        };
         let mut text = String::new();
-        flate2::read::GzDecoder::new(self.open(path)?)
-            .take(LIMIT)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("not gzip text: {}", why(&e)))?;
-        Ok(text)
+        loop {
+            text.clear();
+            match reader.read_line(&mut text) {
+                Ok(0) => return Ok(()),
+                Ok(_) => line(text.trim_end_matches('\n')),
+                Err(e) if gzip => return Err(format!("not gzip text: {}", why(&e))),
+                Err(e) => return Err(why(&e)),
+            }
+        }
     }
 
     /// Eight bytes at `offset` of `path` (an MSR through `/dev/cpu/N/msr`), native-endian.

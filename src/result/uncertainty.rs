@@ -6,7 +6,7 @@ use crate::measure::hdr;
 use crate::measure::histogram::Layout;
 use crate::measure::series::LatencySeries;
 use crate::measure::uncertainty::{blocks_of, bootstrap, order_statistics, summed, Block, Uncertainty};
-use crate::measure::uncertainty::{Bound, Method};
+use crate::measure::uncertainty::{Bound, Method, MIN_BLOCKS};
 use crate::units::Unit;
 use std::collections::BTreeMap;
 
@@ -48,9 +48,12 @@ fn layout_of(stats: &Stats) -> Option<Layout> {
     Layout::new(h.bucket_ns, h.range_ns).ok()
 }
 
-/// A series' intervals merged into blocks of the run's buckets, and the blocks' length.
+/// A series' intervals merged into blocks of the run's buckets, and the blocks' length; `None`
+/// for a series with fewer intervals than the bootstrap needs blocks, whose intervals are then
+/// not decoded at all (a run of a few seconds: each decoded interval is a histogram of up to
+/// 200 KiB, allocated at the end of the run for nothing).
 fn blocks(s: &LatencySeries, layout: Layout) -> Option<(Vec<Block>, i64)> {
-    (!s.histograms.is_empty()).then(|| blocks_of(s.histograms.len(), intervals(s, layout), s.interval_ns))
+    (s.histograms.len() >= MIN_BLOCKS).then(|| blocks_of(s.histograms.len(), intervals(s, layout), s.interval_ns))
 }
 
 /// A series' intervals, one by one, as blocks of the run's buckets: each value an interval
@@ -132,4 +135,29 @@ pub fn describe(stats: &Stats, u: Unit) -> Option<String> {
             parts.join(" · ")
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(intervals: usize) -> LatencySeries {
+        LatencySeries {
+            interval_ns: 1_000_000_000,
+            samples: vec![0; intervals],
+            missed: vec![0; intervals],
+            max_ns: vec![None; intervals],
+            span_ns: intervals as i64 * 1_000_000_000,
+            // Texts that do not decode: a decoded interval would be an empty block.
+            histograms: vec!["not an interval".into(); intervals],
+        }
+    }
+
+    #[test]
+    fn a_series_shorter_than_the_bootstraps_blocks_is_not_decoded() {
+        let layout = Layout::new(1_000, 1_000_000).unwrap();
+        assert!(blocks(&series(MIN_BLOCKS - 1), layout).is_none());
+        let (b, ns) = blocks(&series(MIN_BLOCKS), layout).expect("enough intervals for blocks");
+        assert_eq!((b.len(), ns), (MIN_BLOCKS, 1_000_000_000));
+    }
 }
