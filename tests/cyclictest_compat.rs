@@ -234,9 +234,10 @@ fn json_with_a_histogram_has_the_2_10_keys_of_the_reference_output() {
 #[test]
 fn verbose_output_has_cyclictests_preamble_and_sample_lines() {
     let args = ["-t2", "-p80", "-i1000", "-l20", "-v"];
-    let (ours, _) = run_rtlab(&args);
+    let (ours, out) = run_rtlab(&args);
     let real = run_real(&args);
-    assert_eq!(collapsed(&ours), collapsed(&real), "ours:\n{ours}\nreal:\n{real}");
+    let status = (out.status, String::from_utf8_lossy(&out.stderr).into_owned());
+    assert_eq!(collapsed(&ours), collapsed(&real), "ours ({status:?}):\n{ours}\nreal:\n{real}");
     assert!(ours.lines().filter(|l| l.starts_with("       0:")).count() == 20);
 }
 
@@ -523,9 +524,10 @@ fn deepest_idle_state_limits_cpuidle_where_it_exists_and_says_why_not_elsewhere(
 #[test]
 fn oscilloscope_mode_prints_one_line_per_reduced_group_like_cyclictest() {
     let args = ["-t1", "-p80", "-i1000", "-l20", "-v", "-o", "5"];
-    let (ours, _) = run_rtlab(&args);
+    let (ours, out) = run_rtlab(&args);
     let real = run_real(&args);
-    assert_eq!(collapsed(&ours), collapsed(&real), "ours:\n{ours}\nreal:\n{real}");
+    let status = (out.status, String::from_utf8_lossy(&out.stderr).into_owned());
+    assert_eq!(collapsed(&ours), collapsed(&real), "ours ({status:?}):\n{ours}\nreal:\n{real}");
     assert_eq!(ours.lines().filter(|l| l.starts_with("       0:")).count(), 4, "20 samples reduced by 5: {ours}");
 }
 

@@ -456,6 +456,10 @@ fn a_vm_with_steal_and_irq_traffic_is_caught_while_the_counters_are_sampled() {
         .put("/sys/devices/system/cpu/smt/active", "1\n")
         .stat(&[(10, 100, 0), (10, 100, 0), (100, 10, 3), (100, 10, 0)]);
     let root = t.path();
+    let stat = root.join("proc/stat");
+    let past = std::time::SystemTime::now() - Duration::from_secs(60);
+    let file = std::fs::File::options().write(true).open(&stat).unwrap();
+    file.set_times(std::fs::FileTimes::new().set_accessed(past).set_modified(past)).unwrap();
     let child = std::process::Command::new(common::rtlab_path())
         .arg("doctor")
         .arg("--sysroot")
@@ -464,9 +468,21 @@ fn a_vm_with_steal_and_irq_traffic_is_caught_while_the_counters_are_sampled() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // The doctor's first reading is done when it has read /proc/stat (the last file of its
+    // snapshot): the file's access time, set in the past, moves then (relatime). A slow start
+    // (a busy machine, qemu-user) must not find the second state already there.
+    let read = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.accessed().unwrap() > past);
+    let waited = Instant::now();
+    while !read(&stat) {
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "the doctor never read {} (a noatime mount?)",
+            stat.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // Between the doctor's two readings: IRQ 24 fires 850 times on CPU 2, the host steals
     // 20 of CPU 2's 100 ticks, CPU 3 (its SMT sibling) is busy, and CPU 2 runs NET_RX.
-    std::thread::sleep(Duration::from_millis(400));
     t.interrupts(
         4,
         &[(24, &[100, 5, 850, 0], "virtio0-input", "0-3"), (25, &[7, 0, 0, 0], "nvme0q0", "0")],
