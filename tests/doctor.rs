@@ -389,6 +389,25 @@ fn untuned_desktop() -> Tree {
 }
 
 #[test]
+fn a_kernel_configuration_that_inflates_without_end_is_read_in_bounded_memory() {
+    // 256 MiB of text without a line break, 256 KiB compressed: a hostile sysroot's
+    // config.gz. The doctor reads at most 8 MiB of any file's text.
+    let t = untuned_desktop();
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let block = vec![b'A'; 1 << 20];
+    for _ in 0..256 {
+        e.write_all(&block).unwrap();
+    }
+    t.bytes("/proc/config.gz", &e.finish().unwrap());
+    let (v, _) = doctor(t.root(), &["--cpus", "2"]);
+    assert_eq!(check(&v, "kernel.hz")["status"], "unknown", "no option was found: {}", check(&v, "kernel.hz"));
+    // SAFETY: getrusage fills a plain struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    assert!(ru.ru_maxrss < 128 << 10, "a doctor held {} KiB at its peak", ru.ru_maxrss);
+}
+
+#[test]
 fn a_dynamic_kernel_built_for_full_preemption_is_read_as_full_from_config_preempt() {
     // Kconfig's full preemption is CONFIG_PREEMPT=y (there is no CONFIG_PREEMPT_PREEMPT).
     let t = untuned_desktop();

@@ -75,11 +75,12 @@ impl Sysroot {
     /// read: a long file is never held whole.
     pub fn each_line(&self, path: &str, gzip: bool, mut line: impl FnMut(&str)) -> Result<(), String> {
         use std::io::BufRead;
-        let file = self.open(path)?.take(LIMIT);
+        let file = self.open(path)?;
+        // At most LIMIT bytes of text either way: a gzip bomb ends there too.
         let mut reader: Box<dyn BufRead> = if gzip {
-            Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
+            Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file).take(LIMIT)))
         } else {
-            Box::new(std::io::BufReader::new(file))
+            Box::new(std::io::BufReader::new(file.take(LIMIT)))
         };
         let mut text = String::new();
         loop {
