@@ -274,6 +274,10 @@ fn good_scrapes_during(
         let (code, body) = get(port, "/metrics", "");
         if code == 200 && body.contains("rtlab_samples_total") && t.elapsed() < Duration::from_secs(5) {
             ok += 1;
+        } else {
+            // Shown with the failed assertion: which way a scrape failed (refused, cut, slow).
+            let head: String = body.chars().take(200).collect();
+            eprintln!("a good scrape failed: status {code} after {:?}, {} bytes: {head:?}", t.elapsed(), body.len());
         }
         std::thread::sleep(Duration::from_millis(150));
     }
