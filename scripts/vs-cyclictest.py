@@ -5,7 +5,10 @@ Runs `rtlab run` and `cyclictest` alternately (the order flips every pair so tha
 machine's state hits both tools alike), each with 1 thread pinned to one CPU, SCHED_FIFO 80,
 a 200 µs interval, 10 000 loops, mlockall and /dev/cpu_dma_latency 0, and prints for each pair
 the ratio rtlab/cyclictest of min, avg and max latency, process CPU time (user + system) and
-peak RSS, then the median of each ratio. cyclictest runs with -N so both report nanoseconds
+peak RSS, then the median of each ratio, in how many pairs rtlab's figure was the lower, and the
+two-sided exact sign test's p over the pairs: "rtlab higher" when p < 0.05 and rtlab was higher
+in most pairs, "rtlab lower" the other way, "within noise" otherwise (a median ratio over 1 that
+the pairs do not agree on is the machine's spread, not rtlab's cost). cyclictest runs with -N so both report nanoseconds
 (without it cyclictest truncates to whole µs, which biases its min and avg low).
 
 Usage: scripts/vs-cyclictest.py [--runs 5] [--cpu 1] [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab] [--json out.json]
@@ -13,6 +16,7 @@ Needs root (SCHED_FIFO, mlockall), cyclictest and GNU time (Debian: rt-tests, ti
 """
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -25,6 +29,25 @@ METRICS = ["min_us", "avg_us", "max_us", "cpu_s", "rss_kib"]
 
 
 GNU_TIME = "/usr/bin/time"
+
+
+def sign_test(lower, higher):
+    """Two-sided exact sign test: p of a split at least this uneven if each tool were as likely
+    to be the lower in a pair (ties dropped)."""
+    n, k = lower + higher, min(lower, higher)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def judged(rows, metric):
+    """(pairs where rtlab was lower, pairs where it was higher, sign test p, verdict)."""
+    lower = sum(row["rtlab"][metric] < row["cyclictest"][metric] for row in rows)
+    higher = sum(row["rtlab"][metric] > row["cyclictest"][metric] for row in rows)
+    p = sign_test(lower, higher)
+    verdict = "within noise" if p >= 0.05 else ("rtlab higher" if higher > lower else "rtlab lower")
+    return lower, higher, p, verdict
 
 
 def run_measured(cmd, tmp):
@@ -105,12 +128,16 @@ def main():
     med = {m: statistics.median(row["ratio"][m] for row in rows) for m in METRICS}
     medians = {t: {m: statistics.median(row[t][m] for row in rows) for m in METRICS} for t in ("rtlab", "cyclictest")}
     print()
-    print(f"{'metric':<10} {'rtlab':>10} {'cyclictest':>11} {'median ratio':>13}")
+    print(f"{'metric':<10} {'rtlab':>10} {'cyclictest':>11} {'median ratio':>13} {'rtlab lower':>12} {'sign p':>7}  verdict")
+    signs = {}
     for m in METRICS:
-        print(f"{m:<10} {medians['rtlab'][m]:>10.2f} {medians['cyclictest'][m]:>11.2f} {med[m]:>13.3f}")
+        lower, higher, p, verdict = judged(rows, m)
+        signs[m] = {"rtlab_lower": lower, "rtlab_higher": higher, "p": p, "verdict": verdict}
+        print(f"{m:<10} {medians['rtlab'][m]:>10.2f} {medians['cyclictest'][m]:>11.2f} {med[m]:>13.3f}"
+              f" {f'{lower} of {lower + higher}':>12} {p:>7.3f}  {verdict}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"runs": rows, "median_ratio": med, "medians": medians}, f, indent=2)
+            json.dump({"runs": rows, "median_ratio": med, "medians": medians, "sign_test": signs}, f, indent=2)
 
 
 if __name__ == "__main__":
