@@ -18,13 +18,26 @@ round's run alone. Each --variant NAME=BINARY adds an arm to every round: that r
 watching through its BPF programs (another build of them: what a change to the programs costs,
 measured in the same rounds).
 
+With --attach, one cyclictest runs through the whole measurement and the pairs are windows of
+it: --window seconds unwatched and --window seconds with `rtlab watch -p PID -D WINDOW` attached
+to it, the order flipping every pair (with --containment, the treated window moves cyclictest into
+a fresh cgroup v2 group instead of watching it: what `watch -- CMD`'s containment costs alone).
+A drift of the machine's state between two runs of seconds (this VM's p50 moves by ±10–20 % from
+one run to the next) then falls on both halves of a pair alike, and the program, its memory and
+its cgroup are the same in both. Each cycle's time is its place on cyclictest's absolute schedule,
+counted back from the moment cyclictest exits; the first 0.5 s of every window (watch's start:
+its BPF programs loaded and attached) and its last 0.2 s are not counted. The pair's ratio is
+p50 treated / p50 untreated; the summary adds in how many pairs the treated half was the higher
+and the two-sided sign test's p.
+
 Usage: scripts/watch-cost.py [--pairs 5] [--loops 5000] [--cpu 1] [--main-cpu 0]
        [--rtlab target/x86_64-unknown-linux-gnu/release/rtlab] [--json out.json] [--backend bpf|tracefs|both]
-       [--variant NAME=BINARY]...
+       [--variant NAME=BINARY]... [--attach [--window 3] [--containment]]
 Needs root (SCHED_FIFO, tracefs) and cyclictest (Debian: rt-tests).
 """
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -115,6 +128,121 @@ def summarise(rows):
     }
 
 
+def sign_p(higher, lower):
+    """Two-sided exact sign test over the pairs (ties dropped)."""
+    n, k = higher + lower, min(higher, lower)
+    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+
+
+def cgroup2_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.split()[0] == "cgroup2":
+                return left.split()[4]
+    sys.exit("--containment needs a cgroup v2 hierarchy")
+
+
+def contained_window(a, pid):
+    """Moves every thread of pid into a fresh cgroup v2 group for a window, then back."""
+    root = cgroup2_mount()
+    with open(f"/proc/{pid}/cgroup") as f:
+        home = next(line.split(":", 2)[2].strip() for line in f if line.startswith("0::"))
+    group = tempfile.mkdtemp(prefix="watch-cost-", dir=root)
+    t0 = time.monotonic()
+    with open(os.path.join(group, "cgroup.procs"), "w") as f:
+        f.write(str(pid))
+    time.sleep(a.window)
+    with open(os.path.join(root + home, "cgroup.procs"), "w") as f:
+        f.write(str(pid))
+    t1 = time.monotonic()
+    os.rmdir(group)
+    return t0, t1, None
+
+
+def watched_window(a, pid, tmp):
+    js = os.path.join(tmp, "attach.json")
+    chosen = ["--backend", a.backend] if a.backend else []
+    cmd = [a.rtlab, "watch", "-q", "-p", str(pid), "-D", str(a.window), "--mainaffinity", str(a.main_cpu), "--json", js] + chosen
+    t0 = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    t1 = time.monotonic()
+    with open(js) as f:
+        return t0, t1, json.load(f)["watch"]
+
+
+def attach_pairs(a, tmp):
+    """The pairs of --attach: windows of one cyclictest, untreated and treated in turn."""
+    interval_s, head, tail = 0.001, 0.5, 0.2
+    loops = int((a.pairs * 2 * (a.window + 0.3) + 3) / interval_s)
+    out = os.path.join(tmp, "long.txt")
+    ct = subprocess.Popen(["cyclictest", "-t1", f"-a{a.cpu}", "-p80", "-i1000", f"-l{loops}", "-v", "--nsecs", "-q"],
+                          stdout=open(out, "w"))
+    time.sleep(1.0)
+    windows = []
+    for i in range(a.pairs):
+        order = ["alone", "treated"] if i % 2 == 0 else ["treated", "alone"]
+        for kind in order:
+            if kind == "alone":
+                t0 = time.monotonic()
+                time.sleep(a.window)
+                windows.append((i, kind, t0, time.monotonic(), None))
+            else:
+                got = contained_window(a, ct.pid) if a.containment else watched_window(a, ct.pid, tmp)
+                windows.append((i, kind) + got)
+    if ct.wait() != 0:
+        sys.exit("cyclictest failed")
+    end = time.monotonic()
+    values = cycles(out)
+    # Cycle k woke at first + k·interval on cyclictest's absolute schedule; it exits just after the last.
+    first = end - len(values) * interval_s
+    rows = []
+    for i in range(a.pairs):
+        halves = {}
+        for pair, kind, t0, t1, w in windows:
+            if pair == i:
+                lo, hi = int((t0 + head - first) / interval_s), int((t1 - tail - first) / interval_s)
+                halves[kind] = (values[max(lo, 0):max(hi, 0)], w, t1 - t0)
+        (alone_v, _, _), (treated_v, w, secs) = halves["alone"], halves["treated"]
+        if len(alone_v) < 100 or len(treated_v) < 100:
+            sys.exit(f"pair {i}: a window holds fewer than 100 cycles (cyclictest ended early?)")
+        row = {"pair": i, "alone_p50_ns": quantile(alone_v, 0.5), "treated_p50_ns": quantile(treated_v, 0.5),
+               "alone_p99_ns": quantile(alone_v, 0.99), "treated_p99_ns": quantile(treated_v, 0.99),
+               "cycles": (len(alone_v), len(treated_v))}
+        row["p50_ratio"] = row["treated_p50_ns"] / row["alone_p50_ns"]
+        row["p99_ratio"] = row["treated_p99_ns"] / row["alone_p99_ns"]
+        extra = ""
+        if w:
+            row.update(reader_cpu_share=w["reader_cpu_ns"] / 1e9 / secs, events=w["events"], lost_events=w["lost_events"])
+            extra = f", reader {row['reader_cpu_share'] * 100:.2f} % of a CPU, {w['events']} events, {w['lost_events']} lost"
+        print(f"pair {i}: p50 {row['alone_p50_ns']} → {row['treated_p50_ns']} ns (×{row['p50_ratio']:.3f}), "
+              f"p99 ×{row['p99_ratio']:.3f}, cycles {row['cycles'][0]}/{row['cycles'][1]}{extra}", flush=True)
+        rows.append(row)
+    return rows
+
+
+def attach_main(a):
+    what = "containment (a fresh cgroup v2 group)" if a.containment else f"watch -p ({a.backend or 'default backend'})"
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = attach_pairs(a, tmp)
+    higher = sum(r["p50_ratio"] > 1 for r in rows)
+    lower = sum(r["p50_ratio"] < 1 for r in rows)
+    summary = {"mode": "attach", "treatment": what, "window_s": a.window, "pairs": rows,
+               "median_p50_ratio": statistics.median(r["p50_ratio"] for r in rows),
+               "median_p99_ratio": statistics.median(r["p99_ratio"] for r in rows),
+               "treated_higher": higher, "treated_lower": lower, "sign_p": sign_p(higher, lower)}
+    if not a.containment:
+        summary["median_reader_cpu_share"] = statistics.median(r["reader_cpu_share"] for r in rows)
+        summary["lost_events"] = sum(r["lost_events"] for r in rows)
+    print(f"{what}: median p50 ratio ×{summary['median_p50_ratio']:.3f}, p99 ×{summary['median_p99_ratio']:.3f}; "
+          f"treated higher in {higher} of {higher + lower} pairs (sign p {summary['sign_p']:.3f})"
+          + (f"; reader {summary['median_reader_cpu_share'] * 100:.2f} % of a CPU, {summary['lost_events']} events lost"
+             if not a.containment else ""))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"machine": platform.uname()._asdict(), **summary}, f, indent=2)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=int, default=5)
@@ -135,10 +263,19 @@ def main():
         metavar="NAME=BINARY",
         help="one more arm per round: BINARY watch --backend bpf, reported as NAME (another build's BPF programs)",
     )
+    p.add_argument("--attach", action="store_true", help="pairs of windows of one long cyclictest (see above)")
+    p.add_argument("--window", type=float, default=3.0, help="--attach: seconds per window (default 3)")
+    p.add_argument("--containment", action="store_true", help="--attach: treat by a cgroup v2 move, not a watch")
     a = p.parse_args()
     a.variants = dict(v.split("=", 1) for v in a.variant)
     if os.geteuid() != 0:
         sys.exit("watch-cost.py needs root (SCHED_FIFO, tracefs)")
+    if a.attach:
+        if a.backend == "both" or a.variants or a.window < 1.5 or a.pairs < 1:
+            sys.exit("--attach takes one backend, no --variant, --window of at least 1.5 s and --pairs of at least 1")
+        return attach_main(a)
+    if a.containment:
+        sys.exit("--containment goes with --attach")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(a.pairs):
