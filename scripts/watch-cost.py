@@ -20,7 +20,7 @@ measured in the same rounds).
 
 With --attach, one cyclictest runs through the whole measurement and the pairs are windows of
 it: --window seconds unwatched and --window seconds with `rtlab watch -p PID -D WINDOW` attached
-to it, the order flipping every pair (with --containment, the treated window moves cyclictest into
+to it (one more window per --variant, that build watching), the order rotating every round (with --containment, the treated window moves cyclictest into
 a fresh cgroup v2 group instead of watching it: what `watch -- CMD`'s containment costs alone).
 A drift of the machine's state between two runs of seconds (this VM's p50 moves by ±10–20 % from
 one run to the next) then falls on both halves of a pair alike, and the program, its memory and
@@ -160,10 +160,11 @@ def contained_window(a, pid):
     return t0, t1, None
 
 
-def watched_window(a, pid, tmp):
+def watched_window(a, pid, tmp, arm):
     js = os.path.join(tmp, "attach.json")
-    chosen = ["--backend", a.backend] if a.backend else []
-    cmd = [a.rtlab, "watch", "-q", "-p", str(pid), "-D", str(a.window), "--mainaffinity", str(a.main_cpu), "--json", js] + chosen
+    binary, backend = (a.variants[arm], "bpf") if arm in a.variants else (a.rtlab, a.backend)
+    chosen = ["--backend", backend] if backend else []
+    cmd = [binary, "watch", "-q", "-p", str(pid), "-D", str(a.window), "--mainaffinity", str(a.main_cpu), "--json", js] + chosen
     t0 = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     t1 = time.monotonic()
@@ -172,23 +173,30 @@ def watched_window(a, pid, tmp):
 
 
 def attach_pairs(a, tmp):
-    """The pairs of --attach: windows of one cyclictest, untreated and treated in turn."""
+    """The pairs of --attach: windows of one cyclictest, untreated and treated by each arm in turn
+    (rows per arm and round)."""
     interval_s, head, tail = 0.001, 0.5, 0.2
-    loops = int((a.pairs * 2 * (a.window + 0.3) + 3) / interval_s)
+    arms = ["treated"] + list(a.variants)
+    loops = int((a.pairs * (1 + len(arms)) * (a.window + 0.3) + 3) / interval_s)
     out = os.path.join(tmp, "long.txt")
     ct = subprocess.Popen(["cyclictest", "-t1", f"-a{a.cpu}", "-p80", "-i1000", f"-l{loops}", "-v", "--nsecs", "-q"],
                           stdout=open(out, "w"))
     time.sleep(1.0)
     windows = []
     for i in range(a.pairs):
-        order = ["alone", "treated"] if i % 2 == 0 else ["treated", "alone"]
+        # The order rotates (and flips) round by round: drift hits every arm alike.
+        order = ["alone"] + arms
+        k = i % len(order)
+        order = order[k:] + order[:k]
+        if i % 2 == 1:
+            order.reverse()
         for kind in order:
             if kind == "alone":
                 t0 = time.monotonic()
                 time.sleep(a.window)
                 windows.append((i, kind, t0, time.monotonic(), None))
             else:
-                got = contained_window(a, ct.pid) if a.containment else watched_window(a, ct.pid, tmp)
+                got = contained_window(a, ct.pid) if a.containment else watched_window(a, ct.pid, tmp, kind)
                 windows.append((i, kind) + got)
     if ct.wait() != 0:
         sys.exit("cyclictest failed")
@@ -197,16 +205,16 @@ def attach_pairs(a, tmp):
     # Cycle k woke at first + k·interval on cyclictest's absolute schedule; it exits just after the last.
     first = end - len(values) * interval_s
     rows = []
-    for i in range(a.pairs):
+    for i, arm in ((i, arm) for i in range(a.pairs) for arm in arms):
         halves = {}
         for pair, kind, t0, t1, w in windows:
             if pair == i:
                 lo, hi = int((t0 + head - first) / interval_s), int((t1 - tail - first) / interval_s)
                 halves[kind] = (values[max(lo, 0):max(hi, 0)], w, t1 - t0)
-        (alone_v, _, _), (treated_v, w, secs) = halves["alone"], halves["treated"]
+        (alone_v, _, _), (treated_v, w, secs) = halves["alone"], halves[arm]
         if len(alone_v) < 100 or len(treated_v) < 100:
             sys.exit(f"pair {i}: a window holds fewer than 100 cycles (cyclictest ended early?)")
-        row = {"pair": i, "alone_p50_ns": quantile(alone_v, 0.5), "treated_p50_ns": quantile(treated_v, 0.5),
+        row = {"pair": i, "arm": arm, "alone_p50_ns": quantile(alone_v, 0.5), "treated_p50_ns": quantile(treated_v, 0.5),
                "alone_p99_ns": quantile(alone_v, 0.99), "treated_p99_ns": quantile(treated_v, 0.99),
                "cycles": (len(alone_v), len(treated_v))}
         row["p50_ratio"] = row["treated_p50_ns"] / row["alone_p50_ns"]
@@ -215,19 +223,29 @@ def attach_pairs(a, tmp):
         if w:
             row.update(reader_cpu_share=w["reader_cpu_ns"] / 1e9 / secs, events=w["events"], lost_events=w["lost_events"])
             extra = f", reader {row['reader_cpu_share'] * 100:.2f} % of a CPU, {w['events']} events, {w['lost_events']} lost"
-        print(f"pair {i}: p50 {row['alone_p50_ns']} → {row['treated_p50_ns']} ns (×{row['p50_ratio']:.3f}), "
+        print(f"pair {i} {arm}: p50 {row['alone_p50_ns']} → {row['treated_p50_ns']} ns (×{row['p50_ratio']:.3f}), "
               f"p99 ×{row['p99_ratio']:.3f}, cycles {row['cycles'][0]}/{row['cycles'][1]}{extra}", flush=True)
         rows.append(row)
     return rows
 
 
 def attach_main(a):
-    what = "containment (a fresh cgroup v2 group)" if a.containment else f"watch -p ({a.backend or 'default backend'})"
     with tempfile.TemporaryDirectory() as tmp:
-        rows = attach_pairs(a, tmp)
+        all_rows = attach_pairs(a, tmp)
+    results = {}
+    for arm in ["treated"] + list(a.variants):
+        what = ("containment (a fresh cgroup v2 group)" if a.containment
+                else f"watch -p ({a.backend or 'default backend'})" if arm == "treated" else f"{arm}: watch -p (bpf)")
+        results[arm] = summarise_attach(a, [r for r in all_rows if r["arm"] == arm], what)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"machine": platform.uname()._asdict(), "window_s": a.window, "arms": results}, f, indent=2)
+
+
+def summarise_attach(a, rows, what):
     higher = sum(r["p50_ratio"] > 1 for r in rows)
     lower = sum(r["p50_ratio"] < 1 for r in rows)
-    summary = {"mode": "attach", "treatment": what, "window_s": a.window, "pairs": rows,
+    summary = {"treatment": what, "pairs": rows,
                "median_p50_ratio": statistics.median(r["p50_ratio"] for r in rows),
                "median_p99_ratio": statistics.median(r["p99_ratio"] for r in rows),
                "treated_higher": higher, "treated_lower": lower, "sign_p": sign_p(higher, lower)}
@@ -238,9 +256,7 @@ def attach_main(a):
           f"treated higher in {higher} of {higher + lower} pairs (sign p {summary['sign_p']:.3f})"
           + (f"; reader {summary['median_reader_cpu_share'] * 100:.2f} % of a CPU, {summary['lost_events']} events lost"
              if not a.containment else ""))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"machine": platform.uname()._asdict(), **summary}, f, indent=2)
+    return summary
 
 
 def main():
@@ -271,8 +287,8 @@ def main():
     if os.geteuid() != 0:
         sys.exit("watch-cost.py needs root (SCHED_FIFO, tracefs)")
     if a.attach:
-        if a.backend == "both" or a.variants or a.window < 1.5 or a.pairs < 1:
-            sys.exit("--attach takes one backend, no --variant, --window of at least 1.5 s and --pairs of at least 1")
+        if a.backend == "both" or (a.containment and a.variants) or a.window < 1.5 or a.pairs < 1:
+            sys.exit("--attach takes one backend, --window of at least 1.5 s, --pairs of at least 1, and --variant only without --containment")
         return attach_main(a)
     if a.containment:
         sys.exit("--containment goes with --attach")
