@@ -20,8 +20,9 @@ measured in the same rounds).
 
 With --attach, one cyclictest runs through the whole measurement and the pairs are windows of
 it: --window seconds unwatched and --window seconds with `rtlab watch -p PID -D WINDOW` attached
-to it (one more window per --variant, that build watching), the order rotating every round (with --containment, the treated window moves cyclictest into
-a fresh cgroup v2 group instead of watching it: what `watch -- CMD`'s containment costs alone).
+to it (one more window per --variant, that build watching), the order rotating every round
+(with --containment, the treated window moves cyclictest into a fresh cgroup v2 group instead of
+watching it: what `watch -- CMD`'s containment costs alone).
 A drift of the machine's state between two runs of seconds (this VM's p50 moves by ±10–20 % from
 one run to the next) then falls on both halves of a pair alike, and the program, its memory and
 its cgroup are the same in both. Each cycle's time is its place on cyclictest's absolute schedule,
@@ -175,12 +176,26 @@ def watched_window(a, pid, tmp, arm):
 def attach_pairs(a, tmp):
     """The pairs of --attach: windows of one cyclictest, untreated and treated by each arm in turn
     (rows per arm and round)."""
-    interval_s, head, tail = 0.001, 0.5, 0.2
+    interval_s = 0.001
     arms = ["treated"] + list(a.variants)
     loops = int((a.pairs * (1 + len(arms)) * (a.window + 0.3) + 3) / interval_s)
     out = os.path.join(tmp, "long.txt")
     ct = subprocess.Popen(["cyclictest", "-t1", f"-a{a.cpu}", "-p80", "-i1000", f"-l{loops}", "-v", "--nsecs", "-q"],
                           stdout=open(out, "w"))
+    try:
+        windows = treat_windows(a, ct, arms, tmp)
+    except BaseException:
+        # A failed watch (or Ctrl-C) must not leave a FIFO 80 cyclictest running for minutes.
+        ct.kill()
+        raise
+    if ct.wait() != 0:
+        sys.exit("cyclictest failed")
+    end = time.monotonic()
+    return pairs_of(a, arms, windows, cycles(out), end, interval_s)
+
+
+def treat_windows(a, ct, arms, tmp):
+    """The windows of every round: (round, arm, start, end, the watch's result or None)."""
     time.sleep(1.0)
     windows = []
     for i in range(a.pairs):
@@ -198,10 +213,12 @@ def attach_pairs(a, tmp):
             else:
                 got = contained_window(a, ct.pid) if a.containment else watched_window(a, ct.pid, tmp, kind)
                 windows.append((i, kind) + got)
-    if ct.wait() != 0:
-        sys.exit("cyclictest failed")
-    end = time.monotonic()
-    values = cycles(out)
+    return windows
+
+
+def pairs_of(a, arms, windows, values, end, interval_s):
+    """Each round's ratio per arm, from cyclictest's cycles placed on its schedule."""
+    head, tail = 0.5, 0.2
     # Cycle k woke at first + k·interval on cyclictest's absolute schedule; it exits just after the last.
     first = end - len(values) * interval_s
     rows = []
