@@ -16,7 +16,6 @@ Needs root (SCHED_FIFO, mlockall), cyclictest and GNU time (Debian: rt-tests, ti
 """
 import argparse
 import json
-import math
 import os
 import platform
 import shutil
@@ -25,27 +24,19 @@ import subprocess
 import sys
 import tempfile
 
+from signtest import sign_p
+
 METRICS = ["min_us", "avg_us", "max_us", "cpu_s", "rss_kib"]
 
 
 GNU_TIME = "/usr/bin/time"
 
 
-def sign_test(lower, higher):
-    """Two-sided exact sign test: p of a split at least this uneven if each tool were as likely
-    to be the lower in a pair (ties dropped)."""
-    n, k = lower + higher, min(lower, higher)
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
-
-
 def judged(rows, metric):
     """(pairs where rtlab was lower, pairs where it was higher, sign test p, verdict)."""
     lower = sum(row["rtlab"][metric] < row["cyclictest"][metric] for row in rows)
     higher = sum(row["rtlab"][metric] > row["cyclictest"][metric] for row in rows)
-    p = sign_test(lower, higher)
+    p = sign_p(lower, higher)
     verdict = "within noise" if p >= 0.05 else ("rtlab higher" if higher > lower else "rtlab lower")
     return lower, higher, p, verdict
 

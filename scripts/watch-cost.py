@@ -38,7 +38,6 @@ Needs root (SCHED_FIFO, tracefs) and cyclictest (Debian: rt-tests).
 """
 import argparse
 import json
-import math
 import os
 import platform
 import statistics
@@ -46,6 +45,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from signtest import sign_p
 
 
 def cyclictest_cmd(a, out):
@@ -127,12 +128,6 @@ def summarise(rows):
         "median_reader_cpu_share": statistics.median(r["reader_cpu_share"] for r in rows),
         "lost_events": sum(r["lost_events"] for r in rows),
     }
-
-
-def sign_p(higher, lower):
-    """Two-sided exact sign test over the pairs (ties dropped)."""
-    n, k = higher + lower, min(higher, lower)
-    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
 
 
 def cgroup2_mount():
