@@ -22,8 +22,21 @@ fn run_real(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Runs `rtlab cyclictest ARGS` and returns its stdout and output. A run that did not exit on its
+/// own (the bound below, or a signal) fails here with its stderr: no test expects one, and its
+/// empty stdout would otherwise fail a comparison that says nothing of why.
 fn run_rtlab(args: &[&str]) -> (String, std::process::Output) {
-    let out = rtlab().arg("cyclictest").args(args).timeout(Duration::from_secs(60)).output().unwrap();
+    // Stretched under qemu-user (`slow`): a forked child that the emulator deadlocks before its
+    // exec then outlives scripts/arm64-tests.sh's per-binary limit, which retries the binary,
+    // instead of failing here as an empty run.
+    let bound = slow(Duration::from_secs(60));
+    let out = rtlab().arg("cyclictest").args(args).timeout(bound).output().unwrap();
+    assert!(
+        out.status.code().is_some(),
+        "rtlab cyclictest {args:?} did not exit ({}; bound {bound:?}); stderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     (String::from_utf8(out.stdout.clone()).unwrap(), out)
 }
 
@@ -579,7 +592,7 @@ fn affinity_all_pins_one_thread_per_cpu_as_linaros_cyclictest_sh_asks() {
     let out = rtlab()
         .args(["cyclictest", "-q", "-p", "98", "-i", "1000", "-t", &n, "-a", "all", "-D", "1", "-m"])
         .arg(format!("--json={}", json.display()))
-        .timeout(Duration::from_secs(60))
+        .timeout(slow(Duration::from_secs(60)))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

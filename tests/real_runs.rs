@@ -10,8 +10,13 @@ use std::time::{Duration, Instant};
 fn real_run(extra: &[&str]) -> (Value, std::process::Output) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let out =
-        rtlab().args(["run", "-q", "--json"]).arg(&json).args(extra).timeout(Duration::from_secs(60)).output().unwrap();
+    let out = rtlab()
+        .args(["run", "-q", "--json"])
+        .arg(&json)
+        .args(extra)
+        .timeout(slow(Duration::from_secs(60)))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let v = read_json(&json);
     assert_valid_run_result(&v);
@@ -160,8 +165,11 @@ fn the_environment_is_recorded() {
 
 #[test]
 fn without_a_terminal_no_live_view_is_drawn() {
-    let out =
-        rtlab().args(["run", "-t", "1", "-i", "1ms", "-l", "1300"]).timeout(Duration::from_secs(60)).output().unwrap();
+    let out = rtlab()
+        .args(["run", "-t", "1", "-i", "1ms", "-l", "1300"])
+        .timeout(slow(Duration::from_secs(60)))
+        .output()
+        .unwrap();
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(!s.contains('\x1b'), "escape codes on a pipe: {s:?}");
     assert!(s.lines().next().unwrap().contains("cycles"), "summary printed: {s}");
