@@ -16,7 +16,8 @@ With --backend both, each round runs cyclictest alone, under the tracefs backend
 BPF backend (the order rotating round by round), and each backend's ratios are to the same
 round's run alone. Each --variant NAME=BINARY adds an arm to every round: that rtlab binary
 watching through its BPF programs (another build of them: what a change to the programs costs,
-measured in the same rounds).
+measured in the same rounds); with --attach, each variant's watched p50 is also set against main's
+in the same round (the median of those ratios, and a sign test).
 
 With --attach, one cyclictest runs through the whole measurement and the pairs are windows of
 it: --window seconds unwatched and --window seconds with `rtlab watch -p PID -D WINDOW` attached
@@ -249,9 +250,24 @@ def attach_main(a):
         what = ("containment (a fresh cgroup v2 group)" if a.containment
                 else f"watch -p ({a.backend or 'default backend'})" if arm == "treated" else f"{arm}: watch -p (bpf)")
         results[arm] = summarise_attach(a, [r for r in all_rows if r["arm"] == arm], what)
+    for arm in a.variants:
+        results[arm]["vs_main"] = variant_vs_main(arm, all_rows)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"machine": platform.uname()._asdict(), "window_s": a.window, "arms": results}, f, indent=2)
+
+
+def variant_vs_main(arm, rows):
+    """Per round, the variant's watched p50 over main's (the treated arm's) in the same round: the
+    comparison of the two builds that the rounds' shared state does not blur."""
+    main = {r["pair"]: r["treated_p50_ns"] for r in rows if r["arm"] == "treated"}
+    ratios = [r["treated_p50_ns"] / main[r["pair"]] for r in rows if r["arm"] == arm and r["pair"] in main]
+    higher, lower = sum(x > 1 for x in ratios), sum(x < 1 for x in ratios)
+    summary = {"median_p50_ratio": statistics.median(ratios), "higher": higher, "lower": lower,
+               "sign_p": sign_p(higher, lower)}
+    print(f"{arm} against main's watch, per round: p50 ×{summary['median_p50_ratio']:.3f}; "
+          f"{arm}'s higher in {higher} of {higher + lower} rounds (sign p {summary['sign_p']:.3f})")
+    return summary
 
 
 def summarise_attach(a, rows, what):
