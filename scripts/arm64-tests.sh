@@ -91,11 +91,13 @@ cargo test --locked --target "$target" --no-run
 # the emulator's, not a result: each test binary has HANG_LIMIT seconds (the slowest, the
 # library's unit tests, takes about 150 s emulated) and HANG_TRIES tries. A test that fails, or
 # a binary that hangs at every try, fails the run; every hang is printed, with the tests that
-# were still running. The tests' own bounds on a spawned rtlab are stretched past HANG_LIMIT
-# (RTLAB_TEST_SLOWDOWN below), so that such a hang reaches this retry instead of failing its test
-# as an empty run (tests/cyclictest_compat.rs, 2026-11-29).
+# were still running. The tests' own bounds on a spawned rtlab are never shorter than HANG_LIMIT
+# here (RTLAB_TEST_HANG_LIMIT, tests/common's `spawn_bound`), so that such a hang reaches this
+# retry instead of failing its test as an empty run (tests/cyclictest_compat.rs and
+# tests/cli_errors.rs in CI, 2026-11-29).
 HANG_LIMIT=${HANG_LIMIT:-300}
 HANG_TRIES=${HANG_TRIES:-3}
+export RTLAB_TEST_HANG_LIMIT=$HANG_LIMIT
 # Bounds that say "this ends within N s" are stretched by this factor (tests/common `slow`):
 # emulated, rtlab and its children start and stop five to ten times slower.
 export RTLAB_TEST_SLOWDOWN=${RTLAB_TEST_SLOWDOWN:-6}

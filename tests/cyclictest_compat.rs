@@ -26,10 +26,7 @@ fn run_real(args: &[&str]) -> String {
 /// own (the bound below, or a signal) fails here with its stderr: no test expects one, and its
 /// empty stdout would otherwise fail a comparison that says nothing of why.
 fn run_rtlab(args: &[&str]) -> (String, std::process::Output) {
-    // Stretched under qemu-user (`slow`): a forked child that the emulator deadlocks before its
-    // exec then outlives scripts/arm64-tests.sh's per-binary limit, which retries the binary,
-    // instead of failing here as an empty run.
-    let bound = slow(Duration::from_secs(60));
+    let bound = spawn_bound(Duration::from_secs(60));
     let out = rtlab().arg("cyclictest").args(args).timeout(bound).output().unwrap();
     assert!(
         out.status.code().is_some(),
@@ -564,7 +561,7 @@ fn a_running_cyclictest_is_found_and_printed_by_rt_tests_get_cyclictest_snapshot
     let pid = child.id().to_string();
     let shm = std::path::PathBuf::from(format!("/dev/shm/cyclictest{pid}"));
     let t0 = std::time::Instant::now();
-    while !shm.exists() && t0.elapsed() < slow(Duration::from_secs(10)) {
+    while !shm.exists() && t0.elapsed() < spawn_bound(Duration::from_secs(10)) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let listed = Std::new(snapshot).arg("-l").output().unwrap();
@@ -592,7 +589,7 @@ fn affinity_all_pins_one_thread_per_cpu_as_linaros_cyclictest_sh_asks() {
     let out = rtlab()
         .args(["cyclictest", "-q", "-p", "98", "-i", "1000", "-t", &n, "-a", "all", "-D", "1", "-m"])
         .arg(format!("--json={}", json.display()))
-        .timeout(slow(Duration::from_secs(60)))
+        .timeout(spawn_bound(Duration::from_secs(60)))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

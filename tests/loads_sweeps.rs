@@ -63,7 +63,7 @@ fn rtlab_load_runs_every_kind_and_reports_throughput_in_its_unit() {
         .arg(format!("io:block=64K,dir={}", dir.path().display()))
         .args(["-D", "1", "--json"])
         .arg(&json)
-        .timeout(Duration::from_secs(30))
+        .timeout(spawn_bound(Duration::from_secs(30)))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -98,7 +98,7 @@ fn run_with_loads_records_their_throughput_in_the_result() {
             "--json",
         ])
         .arg(&json)
-        .timeout(Duration::from_secs(30))
+        .timeout(spawn_bound(Duration::from_secs(30)))
         .assert()
         .success();
     let r = read_json(&json);
@@ -218,7 +218,7 @@ fn a_real_short_sweep_has_one_row_per_point() {
         .args(["sweep", "--out"])
         .arg(dir.path())
         .args(["--workers", "0..1", "-D", "1", "-t1", "-q"])
-        .timeout(Duration::from_secs(60))
+        .timeout(spawn_bound(Duration::from_secs(60)))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

@@ -14,7 +14,7 @@ fn real_run(extra: &[&str]) -> (Value, std::process::Output) {
         .args(["run", "-q", "--json"])
         .arg(&json)
         .args(extra)
-        .timeout(slow(Duration::from_secs(60)))
+        .timeout(spawn_bound(Duration::from_secs(60)))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
@@ -167,7 +167,7 @@ fn the_environment_is_recorded() {
 fn without_a_terminal_no_live_view_is_drawn() {
     let out = rtlab()
         .args(["run", "-t", "1", "-i", "1ms", "-l", "1300"])
-        .timeout(slow(Duration::from_secs(60)))
+        .timeout(spawn_bound(Duration::from_secs(60)))
         .output()
         .unwrap();
     let s = String::from_utf8(out.stdout).unwrap();

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_broken_run, assert_valid_run_result, is_root, read_json, rtlab, rtlab_path, slow};
+use common::{assert_broken_run, assert_valid_run_result, is_root, read_json, rtlab, rtlab_path, slow, spawn_bound};
 use serde_json::Value;
 use std::path::Path;
 
@@ -293,7 +293,7 @@ fn a_daemon_that_keeps_the_probes_pipes_open_neither_hangs_rtlab_nor_outlives_it
         .arg(&fake)
         .arg("--json")
         .arg(&json)
-        .timeout(std::time::Duration::from_secs(60))
+        .timeout(spawn_bound(std::time::Duration::from_secs(60)))
         .output()
         .unwrap();
     assert!(out.status.code().is_some(), "rtlab hung on the daemon's pipe");

@@ -29,7 +29,7 @@ fn a_real_run_records_every_sample_or_counts_it_lost() {
         .arg(&bin)
         .arg("--json")
         .arg(&json)
-        .timeout(slow(Duration::from_secs(30)))
+        .timeout(spawn_bound(Duration::from_secs(30)))
         .assert()
         .success();
     let r = read_json(&json);

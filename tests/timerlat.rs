@@ -48,7 +48,7 @@ fn timerlat_ending(code: i32, args: &[&str], cwd: Option<&std::path::Path>) -> s
     if let Some(d) = cwd {
         cmd.current_dir(d);
     }
-    let out = cmd.arg("timerlat").args(args).timeout(std::time::Duration::from_secs(60)).output().unwrap();
+    let out = cmd.arg("timerlat").args(args).timeout(spawn_bound(std::time::Duration::from_secs(60))).output().unwrap();
     assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     out
 }
@@ -169,7 +169,7 @@ fn a_fifo_90_blocker_shows_in_the_thread_latency_and_not_in_the_irq_latency() {
     let stress = fifo_bursts(last_cpu(), 90);
     let out = rtlab()
         .args(["timerlat", "hist", "-c", &cpu, "-P", "f:80", "-d", "4", "-b", "100", "-E", "50"])
-        .timeout(std::time::Duration::from_secs(60))
+        .timeout(spawn_bound(std::time::Duration::from_secs(60)))
         .output()
         .unwrap();
     // The blocker stops whatever the run did.
@@ -400,7 +400,7 @@ fn rtla_6_1s_layout_asked_in_the_environment_is_read_by_linaros_parser_with_the_
         .current_dir(dir.path())
         .arg("timerlat")
         .args(args)
-        .timeout(std::time::Duration::from_secs(60))
+        .timeout(spawn_bound(std::time::Duration::from_secs(60)))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

@@ -147,7 +147,7 @@ fn run_with_stages_gives_each_thread_irq_thread_and_its_own_wakeup_latency_in_or
     let cpu = last_cpu().to_string();
     let out = rtlab()
         .args(["run", "-q", "-t1", "-a", &cpu, "-p80", "-i1ms", "-D", "3", "--stages", "--json", "-"])
-        .timeout(slow(std::time::Duration::from_secs(60)))
+        .timeout(spawn_bound(std::time::Duration::from_secs(60)))
         .output()
         .unwrap();
     assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{}", String::from_utf8_lossy(&out.stderr));

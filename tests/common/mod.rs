@@ -10,8 +10,18 @@ pub fn rtlab() -> Command {
     // A run that never ends fails its test with what it printed, instead of holding the suite
     // (and CI) until an outer limit kills everything.
     let mut c = Command::cargo_bin("rtlab").unwrap();
-    c.timeout(slow(std::time::Duration::from_secs(300)));
+    c.timeout(spawn_bound(std::time::Duration::from_secs(300)));
     c
+}
+
+/// The bound on how long a spawned rtlab may take before its test fails: [`slow`]`(d)`, and
+/// under qemu-user never shorter than `RTLAB_TEST_HANG_LIMIT` (`scripts/arm64-tests.sh`'s limit
+/// on a whole test binary). qemu-user can deadlock a forked child before its exec; such a hang is
+/// the emulator's, and the script retries the binary for it. A shorter bound here would kill the
+/// child first and fail its test as an empty run (CI, 2026-11-29, twice).
+pub fn spawn_bound(d: std::time::Duration) -> std::time::Duration {
+    let floor = std::env::var("RTLAB_TEST_HANG_LIMIT").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    slow(d).max(std::time::Duration::from_secs(floor))
 }
 
 /// `d` stretched by how much slower than native this run is: `RTLAB_TEST_SLOWDOWN` (a whole
@@ -78,7 +88,8 @@ pub fn refused(args: &[&str]) -> String {
 
 /// [`refused`], run in `dir`, within 10 s.
 pub fn refused_in(dir: &Path, args: &[&str]) -> String {
-    let out = rtlab().current_dir(dir).args(args).timeout(slow(std::time::Duration::from_secs(10))).output().unwrap();
+    let out =
+        rtlab().current_dir(dir).args(args).timeout(spawn_bound(std::time::Duration::from_secs(10))).output().unwrap();
     assert!(out.status.code().is_some(), "args {args:?}: no exit code (killed, a panic abort or the 10 s bound)");
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "args {args:?}: stderr {err}");
