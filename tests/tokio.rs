@@ -36,9 +36,16 @@ fn the_tokio_probe_runs_in_both_runtime_kinds_and_writes_a_run_result() {
         let missed = v["all"]["missed"].as_u64().expect("missed periods are known for tokio");
         if *method == "interval" {
             // skip: only ticks tokio skipped are missed, each a whole period between two tick
-            // deadlines; the deadlines of 40 ticks span at most the run's periods.
-            let drift = v["threads"][0]["drift_ns"].as_i64().unwrap();
-            assert!(drift.unsigned_abs() < 2_000_000 * (1 + missed), "skip keeps the grid: drift {drift}");
+            // deadlines, so the deadlines stay on the grid and the drift is the last wakeup's own
+            // lateness, one of the run's latencies (however late a loaded machine makes it;
+            // `delay` would add every move of the schedule to it).
+            let t = &v["threads"][0];
+            let drift = t["drift_ns"].as_i64().unwrap();
+            let (min, max) = (t["min_ns"].as_i64().unwrap(), t["max_ns"].as_i64().unwrap());
+            assert!(
+                (min..=max).contains(&drift),
+                "skip keeps the grid: drift {drift}, latencies {min}..={max}, {missed} missed"
+            );
         }
         assert_eq!(rt["timer_granularity_ns"], 1_000_000);
         assert!(rt["version"].as_str().unwrap().starts_with("tokio 1."));
