@@ -40,6 +40,11 @@ struct Fleet {
 /// A stand-in server on 127.0.0.1 for 30 s at most: `answer(path, query)` writes each whole
 /// HTTP response.
 fn serve_raw(answer: impl Fn(&str, &str, &mut std::net::TcpStream) + Send + 'static) -> u16 {
+    serve_seeing(move |path, query, _, s| answer(path, query, s))
+}
+
+/// The same, `answer` also given the request's header lines (as sent, without the CRLF).
+fn serve_seeing(answer: impl Fn(&str, &str, &[String], &mut std::net::TcpStream) + Send + 'static) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -55,11 +60,13 @@ fn serve_raw(answer: impl Fn(&str, &str, &mut std::net::TcpStream) + Send + 'sta
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut line = String::new();
             reader.read_line(&mut line).unwrap();
+            let mut headers = Vec::new();
             loop {
                 let mut h = String::new();
                 if reader.read_line(&mut h).unwrap() == 0 || h == "\r\n" {
                     break;
                 }
+                headers.push(h.trim_end().to_string());
             }
             let target = line.split_whitespace().nth(1).unwrap_or("");
             let (path, qs) = target.split_once('?').unwrap_or((target, ""));
@@ -69,7 +76,7 @@ fn serve_raw(answer: impl Fn(&str, &str, &mut std::net::TcpStream) + Send + 'sta
                 .find(|(k, _)| *k == "query")
                 .map_or(String::new(), |(_, v)| decode(v));
             let mut s = stream;
-            answer(path, &query, &mut s);
+            answer(path, &query, &headers, &mut s);
         }
     });
     port
@@ -264,7 +271,19 @@ fn a_redirect_is_not_followed_and_never_aborts_rtlab() {
 
 #[test]
 fn credentials_in_the_url_are_sent_but_never_shown_or_written() {
-    let port = serve_raw(buckets_only(vec![bucket("lab-3", "0.00005", "10"), bucket("lab-3", "+Inf", "10")]));
+    let answer = buckets_only(vec![bucket("lab-3", "0.00005", "10"), bucket("lab-3", "+Inf", "10")]);
+    // Prometheus behind Basic authentication: alice:s3cr3t, base64.
+    let port = serve_seeing(move |path, query, headers, s| {
+        let sent = |h: &String| {
+            h.split_once(':')
+                .is_some_and(|(n, v)| n.eq_ignore_ascii_case("authorization") && v.trim() == "Basic YWxpY2U6czNjcjN0")
+        };
+        if headers.iter().any(sent) {
+            answer(path, query, s);
+        } else {
+            let _ = write!(s, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 12\r\n\r\nno password!");
+        }
+    });
     let (code, text) = judged_at(&format!("http://alice:s3cr3t@127.0.0.1:{port}"));
     assert_eq!(code, 0, "{text}");
     assert!(text.contains(&format!("http://127.0.0.1:{port}")), "the URL is shown without them: {text}");

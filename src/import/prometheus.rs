@@ -118,33 +118,40 @@ fn api(q: &Query, deadline: Instant, path: &str, params: &[(&str, &str)]) -> Res
             FLEET_BUDGET.as_secs()
         ));
     }
-    let agent = ureq::AgentBuilder::new().redirects(0).timeout(TIMEOUT.min(left)).build();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .timeout_global(Some(TIMEOUT.min(left)))
+        .build()
+        .into();
     let mut req = agent.get(&url);
     for (k, v) in params {
-        req = req.query(k, v);
+        req = req.query(*k, *v);
     }
     let said = |text: &str| crate::units::printable(&crate::units::clip(text, 300));
-    let resp = req.call().map_err(|e| match e {
-        ureq::Error::Status(code, r) => {
-            let body = r.into_string().unwrap_or_default();
-            format!("{shown} answered {code} to {promql}: {}", said(&body))
-        }
-        e => format!(
+    let mut resp = req.call().map_err(|e| {
+        format!(
             "cannot query {shown}: {}; is Prometheus running there?",
             said(&e.to_string().replace(&q.url, &q.shown_url()))
-        ),
+        )
     })?;
-    if (300..400).contains(&resp.status()) {
-        let to = resp.header("location").unwrap_or("?");
+    let code = resp.status().as_u16();
+    if (300..400).contains(&code) {
+        let to = resp.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or("?");
         return Err(format!(
-            "{shown} answered a redirect ({}) to {}: Prometheus's API does not redirect; give its own URL",
-            resp.status(),
+            "{shown} answered a redirect ({code}) to {}: Prometheus's API does not redirect; give its own URL",
             said(&strip_userinfo(to))
         ));
     }
+    // An error's body is only shown, clipped: its first 64 KiB are enough.
+    let ok = (200..300).contains(&code);
+    let limit = if ok { MAX_BODY + 1 } else { 64 << 10 };
     let mut body = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(resp.into_reader(), MAX_BODY + 1), &mut body)
-        .map_err(|e| format!("reading the answer of {shown}: {e}"))?;
+    let read = std::io::Read::read_to_end(&mut std::io::Read::take(resp.body_mut().as_reader(), limit), &mut body);
+    if !ok {
+        return Err(format!("{shown} answered {code} to {promql}: {}", said(&String::from_utf8_lossy(&body))));
+    }
+    read.map_err(|e| format!("reading the answer of {shown}: {e}"))?;
     if body.len() as u64 > MAX_BODY {
         return Err(format!(
             "{shown}: answer larger than {} MiB to {promql}; narrow it with --match or --since",
