@@ -116,14 +116,20 @@ fn an_interrupt_whose_entry_came_just_before_the_events_read_still_owns_its_time
 /// One real run at a time: their loads and busy threads share the CPUs.
 static REAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Held by a real run's test from its start to its end, whatever it starts beside its runs (a
+/// stressor started outside it would spend its life while another test's runs hold the CPU).
+fn real() -> std::sync::MutexGuard<'static, ()> {
+    REAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The highest online CPU, as text (CPU 0 keeps rtlab's reporting thread and the trace reader).
 fn busy_cpu() -> String {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     online.trim().rsplit([',', '-']).next().unwrap().to_string()
 }
 
+/// `rtlab noise ARGS` to completion, its result; the caller holds `real()`.
 fn noise_json(args: &[&str]) -> (Value, std::process::Output) {
-    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = common::rtlab().args(["noise", "-q", "--warm-up", "150ms", "--json", "-"]).args(args).output().unwrap();
     assert!(matches!(out.status.code(), Some(0 | 3)), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -141,6 +147,7 @@ fn traced() -> bool {
 
 #[test]
 fn a_noise_run_records_its_figures_and_their_arithmetic_holds_exactly() {
+    let _one = real();
     let cpu = busy_cpu();
     let attribute = if common::is_root() { "--attribute" } else { "--no-attribute" };
     let (v, _) = noise_json(&["-c", &cpu, "-D", "1", attribute]);
@@ -182,6 +189,7 @@ fn a_noise_run_records_its_figures_and_their_arithmetic_holds_exactly() {
 
 #[test]
 fn a_run_is_unattributed_unless_asked_and_the_result_says_which_it_was() {
+    let _one = real();
     let cpu = busy_cpu();
     let (v, _) = noise_json(&["-c", &cpu, "-D", "1"]);
     assert!(v["noise"]["attribution_threshold_ns"].is_null(), "{}", v["noise"]);
@@ -197,7 +205,7 @@ fn a_run_is_unattributed_unless_asked_and_the_result_says_which_it_was() {
 
 #[test]
 fn a_run_interrupted_during_its_pre_heat_ends_as_rtlab_run_does() {
-    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = real();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("n.json");
     let child = std::process::Command::new(common::rtlab_path())
@@ -218,7 +226,7 @@ fn a_run_interrupted_during_its_pre_heat_ends_as_rtlab_run_does() {
 
 #[test]
 fn a_threshold_the_loop_cannot_resolve_is_refused_with_its_iteration_time() {
-    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = real();
     let out = common::rtlab()
         .args(["noise", "-q", "-c", &busy_cpu(), "-D", "1", "--warm-up", "100ms", "--threshold", "1ns", "--json", "-"])
         .output()
@@ -248,6 +256,7 @@ fn bad_requests_are_refused_before_anything_is_measured() {
 
 #[test]
 fn a_fifo_task_taking_the_cpu_in_bursts_shows_as_thread_noise_as_long_as_its_own_cpu_time() {
+    let _one = real();
     if !traced() {
         return;
     }
@@ -298,6 +307,7 @@ fn a_fifo_task_taking_the_cpu_in_bursts_shows_as_thread_noise_as_long_as_its_own
 
 #[test]
 fn a_timer_driven_load_shows_as_irq_and_softirq_noise() {
+    let _one = real();
     if !traced() {
         return;
     }
@@ -340,7 +350,7 @@ fn a_timer_driven_load_shows_as_irq_and_softirq_noise() {
 #[test]
 fn the_oslat_layout_has_the_real_oslats_lines_and_counts_every_read() {
     let cpu = busy_cpu();
-    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = real();
     let dir = tempfile::tempdir().unwrap();
     let ours = common::rtlab()
         .args(["noise", "-q", "-c", &cpu, "-D", "1", "--warm-up", "150ms", "--no-attribute", "--format", "oslat"])
@@ -378,7 +388,7 @@ fn the_oslat_layout_has_the_real_oslats_lines_and_counts_every_read() {
 
 #[test]
 fn ctrl_c_stops_a_busy_run_at_once_with_every_output_written() {
-    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = real();
     let cpu = busy_cpu();
     // A fair busy thread on one CPU; then FIFO busy threads on every CPU, where the thread that
     // handles Ctrl-C may not run for up to a second and the busy threads look for it themselves.
@@ -419,6 +429,7 @@ fn ctrl_c_stops_a_busy_run_at_once_with_every_output_written() {
 
 #[test]
 fn noise_results_plot_report_compare_and_sweep() {
+    let _one = real();
     let cpu = busy_cpu();
     let dir = tempfile::tempdir().unwrap();
     let (v, _) = noise_json(&["-c", &cpu, "-D", "1", "--no-attribute"]);
@@ -452,7 +463,6 @@ fn noise_results_plot_report_compare_and_sweep() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("compare noise runs with noise runs"));
     // A sweep over a CPU load beside the busy thread.
-    let _one = REAL.lock().unwrap_or_else(|e| e.into_inner());
     let sweep = dir.path().join("sw");
     let load = format!("cpu:cpus={cpu}");
     let out = common::rtlab()
