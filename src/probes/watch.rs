@@ -308,9 +308,7 @@ impl WatchProbe {
             match loaded {
                 Ok(mut programs) => {
                     self.missing = std::mem::take(&mut programs.missing);
-                    let mut formats = Formats::default();
-                    formats.name_functions(TIMER_FUNCTIONS);
-                    return Ok((Source::Bpf { programs: Box::new(programs), follow }, formats));
+                    return Ok((Source::Bpf { programs: Box::new(programs), follow }, Formats::default()));
                 }
                 Err(e) if self.plan.backend == Backend::Preferred => self.fallback = Some(e),
                 Err(e) => return Err(ProbeError::Start(format!("the BPF backend cannot watch: {e}"))),
@@ -335,7 +333,6 @@ impl WatchProbe {
             .map_err(cannot)?;
         let mut formats = Formats::load(threads.dir(), &thread_events);
         formats.extend(Formats::load(system.dir(), &system_events));
-        formats.name_functions(TIMER_FUNCTIONS);
         self.missing = [&threads, &system].iter().flat_map(|i| i.missing.clone()).collect();
         let mut pipes = Vec::new();
         for (instance, inst) in [&threads, &system].into_iter().enumerate() {
@@ -735,10 +732,12 @@ impl<'a> Recorders<'a> {
 }
 
 impl Reader {
-    fn run(self, mut source: Source, formats: Formats, initial: Vec<i32>) -> Harvest {
+    fn run(self, mut source: Source, mut formats: Formats, initial: Vec<i32>) -> Harvest {
         if let Some(cpus) = &self.plan.reader_cpus {
             let _ = crate::rt::affinity::set_current_thread(cpus);
         }
+        // Here, not before the start: the command runs while /proc/kallsyms is read (its events wait).
+        formats.name_functions(TIMER_FUNCTIONS);
         let cpu0 = clock::now(ClockId::THREAD_CPUTIME);
         let works: Vec<Arc<WorkLive>> = self.sinks.work.iter().flatten().cloned().collect();
         // A watched slot's stage latencies go where the live view reads them (its work cells).
@@ -746,14 +745,7 @@ impl Reader {
         let stages: Vec<&crate::measure::work::StageCells> =
             works.iter().map(|w| w.stages.as_ref().unwrap_or(&spare)).collect();
         let mut recs = Recorders::new(&self.sinks, &works, &stages, self.start_ns);
-        let mut state = State {
-            tracker: Tracker::new(self.realtime_offset_ns).with_arch(self.arch),
-            slots: Vec::new(),
-            by_tid: Default::default(),
-            untraced: Vec::new(),
-            exited: Default::default(),
-            explaining: self.plan.explain.map(|x| Explaining::new(x, self.arch)),
-        };
+        let mut state = self.state();
         for tid in initial {
             self.add(&mut state, tid, None);
         }
@@ -764,7 +756,7 @@ impl Reader {
             });
         // rtla's `trace` action: the latest events, written if a stage threshold is crossed.
         let mut kept = self.plan.trace_out.as_ref().map(|_| crate::trace::period::Recent::default());
-        let (mut next_look, mut read_before, mut woken) = (Instant::now() + LOOK_EVERY, 0, false);
+        let (mut next_look, mut read_before, mut woken, mut exit_seen) = (Instant::now() + LOOK_EVERY, 0, false, false);
         let mut notes = Vec::new();
         let mut error: Option<String> = None;
         loop {
@@ -791,14 +783,19 @@ impl Reader {
                 error = Some(e);
                 break;
             }
-            if Instant::now() >= next_look {
+            // The command's exit is known at once (its waiter ended): the run ends at this read,
+            // not at the next look.
+            let exited_now = !exit_seen && self.child.as_ref().is_some_and(|c| c.lock().is_ok_and(|c| c.exited()));
+            exit_seen |= exited_now;
+            if exited_now || Instant::now() >= next_look {
                 next_look = Instant::now() + LOOK_EVERY;
                 self.look(&mut state);
             }
             if stopping {
                 break;
             }
-            let busy = streams.events - read_before > BUSY_READ;
+            // Nothing is left to watch: the stop comes at the pipeline's next tick, read until it.
+            let busy = streams.events - read_before > BUSY_READ || self.shared.gone.load(Relaxed);
             read_before = streams.events;
             woken = source.wait(busy, woken);
         }
@@ -814,6 +811,18 @@ impl Reader {
         let hit = recs.hits.iter().any(|h| h.load(Relaxed) > 0);
         error = error.or(self.write_outputs(kept.filter(|_| hit || self.plan.stop_at.trace_at_end), recording));
         Harvest { slots, run, error, explained: state.explaining.take() }
+    }
+
+    /// The reader's state before the first event.
+    fn state(&self) -> State {
+        State {
+            tracker: Tracker::new(self.realtime_offset_ns).with_arch(self.arch),
+            slots: Vec::new(),
+            by_tid: Default::default(),
+            untraced: Vec::new(),
+            exited: Default::default(),
+            explaining: self.plan.explain.map(|x| Explaining::new(x, self.arch)),
+        }
     }
 
     /// What the watch watched and what reading cost: the target, how the events were read,

@@ -167,8 +167,17 @@ mod loaded {
 
     impl Loaded {
         pub(super) fn new(ring_bytes: u32) -> Result<(Loaded, Vec<String>), String> {
-            let btf = Btf::from_sys_fs().map_err(|e| format!("the kernel's BTF is not readable ({e})"))?;
-            let mut ebpf = EbpfLoader::new()
+            // aya's loader parses the kernel's BTF when it is made, and the programs' loads need
+            // a parse of their own: the two run side by side (each takes a fifth of a second).
+            let (btf, mut loader) = std::thread::scope(|s| {
+                let ours = s.spawn(Btf::from_sys_fs);
+                let loader = EbpfLoader::new();
+                (ours.join(), loader)
+            });
+            let btf = btf
+                .map_err(|_| "the kernel's BTF could not be parsed".to_string())?
+                .map_err(|e| format!("the kernel's BTF is not readable ({e})"))?;
+            let mut ebpf = loader
                 .btf(Some(&btf))
                 .map_max_entries("rtlab_events", ring_bytes)
                 .load(OBJECT)
