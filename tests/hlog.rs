@@ -314,68 +314,68 @@ fn ctrl_c_keeps_every_interval_and_the_log_holds_the_whole_run() {
     }
 }
 
+/// `rtlab ARGS` to completion, ended as a run ends (0, or 3 for a threshold).
+fn ran(args: &[&str], what: &str) {
+    let out = common::rtlab().args(args).output().unwrap();
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+// Each command that takes `--hlog` has a test of its own, so that they run side by side.
+
 #[test]
-fn every_command_that_takes_hlog_writes_its_threads_and_stages() {
-    assert!(common::is_root(), "watch and timerlat read the kernel's events: run the suite as root");
+fn cyclictests_hlog_has_its_threads_every_cycle() {
     let dir = tempfile::tempdir().unwrap();
-    let at = |name: &str| dir.path().join(name);
-    let ok = |out: std::process::Output, what: &str| {
-        assert!(
-            out.status.code().is_some_and(|c| c == 0 || c == 3),
-            "{what}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    // cyclictest: its threads, every cycle.
-    let out = common::rtlab()
-        .args(["cyclictest", "-t1", "-a0", "-i1000", "-l2000", "-q", "--hlog"])
-        .arg(at("ct.hlog"))
-        .arg("--rtlab-json")
-        .arg(at("ct.json"))
-        .output()
-        .unwrap();
-    ok(out, "cyclictest");
-    assert_eq!(totals(&at("ct.hlog"))["thread0_cpu0"].0, common::read_json(&at("ct.json"))["threads"][0]["cycles"]);
-    // timerlat: a tag per stage beside the thread's own.
-    let out =
-        common::rtlab().args(["timerlat", "hist", "-c", "0", "-d", "2", "--hlog"]).arg(at("tl.hlog")).output().unwrap();
-    ok(out, "timerlat");
-    let tags: Vec<String> = totals(&at("tl.hlog")).into_keys().collect();
+    let (log, json) = (dir.path().join("ct.hlog"), dir.path().join("ct.json"));
+    let (l, j) = (log.to_str().unwrap(), json.to_str().unwrap());
+    ran(&["cyclictest", "-t1", "-a0", "-i1000", "-l2000", "-q", "--hlog", l, "--rtlab-json", j], "cyclictest");
+    assert_eq!(totals(&log)["thread0_cpu0"].0, common::read_json(&json)["threads"][0]["cycles"]);
+}
+
+#[test]
+fn timerlats_hlog_has_a_tag_per_stage_beside_the_threads_own() {
+    assert!(common::is_root(), "timerlat reads the kernel's events: run the suite as root");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("tl.hlog");
+    ran(&["timerlat", "hist", "-c", "0", "-d", "2", "--hlog", log.to_str().unwrap()], "timerlat");
+    let tags: Vec<String> = totals(&log).into_keys().collect();
     assert_eq!(tags, ["thread0_cpu0", "thread0_cpu0_irq", "thread0_cpu0_thread", "thread0_cpu0_user"]);
-    // noise: a tag per measured CPU.
-    let out = common::rtlab().args(["noise", "-c", "0", "-D", "2", "-q", "--hlog"]).arg(at("n.hlog")).output().unwrap();
-    ok(out, "noise");
-    assert_eq!(totals(&at("n.hlog")).into_keys().collect::<Vec<_>>(), ["thread0_cpu0"]);
-    // watch: the watched program's periodic thread, every period.
-    let out = common::rtlab()
-        .args(["watch", "-q", "--json"])
-        .arg(at("w.json"))
-        .arg("--hlog")
-        .arg(at("w.hlog"))
-        .args(["--", "cyclictest", "-t1", "-a0", "-p80", "-i1000", "-l2000", "-q"])
-        .output()
-        .unwrap();
-    ok(out, "watch");
-    let r = common::read_json(&at("w.json"));
+}
+
+#[test]
+fn noises_hlog_has_a_tag_per_measured_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("n.hlog");
+    ran(&["noise", "-c", "0", "-D", "2", "-q", "--hlog", log.to_str().unwrap()], "noise");
+    assert_eq!(totals(&log).into_keys().collect::<Vec<_>>(), ["thread0_cpu0"]);
+}
+
+#[test]
+fn watchs_hlog_has_the_watched_programs_periodic_thread_every_period() {
+    assert!(common::is_root(), "watch reads the kernel's events: run the suite as root");
+    let dir = tempfile::tempdir().unwrap();
+    let (log, json) = (dir.path().join("w.hlog"), dir.path().join("w.json"));
+    let (l, j) = (log.to_str().unwrap(), json.to_str().unwrap());
+    let watched = ["--", "cyclictest", "-t1", "-a0", "-p80", "-i1000", "-l2000", "-q"];
+    ran(&[&["watch", "-q", "--json", j, "--hlog", l][..], &watched[..]].concat(), "watch");
+    let r = common::read_json(&json);
     let t = r["threads"].as_array().unwrap().iter().find(|t| t["priority"] == 80).expect("the FIFO 80 thread");
     // A watched thread is not pinned by rtlab: its tag has no CPU.
     let tag = match t["cpu"].as_u64() {
         Some(c) => format!("thread{}_cpu{c}", t["thread"]),
         None => format!("thread{}", t["thread"]),
     };
-    let logged = totals(&at("w.hlog"));
+    let logged = totals(&log);
     assert_eq!(logged.get(&tag).map(|v| v.0), t["cycles"].as_u64(), "{tag} in {:?}", logged.keys());
-    // monitor: the log rotates with the --json windows, each file a log of its own window.
-    let out = common::rtlab()
-        .args(["monitor", "-a", "0", "-i", "1ms", "-D", "7", "--rotate", "3s", "--keep", "5", "--listen"])
-        .arg(format!("127.0.0.1:{}", free_port()))
-        .arg("--json")
-        .arg(at("m.json"))
-        .arg("--hlog")
-        .arg(at("m.hlog"))
-        .output()
-        .unwrap();
-    ok(out, "monitor");
+}
+
+#[test]
+fn monitors_hlog_rotates_with_its_json_windows_each_file_a_log_of_its_own_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name);
+    let listen = format!("127.0.0.1:{}", free_port());
+    let (j, l) = (at("m.json"), at("m.hlog"));
+    let args = ["monitor", "-a", "0", "-i", "1ms", "-D", "7", "--rotate", "3s", "--keep", "5", "--listen", &listen];
+    ran(&[&args[..], &["--json", j.to_str().unwrap(), "--hlog", l.to_str().unwrap()]].concat(), "monitor");
     let starts: Vec<Vec<f64>> =
         ["m.hlog.2", "m.hlog.1", "m.hlog"].iter().map(|f| totals(&at(f))["thread0_cpu0"].1.clone()).collect();
     assert_eq!(starts[..2], [vec![0.0, 1.0, 2.0], vec![3.0, 4.0, 5.0]], "{starts:?}");

@@ -432,9 +432,15 @@ fn a_slow_continue_action_does_not_stretch_the_run() {
     assert!(is_root(), "rtlab timerlat needs root (SCHED_FIFO, tracefs)");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    // 1 µs: every second sees a hit, and each round of actions takes 10 s. A reporting loop
-    // that waited for them would measure 11 s or more; the trace reader may lag a few seconds
-    // behind on a busy machine before the run ends.
+    // 1 µs: every second sees a hit, and the round of actions the first hit starts takes 10 s.
+    // A reporting loop that waited for it would measure 11 s or more; the trace reader may lag a
+    // few seconds behind on a busy machine before the run ends. The rounds after it (the stop's
+    // own, as rtla's) find the marker directory made and return at once: the test waits for
+    // one slow round, not two.
+    let slow = format!(
+        "--on-threshold=shell,command=if mkdir {} 2>/dev/null; then sleep 10; fi",
+        dir.path().join("acted").display()
+    );
     let out = timerlat(
         &[
             "hist",
@@ -446,13 +452,14 @@ fn a_slow_continue_action_does_not_stretch_the_run() {
             "3",
             "--on-threshold",
             "continue",
-            "--on-threshold=shell,command=sleep 10",
+            &slow,
             "--json",
             json.to_str().unwrap(),
         ],
         None,
     );
     assert!(out.status.success());
+    assert!(dir.path().join("acted").is_dir(), "the slow round ran");
     let r = read_json(&json);
     let measured = r["duration_s"].as_f64().unwrap();
     assert!(measured < 9.0, "a 3 s run measured for {measured} s: the actions ran beside it, not in its loop");
