@@ -301,6 +301,21 @@ impl WatchProbe {
     /// they create), and the formats that name what they carry: the plan's backend.
     /// With the preferred backend, why BPF could not watch lands in `fallback`.
     fn source(&mut self, tids: &[i32], follow: bool) -> Result<(Source, Formats), ProbeError> {
+        // /proc/kallsyms (megabytes) is read while the programs load or the instances are made;
+        // the reader needs the names from its first event on (a short-lived thread's policy is
+        // only in /proc while it lives: the reader must keep up from the start).
+        let names = std::thread::spawn(|| {
+            let mut names = Formats::default();
+            names.name_functions(TIMER_FUNCTIONS);
+            names
+        });
+        let (source, mut formats) = self.backend_source(tids, follow)?;
+        formats.extend(names.join().unwrap_or_default());
+        Ok((source, formats))
+    }
+
+    /// [`WatchProbe::source`] without the timer callbacks' names.
+    fn backend_source(&mut self, tids: &[i32], follow: bool) -> Result<(Source, Formats), ProbeError> {
         if matches!(self.plan.backend, Backend::Bpf | Backend::Preferred) {
             let cpus = crate::rt::affinity::online_cpus().cpus().len();
             let loaded = crate::rt::bpf::WatchPrograms::load(crate::rt::bpf::ring_bytes(cpus))
@@ -732,12 +747,10 @@ impl<'a> Recorders<'a> {
 }
 
 impl Reader {
-    fn run(self, mut source: Source, mut formats: Formats, initial: Vec<i32>) -> Harvest {
+    fn run(self, mut source: Source, formats: Formats, initial: Vec<i32>) -> Harvest {
         if let Some(cpus) = &self.plan.reader_cpus {
             let _ = crate::rt::affinity::set_current_thread(cpus);
         }
-        // Here, not before the start: the command runs while /proc/kallsyms is read (its events wait).
-        formats.name_functions(TIMER_FUNCTIONS);
         let cpu0 = clock::now(ClockId::THREAD_CPUTIME);
         let works: Vec<Arc<WorkLive>> = self.sinks.work.iter().flatten().cloned().collect();
         // A watched slot's stage latencies go where the live view reads them (its work cells).

@@ -87,14 +87,17 @@ impl Formats {
     /// Names the timer callbacks among `names` (`hrtimer_wakeup`) from `/proc/kallsyms`
     /// (root reads the real addresses): events then carry their names, not their addresses.
     pub fn name_functions(&mut self, names: &[&str]) {
-        let Ok(text) = std::fs::read_to_string("/proc/kallsyms") else { return };
-        for line in text.lines() {
-            let mut f = line.split_whitespace();
-            let (Some(addr), Some(_), Some(name)) = (f.next(), f.next(), f.next()) else { continue };
-            if names.contains(&name) {
-                if let Some(a) = u64::from_str_radix(addr, 16).ok().filter(|a| *a != 0) {
-                    self.symbols.insert(a, name.into());
-                }
+        let Ok(text) = std::fs::read("/proc/kallsyms") else { return };
+        // `ADDRESS TYPE NAME[\t[MODULE]]` lines, 150 000 of them: compared as bytes, the name
+        // found by its length before its text (a watch waits for this before it starts).
+        for line in text.split(|&b| b == b'\n') {
+            let Some(space) = line.iter().position(|&b| b == b' ') else { continue };
+            let Some(name) = line.get(space + 3..) else { continue };
+            let name = name.split(|&b| b == b'\t').next().unwrap_or(name);
+            let Some(&wanted) = names.iter().find(|n| n.len() == name.len() && n.as_bytes() == name) else { continue };
+            let addr = std::str::from_utf8(&line[..space]).ok().and_then(|a| u64::from_str_radix(a, 16).ok());
+            if let Some(a) = addr.filter(|a| *a != 0) {
+                self.symbols.insert(a, wanted.into());
             }
         }
     }
