@@ -136,17 +136,29 @@ fn devices_and_binary_files_are_refused_without_reading_them_into_memory() {
     assert!(refused(&["samples", dir.path().to_str().unwrap()]).contains("is a directory"));
 }
 
-/// A 30 s run recording its samples into `s.smp` in a new directory, 2.5 s into it.
+/// The samples `rtlab samples` reads from `s.smp` in `dir` (whole records only).
+fn samples_in(dir: &std::path::Path) -> u64 {
+    let out = rtlab().current_dir(dir).args(["samples", "s.smp"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+/// A 30 s run recording its samples into `s.smp` in a new directory, once its file holds 500
+/// of them (on a busy machine its start can take seconds).
 fn recording_for_a_while() -> (tempfile::TempDir, std::process::Child) {
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(rtlab_path())
+    let mut child = Command::new(rtlab_path())
         .current_dir(dir.path())
         .args(["run", "-t", "1", "-D", "30", "-q", "--no-mlockall", "--samples", "s.smp"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
+    let until = std::time::Instant::now() + Duration::from_secs(25);
+    while samples_in(dir.path()) < 500 {
+        assert!(std::time::Instant::now() < until, "the run recorded fewer than 500 samples in 25 s");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it recorded 500 samples");
+        std::thread::sleep(Duration::from_millis(250));
+    }
     (dir, child)
 }
 
