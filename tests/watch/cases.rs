@@ -640,10 +640,10 @@ fn a_contended_mutex_is_a_futex_block_inside_the_job_and_its_misses_are_the_prog
     assert!((0..=10_000).contains(&diff), "median (ours − its own) response {diff} ns");
     let on = &t["watch"]["blocked_on"];
     assert_eq!(on[0]["on"], "futex", "{on}");
-    // The program says which jobs found the mutex held (its third column). How many do depends
-    // on how late the holder wakes (about one in ten idle, a few dozen when the machine is
-    // busy); every one of them blocks in the kernel, unless the holder lets go between the
-    // program's try and its wait (a window of nanoseconds).
+    // The program says which jobs found the mutex held (its third column): about one in ten,
+    // the holder taking it before their release; fewer when the holder wakes late. Every one
+    // of them blocks in the kernel, unless the holder lets go between the program's try and
+    // its wait (a window of nanoseconds).
     let waited = numbers(&dir.path().join("mutex.own")).iter().filter(|v| v[2] == 1).count() as u64;
     let blocked = on[0]["jobs"].as_u64().unwrap();
     eprintln!("mutex: {waited} jobs found it held, {blocked} blocked on the futex");
