@@ -53,6 +53,23 @@ pub fn watch(dir: &Path, args: &[&str]) -> Value {
     r
 }
 
+/// Waits until rtlab process `pid` reads events: its reader thread (`rtlab-watch`) starts once
+/// the BPF programs are attached or the tracefs instances made. A fixed wait was too short for
+/// a debug build's start beside the rest of the suite (a program started 800 ms after its watch
+/// was renamed before the watch could see it).
+pub fn reading(pid: u32) {
+    let start = std::time::Instant::now();
+    let named = || {
+        std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten().any(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == "rtlab-watch")
+        })
+    };
+    while !named() {
+        assert!(start.elapsed().as_secs() < 60, "rtlab {pid} has no reader thread (rtlab-watch) after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The watched thread named `comm` (its entry in `threads`).
 pub fn thread<'a>(r: &'a Value, comm: &str) -> &'a Value {
     r["threads"]
@@ -382,12 +399,12 @@ fn threads_named_later_are_found_by_their_name() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("watch.json");
     let mut w = std::process::Command::new(rtlab_path())
-        .args(["watch", "-q", "--backend", BACKEND, "--comm", "sleeper", "-D", "4", "--json"])
+        .args(["watch", "-q", "--backend", BACKEND, "--comm", "sleeper", "-D", "5", "--json"])
         .arg(&json)
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    reading(w.id());
     let st = std::process::Command::new(watched()).args(["sleep", "500"]).status().unwrap();
     assert!(st.success());
     assert!(w.wait().unwrap().success());
