@@ -526,8 +526,7 @@ fn ctrl_c_during_an_explained_run_removes_the_instance_and_keeps_the_explanation
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let instance = instance_of(child.id()).expect("the run records in its own instance");
+    let instance = instance_made(child.id());
     let _ = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status();
     let out = child.wait_with_output().unwrap();
     assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
@@ -535,6 +534,21 @@ fn ctrl_c_during_an_explained_run_removes_the_instance_and_keeps_the_explanation
     let v = common::read_json(&json);
     assert_eq!(v["end_reason"], "signal");
     assert_eq!(v["explanations"].as_array().unwrap().len(), 1);
+}
+
+/// The tracefs instance of rtlab process `pid`, once it has made it, and a second more
+/// for samples to explain (a fixed 1.5 s could end before a debug build's start beside the
+/// rest of the suite).
+fn instance_made(pid: u32) -> std::path::PathBuf {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(instance) = instance_of(pid) {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            return instance;
+        }
+        assert!(start.elapsed().as_secs() < 60, "rtlab {pid} made no tracefs instance in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// The tracefs instance of rtlab process `pid` (`rtlab-PID-XXXXXXXX`), if it has one.
@@ -566,8 +580,7 @@ fn sighup_ends_a_run_cleanly_and_a_second_signal_still_removes_the_instance() {
     // SIGHUP (a closed terminal) is a stop like SIGTERM: the result is written, the instance gone.
     let json = dir.path().join("hup.json");
     let child = spawn(&json);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let instance = instance_of(child.id()).expect("the run records in its own instance");
+    let instance = instance_made(child.id());
     let _ = std::process::Command::new("kill").args(["-HUP", &child.id().to_string()]).status();
     let out = child.wait_with_output().unwrap();
     assert!(matches!(out.status.code(), Some(0 | 3)), "{out:?}");
@@ -575,8 +588,7 @@ fn sighup_ends_a_run_cleanly_and_a_second_signal_still_removes_the_instance() {
     assert_eq!(common::read_json(&json)["end_reason"], "signal");
     // Two signals at once: the emergency exit (130) still switches tracing off and removes it.
     let child = spawn(&dir.path().join("twice.json"));
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let instance = instance_of(child.id()).expect("the run records in its own instance");
+    let instance = instance_made(child.id());
     let pid = child.id().to_string();
     let _ = std::process::Command::new("kill").args(["-TERM", &pid]).status();
     let _ = std::process::Command::new("kill").args(["-TERM", &pid]).status();

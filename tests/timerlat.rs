@@ -329,8 +329,15 @@ fn deepest_idle_state_disables_the_deeper_states_while_measuring_and_restores_th
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let during: Vec<String> = states.iter().map(|p| std::fs::read_to_string(p).unwrap().trim().to_string()).collect();
+    // Read while it measures: from when every state is disabled, or until the run ends (a fixed
+    // 1.5 s could come before a debug build's start beside the rest of the suite).
+    let read =
+        || -> Vec<String> { states.iter().map(|p| std::fs::read_to_string(p).unwrap().trim().to_string()).collect() };
+    let mut during = read();
+    while !during.iter().all(|d| d == "1") && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        during = read();
+    }
     assert!(child.wait().unwrap().success());
     let after: Vec<String> = states.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
     assert!(during.iter().all(|d| d == "1"), "every state deeper than 0 disabled while measuring: {during:?}");
