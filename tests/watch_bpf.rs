@@ -100,23 +100,35 @@ fn only_the_expiries_of_timers_a_watched_thread_armed_leave_the_kernel() {
 #[test]
 fn nothing_of_rtlabs_stays_loaded_after_a_sigkill() {
     need_bpf();
-    let _g = serial();
-    let loaded = || {
+    // The programs and maps of this watch, by the ids its descriptors hold (/proc/PID/fdinfo):
+    // other tests' watches may load theirs meanwhile, so the test follows its own.
+    let held = |pid: u32| -> (Vec<String>, Vec<String>) {
+        let (mut progs, mut maps) = (Vec::new(), Vec::new());
+        for fd in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).into_iter().flatten().flatten() {
+            let text = std::fs::read_to_string(fd.path()).unwrap_or_default();
+            for l in text.lines() {
+                if let Some(id) = l.strip_prefix("prog_id:") {
+                    progs.push(id.trim().to_string());
+                } else if let Some(id) = l.strip_prefix("map_id:") {
+                    maps.push(id.trim().to_string());
+                }
+            }
+        }
+        progs.sort();
+        progs.dedup();
+        maps.sort();
+        maps.dedup();
+        (progs, maps)
+    };
+    // The ids `bpftool WHAT show` lists now.
+    let listed = |what: &str| -> Vec<String> {
         let out = std::process::Command::new("bpftool")
-            .args(["prog", "show"])
+            .args([what, "show"])
             .output()
             .unwrap_or_else(|e| panic!("bpftool is not installed ({e}): apt-get install bpftool (.ci/run does)"));
-        String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains(" name rtlab_")).count()
+        assert!(out.status.success(), "bpftool {what} show: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| Some(l.split_once(':')?.0.to_string())).collect()
     };
-    // A run that just ended may still have its programs on their way out (an RCU grace period).
-    let gone = |within: u64| {
-        let start = std::time::Instant::now();
-        while loaded() > 0 && start.elapsed().as_secs() < within {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        loaded()
-    };
-    assert_eq!(gone(5), 0, "BPF programs of rtlab's are loaded before the test");
     let mut child = std::process::Command::new(rtlab_path())
         .args(["watch", "-q", "--backend", "bpf", "-D", "20s", "--", "sleep", "20"])
         .stdout(std::process::Stdio::null())
@@ -124,15 +136,29 @@ fn nothing_of_rtlabs_stays_loaded_after_a_sigkill() {
         .spawn()
         .unwrap();
     let start = std::time::Instant::now();
-    while loaded() < 12 && start.elapsed().as_secs() < 15 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
+    let mut ids = held(child.id());
+    while ids.0.len() < 12 && start.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        ids = held(child.id());
     }
-    assert!(loaded() >= 12, "rtlab watch --backend bpf loaded {} programs", loaded());
+    let (progs, maps) = ids;
+    assert!(progs.len() >= 12, "rtlab watch --backend bpf held {} programs: {progs:?}", progs.len());
+    assert!(progs.iter().all(|id| listed("prog").contains(id)), "bpftool lists the programs {progs:?}");
+    assert!(!maps.is_empty(), "rtlab watch --backend bpf held no maps");
     child.kill().unwrap();
     child.wait().unwrap();
-    // The kernel releases programs whose last descriptor closed, after an RCU grace period.
-    assert_eq!(gone(5), 0, "programs of rtlab's stay loaded after its SIGKILL");
     let _ = std::process::Command::new("pkill").args(["-x", "-f", "sleep 20"]).status();
+    // The kernel releases programs and maps whose last descriptor closed, after an RCU grace
+    // period: none may stay (nothing of rtlab's is pinned).
+    let left = || {
+        let (p, m) = (listed("prog"), listed("map"));
+        (progs.iter().filter(|id| p.contains(id)).count(), maps.iter().filter(|id| m.contains(id)).count())
+    };
+    let start = std::time::Instant::now();
+    while left() != (0, 0) && start.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(left(), (0, 0), "programs and maps of rtlab's stay loaded after its SIGKILL: {progs:?} {maps:?}");
 }
 
 #[test]

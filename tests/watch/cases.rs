@@ -802,7 +802,7 @@ fn stress_ngs_cyclic_stressor_watched_agrees_with_its_own_median() {
 fn a_fifteen_byte_thread_name_that_is_not_utf8_is_watched_by_its_name() {
     use std::os::unix::ffi::OsStrExt;
     need_root();
-    let _g = serial();
+    // Beside the other tests (its program sleeps under SCHED_OTHER, and only its name is checked).
     let dir = tempfile::tempdir().unwrap();
     // A program that names itself with 15 bytes, three of them not UTF-8, and wakes every 5 ms.
     let script = "import ctypes, time\nctypes.CDLL(None).prctl(15, b'\\xff\\xfe\\xfdabcdefghijkl', 0, 0, 0)\n\
