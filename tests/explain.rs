@@ -546,7 +546,8 @@ fn instance_made(pid: u32) -> std::path::PathBuf {
             std::thread::sleep(std::time::Duration::from_secs(1));
             return instance;
         }
-        assert!(start.elapsed().as_secs() < 60, "rtlab {pid} made no tracefs instance in 60 s");
+        let bound = common::spawn_bound(std::time::Duration::from_secs(60));
+        assert!(start.elapsed() < bound, "rtlab {pid} made no tracefs instance in {bound:?}");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }

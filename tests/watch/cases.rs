@@ -64,8 +64,9 @@ pub fn reading(pid: u32) {
             std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == "rtlab-watch")
         })
     };
+    let bound = spawn_bound(std::time::Duration::from_secs(60));
     while !named() {
-        assert!(start.elapsed().as_secs() < 60, "rtlab {pid} has no reader thread (rtlab-watch) after 60 s");
+        assert!(start.elapsed() < bound, "rtlab {pid} has no reader thread (rtlab-watch) after {bound:?}");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
