@@ -582,6 +582,86 @@ fn a_running_cyclictest_is_found_and_printed_by_rt_tests_get_cyclictest_snapshot
 }
 
 #[test]
+fn a_snapshot_without_a_status_file_is_said_and_does_not_end_the_run() {
+    use std::io::BufRead;
+    assert!(is_root(), "a private read-only /dev/shm needs root (unshare -m)");
+    // /dev/shm read-only in a mount namespace of its own: the status file cannot be made (as
+    // when a dead process with the same PID left its file, which killed a run in CI).
+    let mut child = Std::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs -o ro tmpfs /dev/shm && exec {} cyclictest -q -t1 -p80 -i1000 -D 60",
+            rtlab_path().display()
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("unshare (util-linux)");
+    let pid = child.id().to_string();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.starts_with("rtlab: warning: no status file /dev/shm/cyclictest"), "{first}");
+    Std::new("kill").args(["-USR2", &pid]).status().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    Std::new("kill").args(["-INT", &pid]).status().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let ended = child.wait().unwrap();
+    assert_eq!(ended.code(), Some(0), "a snapshot (SIGUSR2) without a status file ended the run: {rest}");
+    assert_eq!(
+        rest.lines().filter(|l| l.starts_with("rtlab: warning: SIGUSR2:")).count(),
+        1,
+        "the snapshot that could not be written is said once: {rest}"
+    );
+}
+
+#[test]
+fn a_dead_processs_status_file_under_the_same_pid_is_replaced_never_followed() {
+    assert!(is_root(), "a private /dev/shm needs root (unshare -m)");
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "not rtlab's\n").unwrap();
+    // A /dev/shm of its own where, before rtlab runs under the shell's PID (exec keeps it),
+    // the status file's name is a link to another file: what a killed run or a hostile user
+    // leaves.
+    let child = Std::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs tmpfs /dev/shm && ln -s {} /dev/shm/cyclictest$$ && exec {} cyclictest -q -t1 -p80 -i1000 -D 60",
+            victim.display(),
+            rtlab_path().display()
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("unshare (util-linux)");
+    let pid = child.id();
+    // Its /dev/shm, seen through its root.
+    let status = std::path::PathBuf::from(format!("/proc/{pid}/root/dev/shm/cyclictest{pid}"));
+    let t0 = std::time::Instant::now();
+    let mut text = String::new();
+    while !text.contains("T: 0 (") && t0.elapsed() < spawn_bound(Duration::from_secs(20)) {
+        std::thread::sleep(Duration::from_millis(300));
+        if std::fs::symlink_metadata(&status).is_ok_and(|m| m.file_type().is_file()) {
+            Std::new("kill").args(["-USR2", &pid.to_string()]).status().unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            text = std::fs::read_to_string(&status).unwrap_or_default();
+        }
+    }
+    Std::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        text.contains("# cyclictest current status:") && text.contains("T: 0 ("),
+        "its own status file: {text:?} {err}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "not rtlab's\n", "the link was never followed");
+    assert!(!err.contains("no status file"), "{err}");
+}
+
+#[test]
 fn affinity_all_pins_one_thread_per_cpu_as_linaros_cyclictest_sh_asks() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("l.json");

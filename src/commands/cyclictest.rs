@@ -307,33 +307,40 @@ impl FifoServer {
 
 /// cyclictest's status file, `/dev/shm/cyclictest<PID>`: rewritten with the current `T:` lines
 /// each time SIGUSR2 arrives (what rt-tests' `get_cyclictest_snapshot` finds and reads), and
-/// removed at the end. Created new (never through an existing file or link: when the name is
-/// taken, a warning says so and the run goes on without it).
+/// removed at the end. SIGUSR2 is taken before the file is made, as cyclictest takes it, so that
+/// a snapshot never ends the run: without the file, each one is said on stderr. Created new,
+/// never through an existing file or link; a file already there under this PID's name is a dead
+/// process's (a killed cyclictest leaves its own), removed and made again once.
 struct StatusFile {
     handle: signal_hook::iterator::Handle,
     thread: std::thread::JoinHandle<()>,
-    path: std::path::PathBuf,
+    path: Option<std::path::PathBuf>,
 }
 
 impl StatusFile {
     fn start(latest: Arc<Mutex<String>>) -> Option<StatusFile> {
         let path = std::path::PathBuf::from(format!("/dev/shm/cyclictest{}", std::process::id()));
-        let opened = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path);
         let warn =
             |e: String| eprintln!("rtlab: warning: no status file {} for SIGUSR2 snapshots: {e}", path.display());
-        let mut file = opened.map_err(|e| warn(e.to_string())).ok()?;
-        let mut signals = match signal_hook::iterator::Signals::new([signal_hook::consts::SIGUSR2]) {
-            Ok(s) => s,
-            Err(e) => {
-                warn(e.to_string());
-                let _ = std::fs::remove_file(&path);
-                return None;
-            }
-        };
+        let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGUSR2])
+            .map_err(|e| warn(e.to_string()))
+            .ok()?;
+        let create = || std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path);
+        let opened = create().or_else(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => std::fs::remove_file(&path).and_then(|()| create()),
+            _ => Err(e),
+        });
+        let mut file = opened.map_err(|e| warn(e.to_string())).ok();
+        let made = file.is_some();
+        let shown = path.display().to_string();
         let handle = signals.handle();
         let thread = std::thread::spawn(move || {
             use std::io::Seek;
             for _ in signals.forever() {
+                let Some(file) = file.as_mut() else {
+                    eprintln!("rtlab: warning: SIGUSR2: no snapshot written, there is no status file {shown}");
+                    continue;
+                };
                 let lines = latest.lock().map(|t| t.clone()).unwrap_or_default();
                 let text = format!(
                     "#---------------------------\n# cyclictest current status:\n{lines}#---------------------------\n"
@@ -341,12 +348,14 @@ impl StatusFile {
                 let _ = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| file.write_all(text.as_bytes()));
             }
         });
-        Some(StatusFile { handle, thread, path })
+        Some(StatusFile { handle, thread, path: made.then_some(path) })
     }
 
     fn stop(self) {
         self.handle.close();
         let _ = self.thread.join();
-        let _ = std::fs::remove_file(&self.path);
+        if let Some(path) = &self.path {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
