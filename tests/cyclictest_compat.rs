@@ -576,7 +576,7 @@ fn a_running_cyclictest_is_found_and_printed_by_rt_tests_get_cyclictest_snapshot
     }
     let _ = Std::new("kill").args(["-INT", &pid]).status();
     let ended = child.wait().unwrap();
-    assert!(ended.success(), "a snapshot does not end the run (SIGUSR2 is not rtlab's wake signal)");
+    assert!(ended.success(), "a snapshot does not end the run (SIGUSR2 is not rtlab's wake signal): {ended:?}");
     assert!(printed.contains("# cyclictest current status:") && printed.contains("T: 0 ("), "{printed}");
     assert!(!shm.exists(), "the status file is removed at the end");
 }
