@@ -540,16 +540,10 @@ fn ctrl_c_during_an_explained_run_removes_the_instance_and_keeps_the_explanation
 /// for samples to explain (a fixed 1.5 s could end before a debug build's start beside the
 /// rest of the suite).
 fn instance_made(pid: u32) -> std::path::PathBuf {
-    let start = std::time::Instant::now();
-    loop {
-        if let Some(instance) = instance_of(pid) {
-            std::thread::sleep(std::time::Duration::from_secs(1));
-            return instance;
-        }
-        let bound = common::spawn_bound(std::time::Duration::from_secs(60));
-        assert!(start.elapsed() < bound, "rtlab {pid} made no tracefs instance in {bound:?}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let bound = common::spawn_bound(std::time::Duration::from_secs(60));
+    common::wait_for(&format!("rtlab {pid}'s tracefs instance"), bound, || instance_of(pid).is_some());
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    instance_of(pid).expect("the run records in its own instance")
 }
 
 /// The tracefs instance of rtlab process `pid` (`rtlab-PID-XXXXXXXX`), if it has one.

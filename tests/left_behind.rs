@@ -29,14 +29,6 @@ fn instances_of(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
-    let until = Instant::now() + Duration::from_secs(15);
-    while !ok() {
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// A process that takes PID `pid` (through `ns_last_pid`, which root may set), or `None`
 /// after a few tries when another process took it first.
 fn squat(pid: u32) -> Option<Child> {
@@ -68,7 +60,7 @@ fn a_killed_watchs_instances_are_removed_by_the_next_rtlab_even_when_its_pid_was
         .spawn()
         .unwrap();
     let pid = watch.id();
-    wait_for("the watch's two instances", || instances_of(pid).len() == 2);
+    wait_for("the watch's two instances", Duration::from_secs(15), || instances_of(pid).len() == 2);
     watch.kill().unwrap();
     watch.wait().unwrap();
     let mut squatter = squat(pid).expect("no process could take the dead watch's PID");
@@ -148,7 +140,7 @@ fn overlapping_and_killed_idle_state_limits_leave_every_state_as_it_was() {
     let a = deepest_state_run(&["timerlat", "hist", "-d", "3", "-q", "--deepest-idle-state", "0"]);
     std::thread::sleep(Duration::from_secs(1));
     let b = deepest_state_run(&["run", "-D", "3s", "-q", "-t", "1", "--deepest-idle-state", "0"]);
-    wait_for("the limit", some_state_disabled);
+    wait_for("the limit", Duration::from_secs(15), some_state_disabled);
     for c in [a, b] {
         let o = c.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -157,7 +149,7 @@ fn overlapping_and_killed_idle_state_limits_leave_every_state_as_it_was() {
 
     // SIGKILL: nothing of rtlab runs, the next rtlab repairs and says so.
     let mut killed = deepest_state_run(&["run", "-D", "30s", "-q", "-t", "1", "--deepest-idle-state", "0"]);
-    wait_for("the limit", some_state_disabled);
+    wait_for("the limit", Duration::from_secs(15), some_state_disabled);
     killed.kill().unwrap();
     killed.wait().unwrap();
     assert_ne!(idle_states(), before, "a SIGKILL leaves them disabled until the next rtlab");
@@ -169,7 +161,7 @@ fn overlapping_and_killed_idle_state_limits_leave_every_state_as_it_was() {
     // A fast double Ctrl-C: the emergency exit gives them back itself.
     for _ in 0..3 {
         let c = deepest_state_run(&["run", "-D", "30s", "-q", "-t", "1", "--deepest-idle-state", "0"]);
-        wait_for("the limit", some_state_disabled);
+        wait_for("the limit", Duration::from_secs(15), some_state_disabled);
         for _ in 0..2 {
             let _ = Command::new("kill").args(["-INT", &c.id().to_string()]).status();
         }
@@ -197,7 +189,7 @@ fn a_watched_process_that_exits_is_not_replaced_by_the_stranger_that_takes_its_p
         .spawn()
         .unwrap();
     // The watch is tracing (its instances exist, its reader has begun) before the target ends.
-    wait_for("the watch's instances", || instances_of(watch.id()).len() == 2);
+    wait_for("the watch's instances", Duration::from_secs(15), || instances_of(watch.id()).len() == 2);
     std::thread::sleep(Duration::from_millis(1000));
     target.kill().unwrap();
     target.wait().unwrap();
@@ -258,7 +250,7 @@ fn watch_tree(seconds: &str, duration: &str) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("the command's two descendants", || running(&format!("^sleep {seconds}$")) == 2);
+    wait_for("the command's two descendants", Duration::from_secs(15), || running(&format!("^sleep {seconds}$")) == 2);
     c
 }
 
@@ -269,12 +261,12 @@ fn everything_a_watched_command_started_ends_with_rtlab_however_rtlab_ends() {
     let c = watch_tree("61.25", "1s");
     let o = c.wait_with_output().unwrap();
     assert!(o.status.success());
-    wait_for("the normal end's descendants to end", || running("^sleep 61.25$") == 0);
+    wait_for("the normal end's descendants to end", Duration::from_secs(15), || running("^sleep 61.25$") == 0);
     // SIGKILL: rtlab cannot act; its guardian does.
     let mut c = watch_tree("62.25", "30s");
     c.kill().unwrap();
     c.wait().unwrap();
-    wait_for("a SIGKILLed watch's descendants to end", || running("^sleep 62.25$") == 0);
+    wait_for("a SIGKILLed watch's descendants to end", Duration::from_secs(15), || running("^sleep 62.25$") == 0);
     // Its tracefs instances are left for the next rtlab: that is this one (the tests after
     // these expect a machine with nothing to repair).
     let next = rtlab().args(["run", "--simulate", "seed:1", "-l", "10", "-q"]).output().unwrap();
@@ -285,7 +277,9 @@ fn everything_a_watched_command_started_ends_with_rtlab_however_rtlab_ends() {
         let _ = Command::new("kill").args(["-INT", &c.id().to_string()]).status();
     }
     c.wait().unwrap();
-    wait_for("a doubly interrupted watch's descendants to end", || running("^sleep 63.25$") == 0);
+    wait_for("a doubly interrupted watch's descendants to end", Duration::from_secs(15), || {
+        running("^sleep 63.25$") == 0
+    });
 }
 
 #[test]

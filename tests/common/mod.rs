@@ -24,6 +24,16 @@ pub fn spawn_bound(d: std::time::Duration) -> std::time::Duration {
     slow(d).max(std::time::Duration::from_secs(floor))
 }
 
+/// Waits until `ok()` holds, looking every 20 ms; fails naming `what` once `bound` has passed.
+/// What a test waits for (a run's instance, a reader thread, a state changed), never a fixed sleep.
+pub fn wait_for(what: &str, bound: std::time::Duration, mut ok: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !ok() {
+        assert!(start.elapsed() < bound, "timed out after {bound:?} waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// `d` stretched by how much slower than native this run is: `RTLAB_TEST_SLOWDOWN` (a whole
 /// factor, 1 when unset), which `scripts/arm64-tests.sh` sets for its run under qemu-user. Only
 /// for bounds that say "this ends", never for a latency figure.

@@ -58,17 +58,12 @@ pub fn watch(dir: &Path, args: &[&str]) -> Value {
 /// a debug build's start beside the rest of the suite (a program started 800 ms after its watch
 /// was renamed before the watch could see it).
 pub fn reading(pid: u32) {
-    let start = std::time::Instant::now();
     let named = || {
         std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten().any(|t| {
             std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == "rtlab-watch")
         })
     };
-    let bound = spawn_bound(std::time::Duration::from_secs(60));
-    while !named() {
-        assert!(start.elapsed() < bound, "rtlab {pid} has no reader thread (rtlab-watch) after {bound:?}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for(&format!("rtlab {pid}'s reader thread (rtlab-watch)"), spawn_bound(std::time::Duration::from_secs(60)), named);
 }
 
 /// The watched thread named `comm` (its entry in `threads`).
