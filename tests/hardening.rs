@@ -2,7 +2,7 @@
 //! loses. Each test names the defect it guards against.
 
 mod common;
-use common::{read_json, refused, rtlab, rtlab_path};
+use common::{read_json, refused, rtlab, rtlab_path, slow};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -31,9 +31,9 @@ fn with_file_size_limit(dir: &Path, bytes: u64, args: &[&str]) -> std::process::
 fn an_unwritable_output_is_refused_before_anything_is_measured() {
     // /proc takes no new file, not even from root.
     let started = Instant::now();
-    let e = refused(&["run", "-D", "3", "-q", "--json", "/proc/rtlab-out.json"]);
+    let e = refused(&["run", "-D", "30", "-q", "--json", "/proc/rtlab-out.json"]);
     assert!(e.contains("--json /proc/rtlab-out.json") && e.contains("cannot create a file"), "{e}");
-    assert!(started.elapsed() < Duration::from_secs(3), "it measured before refusing");
+    assert!(started.elapsed() < Duration::from_secs(20), "it measured before refusing");
 }
 
 #[test]
@@ -228,9 +228,15 @@ fn hundreds_of_process_workers_do_not_make_a_run_outlast_its_duration() {
         "--load",
         "cpu:workers=300,mode=process",
     ]);
-    eprintln!("-D 2 with 300 process workers took {took:?}");
+    let run = Duration::from_secs_f64(r["duration_s"].as_f64().unwrap());
+    eprintln!("-D 2 with 300 process workers: the run lasted {run:?} (its result), the process {took:?}");
     assert!(out.status.code().is_some_and(|c| c == 0 || c == 1), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(took < Duration::from_millis(3500), "took {took:?}");
+    // The run's own start-to-end (the loads' stop included; the process's start-up is not the
+    // subject). Generous, because 300 busy workers on 2 CPUs starve everything rtlab does
+    // outside its measuring thread (a CI machine took 4 s of wall time); what it must catch is
+    // a stop that waits for the workers still starting (START_TIMEOUT, 10 s) or for each worker
+    // in turn (0.5 s each).
+    assert!(run < slow(Duration::from_secs(6)), "the run lasted {run:?}");
     assert_eq!(r["end_reason"], "duration");
     assert_eq!(r["loads"][0]["workers"], 300);
 }
@@ -251,7 +257,9 @@ fn sigterm_stops_a_run_with_hundreds_of_process_workers_at_once() {
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     let status = child.wait().unwrap();
     eprintln!("stopped {:?} after SIGTERM", sent.elapsed());
-    assert!(sent.elapsed() < Duration::from_secs(2), "took {:?}", sent.elapsed());
+    // Generous for a starved machine (see the test above); a stop that waited for the
+    // workers still starting would take until START_TIMEOUT (10 s from the start).
+    assert!(sent.elapsed() < slow(Duration::from_secs(5)), "took {:?}", sent.elapsed());
     assert!(status.code().is_some(), "killed instead of stopping: {status}");
     assert_eq!(read_json(&dir.path().join("r.json"))["end_reason"], "signal");
     let left = Command::new("pgrep").args(["-f", "rtlab load-worker"]).output().unwrap();

@@ -260,7 +260,8 @@ fn a_stop_ends_every_probe_at_once_whatever_the_interval_and_records_no_cut_peri
         let took = sent.elapsed();
         eprintln!("{method}: ended {took:?} after SIGINT with a 1 h interval");
         assert_eq!(out.status.code(), Some(0), "{method}: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(took < Duration::from_millis(1000), "{method}: took {took:?}");
+        // Against the hour the period would wait; a busy machine's debug build takes its time.
+        assert!(took < slow(Duration::from_secs(5)), "{method}: took {took:?}");
         let r = read_json(&json);
         assert_eq!(r["end_reason"], "signal");
         assert_eq!(r["all"]["cycles"], 0, "{method}: the cut period is no sample");
@@ -271,7 +272,7 @@ fn a_stop_ends_every_probe_at_once_whatever_the_interval_and_records_no_cut_peri
     let started = Instant::now();
     let out = spawn(&["-t", "1", "-i", "1h", "-D", "1"], &json).wait_with_output().unwrap();
     assert!(out.status.success());
-    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    assert!(started.elapsed() < slow(Duration::from_secs(10)), "took {:?}", started.elapsed());
     assert_eq!(read_json(&json)["end_reason"], "duration");
 }
 
