@@ -256,16 +256,7 @@ fn explained_under(load: &[&str], args: &[&str]) -> serde_json::Value {
     let out =
         common::rtlab().args(["run", "-q", "-t1", "-i1ms", "-D", "3s", "--json", "-"]).args(args).output().unwrap();
     // The load's processes (its process group), to tell them from any other stress-ng running.
-    let group = stress.id().to_string();
-    let pids: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let after = stat.rsplit_once(')')?.1;
-            (after.split_whitespace().nth(2)? == group).then(|| e.file_name().to_string_lossy().into_owned())
-        })
-        .collect();
+    let pids = common::group_pids(&stress);
     // stress-ng and its workers: the whole process group.
     let _ = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{}", stress.id())]).status();
     let _ = stress.wait();
@@ -324,7 +315,7 @@ fn a_fifo_90_spinner_on_the_probes_cpu_is_the_blocking_task_of_its_spikes() {
     // The spikes the spinner took part in for at least 100 µs (its bursts are 1 ms; on this VM
     // the host may take most of a window instead, leaving the spinner a few µs of it).
     let load: Vec<String> =
-        v["load_pids"].as_array().unwrap().iter().map(|p| format!(":{}", p.as_str().unwrap())).collect();
+        v["load_pids"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
     let ours = |name: &str| name.starts_with("stress-ng") && load.iter().any(|p| name.ends_with(p.as_str()));
     let spinner = |e: &serde_json::Value| -> Option<serde_json::Value> {
         e["parts"]

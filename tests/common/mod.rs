@@ -171,20 +171,38 @@ pub fn last_cpu() -> usize {
 /// stress-ng busy 1 ms every 50 ms at SCHED_FIFO `prio` on `cpu` for 10 s (a blocker of known
 /// size), given 700 ms to start; kill it with [`stop_bursts`].
 pub fn fifo_bursts(cpu: usize, prio: u32) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
     let child = std::process::Command::new("stress-ng")
         .args(["--cpu", "1", "--cpu-load", "2", "--cpu-load-slice", "1", "--taskset", &cpu.to_string()])
         .args(["--sched", "fifo", "--sched-prio", &prio.to_string(), "--timeout", "10s"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("stress-ng (apt install stress-ng)");
     std::thread::sleep(std::time::Duration::from_millis(700));
     child
 }
 
-/// Ends a [`fifo_bursts`] load.
+/// The processes of the group `leader` started (stress-ng and its workers), as the `:PID`
+/// ending of the names rtlab gives tasks (`comm:pid`): a test's own load told from any other
+/// stress-ng running on the machine (another test's, or a busy machine's).
+pub fn group_pids(leader: &std::process::Child) -> Vec<String> {
+    let group = leader.id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let after = stat.rsplit_once(')')?.1;
+            (after.split_whitespace().nth(2)? == group).then(|| format!(":{}", e.file_name().to_string_lossy()))
+        })
+        .collect()
+}
+
+/// Ends a [`fifo_bursts`] load: stress-ng and its workers, the whole process group.
 pub fn stop_bursts(mut child: std::process::Child) {
-    let _ = std::process::Command::new("kill").args(["-KILL", &child.id().to_string()]).status();
+    let _ = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
     let _ = child.wait();
 }
 
