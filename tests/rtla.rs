@@ -158,14 +158,7 @@ fn rtevals_invocation_reads_three_stages_per_cpu_counted_alike_and_in_stage_orde
 fn a_fifo_96_blocker_stops_minus_t_50_with_an_analysis_rteval_reads_and_exit_2() {
     assert!(is_root(), "rtla timerlat needs root (SCHED_FIFO, tracefs)");
     // 1 ms busy every 20 ms at SCHED_FIFO 96 on CPU 1, above rtla's FIFO 95 thread.
-    let blocker = Command::new("stress-ng")
-        .args(["--cpu", "1", "--cpu-load", "5", "--cpu-load-slice", "1", "--taskset", "1"])
-        .args(["--sched", "fifo", "--sched-prio", "96", "--timeout", "30s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("stress-ng (apt install stress-ng)");
-    std::thread::sleep(Duration::from_millis(700));
+    let blocker = fifo_bursts_of(1, 96, 5, 30);
     let (code, out, err) =
         interrupted(&["timerlat", "hist", "-c", "1", "-T", "50", "-d", "25"], Duration::from_secs(27));
     stop_bursts(blocker);
@@ -259,15 +252,7 @@ fn run_as_oslat_it_writes_oslats_text_and_json_as_the_real_oslat_does() {
 
 /// stress-ng busy 1 ms every 50 ms at SCHED_FIFO 90 on CPU 1: a blocker of known size.
 fn blocker() -> std::process::Child {
-    let c = Command::new("stress-ng")
-        .args(["--cpu", "1", "--cpu-load", "2", "--cpu-load-slice", "1", "--taskset", "1"])
-        .args(["--sched", "fifo", "--sched-prio", "90", "--timeout", "20s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("stress-ng (apt install stress-ng)");
-    std::thread::sleep(Duration::from_millis(700));
-    c
+    fifo_bursts_of(1, 90, 2, 20)
 }
 
 /// rtla osnoise top's CPU row as numbers: cpu, #periods, runtime, noise, % available, max

@@ -171,10 +171,26 @@ pub fn last_cpu() -> usize {
 /// stress-ng busy 1 ms every 50 ms at SCHED_FIFO `prio` on `cpu` for 10 s (a blocker of known
 /// size), given 700 ms to start; kill it with [`stop_bursts`].
 pub fn fifo_bursts(cpu: usize, prio: u32) -> std::process::Child {
+    fifo_bursts_of(cpu, prio, 2, 10)
+}
+
+/// A SCHED_FIFO `prio` stress-ng worker on `cpu`, busy 1 ms slices `percent` % of the time,
+/// ending by itself after `timeout_s`; in a process group of its own ([`group_pids`],
+/// [`stop_bursts`]).
+pub fn fifo_bursts_of(cpu: usize, prio: u32, percent: u32, timeout_s: u32) -> std::process::Child {
     use std::os::unix::process::CommandExt;
     let child = std::process::Command::new("stress-ng")
-        .args(["--cpu", "1", "--cpu-load", "2", "--cpu-load-slice", "1", "--taskset", &cpu.to_string()])
-        .args(["--sched", "fifo", "--sched-prio", &prio.to_string(), "--timeout", "10s"])
+        .args([
+            "--cpu",
+            "1",
+            "--cpu-load",
+            &percent.to_string(),
+            "--cpu-load-slice",
+            "1",
+            "--taskset",
+            &cpu.to_string(),
+        ])
+        .args(["--sched", "fifo", "--sched-prio", &prio.to_string(), "--timeout", &format!("{timeout_s}s")])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .process_group(0)
