@@ -301,10 +301,10 @@ fn a_fifo_task_taking_the_cpu_in_bursts_shows_as_thread_noise_as_long_as_its_own
         assert!(unseen_us <= 40.0, "the load's time in the window is its noise: {unseen_us:.1} µs a burst unseen");
     }
     assert!(per_s > 0.0);
-    // It outranks every interrupt; only another thread can take more (on a busy machine, a fair
-    // task sharing the CPU with the SCHED_OTHER busy thread does).
-    let rank = top.iter().position(|x| x["name"] == load_thread["name"]).unwrap();
-    assert!(top[..rank].iter().all(|x| x["source"] == "thread"), "the largest interferer but threads: {top:#?}");
+    // The sources are ranked by their time. (Not where the load ranks: on a busy machine a
+    // disk's BLOCK softirq took 108 ms of this CPU in 3 s, the load 34 ms.)
+    let ns: Vec<i64> = top.iter().map(|x| x["ns"].as_i64().unwrap()).collect();
+    assert!(ns.windows(2).all(|w| w[0] >= w[1]), "the largest first: {top:#?}");
 }
 
 #[test]
