@@ -182,7 +182,12 @@ def attach_pairs(a, tmp):
         windows = treat_windows(a, ct, arms, tmp)
     except BaseException:
         # A failed watch (or Ctrl-C) must not leave a FIFO 80 cyclictest running for minutes.
-        ct.kill()
+        # SIGTERM first: a SIGKILLed cyclictest leaves its /dev/shm/cyclictest<PID> behind.
+        ct.terminate()
+        try:
+            ct.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            ct.kill()
         raise
     if ct.wait() != 0:
         sys.exit("cyclictest failed")
