@@ -245,7 +245,7 @@ static REAL_KERNEL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn explained_under(load: &[&str], args: &[&str]) -> serde_json::Value {
     use std::os::unix::process::CommandExt;
     let _one = REAL_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut stress = std::process::Command::new("stress-ng")
+    let stress = std::process::Command::new("stress-ng")
         .args(load)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -257,9 +257,7 @@ fn explained_under(load: &[&str], args: &[&str]) -> serde_json::Value {
         common::rtlab().args(["run", "-q", "-t1", "-i1ms", "-D", "3s", "--json", "-"]).args(args).output().unwrap();
     // The load's processes (its process group), to tell them from any other stress-ng running.
     let pids = common::group_pids(&stress);
-    // stress-ng and its workers: the whole process group.
-    let _ = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{}", stress.id())]).status();
-    let _ = stress.wait();
+    common::stop_bursts(stress);
     assert!(matches!(out.status.code(), Some(0 | 3)), "{}", String::from_utf8_lossy(&out.stderr));
     let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     common::assert_valid_run_result(&v);

@@ -323,7 +323,7 @@ fn a_timer_driven_load_shows_as_irq_and_softirq_noise() {
     let sched: &[&str] = if root { &["--sched", "fifo", "--sched-prio", "60"] } else { &[] };
     let args = |extra: &[&'static str]| [&["-c", cpu.as_str(), "-D", "2", "--attribute"][..], extra].concat();
     let (quiet, _) = noise_json(&args(fifo));
-    let mut stress = std::process::Command::new("stress-ng")
+    let stress = std::process::Command::new("stress-ng")
         .args(["--timer", "1", "--timer-freq", "20000", "--taskset", &cpu, "--timeout", "6s"])
         .args(sched)
         .stdout(std::process::Stdio::null())
@@ -333,8 +333,7 @@ fn a_timer_driven_load_shows_as_irq_and_softirq_noise() {
         .expect("stress-ng (apt install stress-ng)");
     std::thread::sleep(std::time::Duration::from_millis(500));
     let (loaded, _) = noise_json(&args(fifo));
-    let _ = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{}", stress.id())]).status();
-    let _ = stress.wait();
+    common::stop_bursts(stress);
     let irq = |v: &Value| {
         let s = &v["threads"][0]["noise"]["sources"];
         (s["irq"]["count"].as_u64().unwrap() + s["softirq"]["count"].as_u64().unwrap()) as f64

@@ -216,7 +216,8 @@ pub fn group_pids(leader: &std::process::Child) -> Vec<String> {
         .collect()
 }
 
-/// Ends a [`fifo_bursts`] load: stress-ng and its workers, the whole process group.
+/// Ends a load started in a process group of its own ([`fifo_bursts`], a test's stress-ng):
+/// stress-ng and its workers, the whole group (killing the parent alone leaves its workers).
 pub fn stop_bursts(mut child: std::process::Child) {
     let _ = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
     let _ = child.wait();
