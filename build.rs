@@ -37,8 +37,12 @@ fn bpf_programs() {
     }
     let clang = std::env::var("CLANG").unwrap_or_else(|_| "clang".into());
     let out = std::path::Path::new(&env("OUT_DIR")).join("watch.bpf.o");
+    // The object's debug information (which carries its BTF) names the compilation directory
+    // as `.`, not the clone's path: the object is byte for byte the same wherever rtlab is
+    // built, and so is the release binary's unit that embeds it, whose promoted functions the
+    // link order names by that unit's hash (BENCHMARKS.md, section 34).
     let status = std::process::Command::new(&clang)
-        .args(["-O2", "-g", "-target", "bpfel", "-Wall", "-Werror"])
+        .args(["-O2", "-g", "-fdebug-compilation-dir=.", "-target", "bpfel", "-Wall", "-Werror"])
         .arg(format!("-D__TARGET_ARCH_{arch}"))
         .args(["-c", SOURCE, "-o"])
         .arg(&out)
