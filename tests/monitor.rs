@@ -486,6 +486,77 @@ fn value(r: &Value) -> f64 {
     r["value"][1].as_str().unwrap().parse().unwrap()
 }
 
+/// Every query of the Grafana dashboard returns data from the Prometheus on `port` (the
+/// recording rules of deploy/ loaded, Grafana's variables set to everything).
+fn every_dashboard_query_returns_data(port: u16) {
+    let dash: Value =
+        serde_json::from_str(&std::fs::read_to_string("deploy/grafana/rtlab-dashboard.json").unwrap()).unwrap();
+    let exprs: Vec<String> = dash["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(exprs.len() >= 8, "{exprs:?}");
+    for e in exprs {
+        let q = e.replace("$instance", ".*").replace("$__rate_interval", "10s");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut r = query(port, &q);
+        while r.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(500));
+            r = query(port, &q);
+        }
+        assert!(!r.is_empty(), "the dashboard's query returns no data: {q}");
+    }
+}
+
+/// The fleet as rtlab reads it from the Prometheus on `port` agrees with Prometheus's own p99
+/// per CPU; returns the query and the host's name.
+fn the_fleet_agrees_with_prometheus(
+    port: u16,
+    monitor: u16,
+    n_cpus: usize,
+) -> (rtlab::import::prometheus::Query, String) {
+    // The fleet as rtlab reads it from Prometheus: the host, one thread per CPU, and its p99
+    // from the histogram's increase over the window, compared with what Prometheus makes of
+    // the same samples (the same increase, at the same moment): both lie in the same exposition
+    // bucket, rtlab's at its upper edge, Prometheus's interpolated inside it (a rank on a bucket
+    // edge may move either by one bucket). Prometheus is asked just before rtlab and just after:
+    // a scrape (every second here) can land between any two queries, and rtlab's increase is
+    // then the one of the answer on its side of it. /status holds other samples (the window
+    // misses those before the first scrape): not comparable exactly.
+    let same_query =
+        "histogram_quantile(0.99, sum by (cpu, le) (increase(rtlab_wakeup_latency_seconds_bucket{job=\"rtlab\"}[120s])))";
+    let before = query(port, same_query);
+    let q = rtlab::import::prometheus::Query {
+        url: format!("http://127.0.0.1:{port}"),
+        since: Duration::from_secs(120),
+        matchers: "job=\"rtlab\"".into(),
+    };
+    let hosts = rtlab::import::prometheus::fetch(&q).unwrap();
+    assert_eq!(hosts.len(), 1, "one host");
+    let (host, r) = &hosts[0];
+    assert_eq!(host, &format!("127.0.0.1:{monitor}"));
+    assert_eq!(r.threads.len(), n_cpus);
+    let after = query(port, same_query);
+    for t in &r.threads {
+        let cpu = t.cpu.unwrap().to_string();
+        let p99 =
+            |answer: &[Value]| answer.iter().find(|x| x["metric"]["cpu"] == cpu.as_str()).map(value).unwrap() * 1e9;
+        let (early, late) = (p99(&before), p99(&after));
+        let a = t.stats.percentiles_ns["99"].unwrap() as f64;
+        eprintln!(
+            "CPU {cpu}: fleet p99 {:.1} µs, Prometheus on the same increase {:.1} µs before it, {:.1} µs after",
+            a / 1e3,
+            early / 1e3,
+            late / 1e3
+        );
+        let agrees = |prom: f64| a >= prom / 1.5 && a <= prom * 2.25;
+        assert!(agrees(early) || agrees(late), "CPU {cpu}: fleet p99 {a} vs Prometheus's {early} before, {late} after");
+    }
+    (q, host.clone())
+}
+
 #[test]
 fn a_real_prometheus_scrapes_it_and_its_quantiles_agree_with_status() {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
@@ -526,65 +597,9 @@ fn a_real_prometheus_scrapes_it_and_its_quantiles_agree_with_status() {
         eprintln!("CPU {cpu}: p99 Prometheus {:.1} µs, /status {:.1} µs", prom * 1e6, ours * 1e6);
         assert!(consistent(prom * 1e9, &t["percentiles_ns"]), "CPU {cpu}: {prom} vs {ours}");
     }
-    // Every query of the Grafana dashboard returns data from this Prometheus (the recording
-    // rules of deploy/ loaded, Grafana's variables set to everything).
-    let dash: Value =
-        serde_json::from_str(&std::fs::read_to_string("deploy/grafana/rtlab-dashboard.json").unwrap()).unwrap();
-    let exprs: Vec<String> = dash["panels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|p| p["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap().to_string()))
-        .collect();
-    assert!(exprs.len() >= 8, "{exprs:?}");
-    for e in exprs {
-        let q = e.replace("$instance", ".*").replace("$__rate_interval", "10s");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut r = query(p.port, &q);
-        while r.is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(500));
-            r = query(p.port, &q);
-        }
-        assert!(!r.is_empty(), "the dashboard's query returns no data: {q}");
-    }
-    // The fleet as rtlab reads it from Prometheus: the host, one thread per CPU, and its p99
-    // from the histogram's increase over the window, compared with what Prometheus makes of
-    // the same samples (the same increase, at the same moment): both lie in the same exposition
-    // bucket, rtlab's at its upper edge, Prometheus's interpolated inside it (a rank on a bucket
-    // edge may move either by one bucket). Prometheus is asked just before rtlab and just after:
-    // a scrape (every second here) can land between any two queries, and rtlab's increase is
-    // then the one of the answer on its side of it. /status holds other samples (the window
-    // misses those before the first scrape): not comparable exactly.
-    let url = format!("http://127.0.0.1:{}", p.port);
-    let same_query =
-        "histogram_quantile(0.99, sum by (cpu, le) (increase(rtlab_wakeup_latency_seconds_bucket{job=\"rtlab\"}[120s])))";
-    let before = query(p.port, same_query);
-    let q = rtlab::import::prometheus::Query {
-        url: url.clone(),
-        since: Duration::from_secs(120),
-        matchers: "job=\"rtlab\"".into(),
-    };
-    let hosts = rtlab::import::prometheus::fetch(&q).unwrap();
-    assert_eq!(hosts.len(), 1, "one host");
-    let (host, r) = &hosts[0];
-    assert_eq!(host, &format!("127.0.0.1:{}", m.port));
-    assert_eq!(r.threads.len(), n_cpus);
-    let after = query(p.port, same_query);
-    for t in &r.threads {
-        let cpu = t.cpu.unwrap().to_string();
-        let p99 =
-            |answer: &[Value]| answer.iter().find(|x| x["metric"]["cpu"] == cpu.as_str()).map(value).unwrap() * 1e9;
-        let (early, late) = (p99(&before), p99(&after));
-        let a = t.stats.percentiles_ns["99"].unwrap() as f64;
-        eprintln!(
-            "CPU {cpu}: fleet p99 {:.1} µs, Prometheus on the same increase {:.1} µs before it, {:.1} µs after",
-            a / 1e3,
-            early / 1e3,
-            late / 1e3
-        );
-        let agrees = |prom: f64| a >= prom / 1.5 && a <= prom * 2.25;
-        assert!(agrees(early) || agrees(late), "CPU {cpu}: fleet p99 {a} vs Prometheus's {early} before, {late} after");
-    }
+    every_dashboard_query_returns_data(p.port);
+    let (q, host) = the_fleet_agrees_with_prometheus(p.port, m.port, n_cpus);
+    let url = q.url.clone();
     // A step needs two scrapes inside its range: the heatmap fills a few seconds after the start.
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut heat = rtlab::import::prometheus::heat(&q, 120).unwrap();
