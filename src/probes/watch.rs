@@ -27,7 +27,7 @@ use crate::trace::job::{Assembler, Job, Learner, Shape, PENDING_MAX};
 use crate::trace::raw::{decode_page, Formats};
 use crate::trace::syscalls::Arch;
 use crate::trace::watch::{Cadence, Note, Period, Tracker};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -637,22 +637,17 @@ impl Source {
 /// Each CPU's events read and not yet fed, in time order.
 #[derive(Debug, Default)]
 struct Streams {
-    queues: Vec<VecDeque<Event>>,
+    queues: crate::trace::merge::Queues,
     comms: HashMap<i32, crate::trace::event::Name>,
     events: u64,
     /// Per pipe: events the pages said were lost before them.
     lost: Vec<u64>,
     undecoded: u64,
-    /// The end of the events taken so far (ns): one read later and older is late.
-    taken_until: Option<i64>,
-    /// Events taken after younger ones (see `WatchRun::late_events`).
-    late: u64,
 }
 
 impl Streams {
     /// Reads every page the CPUs' buffers hold.
     fn read(&mut self, pipes: &mut [Pipe], formats: &Formats) {
-        self.queues.resize_with(pipes.len(), VecDeque::new);
         self.lost.resize(pipes.len(), 0);
         let mut page = vec![0u8; 1 << 16];
         for (i, Pipe { cpu, file: f, .. }) in pipes.iter_mut().enumerate() {
@@ -664,7 +659,7 @@ impl Streams {
                         self.events += got.events.len() as u64;
                         self.lost[i] += got.lost;
                         self.undecoded += got.undecoded;
-                        self.queues[i].extend(got.events);
+                        self.queues.extend(i, got.events);
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(_) => break,
@@ -673,39 +668,22 @@ impl Streams {
         }
     }
 
-    /// Reads every record the BPF programs left in their ring, into its CPU's queue in time
-    /// order (an interrupt nested in an event may have reserved its record first).
+    /// Reads every record the BPF programs left in their ring, into its CPU's queue.
     fn read_bpf(&mut self, programs: &mut crate::rt::bpf::WatchPrograms, formats: &Formats) {
         let (queues, events, undecoded) = (&mut self.queues, &mut self.events, &mut self.undecoded);
         programs.drain(|record| {
-            let Some(e) = crate::trace::bpf::decode(record, formats) else {
+            if queues.push_record(record, formats) {
+                *events += 1;
+            } else {
                 *undecoded += 1;
-                return;
-            };
-            *events += 1;
-            if queues.len() <= e.cpu {
-                queues.resize_with(e.cpu + 1, VecDeque::new);
             }
-            let q = &mut queues[e.cpu];
-            let at = q.iter().rposition(|o| o.ts_ns <= e.ts_ns).map_or(0, |i| i + 1);
-            q.insert(at, e);
         });
     }
 
-    /// The events up to `until` (ns), merged over the CPUs in time order; those older than
-    /// what was taken before are counted late (they are still analysed, as read).
+    /// The events up to `until` (ns), merged over the CPUs in time order (see
+    /// [`crate::trace::merge::Queues::take`]).
     fn take(&mut self, until: i64) -> Vec<Event> {
-        let mut v: Vec<Event> = Vec::new();
-        for q in &mut self.queues {
-            let n = q.partition_point(|e| e.ts_ns <= until);
-            v.extend(q.drain(..n));
-        }
-        if let Some(before) = self.taken_until {
-            self.late += v.iter().filter(|e| e.ts_ns < before).count() as u64;
-        }
-        self.taken_until = self.taken_until.max(Some(until));
-        v.sort_by_key(|e| (e.ts_ns, e.cpu));
-        v
+        self.queues.take(until)
     }
 }
 
@@ -853,7 +831,7 @@ impl Reader {
             events: streams.events,
             lost_events,
             undecoded: streams.undecoded,
-            late_events: streams.late,
+            late_events: streams.queues.late(),
             threads,
             reader_cpu_ns: clock::now(ClockId::THREAD_CPUTIME) - cpu0,
             ..Default::default()
@@ -1481,29 +1459,5 @@ impl Reader {
                 thread: f,
             }),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::testing::{ev, switch};
-
-    #[test]
-    fn an_event_read_after_younger_ones_were_taken_is_counted_late_and_still_delivered() {
-        let mut s = Streams { queues: vec![VecDeque::new(), VecDeque::new()], ..Default::default() };
-        s.queues[0].extend([ev(10, 0, 1, switch(1, "S", 2)), ev(30, 0, 1, switch(1, "S", 2))]);
-        s.queues[1].push_back(ev(20, 1, 1, switch(1, "S", 2)));
-        let first: Vec<i64> = s.take(25).iter().map(|e| e.ts_ns).collect();
-        assert_eq!(first, vec![10, 20]);
-        // CPU 1 publishes an event of 22 ns only now: older than what was taken up to 25.
-        s.queues[1].push_back(ev(22, 1, 1, switch(1, "S", 2)));
-        s.queues[1].push_back(ev(40, 1, 1, switch(1, "S", 2)));
-        let second: Vec<i64> = s.take(35).iter().map(|e| e.ts_ns).collect();
-        assert_eq!(second, vec![22, 30]);
-        assert_eq!(s.late, 1);
-        // At the stop everything left is taken; 40 is not late.
-        assert_eq!(s.take(i64::MAX).len(), 1);
-        assert_eq!(s.late, 1);
     }
 }

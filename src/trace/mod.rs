@@ -2,19 +2,17 @@
 //! CPUs' scheduling and interrupt events ([`recorder`]), [`event`] parses them, and
 //! [`explain`] turns the events between a late sample's deadline and its wakeup into the parts
 //! of its latency; [`noise`] does the same for the gaps of a busy thread (`rtlab noise`).
+//!
+//! The analyses `rtlab watch` runs at every event (decoding, each CPU's context, periods, jobs)
+//! are the crate `rtlab-trace` (crates/trace), built at full speed while rtlab is built for
+//! size; they are re-exported here under their module names.
 
-pub mod bpf;
-pub mod cpu;
-pub mod event;
+pub use rtlab_trace::{bpf, cpu, event, job, merge, raw, syscalls, watch};
 pub mod explain;
-pub mod job;
 pub mod noise;
 pub mod period;
-pub mod raw;
 pub mod recorder;
-pub mod syscalls;
 #[cfg(test)]
-pub(crate) mod testing;
-pub mod watch;
+pub(crate) use rtlab_trace::testing;
 
 pub use explain::{explain, Bounds, Cause, ExplainSummary, Explanation, Spike};

@@ -220,7 +220,7 @@ fn num<T: std::str::FromStr>(args: &str, key: &str) -> Option<T> {
 }
 
 /// `secs.frac` → ns.
-pub(crate) fn timestamp(t: &str) -> Option<i64> {
+pub fn timestamp(t: &str) -> Option<i64> {
     let (s, f) = t.split_once('.')?;
     let secs: i64 = s.parse().ok()?;
     if f.is_empty() || f.len() > 9 || !f.bytes().all(|b| b.is_ascii_digit()) {

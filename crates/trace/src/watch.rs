@@ -796,7 +796,7 @@ impl Cadence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::testing::{ev, switch};
+    use crate::testing::{ev, switch};
 
     fn start(soft: i64, slack: i64) -> Kind {
         Kind::HrtimerStart {

@@ -671,7 +671,7 @@ pub struct Replay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::watch::Mark;
+    use crate::watch::Mark;
 
     fn period(release: i64, response: i64, running: i64) -> Period {
         Period {
@@ -757,8 +757,8 @@ mod tests {
 
     #[test]
     fn a_loop_that_keeps_finding_input_has_every_iteration_counted_however_long_it_never_blocks() {
-        use crate::trace::event::Kind;
-        use crate::trace::testing::{ev, switch};
+        use crate::event::Kind;
+        use crate::testing::{ev, switch};
         // Woken once (its epoll_wait returns at 1 100), it then finds input waiting 1 000 times
         // (held off the CPU, its input piled up), each iteration busy 90 ns, and blocks.
         let mut events = vec![
