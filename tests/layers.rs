@@ -1,6 +1,7 @@
 //! The crate's shape, checked on its source: layers point down (no module imports from a layer
 //! above it, so there is no cycle), commands do not call each other, and `unsafe`/libc live
-//! only in `rt/`. docs/ARCHITECTURE.md draws the same order.
+//! only in `rt/` (the trace crate, crates/trace, has none and knows nothing of rtlab).
+//! docs/ARCHITECTURE.md draws the same order.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -99,4 +100,23 @@ fn only_rt_uses_unsafe_or_libc() {
     }
     let lib = std::fs::read_to_string(root.join("lib.rs")).unwrap();
     assert!(lib.contains("#![deny(unsafe_code)]") && lib.contains("#[allow(unsafe_code)]\npub mod rt;"));
+}
+
+#[test]
+fn the_trace_crate_forbids_unsafe_and_depends_on_nothing_of_rtlab() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/trace");
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    assert!(lib.contains("#![forbid(unsafe_code)]"), "crates/trace/src/lib.rs must forbid unsafe code");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let deps = manifest.split("[dependencies]").nth(1).expect("the trace crate's manifest has dependencies");
+    let names: Vec<&str> = deps.lines().filter_map(|l| l.split('=').next()).map(str::trim).collect();
+    assert!(!names.iter().any(|n| n.starts_with("rtlab") || *n == "libc"), "the trace crate depends on {names:?}");
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            assert!(!line.contains("libc::") && !line.contains("rtlab::"), "{}: {line}", f.display());
+        }
+    }
 }
