@@ -66,24 +66,7 @@ pub fn decode(r: &[u8], formats: &Formats) -> Option<Event> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A record as bpf/watch.bpf.c fills it.
-    fn record(kind: u32, pid: i32, ints: [i32; 4], wide: [i64; 4], comm: &str, s: &[u8]) -> Vec<u8> {
-        let mut r = vec![0u8; RECORD_BYTES];
-        r[0..8].copy_from_slice(&1_000_000_123i64.to_ne_bytes());
-        r[8..12].copy_from_slice(&kind.to_ne_bytes());
-        r[12..16].copy_from_slice(&1u32.to_ne_bytes());
-        r[16..20].copy_from_slice(&pid.to_ne_bytes());
-        for (i, v) in ints.iter().enumerate() {
-            r[20 + 4 * i..24 + 4 * i].copy_from_slice(&v.to_ne_bytes());
-        }
-        for (i, v) in wide.iter().enumerate() {
-            r[40 + 8 * i..48 + 8 * i].copy_from_slice(&v.to_ne_bytes());
-        }
-        r[72..72 + comm.len()].copy_from_slice(comm.as_bytes());
-        r[88..88 + s.len()].copy_from_slice(s);
-        r
-    }
+    use crate::testing::bpf_record as record;
 
     #[test]
     fn a_switch_record_reads_as_the_tracefs_event_with_its_state_and_both_names() {

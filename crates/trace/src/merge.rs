@@ -65,7 +65,7 @@ impl Queues {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{ev, switch};
+    use crate::testing::{bpf_record, ev, switch};
 
     #[test]
     fn an_event_read_after_younger_ones_were_taken_is_counted_late_and_still_delivered() {
@@ -82,5 +82,26 @@ mod tests {
         // At the stop everything left is taken; 40 is not late.
         assert_eq!(s.take(i64::MAX).len(), 1);
         assert_eq!(s.late(), 1);
+    }
+
+    #[test]
+    fn a_record_reserved_before_an_older_one_of_its_cpu_is_queued_behind_it_and_an_unknown_one_is_refused() {
+        let switch_at = |ts: i64| {
+            let mut r = bpf_record(1, 7, [7, 19, 5, 120], [1, 0, 0, 0], "t", &[0u8; 32]);
+            r[0..8].copy_from_slice(&ts.to_ne_bytes());
+            r
+        };
+        let mut s = Queues::default();
+        let formats = Formats::default();
+        for ts in [30, 10, 20, 20] {
+            assert!(s.push_record(&switch_at(ts), &formats));
+        }
+        assert!(!s.push_record(&bpf_record(999, 7, [0; 4], [0; 4], "t", &[]), &formats));
+        assert!(!s.push_record(&switch_at(40)[..100], &formats));
+        // Taken up to 25: the queue must be in time order for the cut to find 10, 20 and 20.
+        let taken: Vec<(i64, usize)> = s.take(25).iter().map(|e| (e.ts_ns, e.cpu)).collect();
+        assert_eq!(taken, vec![(10, 1), (20, 1), (20, 1)]);
+        assert_eq!(s.take(i64::MAX).iter().map(|e| e.ts_ns).collect::<Vec<_>>(), vec![30]);
+        assert_eq!(s.late(), 0);
     }
 }
