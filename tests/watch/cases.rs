@@ -53,6 +53,11 @@ pub fn watch(dir: &Path, args: &[&str]) -> Value {
     r
 }
 
+/// Sends `sig` (as kill(1) names it: `-STOP`) to process `pid`.
+fn signal(sig: &str, pid: &str) {
+    assert!(std::process::Command::new("kill").args([sig, pid]).status().unwrap().success(), "kill {sig} {pid}");
+}
+
 /// Waits until rtlab process `pid` reads events: its reader thread (`rtlab-watch`) starts once
 /// the BPF programs are attached or the tracefs instances made. A fixed wait was too short for
 /// a debug build's start beside the rest of the suite (a program started 800 ms after its watch
@@ -373,11 +378,25 @@ fn a_thread_woken_through_a_pipe_is_released_at_its_waking() {
 fn threads_that_come_and_go_are_all_watched_and_an_exiting_process_ends_the_run() {
     need_root();
     let dir = tempfile::tempdir().unwrap();
-    // The threads come after a second: the watch is up by then.
+    // The threads come after a second, but a watch can take longer to attach (emulated beside
+    // stress-ng it saw none of the six): the program is held stopped until the watch reads.
     let mut child = std::process::Command::new(watched()).args(["churn", "6", "200", "1000"]).spawn().unwrap();
     let pid = child.id().to_string();
-    let r = watch(dir.path(), &["-p", &pid, "-D", "60"]);
+    signal("-STOP", &pid);
+    let json = dir.path().join("watch.json");
+    let mut w = std::process::Command::new(rtlab_path())
+        .args(["watch", "-q", "--backend", BACKEND, "-p", &pid, "-D", "60", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    reading(w.id());
+    signal("-CONT", &pid);
     let _ = child.wait();
+    assert!(w.wait().unwrap().code().is_some_and(|c| c == 0 || c == 3));
+    let r = read_json(&json);
+    assert_valid_run_result(&r);
+    on_backend(&r);
     assert_eq!(r["end_reason"], "exited", "the run ends when the process is gone, long before -D");
     let churn: Vec<&Value> =
         r["threads"].as_array().unwrap().iter().filter(|t| t["watch"]["comm"] == "churn").collect();
