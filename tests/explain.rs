@@ -372,9 +372,8 @@ fn the_spinner_blocked_and_is_the_largest_part(e: &serde_json::Value, ours: &dyn
     let parts = e["parts"].as_array().unwrap();
     let ns = |p: &serde_json::Value| p["ns"].as_i64().unwrap();
     let spinners: i64 = parts.iter().filter(|p| ours(p["name"].as_str().unwrap())).map(ns).sum();
-    let others =
-        parts.iter().filter(|p| p["cause"] != "unaccounted" && !ours(p["name"].as_str().unwrap())).map(ns).max();
-    let others = others.unwrap_or(0);
+    let named_other = |p: &&serde_json::Value| p["cause"] != "unaccounted" && !ours(p["name"].as_str().unwrap());
+    let others = parts.iter().filter(named_other).map(ns).max().unwrap_or(0);
     spinner_part(e, ours).is_some_and(|p| p["cause"] == "blocking_task") && spinners > others
 }
 

@@ -44,9 +44,14 @@ pub fn watch(dir: &Path, args: &[&str]) -> Value {
         .timeout(std::time::Duration::from_secs(120))
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.code().is_some_and(|c| c == 0 || c == 3), "rtlab watch {args:?}: {:?} {err}", out.status);
-    let r = read_json(&json);
+    watched_result(&json, out.status, &format!("rtlab watch {args:?}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// The result a watch that ended with `status` wrote to `json`, checked as every watch's is;
+/// `what` tells the watch in a failure's message.
+fn watched_result(json: &Path, status: std::process::ExitStatus, what: &str) -> Value {
+    assert!(status.code().is_some_and(|c| c == 0 || c == 3), "{what}: {status:?}");
+    let r = read_json(json);
     assert_valid_run_result(&r);
     assert_eq!(r["kind"], "watch");
     on_backend(&r);
@@ -393,10 +398,7 @@ fn threads_that_come_and_go_are_all_watched_and_an_exiting_process_ends_the_run(
     reading(w.id());
     signal("-CONT", &pid);
     let _ = child.wait();
-    assert!(w.wait().unwrap().code().is_some_and(|c| c == 0 || c == 3));
-    let r = read_json(&json);
-    assert_valid_run_result(&r);
-    on_backend(&r);
+    let r = watched_result(&json, w.wait().unwrap(), &format!("rtlab watch -p {pid}"));
     assert_eq!(r["end_reason"], "exited", "the run ends when the process is gone, long before -D");
     let churn: Vec<&Value> =
         r["threads"].as_array().unwrap().iter().filter(|t| t["watch"]["comm"] == "churn").collect();
